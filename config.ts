@@ -1,0 +1,118 @@
+// Every setting is an environment variable; README.md lists them with their defaults.
+// A bad value throws ConfigError naming the setting, and start-up prints that one line.
+
+export class ConfigError extends Error {
+  readonly setting: string;
+  constructor(setting: string, why: string) {
+    super(`${setting}: ${why}`);
+    this.setting = setting;
+  }
+}
+
+export type RegistrationsMode = 'open' | 'approved' | 'none';
+
+export interface Config {
+  port: number;
+  bind: string;
+  localDomain: string;
+  /** scheme + LOCAL_DOMAIN, e.g. http://localhost:3000 */
+  publicUrl: string;
+  databaseUrl: string;
+  redisUrl: string;
+  /** Prefix for every Redis key and BullMQ queue, so installs (and test runs) sharing a Redis never collide. */
+  redisPrefix: string;
+  dataDir: string;
+  logLevel: string;
+  registrationsMode: RegistrationsMode;
+  instanceTitle: string;
+  instanceDescription: string;
+  contactEmail: string;
+  contactUsername: string;
+  /** Where this server's source code is published (the v2 instance entity's source_url). */
+  sourceUrl: string;
+  maxStatusChars: number;
+  maxImageBytes: number;
+  actorIdleMs: number;
+  trustProxy: boolean;
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `expected true or false, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const raw = str(env, name, fallback);
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `expected one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function url(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const raw = str(env, name, fallback);
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `not a valid URL: "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got "${parsed.protocol}"`);
+  }
+  return raw;
+}
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/fedi_server';
+
+export function loadConfig(env: Env = process.env): Config {
+  const localDomain = str(env, 'LOCAL_DOMAIN', 'localhost:3000');
+  if (!/^[a-z0-9.-]+(:\d+)?$/i.test(localDomain)) {
+    throw new ConfigError('LOCAL_DOMAIN', `expected a host name with an optional port, got "${localDomain}"`);
+  }
+  const https = bool(env, 'LOCAL_HTTPS', false);
+  const databaseUrl = url(env, 'DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']);
+  if (new URL(databaseUrl).pathname.replace(/^\//, '') === '') {
+    throw new ConfigError('DATABASE_URL', 'must name a database, e.g. postgres://postgres@127.0.0.1:5432/fedi_server');
+  }
+  return {
+    port: int(env, 'PORT', 3000, 0, 65535),
+    bind: str(env, 'BIND', '127.0.0.1'),
+    localDomain,
+    publicUrl: `${https ? 'https' : 'http'}://${localDomain}`,
+    databaseUrl,
+    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    redisPrefix: str(env, 'REDIS_PREFIX', 'fedi:'),
+    dataDir: str(env, 'DATA_DIR', './data'),
+    logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    registrationsMode: oneOf(env, 'REGISTRATIONS_MODE', 'open', ['open', 'approved', 'none'] as const),
+    instanceTitle: str(env, 'INSTANCE_TITLE', localDomain),
+    instanceDescription: str(env, 'INSTANCE_DESCRIPTION', 'A Mastodon-compatible, federated microblogging server.'),
+    contactEmail: str(env, 'INSTANCE_CONTACT_EMAIL', ''),
+    contactUsername: str(env, 'INSTANCE_CONTACT_USERNAME', ''),
+    sourceUrl: str(env, 'SOURCE_URL', ''),
+    maxStatusChars: int(env, 'MAX_STATUS_CHARS', 500, 1, 100_000),
+    maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+  };
+}

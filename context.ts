@@ -1,0 +1,16 @@
+import type { Redis } from 'ioredis';
+import type { Config } from './config.ts';
+import type { Db } from './storage/db.ts';
+import type { FileHost } from './storage/filehost/index.ts';
+import type { ActorRegistry } from './actors/registry.ts';
+import type { RenderContext } from './http/serializers/context.ts';
+
+/** The long-lived services one process shares between its parts. */
+export interface AppContext {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  fileHost: FileHost;
+  actors: ActorRegistry;
+  render: RenderContext;
+}

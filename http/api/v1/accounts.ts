@@ -1,0 +1,222 @@
+import { randomBytes } from 'node:crypto';
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../../app.ts';
+import { Bool, IdList, PagingQuery } from '../../params.ts';
+import { requireViewer } from '../../plugins/auth.ts';
+import { pageParams, setLinkHeader } from '../../paging.ts';
+import { ApiError, forbidden, notFound, unprocessable } from '../../../errors.ts';
+import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
+import { findUserByAccountId } from '../../../storage/users.ts';
+import { insertAccessToken } from '../../../storage/oauth.ts';
+import * as follows from '../../../storage/follows.ts';
+import { registerLocalAccount } from '../../../services/accounts.ts';
+import { updateAccountProfile } from '../../../services/profile.ts';
+import { renderAccount, renderCredentialAccount } from '../../serializers/account.ts';
+import { renderRelationship } from '../../serializers/relationship.ts';
+import { renderToken } from '../../serializers/application.ts';
+import type { AppContext } from '../../../context.ts';
+
+const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
+
+const Register = Type.Object({
+  username: Type.String({ maxLength: 200 }),
+  email: Type.String({ maxLength: 320 }),
+  password: Type.String({ maxLength: 200 }),
+  agreement: Bool(),
+  locale: Type.String({ maxLength: 20 }),
+  reason: Type.Optional(Type.String({ maxLength: 1000 })),
+  date_of_birth: Type.Optional(Type.String({ maxLength: 20 })),
+});
+
+const Field = Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })), value: Type.Optional(Type.String({ maxLength: 255 })) });
+
+const UpdateCredentials = Type.Object({
+  display_name: Type.Optional(Type.String({ maxLength: 30 })),
+  note: Type.Optional(Type.String({ maxLength: 500 })),
+  locked: Type.Optional(Bool()),
+  bot: Type.Optional(Bool()),
+  discoverable: Type.Optional(Bool()),
+  indexable: Type.Optional(Bool()),
+  hide_collections: Type.Optional(Bool()),
+  // Forms send `fields_attributes[0][name]`, which nests to an object keyed by index; JSON clients send an array.
+  fields_attributes: Type.Optional(Type.Union([Type.Array(Field, { maxItems: 4 }), Type.Record(Type.String({ pattern: '^[0-9]+$' }), Field, { maxProperties: 4 })])),
+  source: Type.Optional(Type.Object({
+    privacy: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('unlisted'), Type.Literal('private'), Type.Literal('direct')])),
+    sensitive: Type.Optional(Bool()),
+    language: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}$' })),
+  })),
+});
+
+const isAccountId = (id: string) => /^\d{1,19}$/.test(id);
+
+/** An account that exists and is visible, or a 404. */
+async function visibleAccount(ctx: AppContext, id: string): Promise<AccountRow> {
+  const account = isAccountId(id) ? await findAccountById(ctx.db, id) : null;
+  if (!account) throw notFound();
+  return account;
+}
+
+async function relationshipOf(ctx: AppContext, viewerId: string, targetId: string) {
+  const rels = await follows.relationships(ctx.db, viewerId, [targetId]);
+  return renderRelationship(targetId, rels.get(targetId));
+}
+
+export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const r = ctx.render;
+
+  app.post('/api/v1/accounts', {
+    schema: { body: Register },
+    config: { auth: { kind: 'app', scopes: ['write:accounts'] } },
+  }, async (request) => {
+    const mode = ctx.config.registrationsMode;
+    if (mode === 'none') throw forbidden('Registrations are closed');
+    const body = request.body;
+    if (mode === 'approved' && !body.reason?.trim()) {
+      throw unprocessable('Validation failed: reason must be given while registrations need approval');
+    }
+    const token = request.token!;
+    const { user } = await registerLocalAccount(ctx.db, {
+      username: body.username,
+      email: body.email,
+      password: body.password,
+      agreement: body.agreement,
+      locale: body.locale,
+      reason: body.reason ?? null,
+      approved: mode === 'open',
+      applicationId: token.application_id,
+    });
+    // The new user's token carries the scopes of the app token that registered it, as in Mastodon.
+    const accessToken = randomBytes(32).toString('base64url');
+    const row = await insertAccessToken(ctx.db, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: token.scopes });
+    return renderToken(accessToken, row.scopes, row.created_at);
+  });
+
+  app.get('/api/v1/accounts/verify_credentials', {
+    config: { auth: { kind: 'user', scopes: ['read:accounts', 'profile'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const [account, user, requests] = await Promise.all([
+      findAccountById(ctx.db, viewerId),
+      findUserByAccountId(ctx.db, viewerId),
+      follows.countFollowRequests(ctx.db, viewerId),
+    ]);
+    if (!account || !user) throw new ApiError(401, 'The access token is invalid');
+    return renderCredentialAccount(r, account, user, requests);
+  });
+
+  app.patch('/api/v1/accounts/update_credentials', {
+    schema: { body: Type.Optional(UpdateCredentials) },
+    config: { auth: { kind: 'user', scopes: ['write:accounts'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const body = request.body ?? {};
+    const current = await findAccountById(ctx.db, viewerId);
+    if (!current) throw new ApiError(401, 'The access token is invalid');
+    const fields = body.fields_attributes === undefined ? undefined
+      : (Array.isArray(body.fields_attributes)
+        ? body.fields_attributes
+        : Object.entries(body.fields_attributes).sort(([a], [b]) => Number(a) - Number(b)).map(([, f]) => f))
+        .map((f) => ({ name: (f.name ?? '').trim(), value: (f.value ?? '').trim() }))
+        // Mastodon drops rows left entirely blank, which is how apps remove a field.
+        .filter((f) => f.name !== '' || f.value !== '');
+    const updated = await updateAccountProfile(ctx, current, {
+      displayName: body.display_name,
+      note: body.note,
+      locked: body.locked,
+      bot: body.bot,
+      discoverable: body.discoverable,
+      indexable: body.indexable,
+      fields,
+      avatar: request.uploads.avatar?.data,
+      header: request.uploads.header?.data,
+      source: body.source,
+    });
+    const [user, requests] = await Promise.all([findUserByAccountId(ctx.db, viewerId), follows.countFollowRequests(ctx.db, viewerId)]);
+    return renderCredentialAccount(r, updated, user!, requests);
+  });
+
+  app.get('/api/v1/accounts/relationships', {
+    schema: { querystring: Type.Object({ id: Type.Optional(IdList(40)), with_suspended: Type.Optional(Bool()) }) },
+    config: { auth: { kind: 'user', scopes: ['read:follows'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const requested = [...new Set((request.query.id ?? []).filter(isAccountId))];
+    const existing = await findAccountsByIds(ctx.db, requested);
+    const known = new Set(existing.filter((a) => request.query.with_suspended || !a.suspended_at).map((a) => a.id));
+    // In the order asked; ids that name no account are left out, as Mastodon does.
+    const ids = requested.filter((id) => known.has(id));
+    const rels = await follows.relationships(ctx.db, viewerId, ids);
+    return ids.map((id) => renderRelationship(id, rels.get(id)));
+  });
+
+  app.get('/api/v1/accounts/lookup', {
+    schema: { querystring: Type.Object({ acct: Type.String({ minLength: 1, maxLength: 300 }) }) },
+    config: { auth: { kind: 'public' } },
+  }, async (request) => {
+    const acct = request.query.acct.replace(/^@/, '');
+    const [username, domain] = acct.split('@') as [string, string | undefined];
+    const local = domain === undefined || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
+    const account = await findAccountByUsername(ctx.db, username, local ? null : domain);
+    if (!account || account.suspended_at) throw notFound();
+    return renderAccount(r, account);
+  });
+
+  app.get('/api/v1/accounts', {
+    schema: { querystring: Type.Object({ id: IdList(40) }) },
+    config: { auth: { kind: 'public' } },
+  }, async (request) => {
+    const requested = [...new Set(request.query.id.filter(isAccountId))];
+    const byId = new Map((await findAccountsByIds(ctx.db, requested)).map((a) => [a.id, a]));
+    return requested.map((id) => byId.get(id)).filter((a): a is AccountRow => !!a && !a.suspended_at).map((a) => renderAccount(r, a));
+  });
+
+  app.get('/api/v1/accounts/:id', {
+    schema: { params: AccountIdParams },
+    config: { auth: { kind: 'public' } },
+  }, async (request) => renderAccount(r, await visibleAccount(ctx, request.params.id)));
+
+  for (const list of ['followers', 'following'] as const) {
+    app.get(`/api/v1/accounts/:id/${list}`, {
+      schema: { params: AccountIdParams, querystring: Type.Object(PagingQuery(40, 80)) },
+      config: { auth: { kind: 'public' } },
+    }, async (request, reply) => {
+      const account = await visibleAccount(ctx, request.params.id);
+      const p = pageParams(request.query, 40);
+      const page = list === 'followers' ? await follows.followersPage(ctx.db, account.id, p) : await follows.followingPage(ctx.db, account.id, p);
+      setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
+      return page.accounts.map((a) => renderAccount(r, a));
+    });
+  }
+
+  app.post('/api/v1/accounts/:id/follow', {
+    schema: {
+      params: AccountIdParams,
+      body: Type.Optional(Type.Object({
+        reblogs: Type.Optional(Bool()),
+        notify: Type.Optional(Bool()),
+        languages: Type.Optional(Type.Array(Type.String({ pattern: '^[a-z]{2,3}$' }), { maxItems: 50 })),
+      })),
+    },
+    config: { auth: { kind: 'user', scopes: ['follow', 'write:follows'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const target = await visibleAccount(ctx, request.params.id);
+    if (target.id === viewerId) throw forbidden();
+    const body = request.body ?? {};
+    await ctx.actors.ask(viewerId, { type: 'follow', targetId: target.id, options: { reblogs: body.reblogs, notify: body.notify, languages: body.languages } });
+    return relationshipOf(ctx, viewerId, target.id);
+  });
+
+  app.post('/api/v1/accounts/:id/unfollow', {
+    schema: { params: AccountIdParams },
+    config: { auth: { kind: 'user', scopes: ['follow', 'write:follows'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const target = await visibleAccount(ctx, request.params.id);
+    await ctx.actors.ask(viewerId, { type: 'unfollow', targetId: target.id });
+    return relationshipOf(ctx, viewerId, target.id);
+  });
+}

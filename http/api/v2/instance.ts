@@ -1,0 +1,12 @@
+import type { FastifyInstance } from 'fastify';
+import type { RouteOptions } from '../../app.ts';
+import { instanceStats } from '../../../storage/instance.ts';
+import { renderInstanceV2 } from '../../serializers/instance.ts';
+import { contactAccount } from '../v1/instance.ts';
+
+export default async function instanceV2Routes(app: FastifyInstance, { ctx }: RouteOptions) {
+  app.get('/api/v2/instance', { config: { auth: { kind: 'public' } } }, async () => {
+    const [stats, contact] = await Promise.all([instanceStats(ctx.db), contactAccount(ctx)]);
+    return renderInstanceV2(ctx.render, ctx.config, stats, contact);
+  });
+}

@@ -1,0 +1,63 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { parseNested } from './plugins/body.ts';
+import bodyPlugin from './plugins/body.ts';
+import errorsPlugin from './plugins/errors.ts';
+import authPlugin from './plugins/auth.ts';
+import { mastodonKeywords } from './plugins/validation.ts';
+import healthRoutes from './health.ts';
+import fileRoutes from './files.ts';
+import oauthRoutes from './oauth/routes.ts';
+import appsRoutes from './api/v1/apps.ts';
+import accountsRoutes from './api/v1/accounts.ts';
+import followRequestsRoutes from './api/v1/follow_requests.ts';
+import instanceV1Routes from './api/v1/instance.ts';
+import instanceV2Routes from './api/v2/instance.ts';
+
+export type App = FastifyInstance;
+
+/** The whole web application, ready to `listen` or to `inject` requests in tests. */
+export async function buildApp(ctx: AppContext, options: { logger?: boolean } = {}) {
+  const app = Fastify({
+    logger: options.logger === false ? false : { level: ctx.config.logLevel },
+    // Request ids in every log line; a proxy's X-Request-Id is kept so logs join up across hops.
+    genReqId: () => randomUUID(),
+    requestIdHeader: 'x-request-id',
+    trustProxy: ctx.config.trustProxy,
+    routerOptions: {
+      // `id[]=1&id[]=2` and `fields_attributes[0][name]=…`, as Rails parses them.
+      querystringParser: (s: string) => parseNested(s),
+      ignoreTrailingSlash: true,
+    },
+    bodyLimit: 1024 * 1024,
+    ajv: {
+      customOptions: { coerceTypes: 'array', removeAdditional: true, useDefaults: true, allErrors: false },
+      plugins: [mastodonKeywords],
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(bodyPlugin, { maxFileBytes: ctx.config.maxImageBytes });
+  await app.register(authPlugin, { db: ctx.db });
+
+  await app.register(healthRoutes, { ctx });
+  await app.register(fileRoutes, { ctx });
+  await app.register(oauthRoutes, { ctx });
+  await app.register(appsRoutes, { ctx });
+  await app.register(accountsRoutes, { ctx });
+  await app.register(followRequestsRoutes, { ctx });
+  await app.register(instanceV1Routes, { ctx });
+  await app.register(instanceV2Routes, { ctx });
+  return app;
+}
+
+/** Route modules are plugins taking the shared context. */
+export interface RouteOptions {
+  ctx: AppContext;
+}

@@ -1,0 +1,27 @@
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance } from 'fastify';
+import type { RouteOptions } from './app.ts';
+import { LocalFileHost, LOCAL_FILES_PREFIX } from '../storage/filehost/local.ts';
+
+const publicDir = fileURLToPath(new URL('./public', import.meta.url));
+
+/** Serves the default avatar and header, and, for the local file host, the uploaded files. */
+export default async function fileRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+  // Only the files that exist at start-up get routes (wildcard: false), so nothing else is shadowed.
+  await app.register(fastifyStatic, { root: publicDir, prefix: '/', wildcard: false, maxAge: '1d' });
+
+  if (ctx.fileHost instanceof LocalFileHost) {
+    // @fastify/static refuses paths outside root; keys are immutable (a new upload gets a new key).
+    await app.register(fastifyStatic, {
+      root: ctx.fileHost.root,
+      prefix: LOCAL_FILES_PREFIX,
+      decorateReply: false,
+      maxAge: '365d',
+      immutable: true,
+      dotfiles: 'deny',
+      index: false,
+      list: false,
+    });
+  }
+}

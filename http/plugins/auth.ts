@@ -1,0 +1,81 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { findActiveAccessToken, type TokenOwner } from '../../storage/oauth.ts';
+import { ApiError } from '../../errors.ts';
+import { grantsAny, parseScopes } from '../oauth/scopes.ts';
+import type { Db } from '../../storage/db.ts';
+
+/**
+ * How a route is reached, declared on every API route as `config.auth`:
+ * - `public`: no token needed; one that is sent identifies the viewer (and must be valid).
+ * - `app`: any valid token (an app's own, from client_credentials, or a user's) with one of `scopes`.
+ * - `user`: a user's token with one of `scopes`.
+ */
+export type RouteAuth =
+  | { kind: 'public' }
+  | { kind: 'app' | 'user'; scopes: readonly string[] };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+  }
+  interface FastifyRequest {
+    token: TokenOwner | null;
+    /** The signed-in account, when the token belongs to a user. */
+    viewerId: string | null;
+  }
+}
+
+const INVALID_TOKEN = 'The access token is invalid';
+
+function bearer(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) throw new ApiError(401, INVALID_TOKEN);
+  return match[1]!;
+}
+
+/** Returns the viewer's account id from a signed-in user's token; throws 401/403/422 as Mastodon does. */
+export function requireViewer(request: FastifyRequest): string {
+  if (!request.viewerId) throw new ApiError(422, 'This method requires an authenticated user');
+  return request.viewerId;
+}
+
+async function authPlugin(app: FastifyInstance, opts: { db: Db }) {
+  app.decorateRequest('token', null);
+  app.decorateRequest('viewerId', null);
+
+  // One mechanism for every route: an /api or /oauth route without a declared policy is a programming error.
+  app.addHook('onRoute', (route) => {
+    if (/^\/api\//.test(route.url) && !route.config?.auth) {
+      throw new Error(`route ${route.method} ${route.url} declares no config.auth`);
+    }
+  });
+
+  app.addHook('preHandler', async (request) => {
+    const policy = request.routeOptions.config.auth;
+    if (!policy) return;
+    const raw = bearer(request);
+    if (raw === null) {
+      if (policy.kind === 'public') return;
+      throw new ApiError(401, INVALID_TOKEN);
+    }
+    const token = await findActiveAccessToken(opts.db, raw);
+    if (!token) throw new ApiError(401, INVALID_TOKEN);
+    if (token.user_id && token.suspended) throw new ApiError(403, 'Your login is currently disabled');
+    request.token = token;
+    request.viewerId = token.user_id && token.approved ? token.account_id : null;
+    if (policy.kind === 'public') return;
+    // An empty list means any token will do (as Mastodon's bare `doorkeeper_authorize!`).
+    if (policy.scopes.length > 0 && !grantsAny(parseScopes(token.scopes), policy.scopes)) {
+      throw new ApiError(403, 'This action is outside the authorized scopes');
+    }
+    if (policy.kind === 'user') {
+      if (!token.user_id) throw new ApiError(422, 'This method requires an authenticated user');
+      if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
+    }
+  });
+}
+
+export default fp(authPlugin, { name: 'auth' });

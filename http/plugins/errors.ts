@@ -1,0 +1,52 @@
+import fp from 'fastify-plugin';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiError, ValidationFailed } from '../../errors.ts';
+
+function validationMessage(err: FastifyError): string {
+  const first = err.validation?.[0];
+  if (!first) return err.message;
+  const path = (first.instancePath || '').replace(/^\//, '').replace(/\//g, '.');
+  const missing = (first.params as { missingProperty?: string } | undefined)?.missingProperty;
+  const field = missing ?? (path || err.validationContext || 'request');
+  if (first.keyword === 'mastodonBoolean') return `Validation failed: ${field} must be a boolean`;
+  if (missing) return `Validation failed: ${field} is missing`;
+  if (first.keyword === 'additionalProperties') {
+    const extra = (first.params as { additionalProperty?: string }).additionalProperty;
+    return `Validation failed: ${extra} is not allowed`;
+  }
+  return `Validation failed: ${field} ${first.message ?? 'is invalid'}`;
+}
+
+/** Every error leaves as Mastodon's error entity; nothing the client sent can produce a 500. */
+async function errorsPlugin(app: FastifyInstance) {
+  app.setNotFoundHandler((_request, reply) => {
+    reply.code(404).send({ error: 'Record not found' });
+  });
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof ApiError) {
+      const body: { error: string; error_description?: string } = { error: err.message };
+      if (err.description) body.error_description = err.description;
+      if (err instanceof ValidationFailed) return reply.code(422).send({ ...body, details: err.details });
+      return reply.code(err.statusCode).send(body);
+    }
+    if (err.validation) {
+      return reply.code(422).send({ error: validationMessage(err) });
+    }
+    const status = err.statusCode ?? 500;
+    if (status === 413 || err.code === 'FST_REQ_FILE_TOO_LARGE') {
+      return reply.code(413).send({ error: 'File is too large' });
+    }
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return reply.code(415).send({ error: 'Unsupported content type' });
+    }
+    if (status >= 400 && status < 500) {
+      // Malformed JSON, bad multipart framing, body too large for its parser, rate limits…
+      return reply.code(status).send({ error: err.message });
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send({ error: 'Internal server error' });
+  });
+}
+
+export default fp(errorsPlugin, { name: 'errors' });

@@ -1,0 +1,77 @@
+import type { AccountRow } from '../../storage/accounts.ts';
+import type { UserRow } from '../../storage/users.ts';
+import type { RenderContext } from './context.ts';
+
+export function accountUri(ctx: RenderContext, a: Pick<AccountRow, 'username' | 'domain' | 'uri'>): string {
+  return a.domain === null ? `${ctx.publicUrl}/users/${a.username}` : (a.uri ?? '');
+}
+
+function dateOnly(d: Date | null): string | null {
+  return d ? d.toISOString().slice(0, 10) : null;
+}
+
+function midnight(d: Date): string {
+  // Mastodon shows the day an account was made, not the moment (it is public information).
+  return `${d.toISOString().slice(0, 10)}T00:00:00.000Z`;
+}
+
+/** Mastodon's Account entity. */
+export function renderAccount(ctx: RenderContext, a: AccountRow) {
+  const local = a.domain === null;
+  const avatar = a.avatar_file ? ctx.fileHost.url(a.avatar_file) : `${ctx.publicUrl}/avatars/original/missing.png`;
+  const header = a.header_file ? ctx.fileHost.url(a.header_file) : `${ctx.publicUrl}/headers/original/missing.png`;
+  return {
+    id: a.id,
+    username: a.username,
+    acct: local ? a.username : `${a.username}@${a.domain}`,
+    display_name: a.display_name,
+    locked: a.locked,
+    bot: a.bot,
+    discoverable: a.discoverable,
+    indexable: a.indexable,
+    group: false,
+    created_at: midnight(a.created_at),
+    note: a.note_html,
+    url: local ? `${ctx.publicUrl}/@${a.username}` : (a.url ?? a.uri),
+    uri: accountUri(ctx, a),
+    avatar,
+    avatar_static: avatar,
+    avatar_description: '',
+    header,
+    header_static: header,
+    header_description: '',
+    followers_count: a.followers_count,
+    following_count: a.following_count,
+    statuses_count: a.statuses_count,
+    last_status_at: dateOnly(a.last_status_at),
+    hide_collections: false,
+    noindex: false,
+    emojis: [],
+    roles: [],
+    fields: a.fields.map((f) => ({ name: f.name, value: f.value_html, verified_at: f.verified_at })),
+    ...(a.suspended_at ? { suspended: true } : {}),
+  };
+}
+
+const EVERYONE_ROLE = { id: '-99', name: '', permissions: '0', color: '', highlighted: false };
+const ADMIN_ROLE = { id: '3', name: 'Admin', permissions: '1', color: '', highlighted: true };
+
+/** The signed-in user's own account: Account plus `source` and `role`. */
+export function renderCredentialAccount(ctx: RenderContext, a: AccountRow, user: UserRow, followRequestsCount: number) {
+  return {
+    ...renderAccount(ctx, a),
+    source: {
+      privacy: user.default_privacy,
+      sensitive: user.default_sensitive,
+      language: user.default_language,
+      note: a.note_source,
+      fields: a.fields.map((f) => ({ name: f.name, value: f.value, verified_at: f.verified_at })),
+      follow_requests_count: followRequestsCount,
+      indexable: a.indexable,
+      discoverable: a.discoverable,
+      hide_collections: false,
+      attribution_domains: [],
+    },
+    role: user.admin ? ADMIN_ROLE : EVERYONE_ROLE,
+  };
+}

@@ -1,0 +1,96 @@
+import type { Config } from '../../config.ts';
+import type { InstanceStats } from '../../storage/instance.ts';
+import type { RenderContext } from './context.ts';
+import { renderAccount } from './account.ts';
+import type { AccountRow } from '../../storage/accounts.ts';
+import { ALL_SCOPES } from '../oauth/scopes.ts';
+import pkg from '../../package.json' with { type: 'json' };
+
+/** Mastodon apps read the version to decide which features exist; we speak the 4.3 API. */
+export const VERSION = `4.3.0 (compatible; ${pkg.name} ${pkg.version})`;
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+
+function limits(config: Config) {
+  return {
+    accounts: {
+      max_featured_tags: 10,
+      max_pinned_statuses: 5,
+      max_display_name_length: 30,
+      max_note_length: 500,
+      max_profile_fields: 4,
+      profile_field_name_limit: 255,
+      profile_field_value_limit: 255,
+    },
+    statuses: { max_characters: config.maxStatusChars, max_media_attachments: 4, characters_reserved_per_url: 23 },
+    media_attachments: {
+      supported_mime_types: IMAGE_TYPES,
+      image_size_limit: config.maxImageBytes,
+      image_matrix_limit: 7680 * 4320,
+      video_size_limit: 99 * 1024 * 1024,
+      video_frame_rate_limit: 60,
+      video_matrix_limit: 2304000,
+      description_limit: 1500,
+    },
+    polls: { max_options: 4, max_characters_per_option: 50, min_expiration: 300, max_expiration: 2629746 },
+  };
+}
+
+const streamingUrl = (publicUrl: string) => publicUrl.replace(/^http/, 'ws');
+
+export function renderInstanceV1(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null) {
+  return {
+    uri: config.localDomain,
+    title: config.instanceTitle,
+    short_description: config.instanceDescription,
+    description: config.instanceDescription,
+    email: config.contactEmail,
+    version: VERSION,
+    urls: { streaming_api: streamingUrl(config.publicUrl) },
+    stats: { user_count: stats.userCount, status_count: 0, domain_count: stats.domainCount },
+    thumbnail: `${config.publicUrl}/thumbnail.png`,
+    languages: ['en'],
+    registrations: config.registrationsMode !== 'none',
+    approval_required: config.registrationsMode === 'approved',
+    invites_enabled: false,
+    configuration: limits(config),
+    contact_account: contact ? renderAccount(ctx, contact) : null,
+    rules: [],
+  };
+}
+
+export function renderInstanceV2(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null) {
+  return {
+    domain: config.localDomain,
+    title: config.instanceTitle,
+    version: VERSION,
+    source_url: config.sourceUrl,
+    description: config.instanceDescription,
+    usage: { users: { active_month: stats.activeMonth } },
+    thumbnail: { url: `${config.publicUrl}/thumbnail.png`, blurhash: null, versions: {} },
+    icon: [],
+    languages: ['en'],
+    configuration: {
+      urls: { streaming: streamingUrl(config.publicUrl), status: null },
+      vapid: { public_key: '' },
+      translation: { enabled: false },
+      timelines_access: {
+        live_feeds: { local: 'public', remote: 'public' },
+        hashtag_feeds: { local: 'public', remote: 'public' },
+        trending_link_feeds: { local: 'public', remote: 'public' },
+      },
+      ...limits(config),
+    },
+    registrations: {
+      enabled: config.registrationsMode !== 'none',
+      approval_required: config.registrationsMode === 'approved',
+      reason_required: config.registrationsMode === 'approved',
+      message: null,
+      url: null,
+      min_age: null,
+    },
+    api_versions: { mastodon: 2 },
+    contact: { email: config.contactEmail, account: contact ? renderAccount(ctx, contact) : null },
+    rules: [],
+    oauth_scopes: ALL_SCOPES,
+  };
+}

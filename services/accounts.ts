@@ -1,0 +1,85 @@
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
+import { transaction, type Db } from '../storage/db.ts';
+import { emailTaken, insertUser, type UserRow } from '../storage/users.ts';
+import { insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
+import { hashPassword } from './passwords.ts';
+import { ValidationFailed } from '../errors.ts';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+// Mastodon's rules for local usernames.
+const USERNAME = /^[a-z0-9_]+([a-z0-9_.-]+[a-z0-9_]+)?$/i;
+const RESERVED = new Set(['admin', 'administrator', 'root', 'webmaster', 'support', 'help', 'mod', 'moderator', 'postmaster', 'hostmaster', 'abuse', 'security', 'instance', 'actor', 'system']);
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export interface Registration {
+  username: string;
+  email: string;
+  password: string;
+  agreement: boolean;
+  locale?: string | null | undefined;
+  reason?: string | null | undefined;
+  approved: boolean;
+  admin?: boolean;
+  applicationId?: string | null;
+  /** Operators may take reserved names; the public cannot. */
+  allowReserved?: boolean;
+}
+
+type Details = ValidationFailed['details'];
+function add(details: Details, field: string, error: string, description: string) {
+  (details[field] ??= []).push({ error, description });
+}
+
+export async function registerLocalAccount(db: Db, r: Registration): Promise<{ account: AccountRow; user: UserRow }> {
+  const details: Details = {};
+  if (!USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'only letters, numbers, underscores, dots and dashes');
+  if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
+  if (!r.allowReserved && RESERVED.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
+  if (!EMAIL.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
+  if (r.password.length < 8) add(details, 'password', 'ERR_TOO_SHORT', 'is too short (minimum is 8 characters)');
+  if (r.password.length > 72) add(details, 'password', 'ERR_TOO_LONG', 'is too long (maximum is 72 characters)');
+  if (!r.agreement) add(details, 'agreement', 'ERR_ACCEPTED', 'must be accepted');
+  if (Object.keys(details).length === 0) {
+    if (await usernameTaken(db, r.username)) add(details, 'username', 'ERR_TAKEN', 'is already taken');
+    if (await emailTaken(db, r.email)) add(details, 'email', 'ERR_TAKEN', 'is already taken');
+  }
+  if (Object.keys(details).length > 0) throw new ValidationFailed(details);
+
+  const [passwordHash, keys] = await Promise.all([
+    hashPassword(r.password),
+    generateKeyPairAsync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    }),
+  ]);
+  try {
+    return await transaction(db, async (tx) => {
+      const account = await insertLocalAccount(tx, { username: r.username, publicKeyPem: keys.publicKey, privateKeyPem: keys.privateKey });
+      const user = await insertUser(tx, {
+        accountId: account.id,
+        email: r.email,
+        passwordHash,
+        approved: r.approved,
+        admin: r.admin ?? false,
+        locale: r.locale ?? null,
+        reason: r.reason ?? null,
+        agreement: r.agreement,
+        applicationId: r.applicationId ?? null,
+      });
+      return { account, user };
+    });
+  } catch (err) {
+    // Two registrations racing for one name: the unique index decides, and the loser hears why.
+    const e = err as { code?: string; constraint?: string };
+    if (e.code === '23505' && e.constraint === 'accounts_username_domain') {
+      throw new ValidationFailed({ username: [{ error: 'ERR_TAKEN', description: 'is already taken' }] });
+    }
+    if (e.code === '23505' && e.constraint === 'users_email') {
+      throw new ValidationFailed({ email: [{ error: 'ERR_TAKEN', description: 'is already taken' }] });
+    }
+    throw err;
+  }
+}

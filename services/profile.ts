@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+import type { AccountRow, ProfileChanges, ProfileField } from '../storage/accounts.ts';
+import type { SourceDefaults } from '../storage/users.ts';
+import { renderInline, renderPlainText } from '../text/render.ts';
+import { processProfileImage, type ProfileImageKind } from './images.ts';
+
+export interface ProfileUpdate {
+  displayName?: string | undefined;
+  note?: string | undefined;
+  locked?: boolean | undefined;
+  bot?: boolean | undefined;
+  discoverable?: boolean | undefined;
+  indexable?: boolean | undefined;
+  fields?: { name: string; value: string }[] | undefined;
+  avatar?: Buffer | undefined;
+  header?: Buffer | undefined;
+  source?: SourceDefaults | undefined;
+}
+
+/**
+ * Applies a profile edit: images are decoded and resized first (a bad file stops everything before any write),
+ * stored on the file host, then the account's actor commits the row. New files are removed if the write fails;
+ * replaced files are removed once it succeeds.
+ */
+export async function updateAccountProfile(ctx: AppContext, current: AccountRow, u: ProfileUpdate): Promise<AccountRow> {
+  const images: { kind: ProfileImageKind; data: Buffer; contentType: string; key: string }[] = [];
+  for (const kind of ['avatar', 'header'] as const) {
+    const input = u[kind];
+    if (!input) continue;
+    const processed = await processProfileImage(kind, input);
+    const key = `accounts/${current.id}/${kind}-${randomBytes(8).toString('hex')}.${processed.extension}`;
+    images.push({ kind, data: processed.data, contentType: processed.contentType, key });
+  }
+
+  const changes: ProfileChanges = {
+    displayName: u.displayName,
+    locked: u.locked,
+    bot: u.bot,
+    discoverable: u.discoverable,
+    indexable: u.indexable,
+  };
+  if (u.note !== undefined) {
+    changes.noteSource = u.note;
+    changes.noteHtml = renderPlainText(u.note);
+  }
+  if (u.fields !== undefined) {
+    const previous = new Map(current.fields.map((f) => [`${f.name}\u0000${f.value}`, f.verified_at]));
+    changes.fields = u.fields.map((f): ProfileField => ({
+      name: f.name,
+      value: f.value,
+      value_html: renderInline(f.value),
+      verified_at: previous.get(`${f.name}\u0000${f.value}`) ?? null,
+    }));
+  }
+  for (const image of images) {
+    if (image.kind === 'avatar') {
+      changes.avatarFile = image.key;
+      changes.avatarContentType = image.contentType;
+    } else {
+      changes.headerFile = image.key;
+      changes.headerContentType = image.contentType;
+    }
+  }
+
+  const stored: string[] = [];
+  try {
+    for (const image of images) {
+      await ctx.fileHost.put(image.key, image.data, image.contentType);
+      stored.push(image.key);
+    }
+    const updated = await ctx.actors.ask(current.id, { type: 'updateProfile', profile: changes, source: u.source ?? {} });
+    const replaced = images.map((i) => (i.kind === 'avatar' ? current.avatar_file : current.header_file)).filter((k): k is string => !!k);
+    await Promise.all(replaced.map((k) => ctx.fileHost.delete(k).catch(() => {})));
+    return updated;
+  } catch (err) {
+    await Promise.all(stored.map((k) => ctx.fileHost.delete(k).catch(() => {})));
+    throw err;
+  }
+}

@@ -1,0 +1,142 @@
+import type { Queryable } from './db.ts';
+
+export interface AccountRow {
+  id: string;
+  username: string;
+  domain: string | null;
+  display_name: string;
+  note_source: string;
+  note_html: string;
+  fields: ProfileField[];
+  locked: boolean;
+  bot: boolean;
+  discoverable: boolean | null;
+  indexable: boolean;
+  avatar_file: string | null;
+  avatar_content_type: string | null;
+  header_file: string | null;
+  header_content_type: string | null;
+  uri: string | null;
+  url: string | null;
+  inbox_url: string | null;
+  shared_inbox_url: string | null;
+  public_key_pem: string | null;
+  followers_count: number;
+  following_count: number;
+  statuses_count: number;
+  last_status_at: Date | null;
+  suspended_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ProfileField {
+  name: string;
+  value: string;
+  value_html: string;
+  verified_at: string | null;
+}
+
+// Every column but the private key: that one is read only where a request is signed.
+const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
+  discoverable, indexable, avatar_file, avatar_content_type, header_file, header_content_type,
+  uri, url, inbox_url, shared_inbox_url, public_key_pem, followers_count, following_count,
+  statuses_count, last_status_at, suspended_at, created_at, updated_at`;
+
+export async function findAccountById(db: Queryable, id: string): Promise<AccountRow | null> {
+  const { rows } = await db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+export async function findAccountsByIds(db: Queryable, ids: string[]): Promise<AccountRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE id = ANY($1::bigint[])`, [ids]);
+  return rows;
+}
+
+/** domain null finds a local account. Case-insensitive, as usernames are. */
+export async function findAccountByUsername(db: Queryable, username: string, domain: string | null): Promise<AccountRow | null> {
+  const { rows } = await db.query<AccountRow>(
+    `SELECT ${COLUMNS} FROM accounts
+      WHERE lower(username) = lower($1) AND coalesce(lower(domain), '') = coalesce(lower($2), '')`,
+    [username, domain],
+  );
+  return rows[0] ?? null;
+}
+
+export async function usernameTaken(db: Queryable, username: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM accounts WHERE lower(username) = lower($1) AND domain IS NULL`,
+    [username],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export interface NewLocalAccount {
+  username: string;
+  displayName?: string;
+  publicKeyPem: string;
+  privateKeyPem: string;
+}
+
+export async function insertLocalAccount(db: Queryable, a: NewLocalAccount): Promise<AccountRow> {
+  const { rows } = await db.query<AccountRow>(
+    `INSERT INTO accounts (username, display_name, public_key_pem, private_key_pem)
+     VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+    [a.username, a.displayName ?? '', a.publicKeyPem, a.privateKeyPem],
+  );
+  return rows[0]!;
+}
+
+export interface ProfileChanges {
+  displayName?: string;
+  noteSource?: string;
+  noteHtml?: string;
+  locked?: boolean;
+  bot?: boolean;
+  discoverable?: boolean;
+  indexable?: boolean;
+  fields?: ProfileField[];
+  avatarFile?: string | null;
+  avatarContentType?: string | null;
+  headerFile?: string | null;
+  headerContentType?: string | null;
+}
+
+const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
+  displayName: 'display_name',
+  noteSource: 'note_source',
+  noteHtml: 'note_html',
+  locked: 'locked',
+  bot: 'bot',
+  discoverable: 'discoverable',
+  indexable: 'indexable',
+  fields: 'fields',
+  avatarFile: 'avatar_file',
+  avatarContentType: 'avatar_content_type',
+  headerFile: 'header_file',
+  headerContentType: 'header_content_type',
+};
+
+export async function updateProfile(db: Queryable, id: string, changes: ProfileChanges): Promise<AccountRow> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  for (const [key, column] of Object.entries(PROFILE_COLUMNS) as [keyof ProfileChanges, string][]) {
+    const value = changes[key];
+    if (value === undefined) continue;
+    values.push(key === 'fields' ? JSON.stringify(value) : value);
+    sets.push(`${column} = $${values.length}`);
+  }
+  sets.push('updated_at = now()');
+  const { rows } = await db.query<AccountRow>(
+    `UPDATE accounts SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`,
+    values,
+  );
+  return rows[0]!;
+}
+
+export async function countLocalAccounts(db: Queryable): Promise<number> {
+  // Uses the username/domain index; bounded by the number of local accounts.
+  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM accounts WHERE domain IS NULL`);
+  return Number(rows[0]!.n);
+}

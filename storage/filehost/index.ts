@@ -1,0 +1,9 @@
+/**
+ * Where uploaded files live. Keys are relative paths we choose (never user input);
+ * drivers store bytes under a key and say at which public URL the key is served.
+ */
+export interface FileHost {
+  put(key: string, data: Buffer, contentType: string): Promise<void>;
+  delete(key: string): Promise<void>;
+  url(key: string): string;
+}

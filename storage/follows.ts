@@ -1,0 +1,166 @@
+import type { Queryable } from './db.ts';
+import { findAccountsByIds, type AccountRow } from './accounts.ts';
+import { pageClause, pageRows, type PageParams } from './paging.ts';
+
+export interface FollowOptions {
+  reblogs?: boolean | undefined;
+  notify?: boolean | undefined;
+  languages?: string[] | null | undefined;
+}
+
+export interface RelationshipRow {
+  id: string;
+  following: boolean;
+  showing_reblogs: boolean;
+  notifying: boolean;
+  languages: string[] | null;
+  followed_by: boolean;
+  requested: boolean;
+  requested_by: boolean;
+}
+
+/** The viewer's relation to each target, in one query; unknown ids come back with every flag false. */
+export async function relationships(db: Queryable, viewerId: string, targetIds: string[]): Promise<Map<string, RelationshipRow>> {
+  const { rows } = await db.query<RelationshipRow>(
+    `SELECT t.id::text AS id,
+            f.id IS NOT NULL AS following,
+            coalesce(f.show_reblogs, false) AS showing_reblogs,
+            coalesce(f.notify, false) AS notifying,
+            f.languages,
+            EXISTS (SELECT 1 FROM follows WHERE account_id = t.id AND target_account_id = $1) AS followed_by,
+            EXISTS (SELECT 1 FROM follow_requests WHERE account_id = $1 AND target_account_id = t.id) AS requested,
+            EXISTS (SELECT 1 FROM follow_requests WHERE account_id = t.id AND target_account_id = $1) AS requested_by
+       FROM unnest($2::bigint[]) AS t(id)
+       LEFT JOIN follows f ON f.account_id = $1 AND f.target_account_id = t.id`,
+    [viewerId, targetIds],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+export type FollowOutcome = 'followed' | 'requested' | 'updated';
+
+/**
+ * Follows target (or asks to, when it is locked). Following again only updates the options given.
+ * Counts move only when a row is really inserted, so a repeated or racing follow counts once.
+ */
+export async function follow(db: Queryable, accountId: string, target: AccountRow, opts: FollowOptions): Promise<FollowOutcome> {
+  const existing = await db.query(
+    `UPDATE follows SET show_reblogs = coalesce($3, show_reblogs), notify = coalesce($4, notify),
+                        languages = CASE WHEN $6::boolean THEN $5 ELSE languages END
+      WHERE account_id = $1 AND target_account_id = $2`,
+    [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null, opts.languages !== undefined],
+  );
+  if (existing.rowCount === 1) return 'updated';
+  if (target.locked) {
+    await db.query(
+      `INSERT INTO follow_requests (account_id, target_account_id, show_reblogs, notify, languages)
+       VALUES ($1, $2, coalesce($3, true), coalesce($4, false), $5)
+       ON CONFLICT (account_id, target_account_id) DO UPDATE
+         SET show_reblogs = coalesce($3, follow_requests.show_reblogs), notify = coalesce($4, follow_requests.notify)`,
+      [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null],
+    );
+    return 'requested';
+  }
+  // Counts move only when the row is new, so two racing follows count once.
+  if (await insertFollow(db, accountId, target.id, opts.reblogs ?? true, opts.notify ?? false, opts.languages ?? null)) {
+    await adjustFollowCounts(db, accountId, target.id, 1);
+  }
+  return 'followed';
+}
+
+/** Inserts the follow row only; returns whether it is new. Used by follow() and by authorising a request. */
+async function insertFollow(db: Queryable, accountId: string, targetId: string, showReblogs: boolean, notify: boolean, languages: string[] | null): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO follows (account_id, target_account_id, show_reblogs, notify, languages)
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, target_account_id) DO NOTHING`,
+    [accountId, targetId, showReblogs, notify, languages],
+  );
+  return rowCount === 1;
+}
+
+async function adjustFollowCounts(db: Queryable, accountId: string, targetId: string, delta: 1 | -1): Promise<void> {
+  // Lock order by id keeps two opposite follows from deadlocking.
+  const [first, second] = BigInt(accountId) < BigInt(targetId) ? [accountId, targetId] : [targetId, accountId];
+  for (const id of [first, second]) {
+    if (id === accountId) {
+      await db.query(`UPDATE accounts SET following_count = greatest(following_count + $2, 0) WHERE id = $1`, [id, delta]);
+    } else {
+      await db.query(`UPDATE accounts SET followers_count = greatest(followers_count + $2, 0) WHERE id = $1`, [id, delta]);
+    }
+  }
+}
+
+/** Removes a follow and any pending request. Returns whether anything was removed. */
+export async function unfollow(db: Queryable, accountId: string, targetId: string): Promise<boolean> {
+  const removed = await db.query(`DELETE FROM follows WHERE account_id = $1 AND target_account_id = $2`, [accountId, targetId]);
+  if (removed.rowCount === 1) await adjustFollowCounts(db, accountId, targetId, -1);
+  const request = await db.query(`DELETE FROM follow_requests WHERE account_id = $1 AND target_account_id = $2`, [accountId, targetId]);
+  return removed.rowCount === 1 || request.rowCount === 1;
+}
+
+/** Turns requesterId's pending request to targetId into a follow. Returns false when there was no request. */
+export async function authorizeFollowRequest(db: Queryable, targetId: string, requesterId: string): Promise<boolean> {
+  const { rows } = await db.query<{ show_reblogs: boolean; notify: boolean; languages: string[] | null }>(
+    `DELETE FROM follow_requests WHERE account_id = $1 AND target_account_id = $2
+     RETURNING show_reblogs, notify, languages`,
+    [requesterId, targetId],
+  );
+  const request = rows[0];
+  if (!request) return false;
+  if (await insertFollow(db, requesterId, targetId, request.show_reblogs, request.notify, request.languages)) {
+    await adjustFollowCounts(db, requesterId, targetId, 1);
+  }
+  return true;
+}
+
+export async function rejectFollowRequest(db: Queryable, targetId: string, requesterId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM follow_requests WHERE account_id = $1 AND target_account_id = $2`,
+    [requesterId, targetId],
+  );
+  return rowCount === 1;
+}
+
+export interface AccountPage {
+  accounts: AccountRow[];
+  /** Paging ids of the first and last entries (follow or request ids, as Mastodon pages these lists). */
+  firstId: string | null;
+  lastId: string | null;
+}
+
+async function pagedAccounts(db: Queryable, sql: (where: string, order: string, limit: string) => string, firstValue: string, p: PageParams): Promise<AccountPage> {
+  const values: unknown[] = [firstValue];
+  const clause = pageClause('r.id', p, values);
+  const { rows } = await db.query<{ page_id: string; account_id: string }>(sql(clause.where, clause.order, clause.limit), values);
+  const ordered = pageRows(rows, p);
+  const accounts = await findAccountsByIds(db, ordered.map((r) => r.account_id));
+  const byId = new Map(accounts.map((a) => [a.id, a]));
+  return {
+    accounts: ordered.map((r) => byId.get(r.account_id)).filter((a): a is AccountRow => a !== undefined),
+    firstId: ordered[0]?.page_id ?? null,
+    lastId: ordered.at(-1)?.page_id ?? null,
+  };
+}
+
+export function followersPage(db: Queryable, accountId: string, p: PageParams): Promise<AccountPage> {
+  return pagedAccounts(db, (where, order, limit) =>
+    `SELECT r.id AS page_id, r.account_id FROM follows r
+      WHERE r.target_account_id = $1 AND ${where} ORDER BY ${order} ${limit}`, accountId, p);
+}
+
+export function followingPage(db: Queryable, accountId: string, p: PageParams): Promise<AccountPage> {
+  return pagedAccounts(db, (where, order, limit) =>
+    `SELECT r.id AS page_id, r.target_account_id AS account_id FROM follows r
+      WHERE r.account_id = $1 AND ${where} ORDER BY ${order} ${limit}`, accountId, p);
+}
+
+export function followRequestsPage(db: Queryable, targetId: string, p: PageParams): Promise<AccountPage> {
+  return pagedAccounts(db, (where, order, limit) =>
+    `SELECT r.id AS page_id, r.account_id FROM follow_requests r
+      WHERE r.target_account_id = $1 AND ${where} ORDER BY ${order} ${limit}`, targetId, p);
+}
+
+export async function countFollowRequests(db: Queryable, targetId: string): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM follow_requests WHERE target_account_id = $1`, [targetId]);
+  return Number(rows[0]!.n);
+}

@@ -1,0 +1,130 @@
+import { createHash } from 'node:crypto';
+import type { Queryable } from './db.ts';
+
+/** Tokens, codes and client secrets are random and long, so a fast hash is enough to keep them out of the database in clear. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export interface ApplicationRow {
+  id: string;
+  name: string;
+  website: string | null;
+  redirect_uris: string[];
+  scopes: string;
+  client_id: string;
+  client_secret_hash: string;
+  created_at: Date;
+}
+
+export async function insertApplication(
+  db: Queryable,
+  a: { name: string; website: string | null; redirectUris: string[]; scopes: string; clientId: string; clientSecret: string },
+): Promise<ApplicationRow> {
+  const { rows } = await db.query<ApplicationRow>(
+    `INSERT INTO oauth_applications (name, website, redirect_uris, scopes, client_id, client_secret_hash)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [a.name, a.website, a.redirectUris, a.scopes, a.clientId, hashSecret(a.clientSecret)],
+  );
+  return rows[0]!;
+}
+
+export async function findApplicationByClientId(db: Queryable, clientId: string): Promise<ApplicationRow | null> {
+  const { rows } = await db.query<ApplicationRow>(`SELECT * FROM oauth_applications WHERE client_id = $1`, [clientId]);
+  return rows[0] ?? null;
+}
+
+export async function findApplicationById(db: Queryable, id: string): Promise<ApplicationRow | null> {
+  const { rows } = await db.query<ApplicationRow>(`SELECT * FROM oauth_applications WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+export interface AccessGrantRow {
+  id: string;
+  application_id: string;
+  user_id: string;
+  redirect_uri: string;
+  scopes: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  expires_at: Date;
+}
+
+export async function insertAccessGrant(
+  db: Queryable,
+  g: { code: string; applicationId: string; userId: string; redirectUri: string; scopes: string; codeChallenge: string | null; codeChallengeMethod: string | null; expiresAt: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO oauth_access_grants (code_hash, application_id, user_id, redirect_uri, scopes, code_challenge, code_challenge_method, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [hashSecret(g.code), g.applicationId, g.userId, g.redirectUri, g.scopes, g.codeChallenge, g.codeChallengeMethod, g.expiresAt],
+  );
+}
+
+export async function findActiveAccessGrant(db: Queryable, code: string): Promise<AccessGrantRow | null> {
+  const { rows } = await db.query<AccessGrantRow>(
+    `SELECT id, application_id, user_id, redirect_uri, scopes, code_challenge, code_challenge_method, expires_at
+       FROM oauth_access_grants WHERE code_hash = $1 AND revoked_at IS NULL`,
+    [hashSecret(code)],
+  );
+  return rows[0] ?? null;
+}
+
+/** Returns false when the grant was already used: a code is good for one token only, even under a race. */
+export async function revokeAccessGrant(db: Queryable, grantId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE oauth_access_grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`,
+    [grantId],
+  );
+  return rowCount === 1;
+}
+
+export interface AccessTokenRow {
+  id: string;
+  application_id: string;
+  user_id: string | null;
+  scopes: string;
+  created_at: Date;
+}
+
+export async function insertAccessToken(
+  db: Queryable,
+  t: { token: string; applicationId: string; userId: string | null; scopes: string },
+): Promise<AccessTokenRow> {
+  const { rows } = await db.query<AccessTokenRow>(
+    `INSERT INTO oauth_access_tokens (token_hash, application_id, user_id, scopes)
+     VALUES ($1, $2, $3, $4) RETURNING id, application_id, user_id, scopes, created_at`,
+    [hashSecret(t.token), t.applicationId, t.userId, t.scopes],
+  );
+  return rows[0]!;
+}
+
+export interface TokenOwner extends AccessTokenRow {
+  account_id: string | null;
+  approved: boolean | null;
+  admin: boolean | null;
+  suspended: boolean;
+}
+
+/** The token with its user's account, or null when it is unknown or revoked. */
+export async function findActiveAccessToken(db: Queryable, token: string): Promise<TokenOwner | null> {
+  const { rows } = await db.query<TokenOwner>(
+    `SELECT t.id, t.application_id, t.user_id, t.scopes, t.created_at,
+            u.account_id, u.approved, u.admin, (a.suspended_at IS NOT NULL) AS suspended
+       FROM oauth_access_tokens t
+       LEFT JOIN users u ON u.id = t.user_id
+       LEFT JOIN accounts a ON a.id = u.account_id
+      WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+    [hashSecret(token)],
+  );
+  return rows[0] ?? null;
+}
+
+/** Revokes a token only if it belongs to the given application, as RFC 7009 asks. */
+export async function revokeAccessToken(db: Queryable, token: string, applicationId: string): Promise<void> {
+  await db.query(
+    `UPDATE oauth_access_tokens SET revoked_at = now()
+      WHERE token_hash = $1 AND application_id = $2 AND revoked_at IS NULL`,
+    [hashSecret(token), applicationId],
+  );
+}

@@ -1,0 +1,25 @@
+import { Redis } from 'ioredis';
+import { ConfigError } from '../config.ts';
+
+export function createRedis(redisUrl: string): Redis {
+  // maxRetriesPerRequest: null is what BullMQ asks of the connections it shares.
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+  redis.on('error', () => {}); // reconnects on its own; readiness is reported by /health
+  return redis;
+}
+
+export async function connectRedis(redis: Redis, redisUrl: string): Promise<void> {
+  const host = new URL(redisUrl).host;
+  try {
+    await Promise.race([
+      redis.connect(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out after 5 s')), 5000).unref()),
+    ]);
+    await redis.ping();
+  } catch (err) {
+    redis.disconnect();
+    const e = err as { code?: string; message?: string };
+    const why = e.code === 'ECONNREFUSED' ? 'connection refused' : (e.message ?? String(err));
+    throw new ConfigError('REDIS_URL', `cannot connect to ${host}: ${why}`);
+  }
+}

@@ -1,0 +1,42 @@
+import { linkifyit } from 'linkify-it';
+import sanitizeHtml from 'sanitize-html';
+
+const linkify = linkifyit();
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+/** What our own rendering may produce; sanitize-html enforces it on the way out as a second line of defence. */
+const SANITIZE: sanitizeHtml.IOptions = {
+  allowedTags: ['p', 'br', 'a', 'span'],
+  allowedAttributes: { a: ['href', 'rel', 'target', 'class'], span: ['class'] },
+  allowedSchemes: ['http', 'https'],
+};
+
+function linkifyLine(line: string): string {
+  const matches = linkify.match(line) ?? [];
+  let out = '';
+  let last = 0;
+  for (const m of matches) {
+    if (!/^https?:\/\//i.test(m.url)) continue; // bare domains and mail addresses stay text, as in Mastodon
+    out += escapeHtml(line.slice(last, m.index));
+    out += `<a href="${escapeHtml(m.url)}" target="_blank" rel="nofollow noopener noreferrer">${escapeHtml(m.text)}</a>`;
+    last = m.lastIndex;
+  }
+  return out + escapeHtml(line.slice(last));
+}
+
+/** Plain text a user typed, as HTML: escaped, URLs linked, paragraphs on blank lines, <br> on line breaks. */
+export function renderPlainText(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return '';
+  const paragraphs = trimmed.split(/\n{2,}/).map((p) => `<p>${p.split('\n').map(linkifyLine).join('<br />')}</p>`);
+  return sanitizeHtml(paragraphs.join(''), SANITIZE);
+}
+
+/** One line (a profile field value): escaped and linked, no paragraph. */
+export function renderInline(text: string): string {
+  return sanitizeHtml(linkifyLine(text.replace(/\s+/g, ' ').trim()), SANITIZE);
+}

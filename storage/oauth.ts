@@ -128,3 +128,12 @@ export async function revokeAccessToken(db: Queryable, token: string, applicatio
     [hashSecret(token), applicationId],
   );
 }
+
+/** Signs a user out of every app (after a password reset). */
+export async function revokeUserTokens(db: Queryable, userId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE oauth_access_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`,
+    [userId],
+  );
+  return rowCount ?? 0;
+}

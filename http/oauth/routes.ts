@@ -62,7 +62,9 @@ function redirectWithError(reply: FastifyReply, req: AuthorizeRequest, error: st
 
 function sendOAuthError(reply: FastifyReply, err: unknown) {
   if (err instanceof OAuthError) {
-    return reply.code(err.code).send({ error: err.name, error_description: err.message });
+    // A client that fails to authenticate gets 401, as RFC 6749 §5.2 and Mastodon do.
+    const status = err.name === 'invalid_client' ? 401 : err.code;
+    return reply.code(status).send({ error: err.name, error_description: err.message });
   }
   throw err;
 }

@@ -1,0 +1,110 @@
+// Operator commands: `npm run cli -- <command>`. Uses the same settings (DATABASE_URL…) as the server.
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { ConfigError, loadConfig } from '../config.ts';
+import { createPool, ensureDatabase, migrate, type Db } from '../storage/db.ts';
+import { findAccountByUsername } from '../storage/accounts.ts';
+import { findUserByAccountId, setAdmin, setApproved, setPasswordHash } from '../storage/users.ts';
+import { revokeUserTokens } from '../storage/oauth.ts';
+import { registerLocalAccount } from '../services/accounts.ts';
+import { hashPassword } from '../services/passwords.ts';
+import { ApiError, ValidationFailed } from '../errors.ts';
+
+const USAGE = `Usage: npm run cli -- <command> [options]
+
+  accounts create <username> --email <email> [--password <pw>] [--admin]
+      Creates a local account (approved) and prints its id. Without --password one is generated and printed.
+  accounts admin <username> [--revoke]
+      Makes the account an admin, or with --revoke takes that away.
+  accounts approve <username>
+      Approves an account that registered while registrations needed approval.
+  accounts reset-password <username> [--password <pw>]
+      Sets a new password (generated and printed when not given) and signs the account out of every app.`;
+
+class UsageError extends Error {}
+
+async function localUser(db: Db, username: string | undefined) {
+  if (!username) throw new UsageError('a username is required');
+  const account = await findAccountByUsername(db, username, null);
+  const user = account ? await findUserByAccountId(db, account.id) : null;
+  if (!account || !user) throw new Error(`no local account named ${username}`);
+  return { account, user };
+}
+
+export async function runCli(argv: string[], db: Db, out: (line: string) => void): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      admin: { type: 'boolean', default: false },
+      revoke: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [group, command, username] = positionals;
+  if (values.help || group !== 'accounts' || !command) throw new UsageError(values.help ? '' : 'unknown command');
+
+  switch (command) {
+    case 'create': {
+      if (!username) throw new UsageError('a username is required');
+      if (!values.email) throw new UsageError('--email is required');
+      const password = values.password ?? randomBytes(12).toString('base64url');
+      const { account } = await registerLocalAccount(db, {
+        username, email: values.email, password, agreement: true, approved: true, admin: values.admin, allowReserved: true,
+      });
+      out(account.id);
+      if (!values.password) out(`password: ${password}`);
+      return;
+    }
+    case 'admin': {
+      const { user } = await localUser(db, username);
+      await setAdmin(db, user.id, !values.revoke);
+      out(values.revoke ? `${username} is no longer an admin` : `${username} is now an admin`);
+      return;
+    }
+    case 'approve': {
+      const { user } = await localUser(db, username);
+      await setApproved(db, user.id, true);
+      out(`${username} is approved`);
+      return;
+    }
+    case 'reset-password': {
+      const { user } = await localUser(db, username);
+      const password = values.password ?? randomBytes(12).toString('base64url');
+      if (password.length < 8 || password.length > 72) throw new Error('the password must be 8 to 72 characters');
+      await setPasswordHash(db, user.id, await hashPassword(password));
+      const revoked = await revokeUserTokens(db, user.id);
+      out(values.password ? `password changed; ${revoked} token(s) revoked` : `password: ${password}\n${revoked} token(s) revoked`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: accounts ${command}`);
+  }
+}
+
+async function main() {
+  let db: Db | undefined;
+  try {
+    const config = loadConfig();
+    await ensureDatabase(config.databaseUrl);
+    await migrate(config.databaseUrl);
+    db = createPool(config.databaseUrl, 2);
+    await runCli(process.argv.slice(2), db, (line) => console.log(line));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      if (err.message) console.error(`error: ${err.message}\n`);
+      console.error(USAGE);
+    } else if (err instanceof ConfigError || err instanceof ApiError || err instanceof ValidationFailed) {
+      console.error(`error: ${err.message}`);
+    } else {
+      console.error(`error: ${(err as Error).message ?? err}`);
+    }
+    process.exitCode = 1;
+  } finally {
+    await db?.end();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -1,0 +1,116 @@
+import { expect } from 'vitest';
+import type { App } from '../../http/app.ts';
+import { pkcePair } from './server.ts';
+
+export const REDIRECT_URI = 'https://app.example/callback';
+
+export interface RegisteredApp {
+  client_id: string;
+  client_secret: string;
+  id: string;
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+export async function createApp(app: App, scopes = 'read write follow push'): Promise<RegisteredApp> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/apps',
+    payload: { client_name: 'Test app', redirect_uris: `${REDIRECT_URI} urn:ietf:wg:oauth:2.0:oob`, scopes, website: 'https://app.example' },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+export async function appToken(app: App, client: RegisteredApp, scope = 'read write follow push'): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().access_token;
+}
+
+function decodeEntities(s: string): string {
+  return s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+/** The hidden fields of the authorize page's form, as a browser would submit them. */
+export function hiddenFields(html: string): Record<string, string> {
+  return Object.fromEntries(
+    [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1]!, decodeEntities(m[2]!)]),
+  );
+}
+
+/** Opens the authorize page and submits its form as a person would; returns the response to the submission. */
+export async function submitAuthorizeForm(app: App, query: Record<string, string>, email: string, password: string, decision = 'approve') {
+  const page = await app.inject({ method: 'GET', url: `/oauth/authorize?${new URLSearchParams(query)}` });
+  expect(page.statusCode, page.body).toBe(200);
+  const form = new URLSearchParams({ ...hiddenFields(page.body), email, password, decision });
+  return app.inject({
+    method: 'POST',
+    url: '/oauth/authorize',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: form.toString(),
+  });
+}
+
+/** The browser flow: open the authorize page, sign in, approve, take the code from the redirect, redeem it with PKCE. */
+export async function authorizationCodeToken(app: App, client: RegisteredApp, email: string, password: string, scope = 'read write follow push'): Promise<string> {
+  const { verifier, challenge } = pkcePair();
+  const approved = await submitAuthorizeForm(app, {
+    client_id: client.client_id,
+    redirect_uri: REDIRECT_URI,
+    response_type: 'code',
+    scope,
+    state: 'xyz',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  }, email, password);
+  expect(approved.statusCode, approved.body).toBe(302);
+  const location = new URL(approved.headers.location as string);
+  expect(location.searchParams.get('state')).toBe('xyz');
+  const code = location.searchParams.get('code');
+  expect(code).toBeTruthy();
+  const token = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+      code_verifier: verifier,
+    },
+  });
+  expect(token.statusCode, token.body).toBe(200);
+  return token.json().access_token;
+}
+
+export interface TestUser {
+  id: string;
+  username: string;
+  email: string;
+  password: string;
+  token: string;
+}
+
+/** Registers through POST /api/v1/accounts, then signs in through the authorization-code flow with PKCE. */
+export async function registerUser(app: App, client: RegisteredApp, username: string, scope = 'read write follow push'): Promise<TestUser> {
+  const email = `${username}@example.com`;
+  const password = `pw-${username}-secret`;
+  const token = await appToken(app, client);
+  const reg = await app.inject({
+    method: 'POST',
+    url: '/api/v1/accounts',
+    headers: bearer(token),
+    payload: { username, email, password, agreement: true, locale: 'en' },
+  });
+  expect(reg.statusCode, reg.body).toBe(200);
+  const userToken = await authorizationCodeToken(app, client, email, password, scope);
+  const me = await app.inject({ method: 'GET', url: `/api/v1/accounts/lookup?acct=${username}` });
+  expect(me.statusCode, me.body).toBe(200);
+  return { id: me.json().id, username, email, password, token: userToken };
+}

@@ -1,0 +1,62 @@
+import { randomBytes, createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../../config.ts';
+import { createContext, closeContext } from '../../server.ts';
+import { buildApp, type App } from '../../http/app.ts';
+import { dropDatabase } from '../../storage/db.ts';
+import type { AppContext } from '../../context.ts';
+
+export const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432';
+
+/** Settings for one test server: its own database, Redis prefix and data directory. */
+export async function testConfig(overrides: Record<string, string> = {}): Promise<Config> {
+  const tag = `${process.pid}_${randomBytes(4).toString('hex')}`;
+  const dataDir = await mkdtemp(join(tmpdir(), 'fedi-test-'));
+  return loadConfig({
+    DATABASE_URL: `${PG_BASE}/fedi_test_${tag}`,
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `fedi_test_${tag}:`,
+    DATA_DIR: dataDir,
+    LOCAL_DOMAIN: 'test.local',
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  });
+}
+
+export interface TestServer {
+  app: App;
+  ctx: AppContext;
+  config: Config;
+  close(): Promise<void>;
+}
+
+/** A server on a fresh database, driven through `app.inject` (Fastify's full request handling, no socket). */
+export async function startTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
+  const config = await testConfig(overrides);
+  const ctx = await createContext(config);
+  const app = await buildApp(ctx, { logger: false });
+  await app.ready();
+  return {
+    app,
+    ctx,
+    config,
+    async close() {
+      await app.close();
+      await closeContext(ctx);
+      await dropTestData(config);
+    },
+  };
+}
+
+export async function dropTestData(config: Config): Promise<void> {
+  await dropDatabase(config.databaseUrl);
+  await rm(config.dataDir, { recursive: true, force: true });
+}
+
+export function pkcePair() {
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  return { verifier, challenge };
+}

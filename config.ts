@@ -34,6 +34,7 @@ export interface Config {
   maxImageBytes: number;
   actorIdleMs: number;
   trustProxy: boolean;
+  rateLimits: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -114,5 +115,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    rateLimits: bool(env, 'RATE_LIMITS', true),
   };
 }

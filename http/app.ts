@@ -6,6 +6,7 @@ import { parseNested } from './plugins/body.ts';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
 import authPlugin from './plugins/auth.ts';
+import rateLimitPlugin from './plugins/rate-limit.ts';
 import { mastodonKeywords } from './plugins/validation.ts';
 import healthRoutes from './health.ts';
 import fileRoutes from './files.ts';
@@ -44,10 +45,12 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
 
   await app.register(errorsPlugin);
   await app.register(bodyPlugin, { maxFileBytes: ctx.config.maxImageBytes });
-  await app.register(authPlugin, { db: ctx.db });
-
+  // Health checks and static files are registered before the rate limiter, which only sees later routes.
   await app.register(healthRoutes, { ctx });
   await app.register(fileRoutes, { ctx });
+  if (ctx.config.rateLimits) await app.register(rateLimitPlugin, { ctx });
+  await app.register(authPlugin, { db: ctx.db });
+
   await app.register(oauthRoutes, { ctx });
   await app.register(appsRoutes, { ctx });
   await app.register(accountsRoutes, { ctx });

@@ -23,3 +23,11 @@ export async function connectRedis(redis: Redis, redisUrl: string): Promise<void
     throw new ConfigError('REDIS_URL', `cannot connect to ${host}: ${why}`);
   }
 }
+
+/** Removes every key under a prefix (used when a test install is torn down), without blocking Redis with KEYS. */
+export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
+  const stream = redis.scanStream({ match: `${prefix}*`, count: 500 });
+  for await (const keys of stream as AsyncIterable<string[]>) {
+    if (keys.length > 0) await redis.unlink(...keys);
+  }
+}

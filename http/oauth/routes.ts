@@ -10,6 +10,7 @@ import { findApplicationByClientId, revokeAccessToken, hashSecret, type Applicat
 import { findUserByEmail } from '../../storage/users.ts';
 import { verifyPassword } from '../../services/passwords.ts';
 import { OOB_REDIRECT_URI } from '../api/v1/apps.ts';
+import { LIMITS } from '../plugins/rate-limit.ts';
 
 const AuthorizeParams = Type.Object({
   client_id: Type.Optional(Type.String({ maxLength: 200 })),
@@ -96,7 +97,10 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
     );
   });
 
-  app.post('/oauth/authorize', { schema: { body: AuthorizeForm } }, async (request, reply) => {
+  app.post('/oauth/authorize', {
+    schema: { body: AuthorizeForm },
+    config: { rateLimit: { ...LIMITS.signIn, keyGenerator: (request) => `sign-in:${request.ip}` } },
+  }, async (request, reply) => {
     const body = request.body;
     const checked = await checkAuthorizeRequest(ctx, body);
     if ('error' in checked) return reply.code(400).type('text/html').send(errorPage('Authorization failed', checked.error));

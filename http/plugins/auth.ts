@@ -53,7 +53,8 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db }) {
     }
   });
 
-  app.addHook('preHandler', async (request) => {
+  // onRequest: authentication comes before the body is read or validated, as in Mastodon.
+  app.addHook('onRequest', async (request) => {
     const policy = request.routeOptions.config.auth;
     if (!policy) return;
     const raw = bearer(request);

@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../../config.ts';
 import { createContext, closeContext } from '../../server.ts';
 import { buildApp, type App } from '../../http/app.ts';
 import { dropDatabase } from '../../storage/db.ts';
+import { deleteKeysWithPrefix } from '../../storage/redis.ts';
 import type { AppContext } from '../../context.ts';
 
 export const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432';
@@ -21,6 +22,8 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     DATA_DIR: dataDir,
     LOCAL_DOMAIN: 'test.local',
     LOG_LEVEL: 'silent',
+    // Suites register many accounts from one address; test/http/rate-limit.test.ts turns the limits on.
+    RATE_LIMITS: 'false',
     ...overrides,
   });
 }
@@ -44,6 +47,7 @@ export async function startTestServer(overrides: Record<string, string> = {}): P
     config,
     async close() {
       await app.close();
+      await deleteKeysWithPrefix(ctx.redis, config.redisPrefix);
       await closeContext(ctx);
       await dropTestData(config);
     },

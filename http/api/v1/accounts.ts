@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
 import { Bool, IdList, PagingQuery } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
+import { LIMITS } from '../../plugins/rate-limit.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { ApiError, forbidden, notFound, unprocessable } from '../../../errors.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
@@ -69,7 +70,10 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
 
   app.post('/api/v1/accounts', {
     schema: { body: Register },
-    config: { auth: { kind: 'app', scopes: ['write:accounts'] } },
+    config: {
+      auth: { kind: 'app', scopes: ['write:accounts'] },
+      rateLimit: { ...LIMITS.registration, keyGenerator: (request) => `registration:${request.ip}` },
+    },
   }, async (request) => {
     const mode = ctx.config.registrationsMode;
     if (mode === 'none') throw forbidden('Registrations are closed');

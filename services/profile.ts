@@ -41,8 +41,10 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     indexable: u.indexable,
   };
   if (u.note !== undefined) {
-    changes.noteSource = u.note;
-    changes.noteHtml = renderPlainText(u.note);
+    // Multipart bodies carry line breaks as CRLF; store what the person typed, with plain newlines.
+    const note = u.note.replace(/\r\n?/g, '\n');
+    changes.noteSource = note;
+    changes.noteHtml = renderPlainText(note);
   }
   if (u.fields !== undefined) {
     const previous = new Map(current.fields.map((f) => [`${f.name}\u0000${f.value}`, f.verified_at]));

@@ -30,7 +30,7 @@ function linkifyLine(line: string): string {
 
 /** Plain text a user typed, as HTML: escaped, URLs linked, paragraphs on blank lines, <br> on line breaks. */
 export function renderPlainText(text: string): string {
-  const trimmed = text.trim();
+  const trimmed = text.replace(/\r\n?/g, '\n').trim();
   if (trimmed === '') return '';
   const paragraphs = trimmed.split(/\n{2,}/).map((p) => `<p>${p.split('\n').map(linkifyLine).join('<br />')}</p>`);
   return sanitizeHtml(paragraphs.join(''), SANITIZE);

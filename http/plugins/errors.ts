@@ -34,7 +34,7 @@ async function errorsPlugin(app: FastifyInstance) {
       return reply.code(422).send({ error: validationMessage(err) });
     }
     const status = err.statusCode ?? 500;
-    if (status === 413 || err.code === 'FST_REQ_FILE_TOO_LARGE') {
+    if (err.code === 'FST_REQ_FILE_TOO_LARGE') {
       return reply.code(413).send({ error: 'File is too large' });
     }
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {

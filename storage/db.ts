@@ -56,8 +56,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
       try {
         await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
       } catch (err) {
-        // Another process may have created it between our check and our CREATE.
-        if ((err as { code?: string }).code !== '42P04') throw err;
+        // Another process may have created it between our check and our CREATE
+        // (42P04, or 23505 when both CREATEs ran at once).
+        const code = (err as { code?: string }).code;
+        if (code !== '42P04' && code !== '23505') throw err;
       }
     }
   } finally {

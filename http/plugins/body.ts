@@ -39,6 +39,11 @@ async function bodyPlugin(app: FastifyInstance, opts: { maxFileBytes: number }) 
 
   app.addHook('preValidation', async (request) => {
     request.uploads = {};
+    // Apps POST actions like follow with no body at all; that is an empty set of parameters, as in Rails.
+    if (request.body === undefined || request.body === null) {
+      if (request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
+      return;
+    }
     if (!request.isMultipart()) return;
     const parts = request.body as Record<string, MultipartValue | MultipartFile | (MultipartValue | MultipartFile)[]> | undefined;
     const pairs = new URLSearchParams();

@@ -1,5 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageParams } from '../storage/paging.ts';
+import { isId } from './params.ts';
+
+const id = (v: string | undefined) => (isId(v) ? v : undefined);
 
 const PAGING_KEYS = new Set(['max_id', 'since_id', 'min_id']);
 
@@ -10,11 +13,10 @@ export interface PagingQuery {
   limit?: number | undefined;
 }
 
-const isId = (v: string | undefined) => (v !== undefined && /^\d{1,19}$/.test(v) ? v : undefined);
 
 /** Query → storage paging; ids that are not ids are ignored, as Rails' `where(id < 'abc')` would find nothing useful. */
 export function pageParams(q: PagingQuery, defaultLimit: number): PageParams {
-  return { maxId: isId(q.max_id), sinceId: isId(q.since_id), minId: isId(q.min_id), limit: q.limit ?? defaultLimit };
+  return { maxId: id(q.max_id), sinceId: id(q.since_id), minId: id(q.min_id), limit: q.limit ?? defaultLimit };
 }
 
 /** Mastodon's `Link` header: `next` pages to older entries (max_id), `prev` to newer ones (min_id). */

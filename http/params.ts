@@ -7,8 +7,12 @@ import { Type, type TSchema } from 'typebox';
  */
 export const Bool = () => Type.Unsafe<boolean>({ mastodonBoolean: true });
 
-/** Ids are 64-bit integers sent as strings. */
-export const Id = () => Type.String({ pattern: '^[0-9]{1,19}$' });
+const MAX_ID = 2n ** 63n - 1n;
+
+/** Whether a path or query value can be one of our ids (a positive 64-bit integer); anything else finds nothing. */
+export function isId(value: string | undefined): value is string {
+  return value !== undefined && /^\d{1,19}$/.test(value) && BigInt(value) <= MAX_ID;
+}
 
 /** `id[]=1&id[]=2`, `id=1` or a JSON array: always an array after validation. */
 export const IdList = (max = 40) => Type.Array(Type.String({ maxLength: 40 }), { maxItems: max });

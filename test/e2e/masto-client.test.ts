@@ -31,7 +31,7 @@ async function signInThroughBrowser(clientId: string, email: string, password: s
 describe('a Mastodon app using masto', () => {
   let app: mastodon.v1.Client;
   let userToken: string;
-  let me: mastodon.v1.Account;
+  let me: mastodon.v1.CredentialAccount;
   let other: mastodon.v1.Account;
 
   it('creates an app, registers, and signs in with PKCE', async () => {
@@ -106,7 +106,7 @@ describe('a Mastodon app using masto', () => {
     expect(self!.id).toBe(me.id);
     expect(self!.following).toBe(false);
     const raw = await fetch(`${s.url}/api/v1/accounts/relationships?id[]=${other.id}`, { headers: { authorization: `Bearer ${userToken}` } });
-    for (const entity of await raw.json()) expectEntity('Relationship', entity);
+    for (const entity of (await raw.json()) as unknown[]) expectEntity('Relationship', entity);
 
     const bob = await client.v1.accounts.$select(other.id).fetch();
     expect(bob.followersCount).toBe(1);

@@ -159,7 +159,7 @@ describe('avatar and header', () => {
     const row = await accountRow();
     const files = await storedFiles();
     const png = await image('png');
-    const noise = await sharp({ create: { width: 800, height: 800, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    const noise = await sharp({ create: { width: 800, height: 800, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
     expect(noise.length).toBeGreaterThan(300_000);
     const cases: [string, Buffer, string, number][] = [
       ['text named .png', Buffer.from('hello, I am not an image'), 'image/png', 422],

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
-import { Bool, IdList, PagingQuery } from '../../params.ts';
+import { Bool, IdList, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { LIMITS } from '../../plugins/rate-limit.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
@@ -50,11 +50,10 @@ const UpdateCredentials = Type.Object({
   })),
 });
 
-const isAccountId = (id: string) => /^\d{1,19}$/.test(id);
 
 /** An account that exists and is visible, or a 404. */
 async function visibleAccount(ctx: AppContext, id: string): Promise<AccountRow> {
-  const account = isAccountId(id) ? await findAccountById(ctx.db, id) : null;
+  const account = isId(id) ? await findAccountById(ctx.db, id) : null;
   if (!account) throw notFound();
   return account;
 }
@@ -147,7 +146,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'user', scopes: ['read:follows'] } },
   }, async (request) => {
     const viewerId = requireViewer(request);
-    const requested = [...new Set((request.query.id ?? []).filter(isAccountId))];
+    const requested = [...new Set((request.query.id ?? []).filter(isId))];
     const existing = await findAccountsByIds(ctx.db, requested);
     const known = new Set(existing.filter((a) => request.query.with_suspended || !a.suspended_at).map((a) => a.id));
     // In the order asked; ids that name no account are left out, as Mastodon does.
@@ -172,7 +171,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     schema: { querystring: Type.Object({ id: IdList(40) }) },
     config: { auth: { kind: 'public' } },
   }, async (request) => {
-    const requested = [...new Set(request.query.id.filter(isAccountId))];
+    const requested = [...new Set(request.query.id.filter(isId))];
     const byId = new Map((await findAccountsByIds(ctx.db, requested)).map((a) => [a.id, a]));
     return requested.map((id) => byId.get(id)).filter((a): a is AccountRow => !!a && !a.suspended_at).map((a) => renderAccount(r, a));
   });

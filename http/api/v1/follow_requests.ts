@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
-import { PagingQuery } from '../../params.ts';
+import { PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound } from '../../../errors.ts';
@@ -31,7 +31,7 @@ export default async function followRequestsRoutes(fastify: FastifyInstance, { c
     }, async (request) => {
       const viewerId = requireViewer(request);
       const requesterId = request.params.id;
-      const requester = /^\d{1,19}$/.test(requesterId) ? await findAccountById(ctx.db, requesterId) : null;
+      const requester = isId(requesterId) ? await findAccountById(ctx.db, requesterId) : null;
       if (!requester) throw notFound();
       const type = action === 'authorize' ? 'authorizeFollowRequest' : 'rejectFollowRequest';
       const found = await ctx.actors.ask(viewerId, { type, requesterId });

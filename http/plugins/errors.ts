@@ -40,6 +40,10 @@ async function errorsPlugin(app: FastifyInstance) {
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return reply.code(415).send({ error: 'Unsupported content type' });
     }
+    if (err.statusCode === undefined && request.isMultipart?.()) {
+      // busboy's own parse errors ("Unexpected end of form", "Malformed part header"…) carry no status.
+      return reply.code(400).send({ error: `Malformed multipart body: ${err.message}` });
+    }
     if (status >= 400 && status < 500) {
       // Malformed JSON, bad multipart framing, body too large for its parser, rate limits…
       return reply.code(status).send({ error: err.message });

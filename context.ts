@@ -4,6 +4,8 @@ import type { Db } from './storage/db.ts';
 import type { FileHost } from './storage/filehost/index.ts';
 import type { ActorRegistry } from './actors/registry.ts';
 import type { RenderContext } from './http/serializers/context.ts';
+import type { HomeFeeds } from './storage/feeds.ts';
+import type { JobQueues } from './jobs/queues.ts';
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {
@@ -12,5 +14,7 @@ export interface AppContext {
   redis: Redis;
   fileHost: FileHost;
   actors: ActorRegistry;
+  feeds: HomeFeeds;
+  jobs: JobQueues;
   render: RenderContext;
 }

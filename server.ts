@@ -7,6 +7,9 @@ import { createRedis, connectRedis } from './storage/redis.ts';
 import { LocalFileHost } from './storage/filehost/local.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { buildApp } from './http/app.ts';
+import { HomeFeeds } from './storage/feeds.ts';
+import { JobQueues } from './jobs/queues.ts';
+import { startWorkers } from './jobs/worker.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -18,33 +21,40 @@ export async function createContext(config: Config): Promise<AppContext> {
   const filesRoot = join(config.dataDir, 'files');
   await mkdir(filesRoot, { recursive: true });
   const fileHost = new LocalFileHost(filesRoot, config.publicUrl);
-  const actors = new ActorRegistry({ db }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const feeds = new HomeFeeds(redis, config.redisPrefix);
+  const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
+  const actors = new ActorRegistry({ db, feeds, jobs, config }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   return {
     config,
     db,
     redis,
     fileHost,
     actors,
+    feeds,
+    jobs,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
   };
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
   ctx.actors.stop();
+  await ctx.jobs.close();
   await ctx.db.end();
   ctx.redis.disconnect();
 }
 
-/** The web server: builds the app and listens on the configured port. */
+/** Starts the roles this process plays: the web server (listening), the job workers, or both. */
 export async function startServer(config: Config, options: { logger?: boolean } = {}) {
   const ctx = await createContext(config);
   const app = await buildApp(ctx, options);
-  await app.listen({ port: config.port, host: config.bind });
+  const workers = config.role === 'web' ? null : startWorkers(ctx);
+  if (config.role !== 'worker') await app.listen({ port: config.port, host: config.bind });
   return {
     app,
     ctx,
     async close() {
       await app.close();
+      await workers?.close();
       await closeContext(ctx);
     },
   };

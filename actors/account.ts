@@ -1,51 +1,89 @@
-import { transaction, type Db } from '../storage/db.ts';
+import { transaction } from '../storage/db.ts';
 import { findAccountById, updateProfile, type AccountRow, type ProfileChanges } from '../storage/accounts.ts';
 import { updateSourceDefaults, type SourceDefaults } from '../storage/users.ts';
+import { notify, removeNotification } from '../storage/notifications.ts';
+import type { StatusRow, Visibility } from '../storage/statuses.ts';
 import * as follows from '../storage/follows.ts';
+import * as statusService from '../services/statuses.ts';
 import { ApiError, notFound } from '../errors.ts';
 
 /**
- * What an account's actor is asked to do. Each message changes the account's own follows,
- * so one account's writes are applied one at a time, in the order they arrive.
+ * What an account's actor is asked to do. Each message changes what the account owns (its follows, its
+ * statuses, its home feed), so one account's writes are applied one at a time, in the order they arrive.
  */
 export type AccountMessage =
   | { type: 'follow'; targetId: string; options: follows.FollowOptions }
   | { type: 'unfollow'; targetId: string }
   | { type: 'authorizeFollowRequest'; requesterId: string }
   | { type: 'rejectFollowRequest'; requesterId: string }
-  | { type: 'updateProfile'; profile: ProfileChanges; source: SourceDefaults };
+  | { type: 'updateProfile'; profile: ProfileChanges; source: SourceDefaults }
+  | { type: 'postStatus'; params: statusService.PostParams }
+  | { type: 'deleteStatus'; statusId: string }
+  | { type: 'favourite'; status: StatusRow }
+  | { type: 'unfavourite'; status: StatusRow }
+  | { type: 'reblog'; status: StatusRow; visibility: Visibility }
+  | { type: 'unreblog'; status: StatusRow };
 
 export type AccountReply<M extends AccountMessage> =
   M extends { type: 'follow' } ? follows.FollowOutcome :
   M extends { type: 'unfollow' } ? boolean :
   M extends { type: 'authorizeFollowRequest' | 'rejectFollowRequest' } ? boolean :
   M extends { type: 'updateProfile' } ? AccountRow :
-  never;
+  M extends { type: 'postStatus' | 'reblog' } ? string :
+  M extends { type: 'deleteStatus' } ? StatusRow :
+  void;
 
-export interface AccountActorDeps {
-  db: Db;
-}
+export type AccountActorDeps = statusService.StatusDeps;
 
 /** Applies one message for `accountId`. Every write commits inside this call (DESIGN.md: the actor's memory is only a cache). */
 export async function handleAccountMessage(deps: AccountActorDeps, accountId: string, msg: AccountMessage): Promise<unknown> {
   switch (msg.type) {
-    case 'follow':
-      return transaction(deps.db, async (tx) => {
+    case 'follow': {
+      const outcome = await transaction(deps.db, async (tx) => {
         if (msg.targetId === accountId) throw new ApiError(403, 'This action is not allowed');
         const target = await findAccountById(tx, msg.targetId);
         if (!target || target.suspended_at) throw notFound();
-        return follows.follow(tx, accountId, target, msg.options);
+        const result = await follows.follow(tx, accountId, target, msg.options);
+        if (result === 'followed') await notify(tx, target.id, accountId, 'follow');
+        if (result === 'requested') await notify(tx, target.id, accountId, 'follow_request');
+        return result;
       });
-    case 'unfollow':
-      return transaction(deps.db, (tx) => follows.unfollow(tx, accountId, msg.targetId));
+      if (outcome === 'followed') await statusService.mergeIntoHomeFeed(deps, accountId, msg.targetId);
+      return outcome;
+    }
+    case 'unfollow': {
+      const removed = await transaction(deps.db, (tx) => follows.unfollow(tx, accountId, msg.targetId));
+      await statusService.unmergeFromHomeFeed(deps, accountId, msg.targetId);
+      return removed;
+    }
     case 'authorizeFollowRequest':
-      return transaction(deps.db, (tx) => follows.authorizeFollowRequest(tx, accountId, msg.requesterId));
-    case 'rejectFollowRequest':
-      return transaction(deps.db, (tx) => follows.rejectFollowRequest(tx, accountId, msg.requesterId));
+    case 'rejectFollowRequest': {
+      const done = await transaction(deps.db, async (tx) => {
+        const found = msg.type === 'authorizeFollowRequest'
+          ? await follows.authorizeFollowRequest(tx, accountId, msg.requesterId)
+          : await follows.rejectFollowRequest(tx, accountId, msg.requesterId);
+        if (found) await removeNotification(tx, accountId, msg.requesterId, 'follow_request');
+        return found;
+      });
+      if (done && msg.type === 'authorizeFollowRequest') await statusService.mergeIntoHomeFeed(deps, msg.requesterId, accountId);
+      return done;
+    }
     case 'updateProfile':
       return transaction(deps.db, async (tx) => {
         await updateSourceDefaults(tx, accountId, msg.source);
         return updateProfile(tx, accountId, msg.profile);
       });
+    case 'postStatus':
+      return statusService.postStatus(deps, accountId, msg.params);
+    case 'deleteStatus':
+      return statusService.deleteStatus(deps, accountId, msg.statusId);
+    case 'favourite':
+      return statusService.favouriteStatus(deps, accountId, msg.status);
+    case 'unfavourite':
+      return statusService.unfavouriteStatus(deps, accountId, msg.status);
+    case 'reblog':
+      return statusService.reblogStatus(deps, accountId, msg.status, msg.visibility);
+    case 'unreblog':
+      return statusService.unreblogStatus(deps, accountId, msg.status);
   }
 }

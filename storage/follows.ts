@@ -164,3 +164,22 @@ export async function countFollowRequests(db: Queryable, targetId: string): Prom
   const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM follow_requests WHERE target_account_id = $1`, [targetId]);
   return Number(rows[0]!.n);
 }
+
+/** Local followers of an account, a batch at a time in follow order (keyset paging, so any number can be walked). */
+export async function localFollowersBatch(db: Queryable, accountId: string, afterFollowId: string, limit: number): Promise<{ followId: string; accountId: string; showReblogs: boolean }[]> {
+  const { rows } = await db.query<{ id: string; account_id: string; show_reblogs: boolean }>(
+    `SELECT f.id, f.account_id, f.show_reblogs FROM follows f JOIN accounts a ON a.id = f.account_id
+      WHERE f.target_account_id = $1 AND f.id > $2 AND a.domain IS NULL ORDER BY f.id LIMIT $3`,
+    [accountId, afterFollowId, limit],
+  );
+  return rows.map((r) => ({ followId: r.id, accountId: r.account_id, showReblogs: r.show_reblogs }));
+}
+
+/** Of these accounts, the ones that follow target. */
+export async function whoFollow(db: Queryable, accountIds: string[], targetId: string): Promise<Set<string>> {
+  if (accountIds.length === 0) return new Set();
+  const { rows } = await db.query<{ account_id: string }>(
+    `SELECT account_id FROM follows WHERE target_account_id = $1 AND account_id = ANY($2::bigint[])`, [targetId, accountIds],
+  );
+  return new Set(rows.map((r) => r.account_id));
+}

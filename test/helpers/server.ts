@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../config.ts';
 import { createContext, closeContext } from '../../server.ts';
+import { startWorkers } from '../../jobs/worker.ts';
 import { buildApp, type App } from '../../http/app.ts';
 import { dropDatabase } from '../../storage/db.ts';
 import { deleteKeysWithPrefix } from '../../storage/redis.ts';
@@ -41,12 +42,14 @@ export async function startTestServer(overrides: Record<string, string> = {}): P
   const ctx = await createContext(config);
   const app = await buildApp(ctx, { logger: false });
   await app.ready();
+  const workers = overrides.ROLE === 'web' ? null : startWorkers(ctx);
   return {
     app,
     ctx,
     config,
     async close() {
       await app.close();
+      await workers?.close();
       await deleteKeysWithPrefix(ctx.redis, config.redisPrefix);
       await closeContext(ctx);
       await dropTestData(config);

@@ -1,0 +1,44 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { OutboxRow } from '../storage/outbox.ts';
+
+export const FANOUT_QUEUE = 'fanout';
+
+export type FanoutJob =
+  | { kind: 'fanOutStatus'; outboxId: string; statusId: string }
+  | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] };
+
+/** A Redis connection of BullMQ's own (workers block on theirs). */
+export function bullConnection(redisUrl: string): Redis {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  redis.on('error', () => {});
+  return redis;
+}
+
+/** The queues this process puts work on. Job payloads carry ids, never rows. */
+export class JobQueues {
+  readonly fanout: Queue;
+  private readonly connection: Redis;
+
+  constructor(redisUrl: string, prefix: string) {
+    this.connection = bullConnection(redisUrl);
+    this.fanout = new Queue(FANOUT_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
+  }
+
+  /** Queues an outbox row's job; its id is the outbox row's, so queueing twice (sweeper and poster) runs it once. */
+  async enqueue(row: OutboxRow): Promise<void> {
+    const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
+    await this.fanout.add(row.kind, data, {
+      jobId: `outbox-${row.id}`,
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: true,
+      removeOnFail: 1000,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.fanout.close();
+    this.connection.disconnect();
+  }
+}

@@ -1,0 +1,49 @@
+import { Worker, type Job } from 'bullmq';
+import type { AppContext } from '../context.ts';
+import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
+import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
+import { pendingOutbox, removeFromOutbox } from '../storage/outbox.ts';
+
+/** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
+const SWEEP_EVERY_MS = 30_000;
+const SWEEP_AFTER_MS = 10_000;
+
+export interface Workers {
+  close(): Promise<void>;
+  /** Queues every outbox row older than `olderThanMs` again (also run at start). */
+  sweep(olderThanMs?: number): Promise<number>;
+}
+
+/** Starts this process's job workers and the outbox sweeper. */
+export function startWorkers(ctx: AppContext): Workers {
+  const connection = bullConnection(ctx.config.redisUrl);
+  const worker = new Worker<FanoutJob>(
+    FANOUT_QUEUE,
+    async (job: Job<FanoutJob>) => {
+      const data = job.data;
+      if (data.kind === 'fanOutStatus') await fanOutStatus(ctx.db, ctx.feeds, data.statusId);
+      else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx.db, ctx.feeds, [data.statusId], data.authorId, data.mentionedIds);
+      await removeFromOutbox(ctx.db, data.outboxId);
+    },
+    { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },
+  );
+  worker.on('error', () => {}); // connection trouble: BullMQ reconnects; failures are kept for inspection
+
+  const sweep = async (olderThanMs = SWEEP_AFTER_MS) => {
+    const rows = await pendingOutbox(ctx.db, olderThanMs, 1000);
+    for (const row of rows) await ctx.jobs.enqueue(row);
+    return rows.length;
+  };
+  void sweep(0).catch(() => {});
+  const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
+  timer.unref();
+
+  return {
+    sweep,
+    async close() {
+      clearInterval(timer);
+      await worker.close();
+      connection.disconnect();
+    },
+  };
+}

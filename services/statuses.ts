@@ -1,0 +1,203 @@
+import type { PoolClient } from 'pg';
+import type { Config } from '../config.ts';
+import { transaction, type Db } from '../storage/db.ts';
+import type { HomeFeeds } from '../storage/feeds.ts';
+import type { JobQueues } from '../jobs/queues.ts';
+import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
+import * as statuses from '../storage/statuses.ts';
+import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
+import { findUserByAccountId } from '../storage/users.ts';
+import { notify, removeNotification } from '../storage/notifications.ts';
+import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } from '../text/status.ts';
+import { ApiError, notFound, unprocessable } from '../errors.ts';
+import { canSee } from './visibility.ts';
+
+export interface StatusDeps {
+  db: Db;
+  feeds: HomeFeeds;
+  jobs: JobQueues;
+  config: Config;
+}
+
+export interface PostParams {
+  text: string;
+  spoilerText: string;
+  sensitive: boolean;
+  visibility: statuses.Visibility | undefined;
+  language: string | null;
+  inReplyToId: string | null;
+  mediaIds: string[];
+  idempotencyKey: string | null;
+  applicationId: string | null;
+}
+
+/** Mastodon counts every URL as 23 characters, whatever its length. */
+const URL_IN_TEXT = /https?:\/\/[^\s<>"]+/gi;
+export function statusLength(text: string, spoiler: string): number {
+  const urls = text.replace(URL_IN_TEXT, 'x'.repeat(23));
+  return [...urls].length + [...spoiler].length;
+}
+
+/** Queues the jobs of outbox rows just committed; if that fails, the outbox sweeper queues them later. */
+async function enqueueAll(jobs: JobQueues, rows: OutboxRow[]): Promise<void> {
+  await Promise.all(rows.map((r) => jobs.enqueue(r).catch(() => {})));
+}
+
+async function resolveLocalMentions(db: Db, config: Config, text: string): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
+  const parsed = parseStatusText(text);
+  const map = new Map<string, ResolvedMention>();
+  const accounts: AccountRow[] = [];
+  for (const ref of parsed.mentions.slice(0, 50)) {
+    const local = ref.domain === null || ref.domain === config.localDomain.toLowerCase();
+    // Remote accounts are resolved by federation; until then, an unknown remote handle stays plain text.
+    const account = await findAccountByUsername(db, ref.username, local ? null : ref.domain);
+    if (!account || account.suspended_at) continue;
+    accounts.push(account);
+    const url = account.domain === null ? `${config.publicUrl}/@${account.username}` : (account.url ?? account.uri ?? '');
+    map.set(mentionKey(ref.username, ref.domain, config.localDomain), {
+      id: account.id, url, username: account.username, acct: account.domain === null ? account.username : `${account.username}@${account.domain}`,
+    });
+  }
+  return { accounts, map, tags: parsed.tags.slice(0, 50) };
+}
+
+/** POST /api/v1/statuses, inside the author's actor. Returns the new (or, for a repeated Idempotency-Key, the first) status id. */
+export async function postStatus(deps: StatusDeps, accountId: string, p: PostParams): Promise<string> {
+  const { db, config } = deps;
+  if (p.idempotencyKey) {
+    const existing = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey);
+    if (existing) return existing;
+  }
+  if (p.mediaIds.length > 0) throw unprocessable('Validation failed: media_ids names media that does not exist');
+  if (p.text.trim() === '') throw unprocessable("Validation failed: Text can't be blank");
+  if (statusLength(p.text, p.spoilerText) > config.maxStatusChars) {
+    throw unprocessable(`Validation failed: Text character limit of ${config.maxStatusChars} exceeded`);
+  }
+  let parent: statuses.StatusRow | null = null;
+  if (p.inReplyToId) {
+    parent = await statuses.findStatus(db, p.inReplyToId);
+    if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();
+  }
+  const visibility = p.visibility ?? ((await findUserByAccountId(db, accountId))?.default_privacy as statuses.Visibility | undefined) ?? 'public';
+  const { accounts: mentioned, map, tags } = await resolveLocalMentions(db, config, p.text);
+  const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
+
+  const result = await transaction(db, async (tx: PoolClient) => {
+    const status = await statuses.insertStatus(tx, {
+      accountId, text: p.text, content, spoilerText: p.spoilerText, sensitive: p.sensitive || p.spoilerText !== '',
+      visibility, language: p.language, inReplyToId: parent?.id ?? null, inReplyToAccountId: parent?.account_id ?? null,
+      reblogOfId: null, applicationId: p.applicationId,
+    });
+    if (p.idempotencyKey && !(await statuses.claimIdempotencyKey(tx, accountId, p.idempotencyKey, status.id))) {
+      throw new IdempotencyRace();
+    }
+    await statuses.insertMentions(tx, status.id, mentioned.map((a) => a.id));
+    await statuses.insertTags(tx, status.id, tags);
+    for (const a of mentioned) await notify(tx, a.id, accountId, 'mention', status.id);
+    const outbox = await addToOutbox(tx, 'fanOutStatus', { statusId: status.id });
+    return { status, outbox };
+  }).catch(async (err: unknown) => {
+    // Another process took the key between our check and our insert: answer with its status.
+    if (err instanceof IdempotencyRace || (err as { constraint?: string }).constraint === 'idempotency_keys_pkey') {
+      const winner = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey!);
+      if (winner) return { status: null, outbox: null, winner };
+    }
+    throw err;
+  });
+  if ('winner' in result) return result.winner as string;
+
+  if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], result.status!.id);
+  await enqueueAll(deps.jobs, [result.outbox!]);
+  return result.status!.id;
+}
+
+class IdempotencyRace extends Error {}
+
+/** DELETE /api/v1/statuses/:id: flags it (and reblogs of it) deleted and queues its removal from feeds. */
+export async function deleteStatus(deps: StatusDeps, accountId: string, statusId: string): Promise<statuses.StatusRow> {
+  const status = await statuses.findStatus(deps.db, statusId);
+  if (!status || status.account_id !== accountId) throw notFound();
+  const outbox = await transaction(deps.db, async (tx) => {
+    if (!(await statuses.markStatusDeleted(tx, status))) throw notFound();
+    const mentions = (await statuses.mentionsOf(tx, [status.id])).get(status.id) ?? [];
+    const rows = [await addToOutbox(tx, 'removeStatus', { statusId: status.id, authorId: accountId, mentionedIds: mentions })];
+    // Reblogs of a deleted status go with it, as in Mastodon.
+    const { rows: reblogs } = await tx.query<statuses.StatusRow>(
+      `SELECT * FROM statuses WHERE reblog_of_id = $1 AND deleted_at IS NULL LIMIT 10000`, [status.id],
+    );
+    for (const r of reblogs) {
+      await statuses.markStatusDeleted(tx, r);
+      rows.push(await addToOutbox(tx, 'removeStatus', { statusId: r.id, authorId: r.account_id, mentionedIds: [] }));
+    }
+    return rows;
+  });
+  await enqueueAll(deps.jobs, outbox);
+  return status;
+}
+
+export async function favouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
+  await transaction(deps.db, async (tx) => {
+    if (await statuses.favourite(tx, accountId, status.id)) await notify(tx, status.account_id, accountId, 'favourite', status.id);
+  });
+}
+
+export async function unfavouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
+  await transaction(deps.db, async (tx) => {
+    if (await statuses.unfavourite(tx, accountId, status.id)) await removeNotification(tx, status.account_id, accountId, 'favourite', status.id);
+  });
+}
+
+/** Reblogs a status once; reblogging again returns the same reblog. Returns the reblog's id. */
+export async function reblogStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow, visibility: statuses.Visibility): Promise<string> {
+  if (status.visibility === 'direct' || (status.visibility === 'private' && status.account_id !== accountId)) {
+    throw new ApiError(403, 'This action is not allowed');
+  }
+  const existing = await statuses.findReblog(deps.db, accountId, status.id);
+  if (existing) return existing.id;
+  try {
+    const { reblog, outbox } = await transaction(deps.db, async (tx) => {
+      const reblog = await statuses.insertStatus(tx, {
+        accountId, text: '', content: '', spoilerText: '', sensitive: false,
+        visibility: status.visibility === 'private' ? 'private' : visibility, language: null,
+        inReplyToId: null, inReplyToAccountId: null, reblogOfId: status.id, applicationId: null,
+      });
+      await notify(tx, status.account_id, accountId, 'reblog', status.id);
+      return { reblog, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: reblog.id }) };
+    });
+    if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
+    await enqueueAll(deps.jobs, [outbox]);
+    return reblog.id;
+  } catch (err) {
+    if ((err as { constraint?: string }).constraint === 'statuses_one_reblog') {
+      const winner = await statuses.findReblog(deps.db, accountId, status.id);
+      if (winner) return winner.id;
+    }
+    throw err;
+  }
+}
+
+export async function unreblogStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
+  const reblog = await statuses.findReblog(deps.db, accountId, status.id);
+  if (!reblog) return;
+  const outbox = await transaction(deps.db, async (tx) => {
+    if (!(await statuses.markStatusDeleted(tx, reblog))) return null;
+    await removeNotification(tx, status.account_id, accountId, 'reblog', status.id);
+    return addToOutbox(tx, 'removeStatus', { statusId: reblog.id, authorId: accountId, mentionedIds: [] });
+  });
+  if (outbox) await enqueueAll(deps.jobs, [outbox]);
+}
+
+/** After a follow: the followed account's recent statuses join the follower's feed (if built). */
+export async function mergeIntoHomeFeed(deps: StatusDeps, accountId: string, targetId: string): Promise<void> {
+  if (!(await deps.feeds.isReady(accountId))) return;
+  const ids = await statuses.accountStatusIds(deps.db, targetId, { visibilities: ['public', 'unlisted', 'private'] }, { limit: 40 });
+  for (const id of ids) await deps.feeds.addToMany([accountId], id);
+}
+
+/** After an unfollow: the account's statuses leave the former follower's feed. */
+export async function unmergeFromHomeFeed(deps: StatusDeps, accountId: string, targetId: string): Promise<void> {
+  if (!(await deps.feeds.isReady(accountId))) return;
+  const ids = await statuses.accountStatusIds(deps.db, targetId, { visibilities: ['public', 'unlisted', 'private', 'direct'] }, { limit: 800 });
+  await deps.feeds.remove([accountId], ids);
+}
+

@@ -1,0 +1,83 @@
+import type { Redis } from 'ioredis';
+import type { PageParams } from './paging.ts';
+
+/** Mastodon keeps the newest 800 entries of a home feed; older pages come from PostgreSQL. */
+export const FEED_SIZE = 800;
+
+/**
+ * Home feeds: one Redis sorted set per account (member and score are the status id), plus a marker key saying
+ * the feed has been built. A missing marker (Redis flushed, account long inactive) means: rebuild from PostgreSQL.
+ * Scores are doubles and lose the low bits of 64-bit ids, so exact order and bounds are settled on the members.
+ */
+export class HomeFeeds {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+
+  constructor(redis: Redis, prefix: string) {
+    this.redis = redis;
+    this.prefix = prefix;
+  }
+
+  key(accountId: string): string {
+    return `${this.prefix}feed:home:${accountId}`;
+  }
+
+  private readyKey(accountId: string): string {
+    return `${this.prefix}feed:home:${accountId}:ready`;
+  }
+
+  async isReady(accountId: string): Promise<boolean> {
+    return (await this.redis.exists(this.readyKey(accountId))) === 1;
+  }
+
+  /** Which of these accounts have a built feed (those without one are rebuilt when next read). */
+  async readyAmong(accountIds: string[]): Promise<string[]> {
+    if (accountIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of accountIds) pipeline.exists(this.readyKey(id));
+    const results = (await pipeline.exec()) ?? [];
+    return accountIds.filter((_, i) => results[i]?.[1] === 1);
+  }
+
+  /** Replaces a feed with these ids and marks it built. */
+  async rebuild(accountId: string, statusIds: string[]): Promise<void> {
+    const key = this.key(accountId);
+    const tx = this.redis.multi().del(key);
+    if (statusIds.length > 0) tx.zadd(key, ...statusIds.flatMap((id) => [id, id]));
+    await tx.set(this.readyKey(accountId), '1').exec();
+  }
+
+  /** Adds one status to many feeds in one round trip, trimming each to FEED_SIZE. */
+  async addToMany(accountIds: string[], statusId: string): Promise<void> {
+    if (accountIds.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const id of accountIds) {
+      pipeline.zadd(this.key(id), statusId, statusId);
+      pipeline.zremrangebyrank(this.key(id), 0, -FEED_SIZE - 1);
+    }
+    await pipeline.exec();
+  }
+
+  async remove(accountIds: string[], statusIds: string[]): Promise<void> {
+    if (accountIds.length === 0 || statusIds.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const id of accountIds) pipeline.zrem(this.key(id), ...statusIds);
+    await pipeline.exec();
+  }
+
+  /** A page of ids, newest first, with Mastodon's max_id/since_id/min_id semantics. */
+  async page(accountId: string, p: PageParams): Promise<string[]> {
+    // Fetch a little more than asked around inclusive bounds, then settle exact bounds with BigInt.
+    const slack = 16;
+    const gt = (a: string, b: string) => BigInt(a) > BigInt(b);
+    const max = p.maxId ?? '+inf';
+    const low = p.minId ?? p.sinceId ?? '-inf';
+    const keep = (id: string) => (!p.maxId || gt(p.maxId, id)) && (!(p.minId ?? p.sinceId) || gt(id, (p.minId ?? p.sinceId)!));
+    if (p.minId) {
+      const ids = await this.redis.zrangebyscore(this.key(accountId), low, max, 'LIMIT', 0, p.limit + slack);
+      return ids.filter(keep).slice(0, p.limit).reverse();
+    }
+    const ids = await this.redis.zrevrangebyscore(this.key(accountId), max, low, 'LIMIT', 0, p.limit + slack);
+    return ids.filter(keep).slice(0, p.limit);
+  }
+}

@@ -1,0 +1,94 @@
+import type { Queryable } from './db.ts';
+import { pageClause, pageRows, type PageParams } from './paging.ts';
+
+export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update';
+export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update'];
+
+export interface NotificationRow {
+  id: string;
+  account_id: string;
+  from_account_id: string;
+  type: NotificationType;
+  status_id: string | null;
+  created_at: Date;
+}
+
+/** Records an event for accountId; nobody is notified of their own actions, and one event notifies once. */
+export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
+  if (accountId === fromAccountId) return;
+  await db.query(
+    `INSERT INTO notifications (account_id, from_account_id, type, status_id)
+     SELECT $1, $2, $3, $4 FROM accounts WHERE id = $1 AND domain IS NULL
+     ON CONFLICT DO NOTHING`,
+    [accountId, fromAccountId, type, statusId],
+  );
+}
+
+export async function removeNotification(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
+  await db.query(
+    `DELETE FROM notifications WHERE account_id = $1 AND from_account_id = $2 AND type = $3 AND coalesce(status_id, 0) = coalesce($4::bigint, 0)`,
+    [accountId, fromAccountId, type, statusId],
+  );
+}
+
+export interface NotificationFilters {
+  types?: string[] | undefined;
+  excludeTypes?: string[] | undefined;
+  accountId?: string | undefined;
+}
+
+export async function notificationsPage(db: Queryable, accountId: string, f: NotificationFilters, p: PageParams): Promise<NotificationRow[]> {
+  const values: unknown[] = [accountId];
+  let extra = '';
+  if (f.types && f.types.length > 0) {
+    values.push(f.types);
+    extra += ` AND n.type = ANY($${values.length}::text[])`;
+  }
+  if (f.excludeTypes && f.excludeTypes.length > 0) {
+    values.push(f.excludeTypes);
+    extra += ` AND NOT (n.type = ANY($${values.length}::text[]))`;
+  }
+  if (f.accountId) {
+    values.push(f.accountId);
+    extra += ` AND n.from_account_id = $${values.length}`;
+  }
+  const c = pageClause('n.id', p, values);
+  // Notifications about deleted statuses disappear with them.
+  const { rows } = await db.query<NotificationRow>(
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at FROM notifications n
+       LEFT JOIN statuses s ON s.id = n.status_id
+      WHERE n.account_id = $1 AND (n.status_id IS NULL OR s.deleted_at IS NULL)${extra} AND ${c.where}
+      ORDER BY ${c.order} ${c.limit}`,
+    values,
+  );
+  return pageRows(rows, p);
+}
+
+export async function findNotification(db: Queryable, accountId: string, id: string): Promise<NotificationRow | null> {
+  const { rows } = await db.query<NotificationRow>(
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at FROM notifications n
+       LEFT JOIN statuses s ON s.id = n.status_id
+      WHERE n.id = $1 AND n.account_id = $2 AND (n.status_id IS NULL OR s.deleted_at IS NULL)`,
+    [id, accountId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function dismissNotification(db: Queryable, accountId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM notifications WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  return rowCount === 1;
+}
+
+export async function clearNotifications(db: Queryable, accountId: string): Promise<void> {
+  await db.query(`DELETE FROM notifications WHERE account_id = $1`, [accountId]);
+}
+
+/** Unread notifications after the marker, counted up to a cap (Mastodon caps the badge too). */
+export async function unreadCount(db: Queryable, accountId: string, afterId: string | null, cap: number): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM notifications n LEFT JOIN statuses s ON s.id = n.status_id
+      WHERE n.account_id = $1 AND n.id > coalesce($2::bigint, 0) AND (n.status_id IS NULL OR s.deleted_at IS NULL) LIMIT $3) x`,
+    [accountId, afterId, cap],
+  );
+  return Number(rows[0]!.n);
+}

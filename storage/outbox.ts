@@ -1,0 +1,31 @@
+import type { Queryable } from './db.ts';
+
+/**
+ * Work that must follow a commit (fan-out of a new status, its removal): the row is written in the same
+ * transaction as the change, the job is queued after the commit, and the row is deleted when the job is done.
+ * Rows left by a crash between commit and queueing are found by `pendingOutbox` and queued again.
+ */
+export interface OutboxRow {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+}
+
+export async function addToOutbox(db: Queryable, kind: string, payload: Record<string, unknown>): Promise<OutboxRow> {
+  const { rows } = await db.query<OutboxRow>(
+    `INSERT INTO outbox (kind, payload) VALUES ($1, $2) RETURNING id, kind, payload`, [kind, JSON.stringify(payload)],
+  );
+  return rows[0]!;
+}
+
+export async function pendingOutbox(db: Queryable, olderThanMs: number, limit: number): Promise<OutboxRow[]> {
+  const { rows } = await db.query<OutboxRow>(
+    `SELECT id, kind, payload FROM outbox WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
+    [olderThanMs / 1000, limit],
+  );
+  return rows;
+}
+
+export async function removeFromOutbox(db: Queryable, id: string): Promise<void> {
+  await db.query(`DELETE FROM outbox WHERE id = $1`, [id]);
+}

@@ -1,0 +1,294 @@
+import type { Queryable } from './db.ts';
+import { pageClause, pageRows, type PageParams } from './paging.ts';
+
+export type Visibility = 'public' | 'unlisted' | 'private' | 'direct';
+
+export interface StatusRow {
+  id: string;
+  account_id: string;
+  uri: string | null;
+  url: string | null;
+  text: string;
+  content: string;
+  spoiler_text: string;
+  sensitive: boolean;
+  visibility: Visibility;
+  language: string | null;
+  in_reply_to_id: string | null;
+  in_reply_to_account_id: string | null;
+  reblog_of_id: string | null;
+  application_id: string | null;
+  replies_count: number;
+  reblogs_count: number;
+  favourites_count: number;
+  deleted_at: Date | null;
+  edited_at: Date | null;
+  created_at: Date;
+}
+
+const COLUMNS = `id, account_id, uri, url, text, content, spoiler_text, sensitive, visibility, language,
+  in_reply_to_id, in_reply_to_account_id, reblog_of_id, application_id, replies_count, reblogs_count,
+  favourites_count, deleted_at, edited_at, created_at`;
+
+export interface NewStatus {
+  accountId: string;
+  text: string;
+  content: string;
+  spoilerText: string;
+  sensitive: boolean;
+  visibility: Visibility;
+  language: string | null;
+  inReplyToId: string | null;
+  inReplyToAccountId: string | null;
+  reblogOfId: string | null;
+  applicationId: string | null;
+}
+
+/** Inserts a status and moves the counters it affects, in the caller's transaction. */
+export async function insertStatus(db: Queryable, s: NewStatus): Promise<StatusRow> {
+  const { rows } = await db.query<StatusRow>(
+    `INSERT INTO statuses (account_id, text, content, spoiler_text, sensitive, visibility, language,
+                           in_reply_to_id, in_reply_to_account_id, reblog_of_id, application_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
+    [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, s.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.reblogOfId, s.applicationId],
+  );
+  const status = rows[0]!;
+  await db.query(`UPDATE accounts SET statuses_count = statuses_count + 1, last_status_at = now() WHERE id = $1`, [s.accountId]);
+  if (s.inReplyToId) await db.query(`UPDATE statuses SET replies_count = replies_count + 1 WHERE id = $1`, [s.inReplyToId]);
+  if (s.reblogOfId) await db.query(`UPDATE statuses SET reblogs_count = reblogs_count + 1 WHERE id = $1`, [s.reblogOfId]);
+  return status;
+}
+
+/** Flags a status deleted (the row stays for threads and federation) and moves its counters back. */
+export async function markStatusDeleted(db: Queryable, status: StatusRow): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE statuses SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL`, [status.id]);
+  if (rowCount !== 1) return false;
+  await db.query(`UPDATE accounts SET statuses_count = greatest(statuses_count - 1, 0) WHERE id = $1`, [status.account_id]);
+  if (status.in_reply_to_id) await db.query(`UPDATE statuses SET replies_count = greatest(replies_count - 1, 0) WHERE id = $1`, [status.in_reply_to_id]);
+  if (status.reblog_of_id) await db.query(`UPDATE statuses SET reblogs_count = greatest(reblogs_count - 1, 0) WHERE id = $1`, [status.reblog_of_id]);
+  return true;
+}
+
+/** A live (not deleted) status. */
+export async function findStatus(db: Queryable, id: string): Promise<StatusRow | null> {
+  const { rows } = await db.query<StatusRow>(`SELECT ${COLUMNS} FROM statuses WHERE id = $1 AND deleted_at IS NULL`, [id]);
+  return rows[0] ?? null;
+}
+
+/** Live statuses by id, in no particular order. */
+export async function findStatusesByIds(db: Queryable, ids: string[]): Promise<StatusRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<StatusRow>(`SELECT ${COLUMNS} FROM statuses WHERE id = ANY($1::bigint[]) AND deleted_at IS NULL`, [ids]);
+  return rows;
+}
+
+export async function findReblog(db: Queryable, accountId: string, statusId: string): Promise<StatusRow | null> {
+  const { rows } = await db.query<StatusRow>(
+    `SELECT ${COLUMNS} FROM statuses WHERE account_id = $1 AND reblog_of_id = $2 AND deleted_at IS NULL`,
+    [accountId, statusId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function insertMentions(db: Queryable, statusId: string, accountIds: string[]): Promise<void> {
+  if (accountIds.length === 0) return;
+  await db.query(
+    `INSERT INTO mentions (status_id, account_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING`,
+    [statusId, accountIds],
+  );
+}
+
+export async function insertTags(db: Queryable, statusId: string, names: string[]): Promise<void> {
+  if (names.length === 0) return;
+  await db.query(
+    `INSERT INTO tags (name) SELECT unnest($1::text[]) ON CONFLICT (lower(name)) DO NOTHING`,
+    [names],
+  );
+  await db.query(
+    `INSERT INTO statuses_tags (tag_id, status_id)
+     SELECT id, $1 FROM tags WHERE lower(name) = ANY($2::text[]) ON CONFLICT DO NOTHING`,
+    [statusId, names.map((n) => n.toLowerCase())],
+  );
+}
+
+export async function mentionsOf(db: Queryable, statusIds: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  if (statusIds.length === 0) return out;
+  const { rows } = await db.query<{ status_id: string; account_id: string }>(
+    `SELECT status_id, account_id FROM mentions WHERE status_id = ANY($1::bigint[])`, [statusIds],
+  );
+  for (const r of rows) out.set(r.status_id, [...(out.get(r.status_id) ?? []), r.account_id]);
+  return out;
+}
+
+export async function tagsOf(db: Queryable, statusIds: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  if (statusIds.length === 0) return out;
+  const { rows } = await db.query<{ status_id: string; name: string }>(
+    `SELECT st.status_id, t.name FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = ANY($1::bigint[])`, [statusIds],
+  );
+  for (const r of rows) out.set(r.status_id, [...(out.get(r.status_id) ?? []), r.name]);
+  return out;
+}
+
+/** What the viewer did to each status: favourited, reblogged. */
+export async function viewerFlags(db: Queryable, viewerId: string, statusIds: string[]): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
+  if (statusIds.length === 0) return { favourited: new Set(), reblogged: new Set() };
+  const { rows } = await db.query<{ kind: string; status_id: string }>(
+    `SELECT 'f' AS kind, status_id FROM favourites WHERE account_id = $1 AND status_id = ANY($2::bigint[])
+     UNION ALL
+     SELECT 'r', reblog_of_id FROM statuses WHERE account_id = $1 AND reblog_of_id = ANY($2::bigint[]) AND deleted_at IS NULL`,
+    [viewerId, statusIds],
+  );
+  return {
+    favourited: new Set(rows.filter((r) => r.kind === 'f').map((r) => r.status_id)),
+    reblogged: new Set(rows.filter((r) => r.kind === 'r').map((r) => r.status_id)),
+  };
+}
+
+/** Which of these authors the viewer follows, and which statuses mention the viewer: what visibility depends on. */
+export async function visibilityFacts(db: Queryable, viewerId: string, statuses: StatusRow[]): Promise<{ follows: Set<string>; mentioned: Set<string> }> {
+  const authors = [...new Set(statuses.map((s) => s.account_id))];
+  const ids = statuses.map((s) => s.id);
+  if (ids.length === 0) return { follows: new Set(), mentioned: new Set() };
+  const [f, m] = await Promise.all([
+    db.query<{ id: string }>(`SELECT target_account_id AS id FROM follows WHERE account_id = $1 AND target_account_id = ANY($2::bigint[])`, [viewerId, authors]),
+    db.query<{ id: string }>(`SELECT status_id AS id FROM mentions WHERE account_id = $1 AND status_id = ANY($2::bigint[])`, [viewerId, ids]),
+  ]);
+  return { follows: new Set(f.rows.map((r) => r.id)), mentioned: new Set(m.rows.map((r) => r.id)) };
+}
+
+export interface AccountStatusFilters {
+  excludeReplies?: boolean | undefined;
+  excludeReblogs?: boolean | undefined;
+  tagged?: string | undefined;
+  /** Visibilities the viewer may see of this account. */
+  visibilities: Visibility[];
+  /** Also statuses of other visibilities that mention this viewer. */
+  mentionedViewerId?: string | null;
+}
+
+export async function accountStatusIds(db: Queryable, accountId: string, f: AccountStatusFilters, p: PageParams): Promise<string[]> {
+  const values: unknown[] = [accountId, f.visibilities];
+  let extra = '';
+  if (f.excludeReplies) extra += ` AND (s.in_reply_to_id IS NULL OR s.in_reply_to_account_id = s.account_id)`;
+  if (f.excludeReblogs) extra += ` AND s.reblog_of_id IS NULL`;
+  if (f.tagged) {
+    values.push(f.tagged.toLowerCase());
+    extra += ` AND EXISTS (SELECT 1 FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id AND lower(t.name) = $${values.length})`;
+  }
+  let visible = `s.visibility = ANY($2::text[])`;
+  if (f.mentionedViewerId) {
+    values.push(f.mentionedViewerId);
+    visible = `(${visible} OR EXISTS (SELECT 1 FROM mentions m WHERE m.status_id = s.id AND m.account_id = $${values.length}))`;
+  }
+  const c = pageClause('s.id', p, values);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT s.id FROM statuses s WHERE s.account_id = $1 AND s.deleted_at IS NULL AND ${visible}${extra} AND ${c.where}
+      ORDER BY ${c.order} ${c.limit}`,
+    values,
+  );
+  return pageRows(rows, p).map((r) => r.id);
+}
+
+export async function publicTimelineIds(db: Queryable, o: { local: boolean; remote: boolean; tag?: string }, p: PageParams): Promise<string[]> {
+  const values: unknown[] = [];
+  let extra = '';
+  if (o.local) extra += ` AND a.domain IS NULL`;
+  if (o.remote) extra += ` AND a.domain IS NOT NULL`;
+  if (o.tag) {
+    values.push(o.tag.toLowerCase());
+    extra += ` AND EXISTS (SELECT 1 FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id AND lower(t.name) = $${values.length})`;
+  }
+  const c = pageClause('s.id', p, values);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT s.id FROM statuses s JOIN accounts a ON a.id = s.account_id
+      WHERE s.deleted_at IS NULL AND s.visibility = 'public' AND s.reblog_of_id IS NULL AND a.suspended_at IS NULL${extra} AND ${c.where}
+      ORDER BY ${c.order} ${c.limit}`,
+    values,
+  );
+  return pageRows(rows, p).map((r) => r.id);
+}
+
+/** The newest statuses for a home feed: the account's own and those of whom it follows (rebuilds of a lost feed). */
+export async function homeFeedSourceIds(db: Queryable, accountId: string, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT s.id FROM statuses s
+      WHERE s.deleted_at IS NULL AND s.visibility <> 'direct'
+        AND (s.account_id = $1 OR s.account_id IN (SELECT target_account_id FROM follows WHERE account_id = $1))
+      UNION
+     SELECT m.status_id FROM mentions m JOIN statuses s ON s.id = m.status_id
+      WHERE m.account_id = $1 AND s.deleted_at IS NULL AND s.visibility = 'direct'
+        AND s.account_id IN (SELECT target_account_id FROM follows WHERE account_id = $1)
+      ORDER BY id DESC LIMIT $2`,
+    [accountId, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Ancestors, oldest first (at most 40 up), and the whole reply tree below, bounded. */
+export async function threadIds(db: Queryable, status: StatusRow): Promise<{ ancestors: string[]; descendants: { id: string; parent: string }[] }> {
+  const up = await db.query<{ id: string }>(
+    `WITH RECURSIVE up(id, parent, depth) AS (
+       SELECT id, in_reply_to_id, 0 FROM statuses WHERE id = $1
+       UNION ALL
+       SELECT s.id, s.in_reply_to_id, up.depth + 1 FROM statuses s JOIN up ON s.id = up.parent WHERE up.depth < 40
+     ) SELECT id FROM up WHERE id <> $1 ORDER BY depth DESC`,
+    [status.id],
+  );
+  const down = await db.query<{ id: string; parent: string }>(
+    `WITH RECURSIVE down(id, parent, depth) AS (
+       SELECT id, in_reply_to_id, 1 FROM statuses WHERE in_reply_to_id = $1
+       UNION ALL
+       SELECT s.id, s.in_reply_to_id, down.depth + 1 FROM statuses s JOIN down ON s.in_reply_to_id = down.id WHERE down.depth < 256
+     ) SELECT id, parent FROM down ORDER BY id LIMIT 4096`,
+    [status.id],
+  );
+  return { ancestors: up.rows.map((r) => r.id), descendants: down.rows };
+}
+
+export async function favourite(db: Queryable, accountId: string, statusId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO favourites (account_id, status_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [accountId, statusId],
+  );
+  if (rowCount === 1) await db.query(`UPDATE statuses SET favourites_count = favourites_count + 1 WHERE id = $1`, [statusId]);
+  return rowCount === 1;
+}
+
+export async function unfavourite(db: Queryable, accountId: string, statusId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM favourites WHERE account_id = $1 AND status_id = $2`, [accountId, statusId]);
+  if (rowCount === 1) await db.query(`UPDATE statuses SET favourites_count = greatest(favourites_count - 1, 0) WHERE id = $1`, [statusId]);
+  return rowCount === 1;
+}
+
+/** Accounts that favourited or reblogged a status, paged by the favourite's or reblog's id. */
+export async function actorsOf(db: Queryable, kind: 'favourited_by' | 'reblogged_by', statusId: string, p: PageParams): Promise<{ accountIds: string[]; firstId: string | null; lastId: string | null }> {
+  const values: unknown[] = [statusId];
+  const c = pageClause('r.id', p, values);
+  const sql = kind === 'favourited_by'
+    ? `SELECT r.id, r.account_id FROM favourites r WHERE r.status_id = $1 AND ${c.where} ORDER BY ${c.order} ${c.limit}`
+    : `SELECT r.id, r.account_id FROM statuses r WHERE r.reblog_of_id = $1 AND r.deleted_at IS NULL AND ${c.where} ORDER BY ${c.order} ${c.limit}`;
+  const { rows } = await db.query<{ id: string; account_id: string }>(sql, values);
+  const ordered = pageRows(rows, p);
+  return { accountIds: ordered.map((r) => r.account_id), firstId: ordered[0]?.id ?? null, lastId: ordered.at(-1)?.id ?? null };
+}
+
+export async function findIdempotentStatus(db: Queryable, accountId: string, key: string): Promise<string | null> {
+  const { rows } = await db.query<{ status_id: string }>(
+    `SELECT status_id FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND created_at > now() - interval '1 hour'`,
+    [accountId, key],
+  );
+  return rows[0]?.status_id ?? null;
+}
+
+/** Claims a key for a new status; false when the key is already taken (a racing twin won). */
+export async function claimIdempotencyKey(db: Queryable, accountId: string, key: string, statusId: string): Promise<boolean> {
+  // An expired claim is replaced; a live one stays.
+  const { rowCount } = await db.query(
+    `INSERT INTO idempotency_keys (account_id, key, status_id) VALUES ($1, $2, $3)
+     ON CONFLICT (account_id, key) DO UPDATE SET status_id = EXCLUDED.status_id, created_at = now()
+       WHERE idempotency_keys.created_at <= now() - interval '1 hour'`,
+    [accountId, key, statusId],
+  );
+  return rowCount === 1;
+}

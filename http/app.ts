@@ -15,6 +15,10 @@ import appsRoutes from './api/v1/apps.ts';
 import accountsRoutes from './api/v1/accounts.ts';
 import followRequestsRoutes from './api/v1/follow_requests.ts';
 import instanceV1Routes from './api/v1/instance.ts';
+import statusesRoutes from './api/v1/statuses.ts';
+import timelinesRoutes from './api/v1/timelines.ts';
+import markersRoutes from './api/v1/markers.ts';
+import notificationsRoutes from './api/v1/notifications.ts';
 import instanceV2Routes from './api/v2/instance.ts';
 
 export type App = FastifyInstance;
@@ -55,6 +59,10 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(appsRoutes, { ctx });
   await app.register(accountsRoutes, { ctx });
   await app.register(followRequestsRoutes, { ctx });
+  await app.register(statusesRoutes, { ctx });
+  await app.register(timelinesRoutes, { ctx });
+  await app.register(markersRoutes, { ctx });
+  await app.register(notificationsRoutes, { ctx });
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });
   return app;

@@ -18,6 +18,8 @@ import { renderAccount, renderCredentialAccount } from '../../serializers/accoun
 import { renderRelationship } from '../../serializers/relationship.ts';
 import { renderToken } from '../../serializers/application.ts';
 import type { AppContext } from '../../../context.ts';
+import { accountStatusIds, type Visibility } from '../../../storage/statuses.ts';
+import { renderStatuses } from './statuses.ts';
 
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 
@@ -193,6 +195,35 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       return page.accounts.map((a) => renderAccount(r, a));
     });
   }
+
+  app.get('/api/v1/accounts/:id/statuses', {
+    schema: {
+      params: AccountIdParams,
+      querystring: Type.Object({
+        ...PagingQuery(20, 40),
+        only_media: Type.Optional(Bool()),
+        exclude_replies: Type.Optional(Bool()),
+        exclude_reblogs: Type.Optional(Bool()),
+        pinned: Type.Optional(Bool()),
+        tagged: Type.Optional(Type.String({ maxLength: 100 })),
+      }),
+    },
+    config: { auth: { kind: 'public' } },
+  }, async (request, reply) => {
+    const account = await visibleAccount(ctx, request.params.id);
+    const q = request.query;
+    const viewerId = request.viewerId;
+    // Nothing is pinned and nothing has media yet: those filters find nothing until pins and media land.
+    if (q.pinned || q.only_media) return [];
+    const visibilities: Visibility[] = viewerId === account.id ? ['public', 'unlisted', 'private', 'direct']
+      : viewerId && (await follows.relationships(ctx.db, viewerId, [account.id])).get(account.id)?.following
+        ? ['public', 'unlisted', 'private'] : ['public', 'unlisted'];
+    const ids = await accountStatusIds(ctx.db, account.id, {
+      visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, tagged: q.tagged,
+    }, pageParams(q, 20));
+    setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
+    return renderStatuses(ctx, viewerId, ids);
+  });
 
   app.post('/api/v1/accounts/:id/follow', {
     schema: {

@@ -1,0 +1,57 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../../app.ts';
+import { Bool, PagingQuery } from '../../params.ts';
+import { requireViewer } from '../../plugins/auth.ts';
+import { pageParams, setLinkHeader } from '../../paging.ts';
+import { FEED_SIZE } from '../../../storage/feeds.ts';
+import { homeFeedSourceIds, publicTimelineIds } from '../../../storage/statuses.ts';
+import { renderStatuses } from './statuses.ts';
+
+const PublicQuery = Type.Object({
+  ...PagingQuery(20, 40),
+  local: Type.Optional(Bool()),
+  remote: Type.Optional(Bool()),
+  only_media: Type.Optional(Bool()),
+});
+
+export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get('/api/v1/timelines/home', {
+    schema: { querystring: Type.Object(PagingQuery(20, 40)) },
+    config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
+  }, async (request, reply) => {
+    const viewerId = requireViewer(request);
+    // A feed lost with Redis (or never built) is rebuilt from PostgreSQL before it is read.
+    if (!(await ctx.feeds.isReady(viewerId))) {
+      await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
+    }
+    const ids = await ctx.feeds.page(viewerId, pageParams(request.query, 20));
+    setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
+    return renderStatuses(ctx, viewerId, ids);
+  });
+
+  app.get('/api/v1/timelines/public', {
+    schema: { querystring: PublicQuery },
+    config: { auth: { kind: 'public' } },
+  }, async (request, reply) => {
+    const q = request.query;
+    // No status has media yet, so only_media finds nothing until media lands.
+    const ids = q.only_media ? [] : await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false }, pageParams(q, 20));
+    setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
+    return renderStatuses(ctx, request.viewerId, ids);
+  });
+
+  app.get('/api/v1/timelines/tag/:hashtag', {
+    schema: { params: Type.Object({ hashtag: Type.String({ minLength: 1, maxLength: 100 }) }), querystring: PublicQuery },
+    config: { auth: { kind: 'public' } },
+  }, async (request, reply) => {
+    const q = request.query;
+    const tag = request.params.hashtag.replace(/^#/, '');
+    const ids = q.only_media ? [] : await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false, tag }, pageParams(q, 20));
+    setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
+    return renderStatuses(ctx, request.viewerId, ids);
+  });
+}

@@ -1,0 +1,16 @@
+import type { NotificationRow } from '../../storage/notifications.ts';
+import type { AccountRow } from '../../storage/accounts.ts';
+import type { RenderContext } from './context.ts';
+import { renderAccount } from './account.ts';
+
+/** Mastodon's Notification entity; `status` is the rendered status it concerns, if any. */
+export function renderNotification(ctx: RenderContext, n: NotificationRow, from: AccountRow, status: Record<string, unknown> | null) {
+  return {
+    id: n.id,
+    type: n.type,
+    group_key: `ungrouped-${n.id}`,
+    created_at: n.created_at.toISOString(),
+    account: renderAccount(ctx, from),
+    ...(n.status_id ? { status } : {}),
+  };
+}

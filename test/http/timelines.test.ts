@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { expectEntity } from '../helpers/schema.ts';
+import { deleteKeysWithPrefix } from '../../storage/redis.ts';
+
+let s: TestServer;
+let ida: TestUser;
+let jon: TestUser;
+let kay: TestUser;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  const client = await createApp(s.app);
+  [ida, jon, kay] = await Promise.all([registerUser(s.app, client, 'ida'), registerUser(s.app, client, 'jon'), registerUser(s.app, client, 'kay')]);
+});
+afterAll(async () => s?.close());
+
+const post = async (user: TestUser, payload: object) => {
+  const res = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(user.token), payload });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as { id: string };
+};
+const get = (url: string, user?: TestUser) => s.app.inject({ method: 'GET', url, headers: user ? bearer(user.token) : {} });
+const ids = (res: { json(): unknown }) => (res.json() as { id: string }[]).map((x) => x.id);
+
+/** Fan-out runs in a job: wait until the outbox is drained. */
+async function fannedOut() {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await s.ctx.db.query('SELECT count(*)::int AS n FROM outbox');
+    if (rows[0].n === 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('fan-out did not finish');
+}
+
+function link(res: { headers: Record<string, unknown> }, rel: 'next' | 'prev'): string | undefined {
+  const m = new RegExp(`<([^>]+)>; rel="${rel}"`).exec(String(res.headers.link ?? ''));
+  return m ? new URL(m[1]!).pathname + new URL(m[1]!).search : undefined;
+}
+
+describe('home timeline', () => {
+  it('shows own statuses and those of followed accounts, newest first, through fan-out', async () => {
+    expect((await get('/api/v1/timelines/home', ida)).json()).toEqual([]); // builds ida's feed
+    await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${jon.id}/follow`, headers: bearer(ida.token) });
+    const a = await post(jon, { status: 'from jon' });
+    const b = await post(kay, { status: 'from kay, not followed' });
+    const c = await post(ida, { status: 'from ida' });
+    const d = await post(jon, { status: 'jon, followers only', visibility: 'private' });
+    await fannedOut();
+    const home = await get('/api/v1/timelines/home', ida);
+    expect(home.statusCode).toBe(200);
+    for (const st of home.json()) expectEntity('Status', st);
+    expect(ids(home)).toEqual([d.id, c.id, a.id]);
+    expect(ids(home)).not.toContain(b.id);
+  });
+
+  it('rebuilds a feed lost with Redis from PostgreSQL', async () => {
+    const before = ids(await get('/api/v1/timelines/home', ida));
+    await deleteKeysWithPrefix(s.ctx.redis, `${s.config.redisPrefix}feed:`);
+    expect(ids(await get('/api/v1/timelines/home', ida))).toEqual(before);
+  });
+
+  it('adds recent statuses on follow and removes them on unfollow', async () => {
+    const k = await post(kay, { status: 'kay again' });
+    await fannedOut();
+    expect(ids(await get('/api/v1/timelines/home', ida))).not.toContain(k.id);
+    await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${kay.id}/follow`, headers: bearer(ida.token) });
+    expect(ids(await get('/api/v1/timelines/home', ida))).toContain(k.id);
+    await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${kay.id}/unfollow`, headers: bearer(ida.token) });
+    expect(ids(await get('/api/v1/timelines/home', ida))).not.toContain(k.id);
+  });
+
+  it('shows reblogs of followed accounts and removes deleted statuses', async () => {
+    const k = await post(kay, { status: 'worth a boost' });
+    const boost = await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${k.id}/reblog`, headers: bearer(jon.token) });
+    await fannedOut();
+    const home = (await get('/api/v1/timelines/home', ida)).json();
+    expect(home[0].id).toBe(boost.json().id);
+    expect(home[0].reblog.id).toBe(k.id);
+    await s.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${k.id}`, headers: bearer(kay.token) });
+    await fannedOut();
+    expect(ids(await get('/api/v1/timelines/home', ida))).not.toContain(boost.json().id);
+    const { rows } = await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses WHERE id = $1 AND deleted_at IS NOT NULL', [boost.json().id]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('walks 100 statuses page by page forward and back by Link headers, each once, newest first', async () => {
+    const lee = await registerUser(s.app, await createApp(s.app), 'lee');
+    await get('/api/v1/timelines/home', lee);
+    const posted: string[] = [];
+    for (let i = 0; i < 100; i++) posted.push((await post(lee, { status: `number ${i}` })).id);
+    const newestFirst = [...posted].reverse();
+
+    const seen: string[] = [];
+    const pages: string[] = [];
+    let url: string | undefined = '/api/v1/timelines/home?limit=15';
+    while (url) {
+      const res = await get(url, lee);
+      const page = ids(res);
+      if (page.length === 0) break;
+      pages.push(url);
+      seen.push(...page);
+      url = link(res, 'next');
+    }
+    expect(seen).toEqual(newestFirst);
+
+    const back: string[][] = [];
+    let prev: string | undefined = pages.at(-1);
+    while (prev) {
+      const res = await get(prev, lee);
+      const page = ids(res);
+      if (page.length === 0) break;
+      back.unshift(page);
+      prev = link(res, 'prev');
+    }
+    expect(back.flat()).toEqual(newestFirst);
+
+    // min_id pages forward from an id, still newest first; since_id gives the newest after an id.
+    const minPage = ids(await get(`/api/v1/timelines/home?min_id=${posted[10]}&limit=5`, lee));
+    expect(minPage).toEqual(posted.slice(11, 16).reverse());
+    const sincePage = ids(await get(`/api/v1/timelines/home?since_id=${posted[10]}&limit=5`, lee));
+    expect(sincePage).toEqual(newestFirst.slice(0, 5));
+    const account = ids(await get(`/api/v1/accounts/${lee.id}/statuses?limit=40&max_id=${posted[50]}`));
+    expect(account).toEqual(posted.slice(10, 50).reverse());
+  });
+
+  it('refuses out-of-range paging and anonymous readers', async () => {
+    for (const q of ['limit=0', 'limit=-5', 'limit=many']) {
+      const res = await get(`/api/v1/timelines/home?${q}`, ida);
+      expect(res.statusCode, q).toBe(422);
+    }
+    expect((await get('/api/v1/timelines/home?limit=1000', ida)).json().length).toBeLessThanOrEqual(40);
+    expect((await get('/api/v1/timelines/home')).statusCode).toBe(401);
+  });
+});
+
+describe('public and tag timelines', () => {
+  it('shows only public statuses, and tagged ones by tag', async () => {
+    const pub = await post(kay, { status: 'all about #Cats' });
+    const unl = await post(kay, { status: 'unlisted #cats', visibility: 'unlisted' });
+    const res = await get('/api/v1/timelines/public?limit=40');
+    expect(res.statusCode).toBe(200);
+    expect(ids(res)).toContain(pub.id);
+    expect(ids(res)).not.toContain(unl.id);
+    for (const st of res.json()) expect(st.visibility).toBe('public');
+    expect(ids(await get('/api/v1/timelines/public?local=true&limit=40'))).toContain(pub.id);
+    expect(ids(await get('/api/v1/timelines/public?remote=true'))).toEqual([]);
+    expect(ids(await get('/api/v1/timelines/tag/cats'))).toEqual([pub.id]);
+    expect(ids(await get('/api/v1/timelines/tag/CATS'))).toEqual([pub.id]);
+    expect(ids(await get('/api/v1/timelines/tag/dogs'))).toEqual([]);
+    expect(ids(await get(`/api/v1/accounts/${kay.id}/statuses?tagged=cats`))).toEqual([unl.id, pub.id]);
+  });
+});

@@ -91,6 +91,27 @@ describe('two processes sharing PostgreSQL and Redis', () => {
     expect(seenByA.json[0].following).toBe(false);
     expect((await api(a, `/api/v1/accounts/${benAccount.json.id}`)).json.followers_count).toBe(0);
   });
+
+  it('shows a post made through one process in a follower\'s home timeline read through the other', async () => {
+    const app = await api(a, '/api/v1/apps', { method: 'POST', body: { client_name: 'two', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' } });
+    const appToken = await api(a, '/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', client_id: app.json.client_id, client_secret: app.json.client_secret, scope: 'read write follow' } });
+    const register = (username: string) =>
+      api(a, '/api/v1/accounts', { method: 'POST', token: appToken.json.access_token, body: { username, email: `${username}@example.com`, password: 'a long password', agreement: true, locale: 'en' } });
+    const reader = (await register('reader')).json.access_token;
+    const writer = (await register('writer')).json.access_token;
+    const writerId = (await api(a, '/api/v1/accounts/lookup?acct=writer')).json.id;
+    await api(b, `/api/v1/accounts/${writerId}/follow`, { method: 'POST', token: reader });
+    expect((await api(b, '/api/v1/timelines/home', { token: reader })).status).toBe(200); // the reader's feed exists
+
+    const posted = await api(a, '/api/v1/statuses', { method: 'POST', token: writer, body: { status: 'across processes' } });
+    expect(posted.status).toBe(200);
+    let ids: string[] = [];
+    for (let i = 0; i < 100 && !ids.includes(posted.json.id); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      ids = (await api(b, '/api/v1/timelines/home', { token: reader })).json.map((s: { id: string }) => s.id);
+    }
+    expect(ids).toContain(posted.json.id);
+  });
 });
 
 describe('start-up with a bad setting', () => {

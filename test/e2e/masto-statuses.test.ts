@@ -1,0 +1,101 @@
+// A Mastodon app's day with masto: post, read timelines and threads, favourite, reblog, markers, notifications.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto';
+import { startListeningServer } from '../helpers/listen.ts';
+import type { TestServer } from '../helpers/server.ts';
+
+let s: TestServer & { url: string };
+let pia: mastodon.rest.Client;
+let quin: mastodon.rest.Client;
+let piaToken: string;
+let quinId: string;
+
+async function waitForOutbox() {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await s.ctx.db.query('SELECT count(*)::int AS n FROM outbox');
+    if (rows[0].n === 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+beforeAll(async () => {
+  s = await startListeningServer();
+  const anonymous = createRestAPIClient({ url: s.url });
+  const app = await anonymous.v1.apps.create({ clientName: 'masto day', redirectUris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' });
+  const oauth = createOAuthAPIClient({ url: s.url });
+  const appToken = await oauth.token.create({ grantType: 'client_credentials', clientId: app.clientId!, clientSecret: app.clientSecret!, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', scope: 'read write follow' });
+  const asApp = createRestAPIClient({ url: s.url, accessToken: appToken.accessToken });
+  const t1 = await asApp.v1.accounts.create({ username: 'pia', email: 'pia@example.com', password: 'pia password', agreement: true, locale: 'en' });
+  const t2 = await asApp.v1.accounts.create({ username: 'quin', email: 'quin@example.com', password: 'quin password', agreement: true, locale: 'en' });
+  piaToken = t1.accessToken;
+  pia = createRestAPIClient({ url: s.url, accessToken: t1.accessToken });
+  quin = createRestAPIClient({ url: s.url, accessToken: t2.accessToken });
+  quinId = (await quin.v1.accounts.verifyCredentials()).id;
+  await pia.v1.accounts.$select(quinId).follow();
+});
+afterAll(async () => s?.close());
+
+describe('masto: statuses and timelines', () => {
+  it('posts with sensitive as a boolean, and as a string through a form body', async () => {
+    const first = await quin.v1.statuses.create({ status: 'Hello from quin #first', sensitive: true, spoilerText: 'greeting' });
+    expect(first.sensitive).toBe(true);
+    expect(first.spoilerText).toBe('greeting');
+    const form = await fetch(`${s.url}/api/v1/statuses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${piaToken}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ status: 'form post from pia', sensitive: 'true' }),
+    });
+    expect(form.status).toBe(200);
+    expect((await form.json()).sensitive).toBe(true);
+  });
+
+  it('reads home and public timelines, and a thread', async () => {
+    const root = await quin.v1.statuses.create({ status: 'What do you think, @pia?' });
+    const reply = await pia.v1.statuses.create({ status: '@quin I agree', inReplyToId: root.id });
+    await waitForOutbox();
+    const home = await pia.v1.timelines.home.list({ limit: 10 });
+    expect(home.map((x) => x.id).slice(0, 2)).toEqual([reply.id, root.id]);
+    const pub = await pia.v1.timelines.public.list({ local: true, limit: 40 });
+    expect(pub.map((x) => x.id)).toContain(root.id);
+    const context = await quin.v1.statuses.$select(reply.id).context.fetch();
+    expect(context.ancestors.map((x) => x.id)).toEqual([root.id]);
+    const down = await quin.v1.statuses.$select(root.id).context.fetch();
+    expect(down.descendants.map((x) => x.id)).toEqual([reply.id]);
+    const tagged = await pia.v1.timelines.tag.$select('first').list();
+    expect(tagged).toHaveLength(1);
+  });
+
+  it('pages the home timeline with the paginator', async () => {
+    for (let i = 0; i < 7; i++) await pia.v1.statuses.create({ status: `page ${i}` });
+    const seen: string[] = [];
+    for await (const page of pia.v1.timelines.home.list({ limit: 3 })) {
+      seen.push(...page.map((x) => x.id));
+      if (seen.length > 30) break;
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    expect([...seen].sort((a, b) => (BigInt(b) > BigInt(a) ? 1 : -1))).toEqual(seen);
+    expect(seen.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('favourites and reblogs, and the author is notified', async () => {
+    const st = await quin.v1.statuses.create({ status: 'boost me' });
+    const fav = await pia.v1.statuses.$select(st.id).favourite();
+    expect(fav.favourited).toBe(true);
+    expect(fav.favouritesCount).toBe(1);
+    const boost = await pia.v1.statuses.$select(st.id).reblog();
+    expect(boost.reblog?.id).toBe(st.id);
+    const notes = await quin.v1.notifications.list();
+    expect(notes.map((n) => n.type).slice(0, 3)).toEqual(['reblog', 'favourite', 'mention']);
+    const unread = await fetch(`${s.url}/api/v1/notifications/unread_count`, { headers: { authorization: `Bearer ${piaToken}` } });
+    expect(unread.status).toBe(200);
+  });
+
+  it('saves and reads markers', async () => {
+    const [latest] = await pia.v1.timelines.home.list({ limit: 1 });
+    const saved = await pia.v1.markers.create({ home: { lastReadId: latest!.id } });
+    expect(saved.home?.lastReadId).toBe(latest!.id);
+    const read = await pia.v1.markers.fetch({ timeline: ['home', 'notifications'] });
+    expect(read.home?.lastReadId).toBe(latest!.id);
+    expect(read.home?.version).toBe(0);
+  });
+});

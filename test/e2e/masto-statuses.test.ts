@@ -46,7 +46,7 @@ describe('masto: statuses and timelines', () => {
       body: new URLSearchParams({ status: 'form post from pia', sensitive: 'true' }),
     });
     expect(form.status).toBe(200);
-    expect((await form.json()).sensitive).toBe(true);
+    expect(((await form.json()) as { sensitive: boolean }).sensitive).toBe(true);
   });
 
   it('reads home and public timelines, and a thread', async () => {

@@ -6,6 +6,7 @@ import type { ActorRegistry } from './actors/registry.ts';
 import type { RenderContext } from './http/serializers/context.ts';
 import type { HomeFeeds } from './storage/feeds.ts';
 import type { JobQueues } from './jobs/queues.ts';
+import type { TokenCache } from './services/token-cache.ts';
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {
@@ -16,5 +17,8 @@ export interface AppContext {
   actors: ActorRegistry;
   feeds: HomeFeeds;
   jobs: JobQueues;
+  tokens: TokenCache;
+  /** The connection subscribed to cache invalidations. */
+  subscriber: Redis;
   render: RenderContext;
 }

@@ -10,6 +10,7 @@ import { buildApp } from './http/app.ts';
 import { HomeFeeds } from './storage/feeds.ts';
 import { JobQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/worker.ts';
+import { TokenCache } from './services/token-cache.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -21,6 +22,10 @@ export async function createContext(config: Config): Promise<AppContext> {
   const filesRoot = join(config.dataDir, 'files');
   await mkdir(filesRoot, { recursive: true });
   const fileHost = new LocalFileHost(filesRoot, config.publicUrl);
+  const tokens = new TokenCache();
+  const subscriber = redis.duplicate();
+  subscriber.on('error', () => {});
+  await tokens.subscribe(subscriber, config.redisPrefix);
   const feeds = new HomeFeeds(redis, config.redisPrefix);
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
   const actors = new ActorRegistry({ db, feeds, jobs, config }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
@@ -32,6 +37,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     actors,
     feeds,
     jobs,
+    tokens,
+    subscriber,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
   };
 }
@@ -39,6 +46,7 @@ export async function createContext(config: Config): Promise<AppContext> {
 export async function closeContext(ctx: AppContext): Promise<void> {
   ctx.actors.stop();
   await ctx.jobs.close();
+  ctx.subscriber.disconnect();
   await ctx.db.end();
   ctx.redis.disconnect();
 }

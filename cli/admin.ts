@@ -9,6 +9,8 @@ import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
 import { hashPassword } from '../services/passwords.ts';
 import { ApiError, ValidationFailed } from '../errors.ts';
+import { createRedis, connectRedis } from '../storage/redis.ts';
+import { publishTokenInvalidation, type TokenInvalidation } from '../services/token-cache.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -31,7 +33,10 @@ async function localUser(db: Db, username: string | undefined) {
   return { account, user };
 }
 
-export async function runCli(argv: string[], db: Db, out: (line: string) => void): Promise<void> {
+/** Tells running servers that a user's tokens may answer differently now (approval, password reset). */
+export type Invalidate = (what: TokenInvalidation) => Promise<void>;
+
+export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -61,12 +66,14 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
     case 'admin': {
       const { user } = await localUser(db, username);
       await setAdmin(db, user.id, !values.revoke);
+      await invalidate({ userId: user.id });
       out(values.revoke ? `${username} is no longer an admin` : `${username} is now an admin`);
       return;
     }
     case 'approve': {
       const { user } = await localUser(db, username);
       await setApproved(db, user.id, true);
+      await invalidate({ userId: user.id });
       out(`${username} is approved`);
       return;
     }
@@ -76,6 +83,7 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       if (password.length < 8 || password.length > 72) throw new Error('the password must be 8 to 72 characters');
       await setPasswordHash(db, user.id, await hashPassword(password));
       const revoked = await revokeUserTokens(db, user.id);
+      await invalidate({ userId: user.id });
       out(values.password ? `password changed; ${revoked} token(s) revoked` : `password: ${password}\n${revoked} token(s) revoked`);
       return;
     }
@@ -86,12 +94,21 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
 
 async function main() {
   let db: Db | undefined;
+  const config = (() => {
+    try {
+      return loadConfig();
+    } catch (err) {
+      console.error(`error: ${(err as Error).message}`);
+      process.exit(1);
+    }
+  })();
+  const redis = createRedis(config.redisUrl);
   try {
-    const config = loadConfig();
     await ensureDatabase(config.databaseUrl);
     await migrate(config.databaseUrl);
+    await connectRedis(redis, config.redisUrl);
     db = createPool(config.databaseUrl, 2);
-    await runCli(process.argv.slice(2), db, (line) => console.log(line));
+    await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what));
   } catch (err) {
     if (err instanceof UsageError) {
       if (err.message) console.error(`error: ${err.message}\n`);
@@ -104,6 +121,7 @@ async function main() {
     process.exitCode = 1;
   } finally {
     await db?.end();
+    redis.disconnect();
   }
 }
 

@@ -53,7 +53,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(healthRoutes, { ctx });
   await app.register(fileRoutes, { ctx });
   if (ctx.config.rateLimits) await app.register(rateLimitPlugin, { ctx });
-  await app.register(authPlugin, { db: ctx.db });
+  await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
 
   await app.register(oauthRoutes, { ctx });
   await app.register(appsRoutes, { ctx });

@@ -108,6 +108,10 @@ export interface TokenOwner extends AccessTokenRow {
 
 /** The token with its user's account, or null when it is unknown or revoked. */
 export async function findActiveAccessToken(db: Queryable, token: string): Promise<TokenOwner | null> {
+  return findActiveAccessTokenByHash(db, hashSecret(token));
+}
+
+export async function findActiveAccessTokenByHash(db: Queryable, tokenHash: string): Promise<TokenOwner | null> {
   const { rows } = await db.query<TokenOwner>(
     `SELECT t.id, t.application_id, t.user_id, t.scopes, t.created_at,
             u.account_id, u.approved, u.admin, (a.suspended_at IS NOT NULL) AS suspended
@@ -115,7 +119,7 @@ export async function findActiveAccessToken(db: Queryable, token: string): Promi
        LEFT JOIN users u ON u.id = t.user_id
        LEFT JOIN accounts a ON a.id = u.account_id
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
-    [hashSecret(token)],
+    [tokenHash],
   );
   return rows[0] ?? null;
 }

@@ -11,6 +11,7 @@ import { findUserByEmail } from '../../storage/users.ts';
 import { verifyPassword } from '../../services/passwords.ts';
 import { OOB_REDIRECT_URI } from '../api/v1/apps.ts';
 import { LIMITS } from '../plugins/rate-limit.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
 const AuthorizeParams = Type.Object({
   client_id: Type.Optional(Type.String({ maxLength: 200 })),
@@ -189,6 +190,9 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
     }
     // RFC 7009: an unknown or foreign token is not an error; the answer is the same.
     await revokeAccessToken(ctx.db, request.body.token, client.id);
+    // This process forgets it before answering; the others hear of it over pub/sub.
+    ctx.tokens.forget(`token:${hashSecret(request.body.token)}`);
+    await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { token: request.body.token });
     return reply.send({});
   });
 

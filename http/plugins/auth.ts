@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { findActiveAccessToken, type TokenOwner } from '../../storage/oauth.ts';
+import type { TokenOwner } from '../../storage/oauth.ts';
+import type { TokenCache } from '../../services/token-cache.ts';
 import { ApiError } from '../../errors.ts';
 import { grantsAny, parseScopes } from '../oauth/scopes.ts';
 import type { Db } from '../../storage/db.ts';
@@ -42,7 +43,7 @@ export function requireViewer(request: FastifyRequest): string {
   return request.viewerId;
 }
 
-async function authPlugin(app: FastifyInstance, opts: { db: Db }) {
+async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCache }) {
   app.decorateRequest('token', null);
   app.decorateRequest('viewerId', null);
 
@@ -62,7 +63,7 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db }) {
       if (policy.kind === 'public') return;
       throw new ApiError(401, INVALID_TOKEN);
     }
-    const token = await findActiveAccessToken(opts.db, raw);
+    const token = await opts.tokens.lookup(opts.db, raw);
     if (!token) throw new ApiError(401, INVALID_TOKEN);
     if (token.user_id && token.suspended) throw new ApiError(403, 'Your login is currently disabled');
     request.token = token;

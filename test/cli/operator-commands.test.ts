@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp, submitAuthorizeForm, type RegisteredApp } from '../helpers/oauth.ts';
 import { runCli } from '../../cli/admin.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
 let s: TestServer;
 let client: RegisteredApp;
@@ -14,7 +16,7 @@ afterAll(async () => s?.close());
 
 async function cli(...args: string[]) {
   const lines: string[] = [];
-  await runCli(args, s.ctx.db, (line) => lines.push(line));
+  await runCli(args, s.ctx.db, (line) => lines.push(line), (what) => publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, what));
   return lines;
 }
 
@@ -33,7 +35,8 @@ describe('operators\' command line', () => {
 
     const out = await cli('accounts', 'reset-password', 'oper', '--password', 'second-password');
     expect(out.join('\n')).toMatch(/1 token\(s\) revoked/);
-    expect((await s.app.inject({ method: 'GET', url: '/api/v1/accounts/verify_credentials', headers: bearer(token) })).statusCode).toBe(401);
+    const status = () => s.app.inject({ method: 'GET', url: '/api/v1/accounts/verify_credentials', headers: bearer(token) }).then((r) => r.statusCode);
+    expect(await eventually(status, 401)).toBe(401);
     const old = await submitAuthorizeForm(s.app, { client_id: client.client_id, redirect_uri: 'urn:ietf:wg:oauth:2.0:oob', response_type: 'code' }, 'oper@example.com', 'first-password');
     expect(old.statusCode).toBe(401);
     await authorizationCodeToken(s.app, client, 'oper@example.com', 'second-password');

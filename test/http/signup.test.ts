@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { appToken, bearer, createApp, registerUser, type RegisteredApp } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
+import { runCli } from '../../cli/admin.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
 let s: TestServer;
 let client: RegisteredApp;
@@ -110,9 +113,11 @@ describe('registration modes', () => {
       const pending = await moderated.app.inject({ method: 'GET', url: '/api/v1/accounts/verify_credentials', headers: bearer(res.json().access_token) });
       expect(pending.statusCode).toBe(403);
       expect(pending.json().error).toMatch(/pending approval/);
-      await moderated.ctx.db.query('UPDATE users SET approved = true');
-      const approved = await moderated.app.inject({ method: 'GET', url: '/api/v1/accounts/verify_credentials', headers: bearer(res.json().access_token) });
-      expect(approved.statusCode).toBe(200);
+      // What an operator does: `npm run cli -- accounts approve max`.
+      await runCli(['accounts', 'approve', 'max'], moderated.ctx.db, () => {}, (what) => publishTokenInvalidation(moderated.ctx.redis, moderated.config.redisPrefix, what));
+      // The approval reaches the server's token cache over Redis pub/sub: within moments, not necessarily at once.
+      const status = () => moderated.app.inject({ method: 'GET', url: '/api/v1/accounts/verify_credentials', headers: bearer(res.json().access_token) }).then((r) => r.statusCode);
+      expect(await eventually(status, 200)).toBe(200);
     } finally {
       await moderated.close();
     }

@@ -7,6 +7,8 @@ import type { RenderContext } from './http/serializers/context.ts';
 import type { HomeFeeds } from './storage/feeds.ts';
 import type { JobQueues } from './jobs/queues.ts';
 import type { TokenCache } from './services/token-cache.ts';
+import type { StatusLoader } from './services/hydrate.ts';
+import type { CacheVersions } from './storage/cache-versions.ts';
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {
@@ -18,6 +20,8 @@ export interface AppContext {
   feeds: HomeFeeds;
   jobs: JobQueues;
   tokens: TokenCache;
+  versions: CacheVersions;
+  statusLoader: StatusLoader;
   /** The connection subscribed to cache invalidations. */
   subscriber: Redis;
   render: RenderContext;

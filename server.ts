@@ -11,6 +11,8 @@ import { HomeFeeds } from './storage/feeds.ts';
 import { JobQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/worker.ts';
 import { TokenCache } from './services/token-cache.ts';
+import { StatusLoader } from './services/hydrate.ts';
+import { CacheVersions } from './storage/cache-versions.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -27,8 +29,10 @@ export async function createContext(config: Config): Promise<AppContext> {
   subscriber.on('error', () => {});
   await tokens.subscribe(subscriber, config.redisPrefix);
   const feeds = new HomeFeeds(redis, config.redisPrefix);
+  const versions = new CacheVersions(redis, config.redisPrefix);
+  const statusLoader = new StatusLoader(db, versions);
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
-  const actors = new ActorRegistry({ db, feeds, jobs, config }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const actors = new ActorRegistry({ db, feeds, jobs, config, versions }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   return {
     config,
     db,
@@ -38,6 +42,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     feeds,
     jobs,
     tokens,
+    versions,
+    statusLoader,
     subscriber,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
   };

@@ -37,6 +37,27 @@ export type AccountActorDeps = statusService.StatusDeps;
 
 /** Applies one message for `accountId`. Every write commits inside this call (DESIGN.md: the actor's memory is only a cache). */
 export async function handleAccountMessage(deps: AccountActorDeps, accountId: string, msg: AccountMessage): Promise<unknown> {
+  const result = await applyMessage(deps, accountId, msg);
+  // Relationship and profile changes alter Account entities (counts, fields) that readers cache.
+  switch (msg.type) {
+    case 'follow':
+    case 'unfollow':
+      await deps.versions.bump({ accounts: [accountId, msg.targetId] });
+      break;
+    case 'authorizeFollowRequest':
+    case 'rejectFollowRequest':
+      await deps.versions.bump({ accounts: [accountId, msg.requesterId] });
+      break;
+    case 'updateProfile':
+      await deps.versions.bump({ accounts: [accountId] });
+      break;
+    default:
+      break; // status messages bump what they change themselves (services/statuses.ts)
+  }
+  return result;
+}
+
+async function applyMessage(deps: AccountActorDeps, accountId: string, msg: AccountMessage): Promise<unknown> {
   switch (msg.type) {
     case 'follow': {
       const outcome = await transaction(deps.db, async (tx) => {

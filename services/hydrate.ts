@@ -1,9 +1,10 @@
 import type { Queryable } from '../storage/db.ts';
+import type { CacheVersions } from '../storage/cache-versions.ts';
 import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } from '../storage/statuses.ts';
 import { visibleTo } from './visibility.ts';
 
-/** Everything needed to render a set of statuses, loaded in a fixed number of batched queries. */
+/** Everything needed to render a set of statuses. */
 export interface StatusBundle {
   statuses: Map<string, StatusRow>;
   accounts: Map<string, AccountRow>;
@@ -14,34 +15,134 @@ export interface StatusBundle {
   viewerId: string | null;
 }
 
-/**
- * Loads statuses (and what reblogs point at) by id, keeping the order asked and dropping what is deleted
- * or not visible to the viewer. Returns the visible rows in order and the bundle to render them with.
- */
-export async function loadStatuses(db: Queryable, viewerId: string | null, ids: string[], preloaded: StatusRow[] = []): Promise<{ rows: StatusRow[]; bundle: StatusBundle }> {
-  const have = new Map(preloaded.map((s) => [s.id, s]));
-  const missing = ids.filter((id) => !have.has(id));
-  for (const s of await findStatusesByIds(db, missing)) have.set(s.id, s);
-  const originalsNeeded = [...have.values()].map((s) => s.reblog_of_id).filter((id): id is string => !!id && !have.has(id));
-  for (const s of await findStatusesByIds(db, originalsNeeded)) have.set(s.id, s);
+interface Entry<T> {
+  value: T;
+  version: string;
+  expires: number;
+}
 
-  const all = [...have.values()];
-  const visible = await visibleTo(db, viewerId, all);
-  const rows = ids
-    .map((id) => have.get(id))
-    .filter((s): s is StatusRow => !!s && visible.has(s.id) && (!s.reblog_of_id || visible.has(s.reblog_of_id)));
+/** A bounded in-memory map whose entries are good for a while and only under the version they were stored with. */
+class VersionedCache<T> {
+  private readonly entries = new Map<string, Entry<T>>();
+  private readonly max: number;
+  private readonly ttlMs: number;
 
-  const renderedIds = [...new Set(rows.flatMap((s) => (s.reblog_of_id ? [s.id, s.reblog_of_id] : [s.id])))];
-  const [mentions, tags, flags] = await Promise.all([
-    mentionsOf(db, renderedIds),
-    tagsOf(db, renderedIds),
-    viewerId ? viewerFlags(db, viewerId, renderedIds) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
-  ]);
-  const accountIds = new Set<string>();
-  for (const id of renderedIds) {
-    accountIds.add(have.get(id)!.account_id);
-    for (const m of mentions.get(id) ?? []) accountIds.add(m);
+  constructor(max: number, ttlMs: number) {
+    this.max = max;
+    this.ttlMs = ttlMs;
   }
-  const accounts = new Map((await findAccountsByIds(db, [...accountIds])).map((a) => [a.id, a]));
-  return { rows, bundle: { statuses: have, accounts, mentions, tags, favourited: flags.favourited, reblogged: flags.reblogged, viewerId } };
+
+  get(id: string, version: string): T | undefined {
+    const e = this.entries.get(id);
+    return e && e.version === version && e.expires > Date.now() ? e.value : undefined;
+  }
+
+  set(id: string, version: string, value: T): void {
+    this.entries.delete(id);
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(id, { value, version, expires: Date.now() + this.ttlMs });
+  }
+}
+
+interface CachedStatus {
+  status: StatusRow;
+  mentions: string[];
+  tags: string[];
+}
+
+/**
+ * Loads statuses for rendering. Timelines read the same statuses over and over, and PostgreSQL row parsing
+ * is what limits a Node process (DESIGN.md), so statuses and accounts are kept in memory and checked against
+ * version counters in Redis (storage/cache-versions.ts) on every read: a changed count or a deletion shows at once.
+ */
+export class StatusLoader {
+  private readonly statuses = new VersionedCache<CachedStatus>(50_000, 10 * 60_000);
+  private readonly accounts = new VersionedCache<AccountRow>(20_000, 10 * 60_000);
+  private readonly db: Queryable;
+  private readonly versions: CacheVersions;
+
+  constructor(db: Queryable, versions: CacheVersions) {
+    this.db = db;
+    this.versions = versions;
+  }
+
+  private async statusesById(ids: string[]): Promise<Map<string, CachedStatus>> {
+    const out = new Map<string, CachedStatus>();
+    if (ids.length === 0) return out;
+    // Versions first, rows second: a row read after its version can only be newer than the version says.
+    const versions = await this.versions.get('s', ids);
+    const missing: string[] = [];
+    ids.forEach((id, i) => {
+      const hit = this.statuses.get(id, versions[i]!);
+      if (hit) out.set(id, hit);
+      else missing.push(id);
+    });
+    if (missing.length > 0) {
+      const [rows, mentions, tags] = await Promise.all([findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing)]);
+      const versionOf = new Map(ids.map((id, i) => [id, versions[i]!]));
+      for (const status of rows) {
+        const entry = { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [] };
+        this.statuses.set(status.id, versionOf.get(status.id)!, entry);
+        out.set(status.id, entry);
+      }
+    }
+    return out;
+  }
+
+  private async accountsById(ids: string[]): Promise<Map<string, AccountRow>> {
+    const out = new Map<string, AccountRow>();
+    if (ids.length === 0) return out;
+    const versions = await this.versions.get('a', ids);
+    const missing: string[] = [];
+    ids.forEach((id, i) => {
+      const hit = this.accounts.get(id, versions[i]!);
+      if (hit) out.set(id, hit);
+      else missing.push(id);
+    });
+    const versionOf = new Map(ids.map((id, i) => [id, versions[i]!]));
+    for (const account of await findAccountsByIds(this.db, missing)) {
+      this.accounts.set(account.id, versionOf.get(account.id)!, account);
+      out.set(account.id, account);
+    }
+    return out;
+  }
+
+  /**
+   * Statuses (and what reblogs point at) by id, in the order asked, without what is deleted or hidden from the viewer.
+   */
+  async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle }> {
+    const found = await this.statusesById([...new Set(ids)]);
+    const originals = [...found.values()].map((e) => e.status.reblog_of_id).filter((id): id is string => !!id && !found.has(id));
+    for (const [id, e] of await this.statusesById([...new Set(originals)])) found.set(id, e);
+
+    const all = [...found.values()].map((e) => e.status);
+    const visible = await visibleTo(this.db, viewerId, all);
+    const rows = ids
+      .map((id) => found.get(id)?.status)
+      .filter((s): s is StatusRow => !!s && visible.has(s.id) && (!s.reblog_of_id || visible.has(s.reblog_of_id)));
+
+    const renderedIds = [...new Set(rows.flatMap((s) => (s.reblog_of_id ? [s.id, s.reblog_of_id] : [s.id])))];
+    const accountIds = new Set<string>();
+    for (const id of renderedIds) {
+      const e = found.get(id)!;
+      accountIds.add(e.status.account_id);
+      for (const m of e.mentions) accountIds.add(m);
+    }
+    const [accounts, flags] = await Promise.all([
+      this.accountsById([...accountIds]),
+      viewerId ? viewerFlags(this.db, viewerId, renderedIds) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
+    ]);
+    return {
+      rows,
+      bundle: {
+        statuses: new Map([...found].map(([id, e]) => [id, e.status])),
+        accounts,
+        mentions: new Map([...found].map(([id, e]) => [id, e.mentions])),
+        tags: new Map([...found].map(([id, e]) => [id, e.tags])),
+        favourited: flags.favourited,
+        reblogged: flags.reblogged,
+        viewerId,
+      },
+    };
+  }
 }

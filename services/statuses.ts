@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import { transaction, type Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
 import type { JobQueues } from '../jobs/queues.ts';
+import type { CacheVersions } from '../storage/cache-versions.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import * as statuses from '../storage/statuses.ts';
 import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
@@ -17,6 +18,7 @@ export interface StatusDeps {
   feeds: HomeFeeds;
   jobs: JobQueues;
   config: Config;
+  versions: CacheVersions;
 }
 
 export interface PostParams {
@@ -106,6 +108,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   });
   if ('winner' in result) return result.winner as string;
 
+  await deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] });
   if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], result.status!.id);
   await enqueueAll(deps.jobs, [result.outbox!]);
   return result.status!.id;
@@ -117,19 +120,25 @@ class IdempotencyRace extends Error {}
 export async function deleteStatus(deps: StatusDeps, accountId: string, statusId: string): Promise<statuses.StatusRow> {
   const status = await statuses.findStatus(deps.db, statusId);
   if (!status || status.account_id !== accountId) throw notFound();
+  const reblogs: statuses.StatusRow[] = [];
   const outbox = await transaction(deps.db, async (tx) => {
     if (!(await statuses.markStatusDeleted(tx, status))) throw notFound();
     const mentions = (await statuses.mentionsOf(tx, [status.id])).get(status.id) ?? [];
     const rows = [await addToOutbox(tx, 'removeStatus', { statusId: status.id, authorId: accountId, mentionedIds: mentions })];
     // Reblogs of a deleted status go with it, as in Mastodon.
-    const { rows: reblogs } = await tx.query<statuses.StatusRow>(
+    const { rows: found } = await tx.query<statuses.StatusRow>(
       `SELECT * FROM statuses WHERE reblog_of_id = $1 AND deleted_at IS NULL LIMIT 10000`, [status.id],
     );
-    for (const r of reblogs) {
+    for (const r of found) {
+      reblogs.push(r);
       await statuses.markStatusDeleted(tx, r);
       rows.push(await addToOutbox(tx, 'removeStatus', { statusId: r.id, authorId: r.account_id, mentionedIds: [] }));
     }
     return rows;
+  });
+  await deps.versions.bump({
+    statuses: [status.id, status.in_reply_to_id, status.reblog_of_id, ...reblogs.map((r) => r.id)],
+    accounts: [accountId, ...reblogs.map((r) => r.account_id)],
   });
   await enqueueAll(deps.jobs, outbox);
   return status;
@@ -139,12 +148,14 @@ export async function favouriteStatus(deps: StatusDeps, accountId: string, statu
   await transaction(deps.db, async (tx) => {
     if (await statuses.favourite(tx, accountId, status.id)) await notify(tx, status.account_id, accountId, 'favourite', status.id);
   });
+  await deps.versions.bump({ statuses: [status.id] });
 }
 
 export async function unfavouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
   await transaction(deps.db, async (tx) => {
     if (await statuses.unfavourite(tx, accountId, status.id)) await removeNotification(tx, status.account_id, accountId, 'favourite', status.id);
   });
+  await deps.versions.bump({ statuses: [status.id] });
 }
 
 /** Reblogs a status once; reblogging again returns the same reblog. Returns the reblog's id. */
@@ -164,6 +175,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
       await notify(tx, status.account_id, accountId, 'reblog', status.id);
       return { reblog, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: reblog.id }) };
     });
+    await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId] });
     if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
     await enqueueAll(deps.jobs, [outbox]);
     return reblog.id;
@@ -184,6 +196,7 @@ export async function unreblogStatus(deps: StatusDeps, accountId: string, status
     await removeNotification(tx, status.account_id, accountId, 'reblog', status.id);
     return addToOutbox(tx, 'removeStatus', { statusId: reblog.id, authorId: accountId, mentionedIds: [] });
   });
+  await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId] });
   if (outbox) await enqueueAll(deps.jobs, [outbox]);
 }
 

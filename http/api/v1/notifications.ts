@@ -10,7 +10,6 @@ import { notFound } from '../../../errors.ts';
 import * as notifications from '../../../storage/notifications.ts';
 import { findMarkers } from '../../../storage/markers.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
-import { loadStatuses } from '../../../services/hydrate.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { renderNotification } from '../../serializers/notification.ts';
 
@@ -19,7 +18,7 @@ const TypeName = Type.Union(notifications.NOTIFICATION_TYPES.map((t) => Type.Lit
 async function renderAll(ctx: AppContext, viewerId: string, rows: notifications.NotificationRow[]) {
   const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a]));
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
-  const { rows: visible, bundle } = await loadStatuses(ctx.db, viewerId, statusIds);
+  const { rows: visible, bundle } = await ctx.statusLoader.load(viewerId, statusIds);
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));
   // A notification whose status the viewer can no longer see is left out rather than shown half-empty.
   return rows

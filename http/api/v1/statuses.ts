@@ -9,7 +9,6 @@ import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound, unprocessable } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
-import { loadStatuses } from '../../../services/hydrate.ts';
 import { canSee } from '../../../services/visibility.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { renderAccount } from '../../serializers/account.ts';
@@ -37,7 +36,7 @@ export async function visibleStatus(ctx: AppContext, viewerId: string | null, id
 
 /** Renders statuses in the order given, dropping what the viewer may not see. */
 export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[]) {
-  const { rows, bundle } = await loadStatuses(ctx.db, viewerId, ids);
+  const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
   return rows.map((s) => renderStatus(ctx.render, bundle, s));
 }
 
@@ -89,7 +88,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request) => {
     const viewerId = requireViewer(request);
     if (!isId(request.params.id)) throw notFound();
-    const { rows, bundle } = await loadStatuses(ctx.db, viewerId, [request.params.id]);
+    const { rows, bundle } = await ctx.statusLoader.load(viewerId, [request.params.id]);
     const deleted = await ctx.actors.ask(viewerId, { type: 'deleteStatus', statusId: request.params.id });
     // Rendered as it was, with its source text, so apps can offer "delete and redraft".
     const status = rows[0] ?? deleted;
@@ -116,7 +115,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       }
     };
     walk(status.id);
-    const { rows, bundle } = await loadStatuses(ctx.db, viewerId, order);
+    const { rows, bundle } = await ctx.statusLoader.load(viewerId, order);
     // A reply hidden from the viewer hides its subtree too, as Mastodon does.
     const shown = new Set([status.id]);
     const parentOf = new Map(thread.descendants.map((d) => [d.id, d.parent]));

@@ -65,7 +65,9 @@ async function load(url: string, token: string) {
 async function main() {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
-  const server: ChildProcess = spawn(process.execPath, ['main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  // BENCH_CPU_PROFILE=dir writes the server's CPU profile there (node --cpu-prof) for a look at where time goes.
+  const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROFILE] : [];
+  const server: ChildProcess = spawn(process.execPath, [...profile, 'main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
   const db = createPool(config.databaseUrl, 4);
   const redis = new Redis(config.redisUrl);
   let bare: ChildProcess | undefined;

@@ -10,6 +10,10 @@ export function createRedis(redisUrl: string): Redis {
 
 export async function connectRedis(redis: Redis, redisUrl: string): Promise<void> {
   const host = new URL(redisUrl).host;
+  // ioredis rejects connect() with a bare "Connection is closed."; the reason arrives as an 'error' event.
+  let lastError: { code?: string; message?: string } | undefined;
+  const remember = (err: { code?: string; message?: string }) => (lastError = err);
+  redis.on('error', remember);
   try {
     await Promise.race([
       redis.connect(),
@@ -18,9 +22,11 @@ export async function connectRedis(redis: Redis, redisUrl: string): Promise<void
     await redis.ping();
   } catch (err) {
     redis.disconnect();
-    const e = err as { code?: string; message?: string };
+    const e = lastError?.code ? lastError : (err as { code?: string; message?: string });
     const why = e.code === 'ECONNREFUSED' ? 'connection refused' : (e.message ?? String(err));
     throw new ConfigError('REDIS_URL', `cannot connect to ${host}: ${why}`);
+  } finally {
+    redis.off('error', remember);
   }
 }
 

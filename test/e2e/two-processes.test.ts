@@ -1,0 +1,269 @@
+// Two real server processes (`node main.ts`, as `npm start` runs it) on different ports share one PostgreSQL
+// database and one Redis: what one writes, the other reads; a token revoked through one stops working in both.
+// Then start-up with a bad setting: one line naming it, exit code 1.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { testConfig, dropTestData } from '../helpers/server.ts';
+import { freePort } from '../helpers/listen.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { createRedis, connectRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
+import type { Config } from '../../config.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const running: Proc[] = [];
+
+/** `node main.ts` with only the given settings (and PATH/HOME), so nothing from this shell leaks in. */
+function startProcess(settings: Record<string, string>): Proc {
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...settings };
+  // Under vitest run through npm this is Node 24, which runs the TypeScript directly.
+  const child = spawn(process.execPath, ['main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const proc = { child, output: () => `stdout:\n${stdout}\nstderr:\n${stderr}`, stderr: () => stderr, exited };
+  running.push(proc);
+  return proc;
+}
+
+/** Waits for the exit code, killing the process (and failing) if it hangs. */
+async function exitCode(proc: Proc, ms: number): Promise<number | null> {
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), ms);
+  const code = await proc.exited;
+  clearTimeout(timer);
+  expect(proc.child.signalCode, `killed after ${ms} ms without exiting\n${proc.output()}`).toBeNull();
+  return code;
+}
+
+async function waitForHealth(url: string, proc: Proc, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  let exited = false;
+  void proc.exited.then(() => (exited = true));
+  while (Date.now() < deadline && !exited) {
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become healthy${exited ? ' (the process exited)' : ''}\n${proc.output()}`);
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- bodies are checked field by field below
+type Json = any;
+
+async function api(base: string, path: string, init: { method?: string; token?: string; body?: Record<string, unknown> } = {}) {
+  const res = await fetch(`${base}${path}`, {
+    method: init.method ?? 'GET',
+    headers: {
+      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+      ...(init.body ? { 'content-type': 'application/json' } : {}),
+    },
+    body: init.body ? JSON.stringify(init.body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, json: (text ? JSON.parse(text) : null) as Json, text };
+}
+
+async function stopAll(): Promise<void> {
+  await Promise.all(running.map(async (p) => {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+    p.child.kill('SIGTERM');
+    const timer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
+    await p.exited;
+    clearTimeout(timer);
+  }));
+}
+
+describe('two processes sharing PostgreSQL and Redis', () => {
+  let config: Config;
+  let a: string;
+  let b: string;
+  let procA: Proc;
+  let procB: Proc;
+
+  beforeAll(async () => {
+    config = await testConfig();
+    const [portA, portB] = [await freePort(), await freePort()];
+    const shared = {
+      DATABASE_URL: config.databaseUrl,
+      REDIS_URL: config.redisUrl,
+      REDIS_PREFIX: config.redisPrefix,
+      DATA_DIR: config.dataDir,
+      LOCAL_DOMAIN: 'shared.test',
+      LOG_LEVEL: 'warn',
+    };
+    // Started together, neither finds the database: both create it and migrate, which must be safe to race.
+    procA = startProcess({ ...shared, PORT: String(portA) });
+    procB = startProcess({ ...shared, PORT: String(portB) });
+    a = `http://127.0.0.1:${portA}`;
+    b = `http://127.0.0.1:${portB}`;
+    await Promise.all([waitForHealth(a, procA), waitForHealth(b, procB)]);
+  });
+
+  afterAll(async () => {
+    await stopAll();
+    if (!config) return;
+    const redis = createRedis(config.redisUrl);
+    await connectRedis(redis, config.redisUrl);
+    await deleteKeysWithPrefix(redis, config.redisPrefix);
+    redis.disconnect();
+    await dropTestData(config);
+  });
+
+  it('applied each migration exactly once', async () => {
+    const files = (await readdir(fileURLToPath(new URL('../../storage/migrations', import.meta.url)))).filter((f) => f.endsWith('.sql'));
+    const client = new pg.Client({ connectionString: config.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ name: string }>('SELECT name FROM pgmigrations ORDER BY id');
+      expect(rows.map((r) => `${r.name}.sql`)).toEqual(files.sort());
+    } finally {
+      await client.end();
+    }
+  });
+
+  let annToken: string;
+  let benToken: string;
+  let benId: string;
+  let annId: string;
+  let client: { client_id: string; client_secret: string };
+
+  it('registers through A and is known to B', async () => {
+    const created = await api(a, '/api/v1/apps', { method: 'POST', body: { client_name: 'two processes', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' } });
+    expect(created.status, created.text).toBe(200);
+    client = created.json;
+    const appToken = await api(a, '/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', ...client, scope: 'read write follow' } });
+    expect(appToken.status, appToken.text).toBe(200);
+    const register = (username: string) => api(a, '/api/v1/accounts', {
+      method: 'POST', token: appToken.json.access_token,
+      body: { username, email: `${username}@example.com`, password: 'a long enough password', agreement: true, locale: 'en' },
+    });
+    const [ann, ben] = [await register('ann'), await register('ben')];
+    expect(ann.status, ann.text).toBe(200);
+    expect(ben.status, ben.text).toBe(200);
+    annToken = ann.json.access_token;
+    benToken = ben.json.access_token;
+
+    // Tokens issued by A work on B, and B finds the accounts A created.
+    const annOnB = await api(b, '/api/v1/accounts/verify_credentials', { token: annToken });
+    expect(annOnB.status, annOnB.text).toBe(200);
+    expect(annOnB.json.username).toBe('ann');
+    expect(annOnB.json.url).toBe('http://shared.test/@ann');
+    annId = annOnB.json.id;
+    const benOnB = await api(b, '/api/v1/accounts/lookup?acct=ben');
+    expect(benOnB.status).toBe(200);
+    benId = benOnB.json.id;
+  });
+
+  it('shows through B a follow made through A, and through A an unfollow made through B', async () => {
+    // Before: nothing either way, as both processes see it.
+    for (const base of [a, b]) {
+      const before = await api(base, `/api/v1/accounts/relationships?id[]=${benId}`, { token: annToken });
+      expect(before.status, before.text).toBe(200);
+      expect(before.json).toEqual([expect.objectContaining({ id: benId, following: false })]);
+    }
+
+    const follow = await api(a, `/api/v1/accounts/${benId}/follow`, { method: 'POST', token: annToken });
+    expect(follow.status, follow.text).toBe(200);
+    expect(follow.json.following).toBe(true);
+
+    const seenByB = await api(b, `/api/v1/accounts/relationships?id[]=${benId}`, { token: annToken });
+    expect(seenByB.status, seenByB.text).toBe(200);
+    expect(seenByB.json).toEqual([expect.objectContaining({ id: benId, following: true, followed_by: false })]);
+    const benSeesOnB = await api(b, `/api/v1/accounts/relationships?id[]=${annId}`, { token: benToken });
+    expect(benSeesOnB.json).toEqual([expect.objectContaining({ id: annId, following: false, followed_by: true })]);
+    expect((await api(b, `/api/v1/accounts/${benId}`)).json.followers_count).toBe(1);
+
+    const unfollow = await api(b, `/api/v1/accounts/${benId}/unfollow`, { method: 'POST', token: annToken });
+    expect(unfollow.status, unfollow.text).toBe(200);
+    expect(unfollow.json.following).toBe(false);
+
+    const seenByA = await api(a, `/api/v1/accounts/relationships?id[]=${benId}`, { token: annToken });
+    expect(seenByA.json).toEqual([expect.objectContaining({ id: benId, following: false })]);
+    const benSeesOnA = await api(a, `/api/v1/accounts/relationships?id[]=${annId}`, { token: benToken });
+    expect(benSeesOnA.json).toEqual([expect.objectContaining({ id: annId, followed_by: false })]);
+    expect((await api(a, `/api/v1/accounts/${benId}`)).json.followers_count).toBe(0);
+  });
+
+  it('stops honouring a token in both processes as soon as one of them revokes it', async () => {
+    // Both processes have just accepted Ben's token (and may remember it).
+    for (const base of [a, b]) expect((await api(base, '/api/v1/accounts/verify_credentials', { token: benToken })).status).toBe(200);
+    const revoked = await api(b, '/oauth/revoke', { method: 'POST', body: { token: benToken, ...client } });
+    expect(revoked.status, revoked.text).toBe(200);
+    // B forgets it before answering; A hears of it over Redis pub/sub, within moments.
+    expect((await api(b, '/api/v1/accounts/verify_credentials', { token: benToken })).status).toBe(401);
+    const onA = () => api(a, '/api/v1/accounts/verify_credentials', { token: benToken }).then((r) => r.status);
+    expect(await eventually(onA, 401, 1000)).toBe(401);
+    // Ann's token is untouched.
+    expect((await api(a, '/api/v1/accounts/verify_credentials', { token: annToken })).status).toBe(200);
+  });
+
+  it('shows a post made through A in a follower\'s home timeline read through B', async () => {
+    const appToken = await api(b, '/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', ...client, scope: 'read write follow' } });
+    const cid = await api(b, '/api/v1/accounts', {
+      method: 'POST', token: appToken.json.access_token,
+      body: { username: 'cid', email: 'cid@example.com', password: 'a long enough password', agreement: true, locale: 'en' },
+    });
+    expect(cid.status, cid.text).toBe(200);
+    const readerToken = () => cid.json.access_token as string;
+    const follow = await api(b, `/api/v1/accounts/${annId}/follow`, { method: 'POST', token: readerToken() });
+    expect(follow.status, follow.text).toBe(200);
+    expect((await api(b, '/api/v1/timelines/home', { token: readerToken() })).status).toBe(200);
+    const posted = await api(a, '/api/v1/statuses', { method: 'POST', token: annToken, body: { status: 'across processes' } });
+    expect(posted.status, posted.text).toBe(200);
+    const homeOnB = () => api(b, '/api/v1/timelines/home', { token: readerToken() })
+      .then((r) => (r.json as { id: string }[]).some((st) => st.id === posted.json.id));
+    expect(await eventually(homeOnB, true, 5000)).toBe(true);
+  });
+
+  it('both shut down cleanly on SIGTERM', async () => {
+    procA.child.kill('SIGTERM');
+    procB.child.kill('SIGTERM');
+    const [codeA, codeB] = await Promise.all([exitCode(procA, 10_000), exitCode(procB, 10_000)]);
+    expect(codeA, procA.output()).toBe(0);
+    expect(codeB, procB.output()).toBe(0);
+  });
+});
+
+describe.concurrent('start-up with a bad setting prints one line naming it and exits with 1', () => {
+  it.each([
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://postgres@127.0.0.1:5999/x' }, /^Cannot start: DATABASE_URL: cannot connect to 127\.0\.0\.1:5999: connection refused$/],
+    ['DATABASE_URL', { DATABASE_URL: 'not-a-url' }, /^Cannot start: DATABASE_URL: not a valid URL: "not-a-url"$/],
+    ['REDIS_URL', { REDIS_URL: 'redis://127.0.0.1:6999' }, /^Cannot start: REDIS_URL: cannot connect to 127\.0\.0\.1:6999: connection refused$/],
+  ] as const)('%s: %o', async (setting, bad, line) => {
+    const config = await testConfig();
+    try {
+      const proc = startProcess({
+        DATABASE_URL: config.databaseUrl,
+        REDIS_URL: config.redisUrl,
+        REDIS_PREFIX: config.redisPrefix,
+        DATA_DIR: config.dataDir,
+        LOG_LEVEL: 'warn',
+        PORT: String(await freePort()),
+        ...bad,
+      });
+      expect(await exitCode(proc, 15_000), proc.output()).toBe(1);
+      const lines = proc.stderr().split('\n').filter((l) => l !== '');
+      expect(lines, proc.output()).toHaveLength(1);
+      expect(lines[0]).toContain(setting);
+      expect(lines[0]).toMatch(line);
+    } finally {
+      // The Redis case gets as far as creating and migrating its database.
+      await dropTestData(config);
+    }
+  });
+});

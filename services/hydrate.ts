@@ -66,45 +66,38 @@ export class StatusLoader {
     this.versions = versions;
   }
 
-  private async statusesById(ids: string[]): Promise<Map<string, CachedStatus>> {
-    const out = new Map<string, CachedStatus>();
+  /**
+   * Cached values that are still current, loading the rest. Versions first, rows second: a row read after
+   * its version can only be newer than the version says, so it is never cached under a later version.
+   */
+  private async current<T>(kind: 's' | 'a', cache: VersionedCache<T>, ids: string[], loadMissing: (ids: string[]) => Promise<[string, T][]>): Promise<Map<string, T>> {
+    const out = new Map<string, T>();
     if (ids.length === 0) return out;
-    // Versions first, rows second: a row read after its version can only be newer than the version says.
-    const versions = await this.versions.get('s', ids);
-    const missing: string[] = [];
-    ids.forEach((id, i) => {
-      const hit = this.statuses.get(id, versions[i]!);
+    const versions = await this.versions.get(kind, ids);
+    const versionOf = new Map(ids.map((id, i) => [id, versions[i]!]));
+    const missing = ids.filter((id) => {
+      const hit = cache.get(id, versionOf.get(id)!);
       if (hit) out.set(id, hit);
-      else missing.push(id);
+      return !hit;
     });
     if (missing.length > 0) {
-      const [rows, mentions, tags] = await Promise.all([findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing)]);
-      const versionOf = new Map(ids.map((id, i) => [id, versions[i]!]));
-      for (const status of rows) {
-        const entry = { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [] };
-        this.statuses.set(status.id, versionOf.get(status.id)!, entry);
-        out.set(status.id, entry);
+      for (const [id, value] of await loadMissing(missing)) {
+        cache.set(id, versionOf.get(id)!, value);
+        out.set(id, value);
       }
     }
     return out;
   }
 
-  private async accountsById(ids: string[]): Promise<Map<string, AccountRow>> {
-    const out = new Map<string, AccountRow>();
-    if (ids.length === 0) return out;
-    const versions = await this.versions.get('a', ids);
-    const missing: string[] = [];
-    ids.forEach((id, i) => {
-      const hit = this.accounts.get(id, versions[i]!);
-      if (hit) out.set(id, hit);
-      else missing.push(id);
+  private statusesById(ids: string[]): Promise<Map<string, CachedStatus>> {
+    return this.current('s', this.statuses, ids, async (missing) => {
+      const [rows, mentions, tags] = await Promise.all([findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing)]);
+      return rows.map((status) => [status.id, { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [] }]);
     });
-    const versionOf = new Map(ids.map((id, i) => [id, versions[i]!]));
-    for (const account of await findAccountsByIds(this.db, missing)) {
-      this.accounts.set(account.id, versionOf.get(account.id)!, account);
-      out.set(account.id, account);
-    }
-    return out;
+  }
+
+  private accountsById(ids: string[]): Promise<Map<string, AccountRow>> {
+    return this.current('a', this.accounts, ids, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
   }
 
   /**

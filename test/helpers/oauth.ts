@@ -114,3 +114,9 @@ export async function registerUser(app: App, client: RegisteredApp, username: st
   expect(me.statusCode, me.body).toBe(200);
   return { id: me.json().id, username, email, password, token: userToken };
 }
+
+/** Registers several users through one app, in parallel. */
+export async function registerUsers<const N extends readonly string[]>(app: App, ...usernames: N): Promise<{ [K in keyof N]: TestUser }> {
+  const client = await createApp(app);
+  return Promise.all(usernames.map((u) => registerUser(app, client, u))) as Promise<{ [K in keyof N]: TestUser }>;
+}

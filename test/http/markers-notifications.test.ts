@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
 let s: TestServer;
@@ -10,8 +10,7 @@ let ola: TestUser;
 
 beforeAll(async () => {
   s = await startTestServer();
-  const client = await createApp(s.app);
-  [mo, ned, ola] = await Promise.all([registerUser(s.app, client, 'mo'), registerUser(s.app, client, 'ned'), registerUser(s.app, client, 'ola')]);
+  [mo, ned, ola] = await registerUsers(s.app, 'mo', 'ned', 'ola');
 });
 afterAll(async () => s?.close());
 

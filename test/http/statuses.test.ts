@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
 let s: TestServer;
@@ -10,8 +10,7 @@ let cal: TestUser;
 
 beforeAll(async () => {
   s = await startTestServer();
-  const client = await createApp(s.app);
-  [amy, ben, cal] = await Promise.all([registerUser(s.app, client, 'amy'), registerUser(s.app, client, 'ben'), registerUser(s.app, client, 'cal')]);
+  [amy, ben, cal] = await registerUsers(s.app, 'amy', 'ben', 'cal');
 });
 afterAll(async () => s?.close());
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { deleteKeysWithPrefix } from '../../storage/redis.ts';
 
@@ -11,8 +11,7 @@ let kay: TestUser;
 
 beforeAll(async () => {
   s = await startTestServer();
-  const client = await createApp(s.app);
-  [ida, jon, kay] = await Promise.all([registerUser(s.app, client, 'ida'), registerUser(s.app, client, 'jon'), registerUser(s.app, client, 'kay')]);
+  [ida, jon, kay] = await registerUsers(s.app, 'ida', 'jon', 'kay');
 });
 afterAll(async () => s?.close());
 

@@ -58,6 +58,8 @@ interface CachedStatus {
 export class StatusLoader {
   private readonly statuses = new VersionedCache<CachedStatus>(50_000, 10 * 60_000);
   private readonly accounts = new VersionedCache<AccountRow>(20_000, 10 * 60_000);
+  /** Per viewer: which statuses they favourited or reblogged, as far as asked. Only their own actions change it. */
+  private readonly viewers = new VersionedCache<{ known: Set<string>; favourited: Set<string>; reblogged: Set<string> }>(20_000, 10 * 60_000);
   private readonly db: Queryable;
   private readonly versions: CacheVersions;
 
@@ -100,6 +102,26 @@ export class StatusLoader {
     return this.current('a', this.accounts, ids, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
   }
 
+  /** The viewer's favourited/reblogged flags for these statuses, asking PostgreSQL only about statuses not seen before. */
+  private async flagsOf(viewerId: string, ids: string[]): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
+    const [version] = await this.versions.get('v', [viewerId]);
+    let entry = this.viewers.get(viewerId, version!);
+    if (!entry) {
+      entry = { known: new Set(), favourited: new Set(), reblogged: new Set() };
+      this.viewers.set(viewerId, version!, entry);
+    }
+    const unknown = ids.filter((id) => !entry.known.has(id));
+    if (unknown.length > 0) {
+      const found = await viewerFlags(this.db, viewerId, unknown);
+      for (const id of unknown) entry.known.add(id);
+      for (const id of found.favourited) entry.favourited.add(id);
+      for (const id of found.reblogged) entry.reblogged.add(id);
+      // Bounded: a viewer who scrolls far starts over rather than growing without end.
+      if (entry.known.size > 5000) this.viewers.set(viewerId, '', { known: new Set(), favourited: new Set(), reblogged: new Set() });
+    }
+    return { favourited: new Set(ids.filter((id) => entry.favourited.has(id))), reblogged: new Set(ids.filter((id) => entry.reblogged.has(id))) };
+  }
+
   /**
    * Statuses (and what reblogs point at) by id, in the order asked, without what is deleted or hidden from the viewer.
    */
@@ -123,7 +145,7 @@ export class StatusLoader {
     }
     const [accounts, flags] = await Promise.all([
       this.accountsById([...accountIds]),
-      viewerId ? viewerFlags(this.db, viewerId, renderedIds) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
+      viewerId ? this.flagsOf(viewerId, renderedIds) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
     ]);
     return {
       rows,

@@ -139,6 +139,8 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
   await deps.versions.bump({
     statuses: [status.id, status.in_reply_to_id, status.reblog_of_id, ...reblogs.map((r) => r.id)],
     accounts: [accountId, ...reblogs.map((r) => r.account_id)],
+    // Their "reblogged" flag for the deleted status (and the author's, for a deleted reblog) changes too.
+    viewers: [accountId, ...reblogs.map((r) => r.account_id)],
   });
   await enqueueAll(deps.jobs, outbox);
   return status;
@@ -148,14 +150,14 @@ export async function favouriteStatus(deps: StatusDeps, accountId: string, statu
   await transaction(deps.db, async (tx) => {
     if (await statuses.favourite(tx, accountId, status.id)) await notify(tx, status.account_id, accountId, 'favourite', status.id);
   });
-  await deps.versions.bump({ statuses: [status.id] });
+  await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
 }
 
 export async function unfavouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
   await transaction(deps.db, async (tx) => {
     if (await statuses.unfavourite(tx, accountId, status.id)) await removeNotification(tx, status.account_id, accountId, 'favourite', status.id);
   });
-  await deps.versions.bump({ statuses: [status.id] });
+  await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
 }
 
 /** Reblogs a status once; reblogging again returns the same reblog. Returns the reblog's id. */
@@ -175,7 +177,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
       await notify(tx, status.account_id, accountId, 'reblog', status.id);
       return { reblog, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: reblog.id }) };
     });
-    await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId] });
+    await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
     if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
     await enqueueAll(deps.jobs, [outbox]);
     return reblog.id;
@@ -196,7 +198,7 @@ export async function unreblogStatus(deps: StatusDeps, accountId: string, status
     await removeNotification(tx, status.account_id, accountId, 'reblog', status.id);
     return addToOutbox(tx, 'removeStatus', { statusId: reblog.id, authorId: accountId, mentionedIds: [] });
   });
-  await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId] });
+  await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
   if (outbox) await enqueueAll(deps.jobs, [outbox]);
 }
 

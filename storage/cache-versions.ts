@@ -1,5 +1,9 @@
 import type { Redis } from 'ioredis';
 
+type Kind = 's' | 'a' | 'v';
+type Ids = (string | null | undefined)[] | undefined;
+const unique = (ids: Ids) => [...new Set((ids ?? []).filter((id): id is string => !!id))];
+
 /**
  * Version counters in Redis for what processes cache in memory (statuses and accounts as rendered in timelines).
  * A reader takes the versions first, then uses a cached copy only if it was stored under the same version.
@@ -14,23 +18,27 @@ export class CacheVersions {
     this.prefix = prefix;
   }
 
-  private key(kind: 's' | 'a', id: string): string {
+  /** s: a status, a: an account, v: a viewer's own favourites and reblogs. */
+  private key(kind: Kind, id: string): string {
     return `${this.prefix}ver:${kind}:${id}`;
   }
 
-  async get(kind: 's' | 'a', ids: string[]): Promise<string[]> {
+  async get(kind: Kind, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
     const values = await this.redis.mget(ids.map((id) => this.key(kind, id)));
     return values.map((v) => v ?? '0');
   }
 
-  async bump(changed: { statuses?: (string | null | undefined)[]; accounts?: (string | null | undefined)[] }): Promise<void> {
-    const statuses = [...new Set((changed.statuses ?? []).filter((id): id is string => !!id))];
-    const accounts = [...new Set((changed.accounts ?? []).filter((id): id is string => !!id))];
-    if (statuses.length + accounts.length === 0) return;
+  async bump(changed: { statuses?: Ids; accounts?: Ids; viewers?: Ids }): Promise<void> {
+    const keys = [
+      ...unique(changed.statuses).map((id) => this.key('s', id)),
+      ...unique(changed.accounts).map((id) => this.key('a', id)),
+      ...unique(changed.viewers).map((id) => this.key('v', id)),
+    ];
+    if (keys.length === 0) return;
     const pipeline = this.redis.pipeline();
-    for (const id of statuses) pipeline.incr(this.key('s', id)).expire(this.key('s', id), 7 * 24 * 3600);
-    for (const id of accounts) pipeline.incr(this.key('a', id)).expire(this.key('a', id), 7 * 24 * 3600);
+    // Entries cached in processes live far shorter than a week, so a counter that expires unused is never mistaken.
+    for (const key of keys) pipeline.incr(key).expire(key, 7 * 24 * 3600);
     await pipeline.exec();
   }
 }

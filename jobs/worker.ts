@@ -1,4 +1,5 @@
 import { Worker, type Job } from 'bullmq';
+import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
@@ -27,7 +28,10 @@ export function startWorkers(ctx: AppContext): Workers {
     },
     { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },
   );
-  worker.on('error', () => {}); // connection trouble: BullMQ reconnects; failures are kept for inspection
+  const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });
+  // Connection trouble: BullMQ reconnects. Failed jobs are retried with backoff and kept for inspection.
+  worker.on('error', (err) => log.warn({ err }, 'job worker error'));
+  worker.on('failed', (job, err) => log.warn({ err, job: job?.name, id: job?.id, attempts: job?.attemptsMade }, 'job failed'));
 
   const sweep = async (olderThanMs = SWEEP_AFTER_MS) => {
     const rows = await pendingOutbox(ctx.db, olderThanMs, 1000);

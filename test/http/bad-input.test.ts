@@ -21,6 +21,7 @@ async function snapshot() {
     (SELECT count(*) FROM accounts)::int AS accounts, (SELECT count(*) FROM users)::int AS users,
     (SELECT count(*) FROM follows)::int AS follows, (SELECT count(*) FROM follow_requests)::int AS requests,
     (SELECT count(*) FROM oauth_applications)::int AS apps, (SELECT count(*) FROM oauth_access_tokens)::int AS tokens,
+    (SELECT count(*) FROM statuses)::int AS statuses, (SELECT count(*) FROM markers)::int AS markers,
     (SELECT string_agg(display_name || note_source || locked::text || bot::text, ',' ORDER BY id) FROM accounts) AS profiles`);
   return rows[0];
 }
@@ -32,6 +33,8 @@ const routes = () => [
   { method: 'POST' as const, url: `/api/v1/accounts/${fay.id}/follow`, token: eve.token },
   { method: 'POST' as const, url: `/api/v1/accounts/${fay.id}/unfollow`, token: eve.token },
   { method: 'POST' as const, url: `/api/v1/follow_requests/${fay.id}/authorize`, token: eve.token },
+  { method: 'POST' as const, url: '/api/v1/statuses', token: eve.token },
+  { method: 'POST' as const, url: '/api/v1/markers', token: eve.token },
   { method: 'POST' as const, url: '/oauth/token', token: undefined },
   { method: 'POST' as const, url: '/oauth/revoke', token: undefined },
 ];
@@ -52,7 +55,7 @@ describe('bad input on every write route', () => {
     const bodies: [string, string][] = [
       ['application/json', '[1,2,3]'],
       ['application/json', '"a string"'],
-      ['application/json', '{"locked":"maybe","reblogs":"maybe","agreement":"maybe","client_name":{"a":1},"redirect_uris":42,"username":["x"],"display_name":{"x":1}}'],
+      ['application/json', '{"locked":"maybe","reblogs":"maybe","agreement":"maybe","client_name":{"a":1},"redirect_uris":42,"username":["x"],"display_name":{"x":1},"status":{"a":1},"sensitive":"maybe","home":"x"}'],
       ['text/plain', 'hello'],
       ['application/x-www-form-urlencoded', 'fields_attributes[0][name][deep]=1&locked[]=true&reblogs=perhaps'],
       ['multipart/form-data; boundary=nope', '--broken'],

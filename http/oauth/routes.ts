@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import OAuth2Server, { Request, Response, OAuthError } from '@node-oauth/oauth2-server';
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -60,6 +61,12 @@ function redirectWithError(reply: FastifyReply, req: AuthorizeRequest, error: st
   url.searchParams.set('error_description', description);
   if (req.params.state) url.searchParams.set('state', req.params.state);
   return reply.redirect(url.toString(), 302);
+}
+
+function sameSecret(hashA: string, hashB: string): boolean {
+  const a = Buffer.from(hashA, 'hex');
+  const b = Buffer.from(hashB, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function sendOAuthError(reply: FastifyReply, err: unknown) {
@@ -185,7 +192,7 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
       clientSecret = decodeURIComponent(decoded.slice(colon + 1));
     }
     const client = clientId ? await findApplicationByClientId(ctx.db, clientId) : null;
-    if (!client || !clientSecret || hashSecret(clientSecret) !== client.client_secret_hash) {
+    if (!client || !clientSecret || !sameSecret(hashSecret(clientSecret), client.client_secret_hash)) {
       return reply.code(401).send({ error: 'invalid_client', error_description: 'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.' });
     }
     // RFC 7009: an unknown or foreign token is not an error; the answer is the same.

@@ -1,9 +1,16 @@
-import { createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from './db.ts';
 
 /** Tokens, codes and client secrets are random and long, so a fast hash is enough to keep them out of the database in clear. */
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
+}
+
+/** Whether a presented secret matches a stored hash, in constant time. */
+export function secretMatches(secret: string, storedHash: string): boolean {
+  const a = Buffer.from(hashSecret(secret), 'hex');
+  const b = Buffer.from(storedHash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export interface ApplicationRow {

@@ -1,14 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { AuthorizationCodeModel, ClientCredentialsModel, Client, User, AuthorizationCode, Token } from '@node-oauth/oauth2-server';
 import type { Db } from '../../storage/db.ts';
 import * as oauth from '../../storage/oauth.ts';
 import { DEFAULT_SCOPES, parseScopes, validScopes } from './scopes.ts';
-
-function sameHash(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'hex');
-  const y = Buffer.from(b, 'hex');
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 function toClient(app: oauth.ApplicationRow): Client {
   return {
@@ -28,7 +21,7 @@ export function oauthModel(db: Db): AuthorizationCodeModel & ClientCredentialsMo
     async getClient(clientId: string, clientSecret: string | null) {
       const app = await oauth.findApplicationByClientId(db, clientId);
       if (!app) return false;
-      if (clientSecret !== null && clientSecret !== undefined && !sameHash(oauth.hashSecret(clientSecret), app.client_secret_hash)) {
+      if (clientSecret !== null && clientSecret !== undefined && !oauth.secretMatches(clientSecret, app.client_secret_hash)) {
         return false;
       }
       return toClient(app);

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import OAuth2Server, { Request, Response, OAuthError } from '@node-oauth/oauth2-server';
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -7,7 +6,7 @@ import type { RouteOptions } from '../app.ts';
 import { oauthModel } from './model.ts';
 import { authorizePage, authorizationCodePage, errorPage } from './page.ts';
 import { ALL_SCOPES, DEFAULT_SCOPES, parseScopes, validScopes } from './scopes.ts';
-import { findApplicationByClientId, revokeAccessToken, hashSecret, type ApplicationRow } from '../../storage/oauth.ts';
+import { findApplicationByClientId, revokeAccessToken, hashSecret, secretMatches, type ApplicationRow } from '../../storage/oauth.ts';
 import { findUserByEmail } from '../../storage/users.ts';
 import { verifyPassword } from '../../services/passwords.ts';
 import { OOB_REDIRECT_URI } from '../api/v1/apps.ts';
@@ -61,12 +60,6 @@ function redirectWithError(reply: FastifyReply, req: AuthorizeRequest, error: st
   url.searchParams.set('error_description', description);
   if (req.params.state) url.searchParams.set('state', req.params.state);
   return reply.redirect(url.toString(), 302);
-}
-
-function sameSecret(hashA: string, hashB: string): boolean {
-  const a = Buffer.from(hashA, 'hex');
-  const b = Buffer.from(hashB, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function sendOAuthError(reply: FastifyReply, err: unknown) {
@@ -192,7 +185,7 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
       clientSecret = decodeURIComponent(decoded.slice(colon + 1));
     }
     const client = clientId ? await findApplicationByClientId(ctx.db, clientId) : null;
-    if (!client || !clientSecret || !sameSecret(hashSecret(clientSecret), client.client_secret_hash)) {
+    if (!client || !clientSecret || !secretMatches(clientSecret, client.client_secret_hash)) {
       return reply.code(401).send({ error: 'invalid_client', error_description: 'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.' });
     }
     // RFC 7009: an unknown or foreign token is not an error; the answer is the same.

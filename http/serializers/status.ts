@@ -7,16 +7,16 @@ export function statusUri(ctx: RenderContext, s: StatusRow, authorUsername: stri
   return s.uri ?? `${ctx.publicUrl}/users/${authorUsername}/statuses/${s.id}`;
 }
 
-/** Mastodon's Status entity. The internal deleted flag is never part of it. */
-export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, options: { withSource?: boolean } = {}): Record<string, unknown> {
+/** The fields of a Status that are the same for every viewer, without `reblog`. */
+function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {
   const author = b.accounts.get(s.account_id)!;
-  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+  const isReblog = s.reblog_of_id !== null;
   const local = author.domain === null;
   const uri = statusUri(ctx, s, author.username);
   return {
     id: s.id,
-    uri: original ? `${uri}/activity` : uri,
-    url: original ? null : (local ? `${ctx.publicUrl}/@${author.username}/${s.id}` : (s.url ?? s.uri)),
+    uri: isReblog ? `${uri}/activity` : uri,
+    url: isReblog ? null : (local ? `${ctx.publicUrl}/@${author.username}/${s.id}` : (s.url ?? s.uri)),
     created_at: s.created_at.toISOString(),
     edited_at: s.edited_at?.toISOString() ?? null,
     account: renderAccount(ctx, author),
@@ -27,7 +27,6 @@ export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, 
     language: s.language,
     in_reply_to_id: s.in_reply_to_id,
     in_reply_to_account_id: s.in_reply_to_account_id,
-    reblog: original ? renderStatus(ctx, b, original) : null,
     application: null,
     media_attachments: [],
     mentions: (b.mentions.get(s.id) ?? []).map((id) => b.accounts.get(id)).filter((a) => !!a).map((a) => ({
@@ -45,15 +44,51 @@ export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, 
     favourites_count: s.favourites_count,
     quotes_count: 0,
     filtered: [],
-    ...(b.viewerId
-      ? {
-          favourited: b.favourited.has(s.id),
-          reblogged: b.reblogged.has(s.id),
-          muted: false,
-          bookmarked: false,
-          ...(s.account_id === b.viewerId && !original ? { pinned: false } : {}),
-        }
-      : {}),
+  };
+}
+
+/** The viewer's own relation to a status; absent without a signed-in viewer, as in Mastodon. */
+function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
+  if (!b.viewerId) return {};
+  return {
+    favourited: b.favourited.has(s.id),
+    reblogged: b.reblogged.has(s.id),
+    muted: false,
+    bookmarked: false,
+    ...(s.account_id === b.viewerId && !s.reblog_of_id ? { pinned: false } : {}),
+  };
+}
+
+/** Mastodon's Status entity. The internal deleted flag is never part of it. */
+export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, options: { withSource?: boolean } = {}): Record<string, unknown> {
+  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+  return {
+    ...baseFields(ctx, b, s),
+    reblog: original ? renderStatus(ctx, b, original) : null,
+    ...viewerFields(b, s),
     ...(options.withSource ? { text: s.text } : {}),
   };
+}
+
+// Serialised viewer-independent parts, reused while the rows they were made from are the cached ones
+// (a changed status or account is a new row object: see services/hydrate.ts).
+const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: string }>();
+
+function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): string {
+  const mentions = b.mentions.get(s.id) ?? [];
+  const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
+  const hit = baseJson.get(s);
+  if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.json;
+  const json = JSON.stringify(baseFields(ctx, b, s)).slice(0, -1); // without the closing brace
+  baseJson.set(s, { deps, json });
+  return json;
+}
+
+/** The same entity as renderStatus, as JSON text, built from cached pieces: what timelines send. */
+export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow): string {
+  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+  const viewer = viewerFields(b, s);
+  let out = cachedBase(ctx, b, s);
+  for (const key in viewer) out += `,"${key}":${viewer[key]}`;
+  return `${out},"reblog":${original ? renderStatusJson(ctx, b, original) : 'null'}}`;
 }

@@ -3,6 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { deleteKeysWithPrefix } from '../../storage/redis.ts';
+import { renderStatus, renderStatusJson } from '../../http/serializers/status.ts';
 
 let s: TestServer;
 let ida: TestUser;
@@ -131,6 +132,30 @@ describe('home timeline', () => {
     }
     expect((await get('/api/v1/timelines/home?limit=1000', ida)).json().length).toBeLessThanOrEqual(40);
     expect((await get('/api/v1/timelines/home')).statusCode).toBe(401);
+  });
+});
+
+describe('timeline rendering', () => {
+  it('sends the same entities from cached JSON pieces as the object renderer builds', async () => {
+    const st = await post(kay, { status: 'render me @ida #same' });
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/reblog`, headers: bearer(jon.token) });
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(ida.token) });
+    await fannedOut();
+    const ids = (await s.ctx.feeds.page(ida.id, { limit: 40 }));
+    for (const viewer of [ida.id, kay.id, null]) {
+      for (let round = 0; round < 2; round++) { // the second round comes from the caches
+        const { rows, bundle } = await s.ctx.statusLoader.load(viewer, ids);
+        expect(rows.length).toBeGreaterThan(0);
+        for (const row of rows) {
+          expect(JSON.parse(renderStatusJson(s.ctx.render, bundle, row))).toEqual(JSON.parse(JSON.stringify(renderStatus(s.ctx.render, bundle, row))));
+        }
+      }
+    }
+    const home = await get('/api/v1/timelines/home', ida);
+    expect(home.headers['content-type']).toBe('application/json; charset=utf-8');
+    const boosted = home.json().find((x: { reblog: { id: string } | null }) => x.reblog?.id === st.id);
+    expect(boosted.reblog).toMatchObject({ favourited: true, favourites_count: 1, reblogs_count: 1 });
+    for (const x of home.json()) expectEntity('Status', x);
   });
 });
 

@@ -10,7 +10,7 @@ import { pageParams, setLinkHeader } from '../../paging.ts';
 import { ApiError, forbidden, notFound, unprocessable } from '../../../errors.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { findUserByAccountId } from '../../../storage/users.ts';
-import { insertAccessToken } from '../../../storage/oauth.ts';
+import { findApplicationById, insertAccessToken } from '../../../storage/oauth.ts';
 import * as follows from '../../../storage/follows.ts';
 import { registerLocalAccount } from '../../../services/accounts.ts';
 import { updateAccountProfile } from '../../../services/profile.ts';
@@ -19,7 +19,7 @@ import { renderRelationship } from '../../serializers/relationship.ts';
 import { renderToken } from '../../serializers/application.ts';
 import type { AppContext } from '../../../context.ts';
 import { accountStatusIds, type Visibility } from '../../../storage/statuses.ts';
-import { renderStatuses } from './statuses.ts';
+import { renderTimeline } from './statuses.ts';
 
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 
@@ -75,9 +75,13 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       auth: { kind: 'app', scopes: ['write:accounts'] },
       rateLimit: { ...LIMITS.registration, keyGenerator: (request) => `registration:${request.ip}` },
     },
+    // Mastodon's before_actions: after the token and scope check (onRequest), before the body is validated.
+    preValidation: async (request) => {
+      if (request.token?.user_id) throw forbidden('This method requires an client credentials authentication');
+      if (ctx.config.registrationsMode === 'none') throw forbidden('Registrations are closed');
+    },
   }, async (request) => {
     const mode = ctx.config.registrationsMode;
-    if (mode === 'none') throw forbidden('Registrations are closed');
     const body = request.body;
     if (mode === 'approved' && !body.reason?.trim()) {
       throw unprocessable('Validation failed: reason must be given while registrations need approval');
@@ -93,9 +97,10 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       approved: mode === 'open',
       applicationId: token.application_id,
     });
-    // The new user's token carries the scopes of the app token that registered it, as in Mastodon.
+    // The new user's token carries the scopes the app registered (not those of the app token), as in Mastodon's AppSignUpService.
+    const application = await findApplicationById(ctx.db, token.application_id);
     const accessToken = randomBytes(32).toString('base64url');
-    const row = await insertAccessToken(ctx.db, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: token.scopes });
+    const row = await insertAccessToken(ctx.db, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes });
     return renderToken(accessToken, row.scopes, row.created_at);
   });
 
@@ -222,7 +227,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, tagged: q.tagged,
     }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return renderStatuses(ctx, viewerId, ids);
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids));
   });
 
   app.post('/api/v1/accounts/:id/follow', {

@@ -10,7 +10,7 @@ import { notFound, unprocessable } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
 import { canSee } from '../../../services/visibility.ts';
-import { renderStatus } from '../../serializers/status.ts';
+import { renderStatus, renderStatusJson } from '../../serializers/status.ts';
 import { renderAccount } from '../../serializers/account.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
@@ -32,6 +32,12 @@ export async function visibleStatus(ctx: AppContext, viewerId: string | null, id
   if (status && followReblog && status.reblog_of_id) status = await statuses.findStatus(ctx.db, status.reblog_of_id);
   if (!status || !(await canSee(ctx.db, viewerId, status))) throw notFound();
   return status;
+}
+
+/** A timeline page as JSON text, in the order given, without what the viewer may not see. */
+export async function renderTimeline(ctx: AppContext, viewerId: string | null, ids: string[]): Promise<string> {
+  const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
+  return `[${rows.map((s) => renderStatusJson(ctx.render, bundle, s)).join(',')}]`;
 }
 
 /** Renders statuses in the order given, dropping what the viewer may not see. */

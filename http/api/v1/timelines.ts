@@ -7,7 +7,7 @@ import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { FEED_SIZE } from '../../../storage/feeds.ts';
 import { homeFeedSourceIds, publicTimelineIds } from '../../../storage/statuses.ts';
-import { renderStatuses } from './statuses.ts';
+import { renderTimeline } from './statuses.ts';
 
 const PublicQuery = Type.Object({
   ...PagingQuery(20, 40),
@@ -30,7 +30,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     }
     const ids = await ctx.feeds.page(viewerId, pageParams(request.query, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return renderStatuses(ctx, viewerId, ids);
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids));
   });
 
   app.get('/api/v1/timelines/public', {
@@ -41,7 +41,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     // No status has media yet, so only_media finds nothing until media lands.
     const ids = q.only_media ? [] : await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return renderStatuses(ctx, request.viewerId, ids);
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids));
   });
 
   app.get('/api/v1/timelines/tag/:hashtag', {
@@ -52,6 +52,6 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     const tag = request.params.hashtag.replace(/^#/, '');
     const ids = q.only_media ? [] : await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false, tag }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return renderStatuses(ctx, request.viewerId, ids);
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids));
   });
 }

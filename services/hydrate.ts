@@ -103,8 +103,8 @@ export class StatusLoader {
   }
 
   /** The viewer's favourited/reblogged flags for these statuses, asking PostgreSQL only about statuses not seen before. */
-  private async flagsOf(viewerId: string, ids: string[]): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
-    const [version] = await this.versions.get('v', [viewerId]);
+  private async flagsOf(viewerId: string, ids: string[], viewerVersion: Promise<string[]>): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
+    const [version] = await viewerVersion;
     let entry = this.viewers.get(viewerId, version!);
     if (!entry) {
       entry = { known: new Set(), favourited: new Set(), reblogged: new Set() };
@@ -126,6 +126,9 @@ export class StatusLoader {
    * Statuses (and what reblogs point at) by id, in the order asked, without what is deleted or hidden from the viewer.
    */
   async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle }> {
+    // The viewer's version travels alongside the statuses' lookups rather than after them.
+    const viewerVersion = viewerId ? this.versions.get('v', [viewerId]) : Promise.resolve([]);
+    viewerVersion.catch(() => {});
     const found = await this.statusesById([...new Set(ids)]);
     const originals = [...found.values()].map((e) => e.status.reblog_of_id).filter((id): id is string => !!id && !found.has(id));
     for (const [id, e] of await this.statusesById([...new Set(originals)])) found.set(id, e);
@@ -145,7 +148,7 @@ export class StatusLoader {
     }
     const [accounts, flags] = await Promise.all([
       this.accountsById([...accountIds]),
-      viewerId ? this.flagsOf(viewerId, renderedIds) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
+      viewerId ? this.flagsOf(viewerId, renderedIds, viewerVersion) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
     ]);
     return {
       rows,

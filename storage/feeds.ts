@@ -65,19 +65,25 @@ export class HomeFeeds {
     await pipeline.exec();
   }
 
-  /** A page of ids, newest first, with Mastodon's max_id/since_id/min_id semantics. */
-  async page(accountId: string, p: PageParams): Promise<string[]> {
+  /**
+   * A page of ids, newest first, with Mastodon's max_id/since_id/min_id semantics; null when the feed is not
+   * built (the caller rebuilds it). One round trip: the built check and the range read go in one pipeline.
+   */
+  async page(accountId: string, p: PageParams): Promise<string[] | null> {
     // Fetch a little more than asked around inclusive bounds, then settle exact bounds with BigInt.
     const slack = 16;
     const gt = (a: string, b: string) => BigInt(a) > BigInt(b);
     const max = p.maxId ?? '+inf';
-    const low = p.minId ?? p.sinceId ?? '-inf';
-    const keep = (id: string) => (!p.maxId || gt(p.maxId, id)) && (!(p.minId ?? p.sinceId) || gt(id, (p.minId ?? p.sinceId)!));
-    if (p.minId) {
-      const ids = await this.redis.zrangebyscore(this.key(accountId), low, max, 'LIMIT', 0, p.limit + slack);
-      return ids.filter(keep).slice(0, p.limit).reverse();
-    }
-    const ids = await this.redis.zrevrangebyscore(this.key(accountId), max, low, 'LIMIT', 0, p.limit + slack);
-    return ids.filter(keep).slice(0, p.limit);
+    const lowId = p.minId ?? p.sinceId;
+    const low = lowId ?? '-inf';
+    const keep = (id: string) => (!p.maxId || gt(p.maxId, id)) && (!lowId || gt(id, lowId));
+    const pipeline = this.redis.pipeline().exists(this.readyKey(accountId));
+    if (p.minId) pipeline.zrangebyscore(this.key(accountId), low, max, 'LIMIT', 0, p.limit + slack);
+    else pipeline.zrevrangebyscore(this.key(accountId), max, low, 'LIMIT', 0, p.limit + slack);
+    const [[, ready], [err, ids]] = (await pipeline.exec()) as [[Error | null, number], [Error | null, string[]]];
+    if (err) throw err;
+    if (ready !== 1) return null;
+    const page = ids.filter(keep).slice(0, p.limit);
+    return p.minId ? page.reverse() : page;
   }
 }

@@ -141,7 +141,7 @@ describe('timeline rendering', () => {
     await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/reblog`, headers: bearer(jon.token) });
     await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(ida.token) });
     await fannedOut();
-    const ids = (await s.ctx.feeds.page(ida.id, { limit: 40 }));
+    const ids = (await s.ctx.feeds.page(ida.id, { limit: 40 })) ?? [];
     for (const viewer of [ida.id, kay.id, null]) {
       for (let round = 0; round < 2; round++) { // the second round comes from the caches
         const { rows, bundle } = await s.ctx.statusLoader.load(viewer, ids);

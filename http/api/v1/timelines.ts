@@ -24,11 +24,13 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const viewerId = requireViewer(request);
-    // A feed lost with Redis (or never built) is rebuilt from PostgreSQL before it is read.
-    if (!(await ctx.feeds.isReady(viewerId))) {
+    const p = pageParams(request.query, 20);
+    let ids = await ctx.feeds.page(viewerId, p);
+    if (ids === null) {
+      // A feed lost with Redis (or never built) is rebuilt from PostgreSQL, then read.
       await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
+      ids = (await ctx.feeds.page(viewerId, p)) ?? [];
     }
-    const ids = await ctx.feeds.page(viewerId, pageParams(request.query, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
     return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids));
   });

@@ -1,5 +1,5 @@
 import { transaction } from '../storage/db.ts';
-import { findAccountById, updateProfile, type AccountRow, type ProfileChanges } from '../storage/accounts.ts';
+import { findAccountById, updateProfile, type ProfileChanges, type ProfileUpdateResult } from '../storage/accounts.ts';
 import { updateSourceDefaults, type SourceDefaults } from '../storage/users.ts';
 import { notify, removeNotification } from '../storage/notifications.ts';
 import type { StatusRow, Visibility } from '../storage/statuses.ts';
@@ -28,7 +28,7 @@ export type AccountReply<M extends AccountMessage> =
   M extends { type: 'follow' } ? follows.FollowOutcome :
   M extends { type: 'unfollow' } ? boolean :
   M extends { type: 'authorizeFollowRequest' | 'rejectFollowRequest' } ? boolean :
-  M extends { type: 'updateProfile' } ? AccountRow :
+  M extends { type: 'updateProfile' } ? ProfileUpdateResult :
   M extends { type: 'postStatus' | 'reblog' } ? string :
   M extends { type: 'deleteStatus' } ? StatusRow :
   void;
@@ -73,7 +73,16 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return outcome;
     }
     case 'unfollow': {
-      const removed = await transaction(deps.db, (tx) => follows.unfollow(tx, accountId, msg.targetId));
+      const removed = await transaction(deps.db, async (tx) => {
+        const gone = await follows.unfollow(tx, accountId, msg.targetId);
+        // As in Mastodon, where a follow's and a follow request's notification are destroyed with them:
+        // a withdrawn request must not stay in the target's notifications, and a later follow notifies afresh.
+        if (gone) {
+          await removeNotification(tx, msg.targetId, accountId, 'follow');
+          await removeNotification(tx, msg.targetId, accountId, 'follow_request');
+        }
+        return gone;
+      });
       await statusService.unmergeFromHomeFeed(deps, accountId, msg.targetId);
       return removed;
     }

@@ -8,8 +8,8 @@ import { ValidationFailed } from '../errors.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
-// Mastodon's rules for local usernames.
-const USERNAME = /^[a-z0-9_]+([a-z0-9_.-]+[a-z0-9_]+)?$/i;
+// Mastodon's rule for local usernames: letters, digits and underscores (dots and dashes occur only in remote ones).
+const USERNAME = /^[a-z0-9_]+$/i;
 const RESERVED = new Set(['admin', 'administrator', 'root', 'webmaster', 'support', 'help', 'mod', 'moderator', 'postmaster', 'hostmaster', 'abuse', 'security', 'instance', 'actor', 'system']);
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -34,7 +34,7 @@ function add(details: Details, field: string, error: string, description: string
 
 export async function registerLocalAccount(db: Db, r: Registration): Promise<{ account: AccountRow; user: UserRow }> {
   const details: Details = {};
-  if (!USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'only letters, numbers, underscores, dots and dashes');
+  if (!USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'only letters, numbers and underscores');
   if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
   if (!r.allowReserved && RESERVED.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
   if (!EMAIL.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');

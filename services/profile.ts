@@ -71,8 +71,9 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
       await ctx.fileHost.put(image.key, image.data, image.contentType);
       stored.push(image.key);
     }
-    const updated = await ctx.actors.ask(current.id, { type: 'updateProfile', profile: changes, source: u.source ?? {} });
-    const replaced = images.map((i) => (i.kind === 'avatar' ? current.avatar_file : current.header_file)).filter((k): k is string => !!k);
+    const { account: updated, previous } = await ctx.actors.ask(current.id, { type: 'updateProfile', profile: changes, source: u.source ?? {} });
+    // The files the committed row replaced, not those read before: two edits racing must not leave one orphaned.
+    const replaced = images.map((i) => (i.kind === 'avatar' ? previous.avatar_file : previous.header_file)).filter((k): k is string => !!k);
     await Promise.all(replaced.map((k) => ctx.fileHost.delete(k).catch(() => {})));
     return updated;
   } catch (err) {

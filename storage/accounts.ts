@@ -118,7 +118,18 @@ const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
   headerContentType: 'header_content_type',
 };
 
-export async function updateProfile(db: Queryable, id: string, changes: ProfileChanges): Promise<AccountRow> {
+export interface ProfileUpdateResult {
+  account: AccountRow;
+  /** The image keys the row held just before this update (read under a row lock), so replaced files can be removed. */
+  previous: Pick<AccountRow, 'avatar_file' | 'header_file'>;
+}
+
+/** Run inside a transaction: the row stays locked from reading the previous images until commit. */
+export async function updateProfile(db: Queryable, id: string, changes: ProfileChanges): Promise<ProfileUpdateResult> {
+  const { rows: old } = await db.query<Pick<AccountRow, 'avatar_file' | 'header_file'>>(
+    `SELECT avatar_file, header_file FROM accounts WHERE id = $1 FOR UPDATE`,
+    [id],
+  );
   const sets: string[] = [];
   const values: unknown[] = [id];
   for (const [key, column] of Object.entries(PROFILE_COLUMNS) as [keyof ProfileChanges, string][]) {
@@ -132,7 +143,7 @@ export async function updateProfile(db: Queryable, id: string, changes: ProfileC
     `UPDATE accounts SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`,
     values,
   );
-  return rows[0]!;
+  return { account: rows[0]!, previous: old[0]! };
 }
 
 export async function countLocalAccounts(db: Queryable): Promise<number> {

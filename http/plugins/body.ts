@@ -51,8 +51,8 @@ async function bodyPlugin(app: FastifyInstance, opts: { maxFileBytes: number }) 
       for (const part of Array.isArray(entry) ? entry : [entry]) {
         if (part.type === 'file') {
           const data = (part as unknown as { value: Buffer }).value;
-          // An empty file input (no file chosen) is no upload at all, as in Rails.
-          if (part.filename === '' && data.length === 0) continue;
+          // An empty file input (no file chosen: browsers send filename="", some clients no filename) is no upload at all, as in Rails.
+          if (!part.filename && data.length === 0) continue;
           request.uploads[part.fieldname] = { filename: part.filename, mimetype: part.mimetype, data };
         } else {
           pairs.append(part.fieldname, String(part.value));

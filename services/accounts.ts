@@ -1,5 +1,6 @@
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
+import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../storage/db.ts';
 import { emailTaken, insertUser, type UserRow } from '../storage/users.ts';
 import { insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
@@ -32,7 +33,15 @@ function add(details: Details, field: string, error: string, description: string
   (details[field] ??= []).push({ error, description });
 }
 
-export async function registerLocalAccount(db: Db, r: Registration): Promise<{ account: AccountRow; user: UserRow }> {
+/**
+ * Creates a local account and its user in one transaction; `alsoInTransaction` adds what must be written with
+ * them (the new user's first token), so a failure leaves neither half.
+ */
+export async function registerLocalAccount<T = undefined>(
+  db: Db,
+  r: Registration,
+  alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T>,
+): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
   const details: Details = {};
   if (!USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'only letters, numbers and underscores');
   if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
@@ -69,7 +78,8 @@ export async function registerLocalAccount(db: Db, r: Registration): Promise<{ a
         agreement: r.agreement,
         applicationId: r.applicationId ?? null,
       });
-      return { account, user };
+      const extra = alsoInTransaction ? await alsoInTransaction(tx, { account, user }) : undefined;
+      return { account, user, extra };
     });
   } catch (err) {
     // Two registrations racing for one name: the unique index decides, and the loser hears why.

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { AccountRow, ProfileChanges, ProfileField } from '../storage/accounts.ts';
 import type { SourceDefaults } from '../storage/users.ts';
-import { renderInline, renderPlainText } from '../text/render.ts';
+import { renderInline } from '../text/render.ts';
+import { renderStatusText } from '../text/status.ts';
+import { resolveLocalMentions } from './statuses.ts';
 import { processProfileImage, type ProfileImageKind } from './images.ts';
 
 export interface ProfileUpdate {
@@ -12,6 +14,7 @@ export interface ProfileUpdate {
   bot?: boolean | undefined;
   discoverable?: boolean | undefined;
   indexable?: boolean | undefined;
+  hideCollections?: boolean | undefined;
   fields?: { name: string; value: string }[] | undefined;
   avatar?: Buffer | undefined;
   header?: Buffer | undefined;
@@ -39,12 +42,15 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     bot: u.bot,
     discoverable: u.discoverable,
     indexable: u.indexable,
+    hideCollections: u.hideCollections,
   };
   if (u.note !== undefined) {
     // Multipart bodies carry line breaks as CRLF; store what the person typed, with plain newlines.
     const note = u.note.replace(/\r\n?/g, '\n');
     changes.noteSource = note;
-    changes.noteHtml = renderPlainText(note);
+    // Rendered like a status: links, @mentions of known accounts and #hashtags, as Mastodon renders bios.
+    const { map } = await resolveLocalMentions(ctx.db, ctx.config, note);
+    changes.noteHtml = renderStatusText(note, { publicUrl: ctx.config.publicUrl, localDomain: ctx.config.localDomain, mentions: map });
   }
   if (u.fields !== undefined) {
     const previous = new Map(current.fields.map((f) => [`${f.name}\u0000${f.value}`, f.verified_at]));

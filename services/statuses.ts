@@ -45,7 +45,8 @@ async function enqueueAll(jobs: JobQueues, rows: OutboxRow[]): Promise<void> {
   await Promise.all(rows.map((r) => jobs.enqueue(r).catch(() => {})));
 }
 
-async function resolveLocalMentions(db: Db, config: Config, text: string): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
+/** The local accounts a text mentions, with what rendering needs to link them, and its hashtags. */
+export async function resolveLocalMentions(db: Db, config: Config, text: string): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
   const parsed = parseStatusText(text);
   const map = new Map<string, ResolvedMention>();
   const accounts: AccountRow[] = [];

@@ -12,6 +12,7 @@ export interface AccountRow {
   bot: boolean;
   discoverable: boolean | null;
   indexable: boolean;
+  hide_collections: boolean;
   avatar_file: string | null;
   avatar_content_type: string | null;
   header_file: string | null;
@@ -39,7 +40,7 @@ export interface ProfileField {
 
 // Every column but the private key: that one is read only where a request is signed.
 const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
-  discoverable, indexable, avatar_file, avatar_content_type, header_file, header_content_type,
+  discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
   uri, url, inbox_url, shared_inbox_url, public_key_pem, followers_count, following_count,
   statuses_count, last_status_at, suspended_at, created_at, updated_at`;
 
@@ -96,6 +97,7 @@ export interface ProfileChanges {
   bot?: boolean;
   discoverable?: boolean;
   indexable?: boolean;
+  hideCollections?: boolean;
   fields?: ProfileField[];
   avatarFile?: string | null;
   avatarContentType?: string | null;
@@ -111,6 +113,7 @@ const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
   bot: 'bot',
   discoverable: 'discoverable',
   indexable: 'indexable',
+  hideCollections: 'hide_collections',
   fields: 'fields',
   avatarFile: 'avatar_file',
   avatarContentType: 'avatar_content_type',

@@ -28,14 +28,6 @@ function linkifyLine(line: string): string {
   return out + escapeHtml(line.slice(last));
 }
 
-/** Plain text a user typed, as HTML: escaped, URLs linked, paragraphs on blank lines, <br> on line breaks. */
-export function renderPlainText(text: string): string {
-  const trimmed = text.replace(/\r\n?/g, '\n').trim();
-  if (trimmed === '') return '';
-  const paragraphs = trimmed.split(/\n{2,}/).map((p) => `<p>${p.split('\n').map(linkifyLine).join('<br />')}</p>`);
-  return sanitizeHtml(paragraphs.join(''), SANITIZE);
-}
-
 /** One line (a profile field value): escaped and linked, no paragraph. */
 export function renderInline(text: string): string {
   return sanitizeHtml(linkifyLine(text.replace(/\s+/g, ' ').trim()), SANITIZE);

@@ -505,3 +505,29 @@ describe('image size limit', () => {
     expect((await fetchImage(fine.json().avatar, small)).meta).toMatchObject({ width: 400, height: 400 });
   });
 });
+
+describe('bio links and hidden collections', () => {
+  it('links @mentions of known accounts and #hashtags in the note, as in statuses', async () => {
+    const friend = await registerUser(s.app, client, 'notefriend');
+    const res = ok(await patch({ note: `Friends with @${friend.username} and @nobody_here, into #Gardening` }));
+    expect(res.note).toContain(`href="http://test.local/@${friend.username}" class="u-url mention"`);
+    expect(res.note).toContain('@nobody_here'); // unknown: plain text
+    expect(res.note).not.toContain('href="http://test.local/@nobody_here"');
+    expect(res.note).toContain('href="http://test.local/tags/gardening" class="mention hashtag"');
+    expect(res.source.note).toBe(`Friends with @${friend.username} and @nobody_here, into #Gardening`);
+  });
+
+  it('hides followers and following from others, not from the account itself', async () => {
+    const fan = await registerUser(s.app, client, 'collectionfan');
+    await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${dee.id}/follow`, headers: bearer(fan.token) });
+    const hidden = ok(await patch({ hide_collections: 'true' }));
+    expect(hidden.hide_collections).toBe(true);
+    expect(hidden.source.hide_collections).toBe(true);
+    const list = (token?: string) => s.app.inject({ method: 'GET', url: `/api/v1/accounts/${dee.id}/followers`, headers: token ? bearer(token) : {} });
+    expect((await list()).json()).toEqual([]);
+    expect((await list(fan.token)).json()).toEqual([]);
+    expect((await list(dee.token)).json().map((a: { id: string }) => a.id)).toContain(fan.id);
+    ok(await patch({ hide_collections: false }));
+    expect((await list()).json().map((a: { id: string }) => a.id)).toContain(fan.id);
+  });
+});

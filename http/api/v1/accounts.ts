@@ -9,7 +9,7 @@ import { LIMITS } from '../../plugins/rate-limit.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { ApiError, forbidden, notFound, unprocessable } from '../../../errors.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
-import { findUserByAccountId } from '../../../storage/users.ts';
+import { findUserByAccountId, pendingAccountIds } from '../../../storage/users.ts';
 import { findApplicationById, insertAccessToken } from '../../../storage/oauth.ts';
 import * as follows from '../../../storage/follows.ts';
 import { registerLocalAccount } from '../../../services/accounts.ts';
@@ -53,10 +53,15 @@ const UpdateCredentials = Type.Object({
 });
 
 
+/** Whether a local account still waits for approval: Mastodon shows such accounts to nobody (check_account_approval). */
+async function pending(ctx: AppContext, account: AccountRow): Promise<boolean> {
+  return account.domain === null && (await pendingAccountIds(ctx.db, [account.id])).has(account.id);
+}
+
 /** An account that exists and is visible, or a 404. */
 async function visibleAccount(ctx: AppContext, id: string): Promise<AccountRow> {
   const account = isId(id) ? await findAccountById(ctx.db, id) : null;
-  if (!account) throw notFound();
+  if (!account || await pending(ctx, account)) throw notFound();
   return account;
 }
 
@@ -87,7 +92,10 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       throw unprocessable('Validation failed: reason must be given while registrations need approval');
     }
     const token = request.token!;
-    const { user } = await registerLocalAccount(ctx.db, {
+    // The new user's token carries the scopes the app registered (not those of the app token), as in Mastodon's AppSignUpService.
+    const application = await findApplicationById(ctx.db, token.application_id);
+    const accessToken = randomBytes(32).toString('base64url');
+    const { extra: row } = await registerLocalAccount(ctx.db, {
       username: body.username,
       email: body.email,
       password: body.password,
@@ -96,12 +104,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       reason: body.reason ?? null,
       approved: mode === 'open',
       applicationId: token.application_id,
-    });
-    // The new user's token carries the scopes the app registered (not those of the app token), as in Mastodon's AppSignUpService.
-    const application = await findApplicationById(ctx.db, token.application_id);
-    const accessToken = randomBytes(32).toString('base64url');
-    const row = await insertAccessToken(ctx.db, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes });
-    return renderToken(accessToken, row.scopes, row.created_at);
+    }, (tx, { user }) => insertAccessToken(tx, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes }));
+    return renderToken(accessToken, row!.scopes, row!.created_at);
   });
 
   app.get('/api/v1/accounts/verify_credentials', {
@@ -139,6 +143,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       bot: body.bot,
       discoverable: body.discoverable,
       indexable: body.indexable,
+      hideCollections: body.hide_collections,
       fields,
       avatar: request.uploads.avatar?.data,
       header: request.uploads.header?.data,
@@ -170,7 +175,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const [username, domain] = acct.split('@') as [string, string | undefined];
     const local = domain === undefined || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
     const account = await findAccountByUsername(ctx.db, username, local ? null : domain);
-    if (!account || account.suspended_at) throw notFound();
+    if (!account || account.suspended_at || await pending(ctx, account)) throw notFound();
     return renderAccount(r, account);
   });
 
@@ -179,8 +184,9 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'public' } },
   }, async (request) => {
     const requested = [...new Set(request.query.id.filter(isId))];
-    const byId = new Map((await findAccountsByIds(ctx.db, requested)).map((a) => [a.id, a]));
-    return requested.map((id) => byId.get(id)).filter((a): a is AccountRow => !!a && !a.suspended_at).map((a) => renderAccount(r, a));
+    const [found, waiting] = await Promise.all([findAccountsByIds(ctx.db, requested), pendingAccountIds(ctx.db, requested)]);
+    const byId = new Map(found.map((a) => [a.id, a]));
+    return requested.map((id) => byId.get(id)).filter((a): a is AccountRow => !!a && !a.suspended_at && !waiting.has(a.id)).map((a) => renderAccount(r, a));
   });
 
   app.get('/api/v1/accounts/:id', {
@@ -194,6 +200,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       config: { auth: { kind: 'public' } },
     }, async (request, reply) => {
       const account = await visibleAccount(ctx, request.params.id);
+      // An account that hides its collections shows them to itself only; others get an empty list, as in Mastodon.
+      if (account.hide_collections && request.viewerId !== account.id) return [];
       const p = pageParams(request.query, 40);
       const page = list === 'followers' ? await follows.followersPage(ctx.db, account.id, p) : await follows.followingPage(ctx.db, account.id, p);
       setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);

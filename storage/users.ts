@@ -32,6 +32,16 @@ export async function findUserByAccountId(db: Queryable, accountId: string): Pro
   return rows[0] ?? null;
 }
 
+/** Of these accounts, the local ones whose user still waits for an operator's approval (Mastodon answers 404 for them). */
+export async function pendingAccountIds(db: Queryable, accountIds: string[]): Promise<Set<string>> {
+  if (accountIds.length === 0) return new Set();
+  const { rows } = await db.query<{ account_id: string }>(
+    `SELECT account_id::text FROM users WHERE account_id = ANY($1::bigint[]) AND NOT approved`,
+    [accountIds],
+  );
+  return new Set(rows.map((r) => r.account_id));
+}
+
 export async function emailTaken(db: Queryable, email: string): Promise<boolean> {
   const { rowCount } = await db.query(`SELECT 1 FROM users WHERE lower(email) = lower($1)`, [email]);
   return (rowCount ?? 0) > 0;

@@ -46,7 +46,7 @@ export function renderInstanceV1(ctx: RenderContext, config: Config, stats: Inst
     email: config.contactEmail,
     version: VERSION,
     urls: { streaming_api: streamingUrl(config.publicUrl) },
-    stats: { user_count: stats.userCount, status_count: 0, domain_count: stats.domainCount },
+    stats: { user_count: stats.userCount, status_count: stats.statusCount, domain_count: stats.domainCount },
     thumbnail: `${config.publicUrl}/thumbnail.png`,
     languages: ['en'],
     registrations: config.registrationsMode !== 'none',

@@ -98,11 +98,23 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       if (done && msg.type === 'authorizeFollowRequest') await statusService.mergeIntoHomeFeed(deps, msg.requesterId, accountId);
       return done;
     }
-    case 'updateProfile':
-      return transaction(deps.db, async (tx) => {
+    case 'updateProfile': {
+      const { result, authorized } = await transaction(deps.db, async (tx) => {
         await updateSourceDefaults(tx, accountId, msg.source);
-        return updateProfile(tx, accountId, msg.profile);
+        const result = await updateProfile(tx, accountId, msg.profile);
+        // Unlocking accepts every pending follow request, as Mastodon's UpdateAccountService does.
+        const authorized = msg.profile.locked === false ? await follows.authorizeAllFollowRequests(tx, accountId) : [];
+        if (authorized.length === 0) return { result, authorized };
+        for (const requesterId of authorized) await removeNotification(tx, accountId, requesterId, 'follow_request');
+        // The counts moved after the profile row was returned.
+        return { result: { ...result, account: (await findAccountById(tx, accountId))! }, authorized };
       });
+      if (authorized.length > 0) {
+        await deps.versions.bump({ accounts: authorized });
+        for (const requesterId of authorized) await statusService.mergeIntoHomeFeed(deps, requesterId, accountId);
+      }
+      return result;
+    }
     case 'postStatus':
       return statusService.postStatus(deps, accountId, msg.params);
     case 'deleteStatus':

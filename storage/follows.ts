@@ -19,19 +19,23 @@ export interface RelationshipRow {
   requested_by: boolean;
 }
 
-/** The viewer's relation to each target, in one query; unknown ids come back with every flag false. */
+/**
+ * The viewer's relation to each target, in one query; unknown ids come back with every flag false.
+ * While a follow is only requested, its options show as showing_reblogs/notifying/languages, as in Mastodon's RelationshipSerializer.
+ */
 export async function relationships(db: Queryable, viewerId: string, targetIds: string[]): Promise<Map<string, RelationshipRow>> {
   const { rows } = await db.query<RelationshipRow>(
     `SELECT t.id::text AS id,
             f.id IS NOT NULL AS following,
-            coalesce(f.show_reblogs, false) AS showing_reblogs,
-            coalesce(f.notify, false) AS notifying,
-            f.languages,
+            coalesce(f.show_reblogs, fr.show_reblogs, false) AS showing_reblogs,
+            coalesce(f.notify, fr.notify, false) AS notifying,
+            CASE WHEN f.id IS NOT NULL THEN f.languages ELSE fr.languages END AS languages,
             EXISTS (SELECT 1 FROM follows WHERE account_id = t.id AND target_account_id = $1) AS followed_by,
-            EXISTS (SELECT 1 FROM follow_requests WHERE account_id = $1 AND target_account_id = t.id) AS requested,
+            fr.id IS NOT NULL AS requested,
             EXISTS (SELECT 1 FROM follow_requests WHERE account_id = t.id AND target_account_id = $1) AS requested_by
        FROM unnest($2::bigint[]) AS t(id)
-       LEFT JOIN follows f ON f.account_id = $1 AND f.target_account_id = t.id`,
+       LEFT JOIN follows f ON f.account_id = $1 AND f.target_account_id = t.id
+       LEFT JOIN follow_requests fr ON fr.account_id = $1 AND fr.target_account_id = t.id`,
     [viewerId, targetIds],
   );
   return new Map(rows.map((r) => [r.id, r]));
@@ -56,8 +60,9 @@ export async function follow(db: Queryable, accountId: string, target: AccountRo
       `INSERT INTO follow_requests (account_id, target_account_id, show_reblogs, notify, languages)
        VALUES ($1, $2, coalesce($3, true), coalesce($4, false), $5)
        ON CONFLICT (account_id, target_account_id) DO UPDATE
-         SET show_reblogs = coalesce($3, follow_requests.show_reblogs), notify = coalesce($4, follow_requests.notify)`,
-      [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null],
+         SET show_reblogs = coalesce($3, follow_requests.show_reblogs), notify = coalesce($4, follow_requests.notify),
+             languages = CASE WHEN $6::boolean THEN $5 ELSE follow_requests.languages END`,
+      [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null, opts.languages !== undefined],
     );
     return 'requested';
   }
@@ -111,6 +116,16 @@ export async function authorizeFollowRequest(db: Queryable, targetId: string, re
     await adjustFollowCounts(db, requesterId, targetId, 1);
   }
   return true;
+}
+
+/** Authorizes every pending request to targetId, as Mastodon does when an account unlocks; returns the requesters now following. */
+export async function authorizeAllFollowRequests(db: Queryable, targetId: string): Promise<string[]> {
+  const { rows } = await db.query<{ account_id: string }>(
+    `SELECT account_id::text FROM follow_requests WHERE target_account_id = $1 ORDER BY id`, [targetId],
+  );
+  const authorized: string[] = [];
+  for (const r of rows) if (await authorizeFollowRequest(db, targetId, r.account_id)) authorized.push(r.account_id);
+  return authorized;
 }
 
 export async function rejectFollowRequest(db: Queryable, targetId: string, requesterId: string): Promise<boolean> {

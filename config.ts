@@ -113,7 +113,7 @@ export function loadConfig(env: Env = process.env): Config {
     instanceTitle: str(env, 'INSTANCE_TITLE', localDomain),
     instanceDescription: str(env, 'INSTANCE_DESCRIPTION', 'A Mastodon-compatible, federated microblogging server.'),
     contactEmail: str(env, 'INSTANCE_CONTACT_EMAIL', ''),
-    contactUsername: str(env, 'INSTANCE_CONTACT_USERNAME', ''),
+    contactUsername: str(env, 'INSTANCE_CONTACT_USERNAME', '').replace(/^@/, ''),
     sourceUrl: str(env, 'SOURCE_URL', ''),
     maxStatusChars: int(env, 'MAX_STATUS_CHARS', 500, 1, 100_000),
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

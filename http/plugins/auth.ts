@@ -8,12 +8,15 @@ import type { Db } from '../../storage/db.ts';
 
 /**
  * How a route is reached, declared on every API route as `config.auth`:
- * - `public`: no token needed; one that is sent identifies the viewer (and must be valid).
+ * - `public`: no token needed; one that is sent identifies the viewer, must be valid, and must hold one of
+ *   `scopes` when they are given (Mastodon's `authorize_if_got_token!`).
+ * - `anonymous`: the token is not even looked at (Mastodon's instance and app-registration endpoints).
  * - `app`: any valid token (an app's own, from client_credentials, or a user's) with one of `scopes`.
  * - `user`: a user's token with one of `scopes`.
  */
 export type RouteAuth =
-  | { kind: 'public' }
+  | { kind: 'anonymous' }
+  | { kind: 'public'; scopes?: readonly string[] }
   | { kind: 'app' | 'user'; scopes: readonly string[] };
 
 declare module 'fastify' {
@@ -57,7 +60,7 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
   // onRequest: authentication comes before the body is read or validated, as in Mastodon.
   app.addHook('onRequest', async (request) => {
     const policy = request.routeOptions.config.auth;
-    if (!policy) return;
+    if (!policy || policy.kind === 'anonymous') return;
     const raw = bearer(request);
     if (raw === null) {
       if (policy.kind === 'public') return;
@@ -68,9 +71,9 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
     if (token.user_id && token.suspended) throw new ApiError(403, 'Your login is currently disabled');
     request.token = token;
     request.viewerId = token.user_id && token.approved ? token.account_id : null;
-    if (policy.kind === 'public') return;
+    const scopes = policy.scopes ?? [];
     // An empty list means any token will do (as Mastodon's bare `doorkeeper_authorize!`).
-    if (policy.scopes.length > 0 && !grantsAny(parseScopes(token.scopes), policy.scopes)) {
+    if (scopes.length > 0 && !grantsAny(parseScopes(token.scopes), scopes)) {
       throw new ApiError(403, 'This action is outside the authorized scopes');
     }
     if (policy.kind === 'user') {

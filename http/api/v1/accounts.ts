@@ -169,7 +169,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
 
   app.get('/api/v1/accounts/lookup', {
     schema: { querystring: Type.Object({ acct: Type.String({ minLength: 1, maxLength: 300 }) }) },
-    config: { auth: { kind: 'public' } },
+    config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
   }, async (request) => {
     const acct = request.query.acct.replace(/^@/, '');
     const [username, domain] = acct.split('@') as [string, string | undefined];
@@ -181,7 +181,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
 
   app.get('/api/v1/accounts', {
     schema: { querystring: Type.Object({ id: IdList(40) }) },
-    config: { auth: { kind: 'public' } },
+    config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
   }, async (request) => {
     const requested = [...new Set(request.query.id.filter(isId))];
     const [found, waiting] = await Promise.all([findAccountsByIds(ctx.db, requested), pendingAccountIds(ctx.db, requested)]);
@@ -191,13 +191,13 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
 
   app.get('/api/v1/accounts/:id', {
     schema: { params: AccountIdParams },
-    config: { auth: { kind: 'public' } },
+    config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
   }, async (request) => renderAccount(r, await visibleAccount(ctx, request.params.id)));
 
   for (const list of ['followers', 'following'] as const) {
     app.get(`/api/v1/accounts/:id/${list}`, {
       schema: { params: AccountIdParams, querystring: Type.Object(PagingQuery(40, 80)) },
-      config: { auth: { kind: 'public' } },
+      config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
     }, async (request, reply) => {
       const account = await visibleAccount(ctx, request.params.id);
       // An account that hides its collections shows them to itself only; others get an empty list, as in Mastodon.
@@ -221,7 +221,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
         tagged: Type.Optional(Type.String({ maxLength: 100 })),
       }),
     },
-    config: { auth: { kind: 'public' } },
+    config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const account = await visibleAccount(ctx, request.params.id);
     const q = request.query;

@@ -31,7 +31,7 @@ const CreateApp = Type.Object({
 export default async function appsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.post('/api/v1/apps', { schema: { body: CreateApp }, config: { auth: { kind: 'public' } } }, async (request) => {
+  app.post('/api/v1/apps', { schema: { body: CreateApp }, config: { auth: { kind: 'anonymous' } } }, async (request) => {
     const body = request.body;
     const redirectUris = (Array.isArray(body.redirect_uris) ? body.redirect_uris : body.redirect_uris.split(/\s+/)).filter(Boolean);
     if (redirectUris.length === 0 || !redirectUris.every(checkRedirectUri)) {

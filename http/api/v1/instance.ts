@@ -10,7 +10,7 @@ export async function contactAccount(ctx: AppContext) {
 }
 
 export default async function instanceV1Routes(app: FastifyInstance, { ctx }: RouteOptions) {
-  app.get('/api/v1/instance', { config: { auth: { kind: 'public' } } }, async () => {
+  app.get('/api/v1/instance', { config: { auth: { kind: 'anonymous' } } }, async () => {
     const [stats, contact] = await Promise.all([instanceStats(ctx.db), contactAccount(ctx)]);
     return renderInstanceV1(ctx.render, ctx.config, stats, contact);
   });

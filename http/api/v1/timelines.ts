@@ -37,7 +37,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
 
   app.get('/api/v1/timelines/public', {
     schema: { querystring: PublicQuery },
-    config: { auth: { kind: 'public' } },
+    config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const q = request.query;
     // No status has media yet, so only_media finds nothing until media lands.
@@ -48,7 +48,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
 
   app.get('/api/v1/timelines/tag/:hashtag', {
     schema: { params: Type.Object({ hashtag: Type.String({ minLength: 1, maxLength: 100 }) }), querystring: PublicQuery },
-    config: { auth: { kind: 'public' } },
+    config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const q = request.query;
     const tag = request.params.hashtag.replace(/^#/, '');

@@ -5,7 +5,7 @@ import { renderInstanceV2 } from '../../serializers/instance.ts';
 import { contactAccount } from '../v1/instance.ts';
 
 export default async function instanceV2Routes(app: FastifyInstance, { ctx }: RouteOptions) {
-  app.get('/api/v2/instance', { config: { auth: { kind: 'public' } } }, async () => {
+  app.get('/api/v2/instance', { config: { auth: { kind: 'anonymous' } } }, async () => {
     const [stats, contact] = await Promise.all([instanceStats(ctx.db), contactAccount(ctx)]);
     return renderInstanceV2(ctx.render, ctx.config, stats, contact);
   });

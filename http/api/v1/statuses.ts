@@ -159,7 +159,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
   for (const list of ['favourited_by', 'reblogged_by'] as const) {
     app.get(`/api/v1/statuses/:id/${list}`, {
       schema: { params: StatusParams, querystring: Type.Object(PagingQuery(40, 80)) },
-      config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
+      config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
     }, async (request, reply) => {
       const status = await visibleStatus(ctx, request.viewerId, request.params.id);
       const page = await statuses.actorsOf(ctx.db, list, status.id, pageParams(request.query, 40));

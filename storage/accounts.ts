@@ -148,9 +148,3 @@ export async function updateProfile(db: Queryable, id: string, changes: ProfileC
   );
   return { account: rows[0]!, previous: old[0]! };
 }
-
-export async function countLocalAccounts(db: Queryable): Promise<number> {
-  // Uses the username/domain index; bounded by the number of local accounts.
-  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM accounts WHERE domain IS NULL`);
-  return Number(rows[0]!.n);
-}

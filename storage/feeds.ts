@@ -58,6 +58,15 @@ export class HomeFeeds {
     await pipeline.exec();
   }
 
+  /** Adds several statuses to one feed in one command (a newly followed account's recent statuses). */
+  async addAllTo(accountId: string, statusIds: string[]): Promise<void> {
+    if (statusIds.length === 0) return;
+    await this.redis.pipeline()
+      .zadd(this.key(accountId), ...statusIds.flatMap((id) => [id, id]))
+      .zremrangebyrank(this.key(accountId), 0, -FEED_SIZE - 1)
+      .exec();
+  }
+
   async remove(accountIds: string[], statusIds: string[]): Promise<void> {
     if (accountIds.length === 0 || statusIds.length === 0) return;
     const pipeline = this.redis.pipeline();

@@ -113,11 +113,7 @@ export interface TokenOwner extends AccessTokenRow {
   suspended: boolean;
 }
 
-/** The token with its user's account, or null when it is unknown or revoked. */
-export async function findActiveAccessToken(db: Queryable, token: string): Promise<TokenOwner | null> {
-  return findActiveAccessTokenByHash(db, hashSecret(token));
-}
-
+/** The token (by its hash) with its user's account, or null when it is unknown or revoked. */
 export async function findActiveAccessTokenByHash(db: Queryable, tokenHash: string): Promise<TokenOwner | null> {
   const { rows } = await db.query<TokenOwner>(
     `SELECT t.id, t.application_id, t.user_id, t.scopes, t.created_at,

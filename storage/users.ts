@@ -22,11 +22,6 @@ export async function findUserByEmail(db: Queryable, email: string): Promise<Use
   return rows[0] ?? null;
 }
 
-export async function findUserById(db: Queryable, id: string): Promise<UserRow | null> {
-  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
-  return rows[0] ?? null;
-}
-
 export async function findUserByAccountId(db: Queryable, accountId: string): Promise<UserRow | null> {
   const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE account_id = $1`, [accountId]);
   return rows[0] ?? null;

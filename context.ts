@@ -9,6 +9,7 @@ import type { JobQueues } from './jobs/queues.ts';
 import type { TokenCache } from './services/token-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
+import type { RenderedPageCache } from './services/page-cache.ts';
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {
@@ -22,6 +23,8 @@ export interface AppContext {
   tokens: TokenCache;
   versions: CacheVersions;
   statusLoader: StatusLoader;
+  /** Rendered home timeline pages, per viewer and paging. */
+  homePages: RenderedPageCache;
   /** The connection subscribed to cache invalidations. */
   subscriber: Redis;
   render: RenderContext;

@@ -13,6 +13,7 @@ import { startWorkers } from './jobs/worker.ts';
 import { TokenCache } from './services/token-cache.ts';
 import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
+import { RenderedPageCache } from './services/page-cache.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -44,6 +45,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     tokens,
     versions,
     statusLoader,
+    homePages: new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000),
     subscriber,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
   };

@@ -1,5 +1,5 @@
 import type { Queryable } from '../storage/db.ts';
-import type { CacheVersions } from '../storage/cache-versions.ts';
+import type { CacheVersions, VersionsUsed } from '../storage/cache-versions.ts';
 import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } from '../storage/statuses.ts';
 import { visibleTo } from './visibility.ts';
@@ -30,6 +30,11 @@ class VersionedCache<T> {
   constructor(max: number, ttlMs: number) {
     this.max = max;
     this.ttlMs = ttlMs;
+  }
+
+  /** Whatever is cached, current or not: for facts that never change, such as a status's author. */
+  peek(id: string): T | undefined {
+    return this.entries.get(id)?.value;
   }
 
   get(id: string, version: string): T | undefined {
@@ -72,11 +77,22 @@ export class StatusLoader {
    * Cached values that are still current, loading the rest. Versions first, rows second: a row read after
    * its version can only be newer than the version says, so it is never cached under a later version.
    */
-  private async current<T>(kind: 's' | 'a', cache: VersionedCache<T>, ids: string[], loadMissing: (ids: string[]) => Promise<[string, T][]>): Promise<Map<string, T>> {
+  private async current<T>(kind: 's' | 'a', cache: VersionedCache<T>, ids: string[], known: Map<string, string>, loadMissing: (ids: string[]) => Promise<[string, T][]>): Promise<Map<string, T>> {
     const out = new Map<string, T>();
     if (ids.length === 0) return out;
-    const versions = await this.versions.get(kind, ids);
-    const versionOf = new Map(ids.map((id, i) => [id, versions[i]!]));
+    const versionOf = new Map<string, string>();
+    const unversioned = ids.filter((id) => {
+      const v = known.get(id);
+      if (v !== undefined) versionOf.set(id, v);
+      return v === undefined;
+    });
+    if (unversioned.length > 0) {
+      const versions = await this.versions.get(kind, unversioned);
+      unversioned.forEach((id, i) => {
+        versionOf.set(id, versions[i]!);
+        known.set(id, versions[i]!);
+      });
+    }
     const missing = ids.filter((id) => {
       const hit = cache.get(id, versionOf.get(id)!);
       if (hit) out.set(id, hit);
@@ -91,24 +107,23 @@ export class StatusLoader {
     return out;
   }
 
-  private statusesById(ids: string[]): Promise<Map<string, CachedStatus>> {
-    return this.current('s', this.statuses, ids, async (missing) => {
+  private statusesById(ids: string[], known: Map<string, string>): Promise<Map<string, CachedStatus>> {
+    return this.current('s', this.statuses, ids, known, async (missing) => {
       const [rows, mentions, tags] = await Promise.all([findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing)]);
       return rows.map((status) => [status.id, { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [] }]);
     });
   }
 
-  private accountsById(ids: string[]): Promise<Map<string, AccountRow>> {
-    return this.current('a', this.accounts, ids, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
+  private accountsById(ids: string[], known: Map<string, string>): Promise<Map<string, AccountRow>> {
+    return this.current('a', this.accounts, ids, known, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
   }
 
   /** The viewer's favourited/reblogged flags for these statuses, asking PostgreSQL only about statuses not seen before. */
-  private async flagsOf(viewerId: string, ids: string[], viewerVersion: Promise<string[]>): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
-    const [version] = await viewerVersion;
-    let entry = this.viewers.get(viewerId, version!);
+  private async flagsOf(viewerId: string, ids: string[], version: string): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
+    let entry = this.viewers.get(viewerId, version);
     if (!entry) {
       entry = { known: new Set(), favourited: new Set(), reblogged: new Set() };
-      this.viewers.set(viewerId, version!, entry);
+      this.viewers.set(viewerId, version, entry);
     }
     const unknown = ids.filter((id) => !entry.known.has(id));
     if (unknown.length > 0) {
@@ -125,13 +140,30 @@ export class StatusLoader {
   /**
    * Statuses (and what reblogs point at) by id, in the order asked, without what is deleted or hidden from the viewer.
    */
-  async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle }> {
-    // The viewer's version travels alongside the statuses' lookups rather than after them.
-    const viewerVersion = viewerId ? this.versions.get('v', [viewerId]) : Promise.resolve([]);
-    viewerVersion.catch(() => {});
-    const found = await this.statusesById([...new Set(ids)]);
+  async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle; versions: VersionsUsed }> {
+    // Every version a page needs is asked for in one round trip: the statuses, what they reblog, their authors
+    // and mentioned accounts (facts that no edit changes, so any cached copy tells them) and the viewer's.
+    // Whatever was not cached yet costs a second round trip, once.
+    const wantedStatuses = new Set(ids);
+    const wantedAccounts = new Set<string>();
+    const addFacts = (e: CachedStatus | undefined) => {
+      if (!e) return;
+      wantedAccounts.add(e.status.account_id);
+      for (const m of e.mentions) wantedAccounts.add(m);
+    };
+    for (const id of ids) {
+      const e = this.statuses.peek(id);
+      addFacts(e);
+      if (e?.status.reblog_of_id) {
+        wantedStatuses.add(e.status.reblog_of_id);
+        addFacts(this.statuses.peek(e.status.reblog_of_id));
+      }
+    }
+    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewerId ? [viewerId] : [] });
+
+    const found = await this.statusesById([...new Set(ids)], known.s);
     const originals = [...found.values()].map((e) => e.status.reblog_of_id).filter((id): id is string => !!id && !found.has(id));
-    for (const [id, e] of await this.statusesById([...new Set(originals)])) found.set(id, e);
+    for (const [id, e] of await this.statusesById([...new Set(originals)], known.s)) found.set(id, e);
 
     const all = [...found.values()].map((e) => e.status);
     const visible = await visibleTo(this.db, viewerId, all);
@@ -147,11 +179,12 @@ export class StatusLoader {
       for (const m of e.mentions) accountIds.add(m);
     }
     const [accounts, flags] = await Promise.all([
-      this.accountsById([...accountIds]),
-      viewerId ? this.flagsOf(viewerId, renderedIds, viewerVersion) : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
+      this.accountsById([...accountIds], known.a),
+      viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
     ]);
     return {
       rows,
+      versions: known,
       bundle: {
         statuses: new Map([...found].map(([id, e]) => [id, e.status])),
         accounts,

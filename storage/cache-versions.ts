@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 
 type Kind = 's' | 'a' | 'v';
+/** The versions a rendering was made under, by kind and id: while they are current, so is the rendering. */
+export type VersionsUsed = Record<Kind, Map<string, string>>;
 type Ids = (string | null | undefined)[] | undefined;
 const unique = (ids: Ids) => [...new Set((ids ?? []).filter((id): id is string => !!id))];
 
@@ -27,6 +29,30 @@ export class CacheVersions {
     if (ids.length === 0) return [];
     const values = await this.redis.mget(ids.map((id) => this.key(kind, id)));
     return values.map((v) => v ?? '0');
+  }
+
+  /** Versions of several kinds in one round trip, as maps from id to version. */
+  async getMany(wanted: Partial<Record<Kind, string[]>>): Promise<VersionsUsed> {
+    const kinds: Kind[] = ['s', 'a', 'v'];
+    const keys = kinds.flatMap((kind) => (wanted[kind] ?? []).map((id) => this.key(kind, id)));
+    const values = keys.length > 0 ? await this.redis.mget(keys) : [];
+    let i = 0;
+    const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map() };
+    for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, values[i++] ?? '0');
+    return out;
+  }
+
+  /** A set of versions as Redis keys and the values they had, for checking them all again in one read. */
+  keysOf(used: VersionsUsed): { keys: string[]; values: string[] } {
+    const keys: string[] = [];
+    const values: string[] = [];
+    for (const kind of ['s', 'a', 'v'] as const) {
+      for (const [id, version] of used[kind]) {
+        keys.push(this.key(kind, id));
+        values.push(version);
+      }
+    }
+    return { keys, values };
   }
 
   async bump(changed: { statuses?: Ids; accounts?: Ids; viewers?: Ids }): Promise<void> {

@@ -76,23 +76,30 @@ export class HomeFeeds {
 
   /**
    * A page of ids, newest first, with Mastodon's max_id/since_id/min_id semantics; null when the feed is not
-   * built (the caller rebuilds it). One round trip: the built check and the range read go in one pipeline.
+   * built (the caller rebuilds it). The range read and one MGET (the built marker, and cache version keys that
+   * must still hold the values given: `unchanged`) are sent together, so auto-pipelining writes them at once, and
+   * a cached rendering of the page is checked in the same round trip. Plain commands: a Lua script doing the same
+   * cost Redis five times the time.
    */
-  async page(accountId: string, p: PageParams): Promise<string[] | null> {
+  async page(accountId: string, p: PageParams, versions?: { keys: string[]; values: string[] }): Promise<{ ids: string[] | null; unchanged: boolean }> {
     // Fetch a little more than asked around inclusive bounds, then settle exact bounds with BigInt.
     const slack = 16;
     const gt = (a: string, b: string) => BigInt(a) > BigInt(b);
-    const max = p.maxId ?? '+inf';
     const lowId = p.minId ?? p.sinceId;
-    const low = lowId ?? '-inf';
     const keep = (id: string) => (!p.maxId || gt(p.maxId, id)) && (!lowId || gt(id, lowId));
-    const pipeline = this.redis.pipeline().exists(this.readyKey(accountId));
-    if (p.minId) pipeline.zrangebyscore(this.key(accountId), low, max, 'LIMIT', 0, p.limit + slack);
-    else pipeline.zrevrangebyscore(this.key(accountId), max, low, 'LIMIT', 0, p.limit + slack);
-    const [[, ready], [err, ids]] = (await pipeline.exec()) as [[Error | null, number], [Error | null, string[]]];
-    if (err) throw err;
-    if (ready !== 1) return null;
+    const key = this.key(accountId);
+    // The marker is read first (Redis runs one connection's commands in order, and a rebuild sets the marker and the
+    // feed in one transaction), so a feed seen built is read whole.
+    const [[ready, ...current], ids] = await Promise.all([
+      this.redis.mget(this.readyKey(accountId), ...(versions?.keys ?? [])),
+      p.minId
+        ? this.redis.zrangebyscore(key, lowId ?? '-inf', p.maxId ?? '+inf', 'LIMIT', 0, p.limit + slack)
+        : this.redis.zrevrangebyscore(key, p.maxId ?? '+inf', lowId ?? '-inf', 'LIMIT', 0, p.limit + slack),
+    ]);
+    if (ready === null) return { ids: null, unchanged: false };
     const page = ids.filter(keep).slice(0, p.limit);
-    return p.minId ? page.reverse() : page;
+    // A missing version key counts as '0', as in CacheVersions.
+    const unchanged = versions !== undefined && versions.values.every((v, i) => (current[i] ?? '0') === v);
+    return { ids: p.minId ? page.reverse() : page, unchanged };
   }
 }

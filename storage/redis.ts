@@ -3,7 +3,9 @@ import { ConfigError } from '../config.ts';
 
 export function createRedis(redisUrl: string): Redis {
   // maxRetriesPerRequest: null is what BullMQ asks of the connections it shares.
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+  // Auto-pipelining sends the commands of concurrent requests issued in one tick as one write: each write to
+  // Redis costs a system call and loopback TCP work in this process, the largest cost of a timeline read.
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true });
   redis.on('error', () => {}); // reconnects on its own; readiness is reported by /health
   return redis;
 }

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import formbody from '@fastify/formbody';
 import multipart, { type MultipartFile, type MultipartValue } from '@fastify/multipart';
 import qs from 'qs';
+import querystring from 'node:querystring';
 import type { FastifyInstance } from 'fastify';
 
 /** A file from a multipart body, read into memory (bounded by the multipart size limit). */
@@ -21,6 +22,11 @@ declare module 'fastify' {
 const QS_OPTIONS = { depth: 5, arrayLimit: 100, parameterLimit: 1000 } as const;
 
 export function parseNested(input: string): Record<string, unknown> {
+  // Most query strings are flat (`limit=20`): Node's own parser is several times faster and agrees with qs there.
+  if (!/\[|%5b/i.test(input)) {
+    const flat = querystring.parse(input, '&', '=', { maxKeys: QS_OPTIONS.parameterLimit });
+    if (Object.values(flat).every((v) => typeof v === 'string')) return { ...flat };
+  }
   return qs.parse(input, QS_OPTIONS) as Record<string, unknown>;
 }
 

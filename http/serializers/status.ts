@@ -70,25 +70,62 @@ export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, 
   };
 }
 
-// Serialised viewer-independent parts, reused while the rows they were made from are the cached ones
+// Serialised viewer-independent parts, kept as UTF-8 bytes: encoding a 50 KB page of text on every response
+// was the largest single cost of a timeline read. Reused while the rows they were made from are the cached ones
 // (a changed status or account is a new row object: see services/hydrate.ts).
-const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: string }>();
+const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: Buffer }>();
 
-function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): string {
+function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): Buffer {
   const mentions = b.mentions.get(s.id) ?? [];
   const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
   const hit = baseJson.get(s);
   if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.json;
-  const json = JSON.stringify(baseFields(ctx, b, s)).slice(0, -1); // without the closing brace
+  const json = Buffer.from(JSON.stringify(baseFields(ctx, b, s)).slice(0, -1)); // without the closing brace
   baseJson.set(s, { deps, json });
   return json;
 }
 
-/** The same entity as renderStatus, as JSON text, built from cached pieces: what timelines send. */
-export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow): string {
-  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+const ascii = (text: string) => Buffer.from(text, 'latin1');
+const NULL_REBLOG_END = ascii(',"reblog":null}');
+const REBLOG_START = ascii(',"reblog":');
+const CLOSE = ascii('}');
+const viewerJson = new Map<string, Buffer>();
+
+/** The viewer's fields as bytes; there are only a few distinct combinations, so each is made once. */
+function viewerBytes(b: StatusBundle, s: StatusRow): Buffer {
   const viewer = viewerFields(b, s);
-  let out = cachedBase(ctx, b, s);
-  for (const key in viewer) out += `,"${key}":${viewer[key]}`;
-  return `${out},"reblog":${original ? renderStatusJson(ctx, b, original) : 'null'}}`;
+  let text = '';
+  for (const key in viewer) text += `,"${key}":${viewer[key]}`;
+  let bytes = viewerJson.get(text);
+  if (!bytes) viewerJson.set(text, (bytes = ascii(text)));
+  return bytes;
+}
+
+/** The same entity as renderStatus, as JSON bytes appended to `out`, built from cached pieces: what timelines send. */
+export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow, out: Buffer[] = []): Buffer[] {
+  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+  out.push(cachedBase(ctx, b, s), viewerBytes(b, s));
+  if (!original) {
+    out.push(NULL_REBLOG_END);
+    return out;
+  }
+  out.push(REBLOG_START);
+  renderStatusJson(ctx, b, original, out);
+  out.push(CLOSE);
+  return out;
+}
+
+const OPEN_LIST = ascii('[');
+const COMMA = ascii(',');
+const CLOSE_LIST = ascii(']');
+
+/** A JSON array of statuses as one buffer. */
+export function renderStatusListJson(ctx: RenderContext, b: StatusBundle, rows: StatusRow[]): Buffer {
+  const out: Buffer[] = [OPEN_LIST];
+  rows.forEach((s, i) => {
+    if (i > 0) out.push(COMMA);
+    renderStatusJson(ctx, b, s, out);
+  });
+  out.push(CLOSE_LIST);
+  return Buffer.concat(out);
 }

@@ -141,13 +141,13 @@ describe('timeline rendering', () => {
     await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/reblog`, headers: bearer(jon.token) });
     await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(ida.token) });
     await fannedOut();
-    const ids = (await s.ctx.feeds.page(ida.id, { limit: 40 })) ?? [];
+    const ids = (await s.ctx.feeds.page(ida.id, { limit: 40 })).ids ?? [];
     for (const viewer of [ida.id, kay.id, null]) {
       for (let round = 0; round < 2; round++) { // the second round comes from the caches
         const { rows, bundle } = await s.ctx.statusLoader.load(viewer, ids);
         expect(rows.length).toBeGreaterThan(0);
         for (const row of rows) {
-          expect(JSON.parse(renderStatusJson(s.ctx.render, bundle, row))).toEqual(JSON.parse(JSON.stringify(renderStatus(s.ctx.render, bundle, row))));
+          expect(JSON.parse(Buffer.concat(renderStatusJson(s.ctx.render, bundle, row)).toString())).toEqual(JSON.parse(JSON.stringify(renderStatus(s.ctx.render, bundle, row))));
         }
       }
     }
@@ -156,6 +156,55 @@ describe('timeline rendering', () => {
     const boosted = home.json().find((x: { reblog: { id: string } | null }) => x.reblog?.id === st.id);
     expect(boosted.reblog).toMatchObject({ favourited: true, favourites_count: 1, reblogs_count: 1 });
     for (const x of home.json()) expectEntity('Status', x);
+  });
+});
+
+describe('rendered home pages', () => {
+  // The same page is read before and after each change: a page served again from the page cache must show it.
+  it('show every change to what they contain at once: counts, own flags, profiles, deletions, new statuses', async () => {
+    const find = async (id: string) => {
+      const res = await get('/api/v1/timelines/home?limit=5', ida);
+      expect(res.statusCode).toBe(200);
+      return (res.json() as { id: string; favourited: boolean; favourites_count: number; reblogs_count: number; account: { display_name: string }; content: string }[]).find((x) => x.id === id);
+    };
+    const st = await post(jon, { status: 'cache me' });
+    await fannedOut();
+    expect(await find(st.id)).toMatchObject({ favourited: false, favourites_count: 0 });
+    expect(await find(st.id)).toMatchObject({ favourited: false, favourites_count: 0 }); // from the cache
+
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(ida.token) });
+    expect(await find(st.id)).toMatchObject({ favourited: true, favourites_count: 1 });
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(kay.token) });
+    expect(await find(st.id)).toMatchObject({ favourited: true, favourites_count: 2 });
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/unfavourite`, headers: bearer(ida.token) });
+    expect(await find(st.id)).toMatchObject({ favourited: false, favourites_count: 1 });
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/reblog`, headers: bearer(kay.token) });
+    expect(await find(st.id)).toMatchObject({ reblogs_count: 1 });
+
+    const renamed = await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(jon.token), payload: { display_name: 'Jon Renamed' } });
+    expect(renamed.statusCode).toBe(200);
+    expect((await find(st.id))?.account.display_name).toBe('Jon Renamed');
+
+    const newer = await post(jon, { status: 'newer' });
+    await fannedOut();
+    expect(await find(newer.id)).toBeDefined();
+
+    await s.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${newer.id}`, headers: bearer(jon.token) });
+    expect(await find(newer.id)).toBeUndefined();
+    expect(await find(st.id)).toBeDefined();
+
+    // Another viewer's page of the same statuses is their own: kay's favourite flag, not ida's.
+    await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${jon.id}/follow`, headers: bearer(kay.token) });
+    const kays = (await get('/api/v1/timelines/home?limit=40', kay)).json() as { id: string; favourited: boolean }[];
+    expect(kays.find((x) => x.id === st.id)).toMatchObject({ favourited: true });
+  });
+
+  it('keep the query of the request in their Link headers, less the paging ids', async () => {
+    const res = await get('/api/v1/timelines/home?limit=2&max_id=99999999999999999999&foo=a%20b', ida);
+    expect(res.statusCode).toBe(200);
+    const next = link(res, 'next')!;
+    expect(next).toMatch(/^\/api\/v1\/timelines\/home\?limit=2&foo=a%20b&max_id=\d+$/);
+    expect(link(res, 'prev')).toMatch(/^\/api\/v1\/timelines\/home\?limit=2&foo=a%20b&min_id=\d+$/);
   });
 });
 

@@ -10,7 +10,7 @@ import { notFound, unprocessable } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
 import { canSee } from '../../../services/visibility.ts';
-import { renderStatus, renderStatusJson } from '../../serializers/status.ts';
+import { renderStatus, renderStatusListJson } from '../../serializers/status.ts';
 import { renderAccount } from '../../serializers/account.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
@@ -35,9 +35,9 @@ export async function visibleStatus(ctx: AppContext, viewerId: string | null, id
 }
 
 /** A timeline page as JSON text, in the order given, without what the viewer may not see. */
-export async function renderTimeline(ctx: AppContext, viewerId: string | null, ids: string[]): Promise<string> {
+export async function renderTimeline(ctx: AppContext, viewerId: string | null, ids: string[]): Promise<Buffer> {
   const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
-  return `[${rows.map((s) => renderStatusJson(ctx.render, bundle, s)).join(',')}]`;
+  return renderStatusListJson(ctx.render, bundle, rows);
 }
 
 /** Renders statuses in the order given, dropping what the viewer may not see. */

@@ -8,6 +8,10 @@ import { pageParams, setLinkHeader } from '../../paging.ts';
 import { FEED_SIZE } from '../../../storage/feeds.ts';
 import { homeFeedSourceIds, publicTimelineIds } from '../../../storage/statuses.ts';
 import { renderTimeline } from './statuses.ts';
+import { renderStatusListJson } from '../../serializers/status.ts';
+import { RenderedPageCache } from '../../../services/page-cache.ts';
+import type { AppContext } from '../../../context.ts';
+import type { PageParams } from '../../../storage/paging.ts';
 
 const PublicQuery = Type.Object({
   ...PagingQuery(20, 40),
@@ -15,6 +19,30 @@ const PublicQuery = Type.Object({
   remote: Type.Optional(Bool()),
   only_media: Type.Optional(Bool()),
 });
+
+/**
+ * A page of the home feed, rendered. The page last rendered for the same viewer and paging is sent again when
+ * the feed read (which checks its versions in the same Redis command) shows that nothing in it changed. Whether
+ * the viewer may see a status in their own feed changes only with what removes it from the feed (unfollowing) or
+ * with a version bump (an edit of its mentions, a deletion).
+ */
+async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams): Promise<{ ids: string[]; body: Buffer }> {
+  const key = `${viewerId}/${p.maxId ?? ''}/${p.sinceId ?? ''}/${p.minId ?? ''}/${p.limit}`;
+  const cached = ctx.homePages.get(key);
+  const read = await ctx.feeds.page(viewerId, p, cached?.versions);
+  let ids = read.ids;
+  if (ids === null) {
+    // A feed lost with Redis (or never built) is rebuilt from PostgreSQL, then read.
+    await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
+    ids = (await ctx.feeds.page(viewerId, p)).ids ?? [];
+  } else if (cached && read.unchanged && RenderedPageCache.sameIds(cached, ids)) {
+    return cached;
+  }
+  const { rows, bundle, versions } = await ctx.statusLoader.load(viewerId, ids);
+  const body = renderStatusListJson(ctx.render, bundle, rows);
+  ctx.homePages.set(key, { ids, body, versions: ctx.versions.keysOf(versions) });
+  return { ids, body };
+}
 
 export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -24,15 +52,9 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const viewerId = requireViewer(request);
-    const p = pageParams(request.query, 20);
-    let ids = await ctx.feeds.page(viewerId, p);
-    if (ids === null) {
-      // A feed lost with Redis (or never built) is rebuilt from PostgreSQL, then read.
-      await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
-      ids = (await ctx.feeds.page(viewerId, p)) ?? [];
-    }
+    const { ids, body } = await homeTimelinePage(ctx, viewerId, pageParams(request.query, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids));
+    return reply.type('application/json; charset=utf-8').send(body);
   });
 
   app.get('/api/v1/timelines/public', {

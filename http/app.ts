@@ -43,8 +43,10 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onSend', async (request, reply) => {
+  // Callback-style hooks where nothing is awaited: every request passes through them.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   await app.register(errorsPlugin);

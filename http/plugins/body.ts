@@ -43,14 +43,14 @@ async function bodyPlugin(app: FastifyInstance, opts: { maxFileBytes: number }) 
     },
   });
 
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     request.uploads = {};
     // Apps POST actions like follow with no body at all; that is an empty set of parameters, as in Rails.
     if (request.body === undefined || request.body === null) {
       if (request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
-      return;
+      return done();
     }
-    if (!request.isMultipart()) return;
+    if (!request.isMultipart()) return done();
     const parts = request.body as Record<string, MultipartValue | MultipartFile | (MultipartValue | MultipartFile)[]> | undefined;
     const pairs = new URLSearchParams();
     for (const entry of Object.values(parts ?? {})) {
@@ -66,6 +66,7 @@ async function bodyPlugin(app: FastifyInstance, opts: { maxFileBytes: number }) 
       }
     }
     request.body = parseNested(pairs.toString());
+    done();
   });
 }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 // Every setting is an environment variable; README.md lists them with their defaults.
 // A bad value throws ConfigError naming the setting, and start-up prints that one line.
 
@@ -38,6 +39,15 @@ export interface Config {
   actorIdleMs: number;
   trustProxy: boolean;
   rateLimits: boolean;
+  /**
+   * Whether remote fetches (actors, notes, WebFinger) may reach loopback and private addresses. Off in production:
+   * input from other servers must not make us probe our own network. Tests and local trials turn it on.
+   */
+  allowPrivateAddresses: boolean;
+  /** TLS certificate and key (PEM files) to serve https directly; without them, run behind a TLS-terminating proxy. */
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  softwareVersion: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -86,6 +96,8 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw;
 }
 
+const SOFTWARE_VERSION = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/fedi_server';
 
 export function loadConfig(env: Env = process.env): Config {
@@ -93,7 +105,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^[a-z0-9.-]+(:\d+)?$/i.test(localDomain)) {
     throw new ConfigError('LOCAL_DOMAIN', `expected a host name with an optional port, got "${localDomain}"`);
   }
-  const https = bool(env, 'LOCAL_HTTPS', false);
+  const tlsCertFile = str(env, 'TLS_CERT_FILE', '');
+  const tlsKeyFile = str(env, 'TLS_KEY_FILE', '');
+  if ((tlsCertFile === '') !== (tlsKeyFile === '')) {
+    throw new ConfigError(tlsCertFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
+  }
+  // Serving TLS itself, the server is an https origin; behind a proxy, LOCAL_HTTPS says so.
+  const https = tlsCertFile !== '' || bool(env, 'LOCAL_HTTPS', false);
   const databaseUrl = url(env, 'DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']);
   if (new URL(databaseUrl).pathname.replace(/^\//, '') === '') {
     throw new ConfigError('DATABASE_URL', 'must name a database, e.g. postgres://postgres@127.0.0.1:5432/fedi_server');
@@ -120,5 +138,9 @@ export function loadConfig(env: Env = process.env): Config {
     actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     rateLimits: bool(env, 'RATE_LIMITS', true),
+    allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
+    tlsCertFile,
+    tlsKeyFile,
+    softwareVersion: SOFTWARE_VERSION,
   };
 }

@@ -10,6 +10,9 @@ import type { TokenCache } from './services/token-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
+import type { AppFederation } from './federation/index.ts';
+import type { AccountKeyRing } from './federation/keys.ts';
+import type { BullMqMessageQueue } from './federation/queue.ts';
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {
@@ -27,5 +30,9 @@ export interface AppContext {
   homePages: RenderedPageCache;
   /** The connection subscribed to cache invalidations. */
   subscriber: Redis;
+  /** ActivityPub: Fedify, our accounts' signing keys, and the queue of deliveries and received activities. */
+  federation: AppFederation;
+  keyRing: AccountKeyRing;
+  federationQueue: BullMqMessageQueue;
   render: RenderContext;
 }

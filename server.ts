@@ -14,6 +14,9 @@ import { TokenCache } from './services/token-cache.ts';
 import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
 import { RenderedPageCache } from './services/page-cache.ts';
+import { createAppFederation } from './federation/index.ts';
+import { AccountKeyRing } from './federation/keys.ts';
+import { BullMqMessageQueue } from './federation/queue.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -34,7 +37,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   const statusLoader = new StatusLoader(db, versions);
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
   const actors = new ActorRegistry({ db, feeds, jobs, config, versions }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
-  return {
+  const ctx = {
     config,
     db,
     redis,
@@ -48,12 +51,18 @@ export async function createContext(config: Config): Promise<AppContext> {
     homePages: new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000),
     subscriber,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
-  };
+    keyRing: new AccountKeyRing(db),
+    federationQueue: new BullMqMessageQueue(config.redisUrl, config.redisPrefix),
+  } as Omit<AppContext, 'federation'> as AppContext;
+  // Fedify's handlers get this context as their data, so the federation is made once the rest exists.
+  ctx.federation = createAppFederation(ctx, ctx.federationQueue);
+  return ctx;
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
   ctx.actors.stop();
   await ctx.jobs.close();
+  await ctx.federationQueue.close();
   ctx.subscriber.disconnect();
   await ctx.db.end();
   ctx.redis.disconnect();

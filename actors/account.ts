@@ -6,6 +6,9 @@ import type { StatusRow, Visibility } from '../storage/statuses.ts';
 import * as follows from '../storage/follows.ts';
 import * as statusService from '../services/statuses.ts';
 import { ApiError, notFound } from '../errors.ts';
+import { queueDelivery } from '../services/deliveries.ts';
+import { randomUUID } from 'node:crypto';
+import type { OutboxRow } from '../storage/outbox.ts';
 
 /**
  * What an account's actor is asked to do. Each message changes what the account owns (its follows, its
@@ -13,7 +16,8 @@ import { ApiError, notFound } from '../errors.ts';
  */
 export type AccountMessage =
   | { type: 'follow'; targetId: string; options: follows.FollowOptions }
-  | { type: 'unfollow'; targetId: string }
+  | { type: 'unfollow'; targetId: string; federate?: boolean }
+  | { type: 'acceptRemoteFollow'; requesterId: string; followUri: string }
   | { type: 'authorizeFollowRequest'; requesterId: string }
   | { type: 'rejectFollowRequest'; requesterId: string }
   | { type: 'updateProfile'; profile: ProfileChanges; source: SourceDefaults }
@@ -21,7 +25,7 @@ export type AccountMessage =
   | { type: 'deleteStatus'; statusId: string }
   | { type: 'favourite'; status: StatusRow }
   | { type: 'unfavourite'; status: StatusRow }
-  | { type: 'reblog'; status: StatusRow; visibility: Visibility }
+  | { type: 'reblog'; status: StatusRow; visibility: Visibility; uri?: string }
   | { type: 'unreblog'; status: StatusRow };
 
 export type AccountReply<M extends AccountMessage> =
@@ -60,55 +64,84 @@ export async function handleAccountMessage(deps: AccountActorDeps, accountId: st
 async function applyMessage(deps: AccountActorDeps, accountId: string, msg: AccountMessage): Promise<unknown> {
   switch (msg.type) {
     case 'follow': {
-      const outcome = await transaction(deps.db, async (tx) => {
+      const { outcome, delivery } = await transaction(deps.db, async (tx) => {
         if (msg.targetId === accountId) throw new ApiError(403, 'This action is not allowed');
         const target = await findAccountById(tx, msg.targetId);
         if (!target || target.suspended_at) throw notFound();
-        const result = await follows.follow(tx, accountId, target, msg.options);
-        if (result === 'followed') await notify(tx, target.id, accountId, 'follow');
-        if (result === 'requested') await notify(tx, target.id, accountId, 'follow_request');
-        return result;
+        // Our Follow of a remote account gets an id of its own, which its Accept or Reject will name.
+        const remoteTarget = target.domain !== null;
+        const options = remoteTarget ? { ...msg.options, uri: msg.options.uri ?? `${deps.config.publicUrl}/follows/${randomUUID()}` } : msg.options;
+        const result = await follows.follow(tx, accountId, target, options);
+        if (target.domain === null && result === 'followed') await notify(tx, target.id, accountId, 'follow');
+        if (target.domain === null && result === 'requested') await notify(tx, target.id, accountId, 'follow_request');
+        const delivery = remoteTarget && result === 'requested'
+          ? await queueDelivery(tx, { activity: 'Follow', accountId, targetId: target.id, followUri: await follows.followUri(tx, accountId, target.id) })
+          : null;
+        return { outcome: result, delivery };
       });
+      if (delivery) await deps.jobs.enqueue(delivery).catch(() => {});
       if (outcome === 'followed') await statusService.mergeIntoHomeFeed(deps, accountId, msg.targetId);
       return outcome;
     }
+    case 'acceptRemoteFollow': {
+      const delivery = await queueDelivery(deps.db, { activity: 'AcceptFollow', accountId, requesterId: msg.requesterId, followUri: msg.followUri });
+      await deps.jobs.enqueue(delivery).catch(() => {});
+      return undefined;
+    }
     case 'unfollow': {
-      const removed = await transaction(deps.db, async (tx) => {
+      const { removed, delivery } = await transaction(deps.db, async (tx) => {
+        const uri = await follows.followUri(tx, accountId, msg.targetId);
         const gone = await follows.unfollow(tx, accountId, msg.targetId);
+        const delivery = gone && msg.federate !== false
+          ? await queueDelivery(tx, { activity: 'UndoFollow', accountId, targetId: msg.targetId, followUri: uri })
+          : null;
         // As in Mastodon, where a follow's and a follow request's notification are destroyed with them:
         // a withdrawn request must not stay in the target's notifications, and a later follow notifies afresh.
         if (gone) {
           await removeNotification(tx, msg.targetId, accountId, 'follow');
           await removeNotification(tx, msg.targetId, accountId, 'follow_request');
         }
-        return gone;
+        return { removed: gone, delivery };
       });
+      if (delivery) await deps.jobs.enqueue(delivery).catch(() => {});
       await statusService.unmergeFromHomeFeed(deps, accountId, msg.targetId);
       return removed;
     }
     case 'authorizeFollowRequest':
     case 'rejectFollowRequest': {
-      const done = await transaction(deps.db, async (tx) => {
+      const { done, delivery } = await transaction(deps.db, async (tx) => {
+        const uri = await follows.followUri(tx, msg.requesterId, accountId);
         const found = msg.type === 'authorizeFollowRequest'
           ? await follows.authorizeFollowRequest(tx, accountId, msg.requesterId)
           : await follows.rejectFollowRequest(tx, accountId, msg.requesterId);
         if (found) await removeNotification(tx, accountId, msg.requesterId, 'follow_request');
-        return found;
+        // The requester hears of the decision (the delivery job sends only from a local account to a remote one).
+        const activity = msg.type === 'authorizeFollowRequest' ? 'AcceptFollow' : 'RejectFollow';
+        const delivery = found ? await queueDelivery(tx, { activity, accountId, requesterId: msg.requesterId, followUri: uri }) : null;
+        return { done: found, delivery };
       });
+      if (delivery) await deps.jobs.enqueue(delivery).catch(() => {});
       if (done && msg.type === 'authorizeFollowRequest') await statusService.mergeIntoHomeFeed(deps, msg.requesterId, accountId);
       return done;
     }
     case 'updateProfile': {
+      const deliveries: OutboxRow[] = [];
       const { result, authorized } = await transaction(deps.db, async (tx) => {
         await updateSourceDefaults(tx, accountId, msg.source);
         const result = await updateProfile(tx, accountId, msg.profile);
         // Unlocking accepts every pending follow request, as Mastodon's UpdateAccountService does.
         const authorized = msg.profile.locked === false ? await follows.authorizeAllFollowRequests(tx, accountId) : [];
+        // Other servers refresh the profile (the delivery job sends nothing when no remote account follows).
+        deliveries.push(await queueDelivery(tx, { activity: 'UpdatePerson', accountId }));
+        for (const requesterId of authorized) {
+          deliveries.push(await queueDelivery(tx, { activity: 'AcceptFollow', accountId, requesterId, followUri: await follows.followUri(tx, requesterId, accountId) }));
+        }
         if (authorized.length === 0) return { result, authorized };
         for (const requesterId of authorized) await removeNotification(tx, accountId, requesterId, 'follow_request');
         // The counts moved after the profile row was returned.
         return { result: { ...result, account: (await findAccountById(tx, accountId))! }, authorized };
       });
+      for (const d of deliveries) await deps.jobs.enqueue(d).catch(() => {});
       if (authorized.length > 0) {
         await deps.versions.bump({ accounts: authorized });
         for (const requesterId of authorized) await statusService.mergeIntoHomeFeed(deps, requesterId, accountId);
@@ -124,7 +157,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     case 'unfavourite':
       return statusService.unfavouriteStatus(deps, accountId, msg.status);
     case 'reblog':
-      return statusService.reblogStatus(deps, accountId, msg.status, msg.visibility);
+      return statusService.reblogStatus(deps, accountId, msg.status, msg.visibility, msg.uri ?? null);
     case 'unreblog':
       return statusService.unreblogStatus(deps, accountId, msg.status);
   }

@@ -21,7 +21,7 @@ export interface ActorRegistryOptions {
 export class ActorRegistry {
   private readonly system = start();
   private readonly actors = new Map<string, Ref<Envelope>>();
-  private readonly deps: AccountActorDeps;
+  readonly deps: AccountActorDeps;
   private readonly options: ActorRegistryOptions;
 
   constructor(deps: AccountActorDeps, options: ActorRegistryOptions) {

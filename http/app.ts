@@ -3,6 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { parseNested } from './plugins/body.ts';
+import federationHook from '../federation/mount.ts';
+import pageRoutes from './pages.ts';
+import { readFileSync } from 'node:fs';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
 import authPlugin from './plugins/auth.ts';
@@ -26,6 +29,8 @@ export type App = FastifyInstance;
 /** The whole web application, ready to `listen` or to `inject` requests in tests. */
 export async function buildApp(ctx: AppContext, options: { logger?: boolean } = {}) {
   const app = Fastify({
+    // Serving TLS itself (TLS_CERT_FILE, TLS_KEY_FILE) or plain HTTP behind a TLS-terminating proxy.
+    ...(ctx.config.tlsCertFile ? { https: { cert: readFileSync(ctx.config.tlsCertFile), key: readFileSync(ctx.config.tlsKeyFile) } } : {}),
     logger: options.logger === false ? false : { level: ctx.config.logLevel },
     // Request ids in every log line; a proxy's X-Request-Id is kept so logs join up across hops.
     genReqId: () => randomUUID(),
@@ -54,6 +59,9 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   // Health checks and static files are registered before the rate limiter, which only sees later routes.
   await app.register(healthRoutes, { ctx });
   await app.register(fileRoutes, { ctx });
+  // ActivityPub first (Fedify); what it does not handle falls through to the routes below.
+  await app.register(federationHook, { ctx });
+  await app.register(pageRoutes, { ctx });
   if (ctx.config.rateLimits) await app.register(rateLimitPlugin, { ctx });
   await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
 

@@ -1,12 +1,14 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { OutboxRow } from '../storage/outbox.ts';
+import type { Delivery } from '../services/deliveries.ts';
 
 export const FANOUT_QUEUE = 'fanout';
 
 export type FanoutJob =
   | { kind: 'fanOutStatus'; outboxId: string; statusId: string }
-  | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] };
+  | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
+  | ({ kind: 'deliver'; outboxId: string } & Delivery);
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */
 export function bullConnection(redisUrl: string): Redis {

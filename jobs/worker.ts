@@ -4,6 +4,7 @@ import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, removeFromOutbox } from '../storage/outbox.ts';
+import { deliverActivity } from '../federation/outbound.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
@@ -24,6 +25,7 @@ export function startWorkers(ctx: AppContext): Workers {
       const data = job.data;
       if (data.kind === 'fanOutStatus') await fanOutStatus(ctx.db, ctx.feeds, data.statusId);
       else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx.db, ctx.feeds, [data.statusId], data.authorId, data.mentionedIds);
+      else if (data.kind === 'deliver') await deliverActivity(ctx, data);
       await removeFromOutbox(ctx.db, data.outboxId);
     },
     { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },
@@ -39,6 +41,9 @@ export function startWorkers(ctx: AppContext): Workers {
     return rows.length;
   };
   void sweep(0).catch(() => {});
+  // Fedify's queue: signed deliveries to other servers and received activities, with its own retries.
+  const federationStop = new AbortController();
+  void ctx.federation.startQueue(ctx, { signal: federationStop.signal }).catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();
 
@@ -46,6 +51,7 @@ export function startWorkers(ctx: AppContext): Workers {
     sweep,
     async close() {
       clearInterval(timer);
+      federationStop.abort();
       await worker.close();
       connection.disconnect();
     },

@@ -12,6 +12,7 @@ import { notify, removeNotification } from '../storage/notifications.ts';
 import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } from '../text/status.ts';
 import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
+import { queueDelivery } from './deliveries.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -96,8 +97,8 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     }
     await statuses.insertMentions(tx, status.id, mentioned.map((a) => a.id));
     await statuses.insertTags(tx, status.id, tags);
-    for (const a of mentioned) await notify(tx, a.id, accountId, 'mention', status.id);
-    const outbox = await addToOutbox(tx, 'fanOutStatus', { statusId: status.id });
+    for (const a of mentioned) if (a.domain === null) await notify(tx, a.id, accountId, 'mention', status.id);
+    const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }), await queueDelivery(tx, { activity: 'Create', statusId: status.id })];
     return { status, outbox };
   }).catch(async (err: unknown) => {
     // Another process took the key between our check and our insert: answer with its status.
@@ -111,7 +112,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
 
   await deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] });
   if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], result.status!.id);
-  await enqueueAll(deps.jobs, [result.outbox!]);
+  await enqueueAll(deps.jobs, result.outbox!);
   return result.status!.id;
 }
 
@@ -125,7 +126,10 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
   const outbox = await transaction(deps.db, async (tx) => {
     if (!(await statuses.markStatusDeleted(tx, status))) throw notFound();
     const mentions = (await statuses.mentionsOf(tx, [status.id])).get(status.id) ?? [];
-    const rows = [await addToOutbox(tx, 'removeStatus', { statusId: status.id, authorId: accountId, mentionedIds: mentions })];
+    const rows = [
+      await addToOutbox(tx, 'removeStatus', { statusId: status.id, authorId: accountId, mentionedIds: mentions }),
+      await queueDelivery(tx, status.reblog_of_id ? { activity: 'UndoAnnounce', reblogId: status.id } : { activity: 'Delete', statusId: status.id }),
+    ];
     // Reblogs of a deleted status go with it, as in Mastodon.
     const { rows: found } = await tx.query<statuses.StatusRow>(
       `SELECT * FROM statuses WHERE reblog_of_id = $1 AND deleted_at IS NULL LIMIT 10000`, [status.id],
@@ -148,21 +152,27 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
 }
 
 export async function favouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
-  await transaction(deps.db, async (tx) => {
-    if (await statuses.favourite(tx, accountId, status.id)) await notify(tx, status.account_id, accountId, 'favourite', status.id);
+  const delivery = await transaction(deps.db, async (tx) => {
+    if (!(await statuses.favourite(tx, accountId, status.id))) return null;
+    await notify(tx, status.account_id, accountId, 'favourite', status.id);
+    return queueDelivery(tx, { activity: 'Like', accountId, statusId: status.id });
   });
   await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
+  if (delivery) await enqueueAll(deps.jobs, [delivery]);
 }
 
 export async function unfavouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
-  await transaction(deps.db, async (tx) => {
-    if (await statuses.unfavourite(tx, accountId, status.id)) await removeNotification(tx, status.account_id, accountId, 'favourite', status.id);
+  const delivery = await transaction(deps.db, async (tx) => {
+    if (!(await statuses.unfavourite(tx, accountId, status.id))) return null;
+    await removeNotification(tx, status.account_id, accountId, 'favourite', status.id);
+    return queueDelivery(tx, { activity: 'UndoLike', accountId, statusId: status.id });
   });
   await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
+  if (delivery) await enqueueAll(deps.jobs, [delivery]);
 }
 
 /** Reblogs a status once; reblogging again returns the same reblog. Returns the reblog's id. */
-export async function reblogStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow, visibility: statuses.Visibility): Promise<string> {
+export async function reblogStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow, visibility: statuses.Visibility, uri: string | null = null): Promise<string> {
   if (status.visibility === 'direct' || (status.visibility === 'private' && status.account_id !== accountId)) {
     throw new ApiError(403, 'This action is not allowed');
   }
@@ -173,14 +183,17 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
       const reblog = await statuses.insertStatus(tx, {
         accountId, text: '', content: '', spoilerText: '', sensitive: false,
         visibility: status.visibility === 'private' ? 'private' : visibility, language: null,
-        inReplyToId: null, inReplyToAccountId: null, reblogOfId: status.id, applicationId: null,
+        inReplyToId: null, inReplyToAccountId: null, reblogOfId: status.id, applicationId: null, uri,
       });
       await notify(tx, status.account_id, accountId, 'reblog', status.id);
-      return { reblog, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: reblog.id }) };
+      return {
+        reblog,
+        outbox: [await addToOutbox(tx, 'fanOutStatus', { statusId: reblog.id }), await queueDelivery(tx, { activity: 'Announce', reblogId: reblog.id })],
+      };
     });
     await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
     if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
-    await enqueueAll(deps.jobs, [outbox]);
+    await enqueueAll(deps.jobs, outbox);
     return reblog.id;
   } catch (err) {
     if ((err as { constraint?: string }).constraint === 'statuses_one_reblog') {
@@ -197,10 +210,13 @@ export async function unreblogStatus(deps: StatusDeps, accountId: string, status
   const outbox = await transaction(deps.db, async (tx) => {
     if (!(await statuses.markStatusDeleted(tx, reblog))) return null;
     await removeNotification(tx, status.account_id, accountId, 'reblog', status.id);
-    return addToOutbox(tx, 'removeStatus', { statusId: reblog.id, authorId: accountId, mentionedIds: [] });
+    return [
+      await addToOutbox(tx, 'removeStatus', { statusId: reblog.id, authorId: accountId, mentionedIds: [] }),
+      await queueDelivery(tx, { activity: 'UndoAnnounce', reblogId: reblog.id }),
+    ];
   });
   await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
-  if (outbox) await enqueueAll(deps.jobs, [outbox]);
+  if (outbox) await enqueueAll(deps.jobs, outbox);
 }
 
 /** After a follow: the followed account's recent statuses join the follower's feed (if built). */
@@ -217,3 +233,51 @@ export async function unmergeFromHomeFeed(deps: StatusDeps, accountId: string, t
   await deps.feeds.remove([accountId], ids);
 }
 
+
+/** A status received from another server, as its Note said it. */
+export interface RemoteStatus {
+  accountId: string;
+  uri: string;
+  url: string | null;
+  content: string;
+  spoilerText: string;
+  sensitive: boolean;
+  visibility: statuses.Visibility;
+  language: string | null;
+  parent: statuses.StatusRow | null;
+  mentioned: AccountRow[];
+  tags: string[];
+  createdAt: Date | null;
+}
+
+/**
+ * Stores a remote status (once: a second Create of the same uri finds the first) with its mentions (local accounts
+ * are notified) and tags, and fans it out to its author's local followers like any other status.
+ */
+export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Promise<string | null> {
+  try {
+    const { status, outbox } = await transaction(deps.db, async (tx) => {
+      const status = await statuses.insertStatus(tx, {
+        accountId: r.accountId, text: '', content: r.content, spoilerText: r.spoilerText, sensitive: r.sensitive || r.spoilerText !== '',
+        visibility: r.visibility, language: r.language, inReplyToId: r.parent?.id ?? null, inReplyToAccountId: r.parent?.account_id ?? null,
+        reblogOfId: null, applicationId: null, uri: r.uri, url: r.url, createdAt: r.createdAt,
+      });
+      await statuses.insertMentions(tx, status.id, r.mentioned.map((a) => a.id));
+      await statuses.insertTags(tx, status.id, r.tags);
+      for (const a of r.mentioned) if (a.domain === null) await notify(tx, a.id, r.accountId, 'mention', status.id);
+      return { status, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }) };
+    });
+    await deps.versions.bump({ accounts: [r.accountId], statuses: [r.parent?.id] });
+    await enqueueAll(deps.jobs, [outbox]);
+    return status.id;
+  } catch (err) {
+    if ((err as { constraint?: string }).constraint === 'statuses_uri') return null; // the same Create, raced
+    throw err;
+  }
+}
+
+/** An Update of a remote Note: its text and warnings change in place; readers see the edit at once. */
+export async function editRemoteStatus(deps: StatusDeps, status: statuses.StatusRow, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date }): Promise<void> {
+  await statuses.updateRemoteStatus(deps.db, status.id, u);
+  await deps.versions.bump({ statuses: [status.id] });
+}

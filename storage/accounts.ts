@@ -1,3 +1,4 @@
+import type { JsonWebKey } from 'node:crypto';
 import type { Queryable } from './db.ts';
 
 export interface AccountRow {
@@ -22,6 +23,10 @@ export interface AccountRow {
   inbox_url: string | null;
   shared_inbox_url: string | null;
   public_key_pem: string | null;
+  avatar_remote_url: string | null;
+  header_remote_url: string | null;
+  followers_url: string | null;
+  fetched_at: Date | null;
   followers_count: number;
   following_count: number;
   statuses_count: number;
@@ -41,7 +46,8 @@ export interface ProfileField {
 // Every column but the private key: that one is read only where a request is signed.
 const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
-  uri, url, inbox_url, shared_inbox_url, public_key_pem, followers_count, following_count,
+  uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
+  followers_count, following_count,
   statuses_count, last_status_at, suspended_at, created_at, updated_at`;
 
 export async function findAccountById(db: Queryable, id: string): Promise<AccountRow | null> {
@@ -147,4 +153,82 @@ export async function updateProfile(db: Queryable, id: string, changes: ProfileC
     values,
   );
   return { account: rows[0]!, previous: old[0]! };
+}
+
+/** A remote actor as we keep it: what its server says of it. */
+export interface RemoteAccount {
+  uri: string;
+  username: string;
+  domain: string;
+  displayName: string;
+  noteHtml: string;
+  url: string | null;
+  inboxUrl: string | null;
+  sharedInboxUrl: string | null;
+  outboxUrl: string | null;
+  followersUrl: string | null;
+  locked: boolean;
+  bot: boolean;
+  discoverable: boolean | null;
+  avatarUrl: string | null;
+  headerUrl: string | null;
+  fields: ProfileField[];
+  createdAt: Date | null;
+}
+
+/**
+ * Stores a remote actor, or refreshes the one with that ActivityPub id. Returns the row and whether anything shown
+ * of it changed (so caches are told).
+ */
+export async function upsertRemoteAccount(db: Queryable, a: RemoteAccount): Promise<AccountRow> {
+  const { rows } = await db.query<AccountRow>(
+    `INSERT INTO accounts (uri, username, domain, display_name, note_html, url, inbox_url, shared_inbox_url, outbox_url,
+                           followers_url, locked, bot, discoverable, avatar_remote_url, header_remote_url, fields,
+                           created_at, fetched_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, coalesce($17, now()), now())
+     ON CONFLICT (uri) WHERE uri IS NOT NULL DO UPDATE SET
+       display_name = $4, note_html = $5, url = $6, inbox_url = $7, shared_inbox_url = $8, outbox_url = $9,
+       followers_url = $10, locked = $11, bot = $12, discoverable = $13, avatar_remote_url = $14,
+       header_remote_url = $15, fields = $16, fetched_at = now(), updated_at = now()
+     RETURNING ${COLUMNS}`,
+    [a.uri, a.username, a.domain, a.displayName, a.noteHtml, a.url, a.inboxUrl, a.sharedInboxUrl, a.outboxUrl,
+      a.followersUrl, a.locked, a.bot, a.discoverable, a.avatarUrl, a.headerUrl, JSON.stringify(a.fields), a.createdAt],
+  );
+  return rows[0]!;
+}
+
+export async function findAccountByUri(db: Queryable, uri: string): Promise<AccountRow | null> {
+  const { rows } = await db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE uri = $1`, [uri]);
+  return rows[0] ?? null;
+}
+
+/** A local account's signing keys: RSA as PEM (made at sign-up), Ed25519 as JWK (made when first needed). */
+export interface AccountKeys {
+  public_key_pem: string;
+  private_key_pem: string;
+  ed25519_public_jwk: JsonWebKey | null;
+  ed25519_private_jwk: JsonWebKey | null;
+}
+
+export async function localAccountKeys(db: Queryable, id: string): Promise<AccountKeys | null> {
+  const { rows } = await db.query<AccountKeys>(
+    `SELECT public_key_pem, private_key_pem, ed25519_public_jwk, ed25519_private_jwk
+       FROM accounts WHERE id = $1 AND domain IS NULL AND private_key_pem IS NOT NULL`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Keeps the first Ed25519 key pair saved for an account: two processes making one at once agree on the winner. */
+export async function saveEd25519Keys(db: Queryable, id: string, publicJwk: JsonWebKey, privateJwk: JsonWebKey): Promise<AccountKeys | null> {
+  await db.query(
+    `UPDATE accounts SET ed25519_public_jwk = $2, ed25519_private_jwk = $3 WHERE id = $1 AND ed25519_public_jwk IS NULL`,
+    [id, JSON.stringify(publicJwk), JSON.stringify(privateJwk)],
+  );
+  return localAccountKeys(db, id);
+}
+
+/** A remote actor deleted by its server: kept for the threads it took part in, shown suspended, following nobody. */
+export async function markAccountGone(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE accounts SET suspended_at = coalesce(suspended_at, now()) WHERE id = $1 AND domain IS NOT NULL`, [id]);
 }

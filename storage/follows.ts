@@ -6,6 +6,8 @@ export interface FollowOptions {
   reblogs?: boolean | undefined;
   notify?: boolean | undefined;
   languages?: string[] | null | undefined;
+  /** The ActivityPub id of a remote account's Follow, answered later by an Accept or Reject that names it. */
+  uri?: string | null | undefined;
 }
 
 export interface RelationshipRow {
@@ -55,30 +57,32 @@ export async function follow(db: Queryable, accountId: string, target: AccountRo
     [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null, opts.languages !== undefined],
   );
   if (existing.rowCount === 1) return 'updated';
-  if (target.locked) {
+  // A remote account answers a Follow with an Accept or a Reject: until then it is a request, as in Mastodon.
+  if (target.locked || target.domain !== null) {
     await db.query(
-      `INSERT INTO follow_requests (account_id, target_account_id, show_reblogs, notify, languages)
-       VALUES ($1, $2, coalesce($3, true), coalesce($4, false), $5)
+      `INSERT INTO follow_requests (account_id, target_account_id, show_reblogs, notify, languages, uri)
+       VALUES ($1, $2, coalesce($3, true), coalesce($4, false), $5, $7)
        ON CONFLICT (account_id, target_account_id) DO UPDATE
          SET show_reblogs = coalesce($3, follow_requests.show_reblogs), notify = coalesce($4, follow_requests.notify),
-             languages = CASE WHEN $6::boolean THEN $5 ELSE follow_requests.languages END`,
-      [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null, opts.languages !== undefined],
+             languages = CASE WHEN $6::boolean THEN $5 ELSE follow_requests.languages END,
+             uri = coalesce($7, follow_requests.uri)`,
+      [accountId, target.id, opts.reblogs ?? null, opts.notify ?? null, opts.languages ?? null, opts.languages !== undefined, opts.uri ?? null],
     );
     return 'requested';
   }
   // Counts move only when the row is new, so two racing follows count once.
-  if (await insertFollow(db, accountId, target.id, opts.reblogs ?? true, opts.notify ?? false, opts.languages ?? null)) {
+  if (await insertFollow(db, accountId, target.id, opts.reblogs ?? true, opts.notify ?? false, opts.languages ?? null, opts.uri ?? null)) {
     await adjustFollowCounts(db, accountId, target.id, 1);
   }
   return 'followed';
 }
 
 /** Inserts the follow row only; returns whether it is new. Used by follow() and by authorising a request. */
-async function insertFollow(db: Queryable, accountId: string, targetId: string, showReblogs: boolean, notify: boolean, languages: string[] | null): Promise<boolean> {
+async function insertFollow(db: Queryable, accountId: string, targetId: string, showReblogs: boolean, notify: boolean, languages: string[] | null, uri: string | null): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO follows (account_id, target_account_id, show_reblogs, notify, languages)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, target_account_id) DO NOTHING`,
-    [accountId, targetId, showReblogs, notify, languages],
+    `INSERT INTO follows (account_id, target_account_id, show_reblogs, notify, languages, uri)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, target_account_id) DO NOTHING`,
+    [accountId, targetId, showReblogs, notify, languages, uri],
   );
   return rowCount === 1;
 }
@@ -105,14 +109,14 @@ export async function unfollow(db: Queryable, accountId: string, targetId: strin
 
 /** Turns requesterId's pending request to targetId into a follow. Returns false when there was no request. */
 export async function authorizeFollowRequest(db: Queryable, targetId: string, requesterId: string): Promise<boolean> {
-  const { rows } = await db.query<{ show_reblogs: boolean; notify: boolean; languages: string[] | null }>(
+  const { rows } = await db.query<{ show_reblogs: boolean; notify: boolean; languages: string[] | null; uri: string | null }>(
     `DELETE FROM follow_requests WHERE account_id = $1 AND target_account_id = $2
-     RETURNING show_reblogs, notify, languages`,
+     RETURNING show_reblogs, notify, languages, uri`,
     [requesterId, targetId],
   );
   const request = rows[0];
   if (!request) return false;
-  if (await insertFollow(db, requesterId, targetId, request.show_reblogs, request.notify, request.languages)) {
+  if (await insertFollow(db, requesterId, targetId, request.show_reblogs, request.notify, request.languages, request.uri)) {
     await adjustFollowCounts(db, requesterId, targetId, 1);
   }
   return true;
@@ -197,4 +201,25 @@ export async function whoFollow(db: Queryable, accountIds: string[], targetId: s
     `SELECT account_id FROM follows WHERE target_account_id = $1 AND account_id = ANY($2::bigint[])`, [targetId, accountIds],
   );
   return new Set(rows.map((r) => r.account_id));
+}
+
+/** The ActivityPub id of a follow or pending request (what an Undo, Accept or Reject names). */
+export async function followUri(db: Queryable, accountId: string, targetId: string): Promise<string | null> {
+  const { rows } = await db.query<{ uri: string | null }>(
+    `SELECT uri FROM follows WHERE account_id = $1 AND target_account_id = $2
+     UNION ALL SELECT uri FROM follow_requests WHERE account_id = $1 AND target_account_id = $2 LIMIT 1`,
+    [accountId, targetId],
+  );
+  return rows[0]?.uri ?? null;
+}
+
+/** A page of an account's remote followers, oldest follow first (what a delivery goes to). */
+export async function remoteFollowersBatch(db: Queryable, accountId: string, afterFollowId: string, limit: number): Promise<{ followId: string; account: AccountRow }[]> {
+  const { rows } = await db.query<{ id: string; account_id: string }>(
+    `SELECT f.id, f.account_id FROM follows f JOIN accounts a ON a.id = f.account_id
+      WHERE f.target_account_id = $1 AND f.id > $2 AND a.domain IS NOT NULL AND a.suspended_at IS NULL ORDER BY f.id LIMIT $3`,
+    [accountId, afterFollowId, limit],
+  );
+  const accounts = new Map((await findAccountsByIds(db, rows.map((r) => r.account_id))).map((a) => [a.id, a]));
+  return rows.flatMap((r) => (accounts.has(r.account_id) ? [{ followId: r.id, account: accounts.get(r.account_id)! }] : []));
 }

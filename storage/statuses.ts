@@ -42,15 +42,20 @@ export interface NewStatus {
   inReplyToAccountId: string | null;
   reblogOfId: string | null;
   applicationId: string | null;
+  /** Remote statuses: their ActivityPub id and page; local ones derive both. */
+  uri?: string | null;
+  url?: string | null;
+  createdAt?: Date | null;
 }
 
 /** Inserts a status and moves the counters it affects, in the caller's transaction. */
 export async function insertStatus(db: Queryable, s: NewStatus): Promise<StatusRow> {
   const { rows } = await db.query<StatusRow>(
     `INSERT INTO statuses (account_id, text, content, spoiler_text, sensitive, visibility, language,
-                           in_reply_to_id, in_reply_to_account_id, reblog_of_id, application_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
-    [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, s.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.reblogOfId, s.applicationId],
+                           in_reply_to_id, in_reply_to_account_id, reblog_of_id, application_id, uri, url, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, coalesce($14, now())) RETURNING ${COLUMNS}`,
+    [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, s.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.reblogOfId, s.applicationId,
+      s.uri ?? null, s.url ?? null, s.createdAt ?? null],
   );
   const status = rows[0]!;
   await db.query(`UPDATE accounts SET statuses_count = statuses_count + 1, last_status_at = now() WHERE id = $1`, [s.accountId]);
@@ -291,4 +296,18 @@ export async function claimIdempotencyKey(db: Queryable, accountId: string, key:
     [accountId, key, statusId],
   );
   return rowCount === 1;
+}
+
+/** A status by its ActivityPub id (remote statuses and reblogs store theirs). */
+export async function findStatusByUri(db: Queryable, uri: string): Promise<StatusRow | null> {
+  const { rows } = await db.query<StatusRow>(`SELECT ${COLUMNS} FROM statuses WHERE uri = $1`, [uri]);
+  return rows[0] ?? null;
+}
+
+/** An edit of a remote status: new text and flags, kept in place. */
+export async function updateRemoteStatus(db: Queryable, id: string, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date }): Promise<void> {
+  await db.query(
+    `UPDATE statuses SET content = $2, spoiler_text = $3, sensitive = $4, edited_at = $5, updated_at = now() WHERE id = $1 AND deleted_at IS NULL`,
+    [id, u.content, u.spoilerText, u.sensitive, u.editedAt],
+  );
 }

@@ -32,3 +32,21 @@ function linkifyLine(line: string): string {
 export function renderInline(text: string): string {
   return sanitizeHtml(linkifyLine(text.replace(/\s+/g, ' ').trim()), SANITIZE);
 }
+
+/**
+ * HTML from other servers (notes, profiles), reduced to what Mastodon keeps: text formatting and links, no
+ * scripts, styles, images or event handlers; links open elsewhere and carry no referrer.
+ */
+const REMOTE: sanitizeHtml.IOptions = {
+  allowedTags: ['p', 'br', 'span', 'a', 'del', 's', 'pre', 'blockquote', 'code', 'b', 'strong', 'u', 'i', 'em', 'ul', 'ol', 'li', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
+  allowedAttributes: { a: ['href', 'rel', 'class', 'translate', 'target'], span: ['class', 'translate'], ol: ['start', 'reversed'], li: ['value'] },
+  allowedClasses: { a: ['mention', 'hashtag', 'u-url', 'h-card'], span: ['h-card', 'invisible', 'ellipsis', 'mention', 'hashtag'] },
+  allowedSchemes: ['http', 'https', 'dat', 'dweb', 'ipfs', 'ipns', 'ssb', 'gopher', 'xmpp', 'magnet', 'gemini'],
+  transformTags: {
+    a: (tagName, attribs) => ({ tagName, attribs: { ...attribs, rel: 'nofollow noopener noreferrer', target: '_blank' } }),
+  },
+};
+
+export function sanitizeRemoteHtml(html: string): string {
+  return sanitizeHtml(html, REMOTE);
+}

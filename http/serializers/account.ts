@@ -18,8 +18,8 @@ function midnight(d: Date): string {
 /** Mastodon's Account entity. */
 export function renderAccount(ctx: RenderContext, a: AccountRow) {
   const local = a.domain === null;
-  const avatar = a.avatar_file ? ctx.fileHost.url(a.avatar_file) : `${ctx.publicUrl}/avatars/original/missing.png`;
-  const header = a.header_file ? ctx.fileHost.url(a.header_file) : `${ctx.publicUrl}/headers/original/missing.png`;
+  const avatar = a.avatar_file ? ctx.fileHost.url(a.avatar_file) : (a.avatar_remote_url ?? `${ctx.publicUrl}/avatars/original/missing.png`);
+  const header = a.header_file ? ctx.fileHost.url(a.header_file) : (a.header_remote_url ?? `${ctx.publicUrl}/headers/original/missing.png`);
   return {
     id: a.id,
     username: a.username,

@@ -1,0 +1,219 @@
+import { Accept, Announce, Create, Delete, Follow, Hashtag, Like, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
+import type { Federation, InboxContext } from '@fedify/fedify';
+import { pino } from 'pino';
+import type { AppContext } from '../context.ts';
+import type { AccountRow } from '../storage/accounts.ts';
+import { findAccountByUri, markAccountGone } from '../storage/accounts.ts';
+import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
+import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services/statuses.ts';
+import { sanitizeRemoteHtml } from '../text/render.ts';
+import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
+import { publishedLocalAccount } from './index.ts';
+
+type Fed = InboxContext<AppContext>;
+
+const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }).child({ part: 'inbox' });
+
+/** The three ways servers write "public" (the full IRI, the compact `as:Public`, and the bare `Public`). */
+const PUBLIC_FORMS = new Set(['https://www.w3.org/ns/activitystreams#Public', 'as:Public', 'Public']);
+export const isPublic = (u: URL | null | undefined) => !!u && (PUBLIC_FORMS.has(u.href) || PUBLIC_FORMS.has(decodeURIComponent(u.href)));
+
+/**
+ * Incoming activities (Fedify has checked the HTTP signature and that the signer is the activity's actor before any
+ * of these run). Each is idempotent: the same activity twice has one effect, through unique ids and constraints.
+ */
+export function registerInboxListeners(federation: Federation<AppContext>): void {
+  federation
+    .setInboxListeners('/users/{identifier}/inbox', '/inbox')
+    .on(Follow, onFollow)
+    .on(Accept, onAccept)
+    .on(Reject, onReject)
+    .on(Undo, onUndo)
+    .on(Create, onCreate)
+    .on(Update, onUpdate)
+    .on(Delete, onDelete)
+    .on(Like, onLike)
+    .on(Announce, onAnnounce)
+    .onError((_fed, err) => log.warn({ err }, 'inbox activity failed'));
+}
+
+/** The sender's account (stored or fetched). Null when its actor cannot be had. */
+async function sender(fed: Fed, activity: { actorId: URL | null }): Promise<AccountRow | null> {
+  if (!activity.actorId) return null;
+  return accountForActorUri(fed.data, fed, activity.actorId.href);
+}
+
+/** A local account named by one of our actor URIs. */
+async function localActor(fed: Fed, uri: URL | null): Promise<AccountRow | null> {
+  if (!uri) return null;
+  const parsed = fed.parseUri(uri);
+  if (parsed?.type !== 'actor') return null;
+  return publishedLocalAccount(fed.data, parsed.identifier);
+}
+
+/** A status named by its ActivityPub id: ours by our URL scheme, others' by their stored uri. */
+async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow | null> {
+  if (!uri) return null;
+  const parsed = fed.parseUri(uri);
+  if (parsed?.type === 'object' && parsed.class === Note) {
+    const id = parsed.values.id;
+    return id && /^\d{1,20}$/.test(id) ? findStatus(fed.data.db, id) : null;
+  }
+  return findStatusByUri(fed.data.db, uri.href);
+}
+
+async function onFollow(fed: Fed, follow: Follow): Promise<void> {
+  if (!follow.id) return;
+  const target = await localActor(fed, follow.objectId);
+  const follower = target ? await sender(fed, follow) : null;
+  if (!target || !follower || follower.domain === null) return;
+  const outcome = await fed.data.actors.ask(follower.id, { type: 'follow', targetId: target.id, options: { uri: follow.id.href } });
+  // A locked account answers when its owner decides (actors/account.ts sends the Accept or Reject then).
+  if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
+}
+
+/** Accept of our Follow: the pending request becomes a follow. */
+async function onAccept(fed: Fed, accept: Accept): Promise<void> {
+  const object = await accept.getObject();
+  if (!(object instanceof Follow)) return;
+  const remote = await sender(fed, accept);
+  const local = await localActor(fed, object.actorId);
+  if (!remote || !local || remote.domain === null) return;
+  await fed.data.actors.ask(remote.id, { type: 'authorizeFollowRequest', requesterId: local.id });
+}
+
+/** Reject of our Follow (or of one accepted before): neither a request nor a follow remains. */
+async function onReject(fed: Fed, reject: Reject): Promise<void> {
+  const object = await reject.getObject();
+  if (!(object instanceof Follow)) return;
+  const remote = await sender(fed, reject);
+  const local = await localActor(fed, object.actorId);
+  if (!remote || !local || remote.domain === null) return;
+  await fed.data.actors.ask(remote.id, { type: 'rejectFollowRequest', requesterId: local.id });
+  await fed.data.actors.ask(local.id, { type: 'unfollow', targetId: remote.id, federate: false });
+}
+
+async function onUndo(fed: Fed, undo: Undo): Promise<void> {
+  const object = await undo.getObject();
+  const remote = await sender(fed, undo);
+  if (!remote || remote.domain === null || !object) return;
+  // Only the actor of what is undone may undo it.
+  const actorId = 'actorId' in object ? (object.actorId as URL | null) : null;
+  if (actorId?.href !== remote.uri) return;
+  if (object instanceof Follow) {
+    const local = await localActor(fed, object.objectId);
+    if (local) await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: local.id });
+  } else if (object instanceof Like) {
+    const status = await statusByUri(fed, object.objectId);
+    if (status) await fed.data.actors.ask(remote.id, { type: 'unfavourite', status });
+  } else if (object instanceof Announce) {
+    const reblog = object.id ? await findStatusByUri(fed.data.db, object.id.href) : null;
+    const original = reblog?.reblog_of_id ? await findStatus(fed.data.db, reblog.reblog_of_id) : null;
+    if (reblog && original && reblog.account_id === remote.id) await fed.data.actors.ask(remote.id, { type: 'unreblog', status: original });
+  }
+}
+
+/** How a Note is addressed, in Mastodon's terms. */
+function visibilityOf(note: Note, author: AccountRow): Visibility {
+  const to = note.toIds;
+  const cc = note.ccIds;
+  if (to.some(isPublic)) return 'public';
+  if (cc.some(isPublic)) return 'unlisted';
+  const followers = author.followers_url;
+  if (followers && [...to, ...cc].some((u) => u.href === followers)) return 'private';
+  return 'direct';
+}
+
+async function onCreate(fed: Fed, create: Create): Promise<void> {
+  const note = await create.getObject();
+  if (!(note instanceof Note) || !note.id) return;
+  const author = await sender(fed, create);
+  if (!author || author.domain === null) return;
+  // A Note is its author's to create: a Create that puts words in another actor's mouth is ignored.
+  if (note.attributionId && note.attributionId.href !== author.uri) return;
+  await receiveNote(fed, note, author);
+}
+
+/** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */
+async function receiveNote(fed: Fed, note: Note, author: AccountRow): Promise<void> {
+  const app = fed.data;
+  if (await findStatusByUri(app.db, note.id!.href)) return;
+  const mentioned: AccountRow[] = [];
+  const tags: string[] = [];
+  for await (const tag of note.getTags()) {
+    if (tag instanceof Mention && tag.href) {
+      const local = await localActor(fed, tag.href);
+      const account = local ?? (await findAccountByUri(app.db, tag.href.href));
+      if (account && !mentioned.some((a) => a.id === account.id)) mentioned.push(account);
+    } else if (tag instanceof Hashtag && tag.name) {
+      const name = String(tag.name).replace(/^#/, '');
+      if (/^[\p{L}\p{N}_]{1,100}$/u.test(name)) tags.push(name);
+    }
+    if (mentioned.length >= 50 || tags.length >= 50) break;
+  }
+  const parent = await statusByUri(fed, note.replyTargetId);
+  await receiveRemoteStatus(app.actors.deps, {
+    accountId: author.id,
+    uri: note.id!.href,
+    url: note.url instanceof URL ? note.url.href : null,
+    content: sanitizeRemoteHtml(String(note.content ?? '')),
+    spoilerText: String(note.summary ?? '').slice(0, 1000),
+    sensitive: note.sensitive ?? false,
+    visibility: visibilityOf(note, author),
+    language: null,
+    parent: parent && !parent.deleted_at ? parent : null,
+    mentioned,
+    tags,
+    createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
+  });
+}
+
+async function onUpdate(fed: Fed, update: Update): Promise<void> {
+  const object = await update.getObject();
+  const remote = await sender(fed, update);
+  if (!remote || remote.domain === null || !object) return;
+  if (isActor(object)) {
+    if (object.id?.href === remote.uri) await storeRemoteActor(fed.data, object);
+  } else if (object instanceof Note && object.id) {
+    const status = await findStatusByUri(fed.data.db, object.id.href);
+    if (!status || status.account_id !== remote.id) return;
+    await editRemoteStatus(fed.data.actors.deps, status, {
+      content: sanitizeRemoteHtml(String(object.content ?? '')),
+      spoilerText: String(object.summary ?? '').slice(0, 1000),
+      sensitive: object.sensitive ?? false,
+      editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : new Date(),
+    });
+  }
+}
+
+async function onDelete(fed: Fed, del: Delete): Promise<void> {
+  const remote = await sender(fed, del);
+  const objectId = del.objectId;
+  if (!remote || remote.domain === null || !objectId) return;
+  if (objectId.href === remote.uri) {
+    // The actor itself is gone: its account stays for threads but is shown as suspended and follows nobody.
+    await markAccountGone(fed.data.db, remote.id);
+    await fed.data.versions.bump({ accounts: [remote.id] });
+    return;
+  }
+  const status = await findStatusByUri(fed.data.db, objectId.href);
+  if (!status || status.account_id !== remote.id || status.deleted_at) return;
+  await deleteStatus(fed.data.actors.deps, remote.id, status.id).catch(() => {});
+}
+
+async function onLike(fed: Fed, like: Like): Promise<void> {
+  const status = await statusByUri(fed, like.objectId);
+  const remote = status ? await sender(fed, like) : null;
+  if (!status || !remote || remote.domain === null || status.deleted_at) return;
+  await fed.data.actors.ask(remote.id, { type: 'favourite', status });
+}
+
+async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
+  if (!announce.id) return;
+  const status = await statusByUri(fed, announce.objectId);
+  const remote = status ? await sender(fed, announce) : null;
+  if (!status || !remote || remote.domain === null || status.deleted_at || status.reblog_of_id) return;
+  if (status.visibility !== 'public' && status.visibility !== 'unlisted') return;
+  const visibility: Visibility = announce.toIds.some(isPublic) ? 'public' : 'unlisted';
+  await fed.data.actors.ask(remote.id, { type: 'reblog', status, visibility, uri: announce.id.href });
+}

@@ -1,0 +1,117 @@
+import { createExponentialBackoffPolicy, createFederation, type Federation } from '@fedify/fedify';
+import { Note } from '@fedify/vocab';
+import type { AppContext } from '../context.ts';
+import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
+import { pendingAccountIds } from '../storage/users.ts';
+import { findStatus } from '../storage/statuses.ts';
+import { instanceStats, activeUsers } from '../storage/instance.ts';
+import { followersPage, followingPage } from '../storage/follows.ts';
+import { canSee } from '../services/visibility.ts';
+import { accountUri } from '../http/serializers/account.ts';
+import { RedisKvStore } from './kv.ts';
+import type { BullMqMessageQueue } from './queue.ts';
+import { noteOf, personOf, recipientOf } from './objects.ts';
+import { registerInboxListeners } from './inbox.ts';
+
+export type AppFederation = Federation<AppContext>;
+
+/** A local account that may be shown to other servers: not suspended, not waiting for approval. */
+export async function publishedLocalAccount(app: AppContext, username: string): Promise<AccountRow | null> {
+  const account = await findAccountByUsername(app.db, username, null);
+  if (!account || account.suspended_at) return null;
+  if ((await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
+  return account;
+}
+
+const PAGE = 40;
+
+/**
+ * The ActivityPub side of the server (Fedify): actors, their collections, statuses as Notes, WebFinger and NodeInfo,
+ * and inboxes. Routes are Mastodon's (/users/:username, /users/:username/statuses/:id, /inbox), so links other
+ * servers already hold keep working.
+ */
+export function createAppFederation(app: AppContext, queue: BullMqMessageQueue): AppFederation {
+  const federation = createFederation<AppContext>({
+    kv: new RedisKvStore(app.redis, app.config.redisPrefix),
+    queue,
+    // Only worker processes run the queue (server.ts starts it); web processes only put work on it.
+    manuallyStartQueue: true,
+    origin: app.config.publicUrl,
+    allowPrivateAddress: app.config.allowPrivateAddresses,
+    userAgent: { software: `fedi-server/${app.config.softwareVersion}`, url: new URL(app.config.publicUrl) },
+    // At least a day of attempts: 30 s doubling to 6 h, 16 attempts (about 44 hours in all).
+    outboxRetryPolicy: createExponentialBackoffPolicy({ initialDelay: { seconds: 30 }, factor: 2, maxDelay: { hours: 6 }, maxAttempts: 16 }),
+  });
+
+  federation
+    .setActorDispatcher('/users/{identifier}', async (fed, identifier) => {
+      const account = await publishedLocalAccount(fed.data, identifier);
+      return account ? personOf(fed, account) : null;
+    })
+    .setKeyPairsDispatcher(async (fed, identifier) => {
+      const account = await publishedLocalAccount(fed.data, identifier);
+      return account ? fed.data.keyRing.keyPairs(account.id) : [];
+    });
+
+  federation
+    .setFollowersDispatcher('/users/{identifier}/followers', async (fed, identifier, cursor) => {
+      const account = await publishedLocalAccount(fed.data, identifier);
+      if (!account) return null;
+      if (cursor === null) return { items: [] }; // the collection itself shows only its count; pages list
+      if (account.hide_collections) return { items: [] };
+      const page = await followersPage(fed.data.db, account.id, { maxId: cursor === '' ? undefined : cursor, limit: PAGE });
+      return {
+        items: page.accounts.map((a) => recipientOf(fed.data, a)),
+        nextCursor: page.accounts.length === PAGE ? page.lastId : null,
+      };
+    })
+    .setFirstCursor(() => '')
+    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.followers_count ?? null);
+
+  federation
+    .setFollowingDispatcher('/users/{identifier}/following', async (fed, identifier, cursor) => {
+      const account = await publishedLocalAccount(fed.data, identifier);
+      if (!account) return null;
+      if (cursor === null || account.hide_collections) return { items: [] };
+      const page = await followingPage(fed.data.db, account.id, { maxId: cursor === '' ? undefined : cursor, limit: PAGE });
+      return {
+        items: page.accounts.map((a) => new URL(accountUri(fed.data.render, a))),
+        nextCursor: page.accounts.length === PAGE ? page.lastId : null,
+      };
+    })
+    .setFirstCursor(() => '')
+    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.following_count ?? null);
+
+  // The outbox and featured collections are published with their counts; their items are not listed yet.
+  federation
+    .setOutboxDispatcher('/users/{identifier}/outbox', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null))
+    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.statuses_count ?? null);
+  federation.setFeaturedDispatcher('/users/{identifier}/collections/featured', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null));
+
+  // Each public or unlisted status at its uri, as a Note; others only to whom may see them (no signed fetch yet: none).
+  federation.setObjectDispatcher(Note, '/users/{identifier}/statuses/{id}', async (fed, values) => {
+    if (!/^\d{1,20}$/.test(values.id)) return null;
+    const account = await publishedLocalAccount(fed.data, values.identifier);
+    const status = account ? await findStatus(fed.data.db, values.id) : null;
+    if (!account || !status || status.account_id !== account.id || status.reblog_of_id) return null;
+    if (!(await canSee(fed.data.db, null, status))) return null;
+    return (await noteOf(fed, account, status)).note;
+  });
+
+  federation.setNodeInfoDispatcher('/nodeinfo/2.1', async (fed) => {
+    const [stats, halfYear] = await Promise.all([instanceStats(fed.data.db), activeUsers(fed.data.db, 180)]);
+    return {
+      software: { name: 'fedi-server', version: fed.data.config.softwareVersion },
+      protocols: ['activitypub'],
+      openRegistrations: fed.data.config.registrationsMode !== 'none',
+      usage: {
+        users: { total: stats.userCount, activeMonth: stats.activeMonth, activeHalfyear: halfYear },
+        localPosts: stats.statusCount,
+        localComments: 0,
+      },
+    };
+  });
+
+  registerInboxListeners(federation);
+  return federation;
+}

@@ -1,0 +1,82 @@
+import type { Redis } from 'ioredis';
+import type { KvKey, KvStore, KvStoreListEntry, KvStoreSetOptions } from '@fedify/fedify';
+
+/**
+ * Fedify's key–value store (its caches, inbox idempotence, key lookups) in our Redis, under our prefix.
+ * Values are JSON; a key is its parts joined by a separator that Fedify's own key parts never contain.
+ */
+export class RedisKvStore implements KvStore {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+
+  constructor(redis: Redis, prefix: string) {
+    this.redis = redis;
+    this.prefix = `${prefix}fedify:`;
+  }
+
+  private key(key: KvKey): string {
+    return this.prefix + key.map(encodeURIComponent).join('::');
+  }
+
+  private unkey(redisKey: string): KvKey {
+    return redisKey.slice(this.prefix.length).split('::').map(decodeURIComponent) as unknown as KvKey;
+  }
+
+  async get<T = unknown>(key: KvKey): Promise<T | undefined> {
+    const raw = await this.redis.get(this.key(key));
+    return raw === null ? undefined : (JSON.parse(raw) as T);
+  }
+
+  async set(key: KvKey, value: unknown, options?: KvStoreSetOptions): Promise<void> {
+    const raw = JSON.stringify(value);
+    const ms = options?.ttl ? Math.max(1, Math.round(options.ttl.total('millisecond'))) : 0;
+    if (ms > 0) await this.redis.set(this.key(key), raw, 'PX', ms);
+    else await this.redis.set(this.key(key), raw);
+  }
+
+  async delete(key: KvKey): Promise<void> {
+    await this.redis.del(this.key(key));
+  }
+
+  /** Compare-and-swap in one script, so two processes never both win. */
+  cas = async (key: KvKey, expectedValue: unknown, newValue: unknown, options?: KvStoreSetOptions): Promise<boolean> => {
+    const ms = options?.ttl ? Math.max(1, Math.round(options.ttl.total('millisecond'))) : 0;
+    const expected = expectedValue === undefined ? '' : JSON.stringify(expectedValue);
+    const result = await this.redis.eval(CAS_SCRIPT, 1, this.key(key), expectedValue === undefined ? '0' : '1', expected, JSON.stringify(newValue), ms);
+    return result === 1;
+  };
+
+  async *list(prefix?: KvKey): AsyncIterable<KvStoreListEntry> {
+    const pattern = prefix ? `${this.key(prefix).replace(/[*?[\]\\]/g, '\\$&')}*` : `${this.prefix}*`;
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 200);
+      cursor = next;
+      if (keys.length === 0) continue;
+      const values = await this.redis.mget(keys);
+      for (const [i, k] of keys.entries()) {
+        const raw = values[i];
+        // A prefix match must be on whole key parts: ['a'] lists ['a', 'b'], not ['ab'].
+        if (raw == null || (prefix && k !== this.key(prefix) && !k.startsWith(`${this.key(prefix)}::`))) continue;
+        yield { key: this.unkey(k), value: JSON.parse(raw) };
+      }
+    } while (cursor !== '0');
+  }
+}
+
+// KEYS[1]; ARGV: whether a value is expected, the expected JSON, the new JSON, the TTL in ms (0: none).
+// Values are compared as JSON text, which holds for the values Fedify stores (it writes what it read).
+const CAS_SCRIPT = `
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '0' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+if tonumber(ARGV[4]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+else
+  redis.call('SET', KEYS[1], ARGV[3])
+end
+return 1
+`;

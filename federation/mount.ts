@@ -1,0 +1,76 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { AppContext } from '../context.ts';
+
+/** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
+const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|inbox$)/;
+/** ActivityPub bodies are small; a larger one is refused before it is read whole. */
+const MAX_BODY_BYTES = 1024 * 1024;
+const FALL_THROUGH = 'x-fedi-fall-through';
+
+class BodyTooLarge extends Error {}
+
+function readBody(raw: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = Number(raw.headers['content-length'] ?? 0);
+    if (size > MAX_BODY_BYTES) return reject(new BodyTooLarge());
+    size = 0;
+    raw.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        raw.removeAllListeners('data');
+        raw.resume();
+        reject(new BodyTooLarge());
+      } else chunks.push(chunk);
+    });
+    raw.on('end', () => resolve(Buffer.concat(chunks)));
+    raw.on('error', reject);
+  });
+}
+
+function toWebRequest(ctx: AppContext, request: FastifyRequest, body: Buffer | undefined): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  // The public origin, not the socket's: behind a proxy that is what other servers signed and addressed.
+  return new Request(new URL(request.url, ctx.config.publicUrl), { method: request.method, headers, body: body && body.length > 0 ? new Uint8Array(body) : undefined });
+}
+
+/**
+ * Mounts Fedify in front of Fastify's routes: requests on federation paths go to Fedify first, and what Fedify does
+ * not handle (an unknown path, a browser asking for HTML) falls through to Fastify's own routes.
+ */
+async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  app.addHook('onRequest', async (request, reply) => {
+    const path = request.url.split('?', 1)[0]!;
+    if (!FEDERATION_PATH.test(path) || (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'POST')) return;
+    let body: Buffer | undefined;
+    if (request.method === 'POST') {
+      try {
+        body = await readBody(request.raw);
+      } catch (err) {
+        if (err instanceof BodyTooLarge) return reply.code(413).send({ error: 'Request entity too large' });
+        throw err;
+      }
+    }
+    const response = await ctx.federation.fetch(toWebRequest(ctx, request, body), {
+      contextData: ctx,
+      onNotFound: () => new Response(null, { status: 404, headers: { [FALL_THROUGH]: '1' } }),
+      onNotAcceptable: () => new Response(null, { status: 406, headers: { [FALL_THROUGH]: '1' } }),
+    });
+    if (response.headers.has(FALL_THROUGH)) {
+      // A POST body has been read: nothing after this could read it again, so it ends here.
+      if (body !== undefined) return reply.code(404).send({ error: 'Record not found' });
+      return;
+    }
+    reply.code(response.status);
+    response.headers.forEach((value, name) => void reply.header(name, value));
+    return reply.send(Buffer.from(await response.arrayBuffer()));
+  });
+}
+
+export default fp(federationHook, { name: 'federation' });

@@ -1,0 +1,102 @@
+import { Temporal } from '@js-temporal/polyfill';
+import { Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Tombstone, type Recipient } from '@fedify/vocab';
+import type { Context } from '@fedify/fedify';
+import type { AppContext } from '../context.ts';
+import type { AccountRow } from '../storage/accounts.ts';
+import type { StatusRow } from '../storage/statuses.ts';
+import { findAccountsByIds } from '../storage/accounts.ts';
+import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
+import { accountUri } from '../http/serializers/account.ts';
+import { statusUri } from '../http/serializers/status.ts';
+
+const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
+
+/** A local account as an ActivityPub Person (what Mastodon publishes at /users/:username). */
+export async function personOf(fed: Context<AppContext>, account: AccountRow): Promise<Person> {
+  const identifier = account.username;
+  const keys = await fed.getActorKeyPairs(identifier);
+  const app = fed.data;
+  return new Person({
+    id: fed.getActorUri(identifier),
+    preferredUsername: account.username,
+    name: account.display_name,
+    summary: account.note_html,
+    url: new URL(`/@${account.username}`, app.config.publicUrl),
+    published: instant(account.created_at),
+    inbox: fed.getInboxUri(identifier),
+    outbox: fed.getOutboxUri(identifier),
+    followers: fed.getFollowersUri(identifier),
+    following: fed.getFollowingUri(identifier),
+    featured: fed.getFeaturedUri(identifier),
+    endpoints: new Endpoints({ sharedInbox: fed.getInboxUri() }),
+    publicKey: keys[0]?.cryptographicKey,
+    assertionMethods: keys.map((k) => k.multikey),
+    manuallyApprovesFollowers: account.locked,
+    discoverable: account.discoverable ?? false,
+    indexable: account.indexable,
+    icon: account.avatar_file ? new Image({ url: new URL(app.fileHost.url(account.avatar_file)), mediaType: account.avatar_content_type }) : null,
+    image: account.header_file ? new Image({ url: new URL(app.fileHost.url(account.header_file)), mediaType: account.header_content_type }) : null,
+  });
+}
+
+/** An account as Fedify addresses deliveries to it: its id, inbox and shared inbox. */
+export function recipientOf(app: AppContext, a: AccountRow): Recipient {
+  if (a.domain === null) {
+    const id = new URL(accountUri(app.render, a));
+    return { id, inboxId: new URL(`${id.href}/inbox`), endpoints: { sharedInbox: new URL('/inbox', app.config.publicUrl) } };
+  }
+  return {
+    id: a.uri ? new URL(a.uri) : null,
+    inboxId: a.inbox_url ? new URL(a.inbox_url) : null,
+    endpoints: a.shared_inbox_url ? { sharedInbox: new URL(a.shared_inbox_url) } : null,
+  };
+}
+
+/** Who a status is addressed to, as Mastodon addresses it. */
+export function audienceOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow, mentioned: AccountRow[]): { to: URL[]; cc: URL[] } {
+  const followers = fed.getFollowersUri(author.username);
+  const mentions = mentioned.map((a) => new URL(accountUri(fed.data.render, a)));
+  switch (s.visibility) {
+    case 'public': return { to: [PUBLIC_COLLECTION], cc: [followers, ...mentions] };
+    case 'unlisted': return { to: [followers], cc: [PUBLIC_COLLECTION, ...mentions] };
+    case 'private': return { to: [followers], cc: mentions };
+    case 'direct': return { to: mentions, cc: [] };
+  }
+}
+
+/** A status of a local account as a Note, with what the wire needs and nothing internal (no deleted flag). */
+export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): Promise<{ note: Note; mentioned: AccountRow[] }> {
+  const app = fed.data;
+  const [mentionIds, tagNames, parent] = await Promise.all([
+    mentionsOf(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
+    tagsOf(app.db, [s.id]).then((t) => t.get(s.id) ?? []),
+    s.in_reply_to_id ? findStatus(app.db, s.in_reply_to_id) : Promise.resolve(null),
+  ]);
+  const related = await findAccountsByIds(app.db, [...mentionIds, ...(parent ? [parent.account_id] : [])]);
+  const mentioned = related.filter((a) => mentionIds.includes(a.id));
+  const parentAuthor = parent ? related.find((a) => a.id === parent.account_id) : undefined;
+  const { to, cc } = audienceOf(fed, author, s, mentioned);
+  const note = new Note({
+    id: new URL(statusUri(app.render, s, author.username)),
+    url: new URL(`/@${author.username}/${s.id}`, app.config.publicUrl),
+    attribution: fed.getActorUri(author.username),
+    content: s.content,
+    summary: s.spoiler_text === '' ? null : s.spoiler_text,
+    sensitive: s.sensitive,
+    published: instant(s.created_at),
+    updated: s.edited_at ? instant(s.edited_at) : null,
+    replyTarget: parent && parentAuthor ? new URL(statusUri(app.render, parent, parentAuthor.username)) : null,
+    tos: to,
+    ccs: cc,
+    tags: [
+      ...mentioned.map((a) => new Mention({ href: new URL(accountUri(app.render, a)), name: `@${a.username}@${a.domain ?? app.config.localDomain}` })),
+      ...tagNames.map((name) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(name.toLowerCase())}`, app.config.publicUrl), name: `#${name}` })),
+    ],
+  });
+  return { note, mentioned };
+}
+
+/** What replaces a deleted status on the wire: a Tombstone with its id, never the status with a flag. */
+export function tombstoneOf(app: AppContext, author: AccountRow, s: StatusRow): Tombstone {
+  return new Tombstone({ id: new URL(statusUri(app.render, s, author.username)) });
+}

@@ -1,0 +1,131 @@
+import { Accept, Announce, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Recipient } from '@fedify/vocab';
+import type { Context } from '@fedify/fedify';
+import type { AppContext } from '../context.ts';
+import type { Delivery } from '../services/deliveries.ts';
+import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
+import { findStatus } from '../storage/statuses.ts';
+import { remoteFollowersBatch } from '../storage/follows.ts';
+import { accountUri } from '../http/serializers/account.ts';
+import { statusUri } from '../http/serializers/status.ts';
+import { audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
+
+const BATCH = 1000;
+
+/**
+ * Sends what a Delivery reports, signed by the local account it is from, to the remote accounts it concerns.
+ * Fedify queues one message per inbox (shared inboxes preferred) on the federation queue, which retries them.
+ * Deliveries that concern no remote account send nothing.
+ */
+export async function deliverActivity(app: AppContext, d: Delivery): Promise<void> {
+  const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
+  switch (d.activity) {
+    case 'Follow':
+    case 'UndoFollow': {
+      const [me, target] = await pair(app, d.accountId, d.targetId);
+      if (!me || !target || me.domain !== null || target.domain === null) return;
+      const follow = new Follow({ id: d.followUri ? new URL(d.followUri) : null, actor: actorId(app, me), object: actorId(app, target) });
+      const activity = d.activity === 'Follow' ? follow : new Undo({ id: new URL(`${d.followUri ?? actorId(app, me).href}#undo`), actor: actorId(app, me), object: follow });
+      await fed.sendActivity({ identifier: me.username }, recipientOf(app, target), activity);
+      return;
+    }
+    case 'AcceptFollow':
+    case 'RejectFollow': {
+      const [me, requester] = await pair(app, d.accountId, d.requesterId);
+      if (!me || !requester || me.domain !== null || requester.domain === null) return;
+      const follow = new Follow({ id: d.followUri ? new URL(d.followUri) : null, actor: actorId(app, requester), object: actorId(app, me) });
+      const Answer = d.activity === 'AcceptFollow' ? Accept : Reject;
+      const id = new URL(`${actorId(app, me).href}#${d.activity === 'AcceptFollow' ? 'accepts' : 'rejects'}/follows/${requester.id}/${Date.now()}`);
+      await fed.sendActivity({ identifier: me.username }, recipientOf(app, requester), new Answer({ id, actor: actorId(app, me), object: follow }));
+      return;
+    }
+    case 'Create':
+    case 'Delete': {
+      const status = await findStatus(app.db, d.statusId);
+      const author = status ? await findAccountById(app.db, status.account_id) : null;
+      if (!status || !author || author.domain !== null || status.reblog_of_id) return;
+      // A status deleted before its Create went out is not announced at all.
+      if (d.activity === 'Create' && status.deleted_at) return;
+      const { note, mentioned } = await noteOf(fed, author, status);
+      const { to, cc } = audienceOf(fed, author, status, mentioned);
+      const uri = new URL(statusUri(app.render, status, author.username));
+      const activity = d.activity === 'Create'
+        ? new Create({ id: new URL(`${uri.href}/activity`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.published })
+        : new Delete({ id: new URL(`${uri.href}#delete`), actor: actorId(app, author), object: tombstoneOf(app, author, status), tos: to, ccs: cc });
+      await sendToAudience(app, fed, author, status.visibility !== 'direct', mentioned, activity, uri.href);
+      return;
+    }
+    case 'Like':
+    case 'UndoLike': {
+      const status = await findStatus(app.db, d.statusId);
+      const [me, author] = status ? await pair(app, d.accountId, status.account_id) : [null, null];
+      if (!status || !me || !author || me.domain !== null || author.domain === null) return;
+      const object = new URL(statusUri(app.render, status, author.username));
+      const like = new Like({ id: new URL(`${actorId(app, me).href}#likes/${status.id}`), actor: actorId(app, me), object });
+      const activity = d.activity === 'Like' ? like : new Undo({ id: new URL(`${actorId(app, me).href}#likes/${status.id}/undo/${Date.now()}`), actor: actorId(app, me), object: like });
+      await fed.sendActivity({ identifier: me.username }, recipientOf(app, author), activity);
+      return;
+    }
+    case 'Announce':
+    case 'UndoAnnounce': {
+      const reblog = await findStatus(app.db, d.reblogId);
+      const original = reblog?.reblog_of_id ? await findStatus(app.db, reblog.reblog_of_id) : null;
+      const [me, author] = reblog && original ? await pair(app, reblog.account_id, original.account_id) : [null, null];
+      if (!reblog || !original || !me || !author || me.domain !== null) return;
+      const id = new URL(`${statusUri(app.render, reblog, me.username)}/activity`);
+      const announce = new Announce({
+        id, actor: actorId(app, me), object: new URL(statusUri(app.render, original, author.username)),
+        tos: reblog.visibility === 'public' ? [PUBLIC_COLLECTION] : [fed.getFollowersUri(me.username)],
+        ccs: [actorId(app, author), reblog.visibility === 'public' ? fed.getFollowersUri(me.username) : PUBLIC_COLLECTION],
+      });
+      const activity = d.activity === 'Announce' ? announce : new Undo({ id: new URL(`${id.href}#undo`), actor: actorId(app, me), object: announce });
+      await sendToAudience(app, fed, me, true, [author], activity, id.href);
+      return;
+    }
+    case 'UpdatePerson': {
+      const me = await findAccountById(app.db, d.accountId);
+      if (!me || me.domain !== null) return;
+      const person = await personOf(fed, me);
+      const update = new Update({ id: new URL(`${actorId(app, me).href}#updates/${Date.now()}`), actor: actorId(app, me), object: person, tos: [PUBLIC_COLLECTION] });
+      await sendToAudience(app, fed, me, true, [], update, null);
+      return;
+    }
+  }
+}
+
+function actorId(app: AppContext, a: AccountRow): URL {
+  return new URL(accountUri(app.render, a));
+}
+
+async function pair(app: AppContext, a: string, b: string): Promise<[AccountRow | null, AccountRow | null]> {
+  const rows = await findAccountsByIds(app.db, [a, b]);
+  return [rows.find((r) => r.id === a) ?? null, rows.find((r) => r.id === b) ?? null];
+}
+
+/**
+ * Sends to the sender's remote followers (not for direct statuses) and the remote accounts named, a thousand
+ * followers at a time, each account once. The ordering key keeps a Delete behind its Create.
+ */
+async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender: AccountRow, toFollowers: boolean, named: AccountRow[], activity: Create | Delete | Announce | Undo | Update, orderingKey: string | null): Promise<void> {
+  const options = { preferSharedInbox: true, ...(orderingKey ? { orderingKey } : {}) };
+  const seen = new Set<string>();
+  const send = async (accounts: AccountRow[]) => {
+    const recipients: Recipient[] = [];
+    for (const a of accounts) {
+      if (a.domain === null || seen.has(a.id)) continue;
+      seen.add(a.id);
+      recipients.push(recipientOf(app, a));
+    }
+    if (recipients.length > 0) await fed.sendActivity({ identifier: sender.username }, recipients, activity, options);
+  };
+  if (toFollowers) {
+    let after = '0';
+    for (;;) {
+      const batch = await remoteFollowersBatch(app.db, sender.id, after, BATCH);
+      if (batch.length === 0) break;
+      after = batch.at(-1)!.followId;
+      await send(batch.map((b) => b.account));
+    }
+  }
+  await send(named);
+}
+

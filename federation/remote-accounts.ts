@@ -1,0 +1,114 @@
+import { Application, Image, Link, PropertyValue, Service, isActor, type Actor } from '@fedify/vocab';
+import type { Context } from '@fedify/fedify';
+import type { AppContext } from '../context.ts';
+import { findAccountByUri, findAccountByUsername, upsertRemoteAccount, type AccountRow, type RemoteAccount } from '../storage/accounts.ts';
+import { sanitizeRemoteHtml, escapeHtml } from '../text/render.ts';
+
+/** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
+const STALE_AFTER_MS = 24 * 3600 * 1000;
+
+const text = (v: unknown): string => (v == null ? '' : String(v));
+
+function href(v: URL | Link | null | undefined): string | null {
+  if (!v) return null;
+  return v instanceof Link ? (v.href?.href ?? null) : v.href;
+}
+
+async function imageUrl(get: () => Promise<Image | null>): Promise<string | null> {
+  try {
+    const image = await get();
+    return href(image?.url as URL | Link | null | undefined);
+  } catch {
+    return null; // a broken image link is no reason to refuse the actor
+  }
+}
+
+/** What we keep of a remote actor. The domain is its id's host (servers that split handle and host domains are rare). */
+export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | null> {
+  if (!actor.id || !actor.preferredUsername) return null;
+  const fields = [];
+  for await (const a of actor.getAttachments()) {
+    if (a instanceof PropertyValue && fields.length < 16) {
+      const value = sanitizeRemoteHtml(text(a.value));
+      fields.push({ name: escapeHtml(text(a.name)).slice(0, 255), value, value_html: value, verified_at: null });
+    }
+  }
+  return {
+    uri: actor.id.href,
+    username: text(actor.preferredUsername).slice(0, 255),
+    domain: actor.id.host.toLowerCase(),
+    displayName: text(actor.name).slice(0, 255),
+    noteHtml: sanitizeRemoteHtml(text(actor.summary)),
+    url: href(actor.url as URL | Link | null),
+    inboxUrl: actor.inboxId?.href ?? null,
+    sharedInboxUrl: actor.endpoints?.sharedInbox?.href ?? null,
+    outboxUrl: actor.outboxId?.href ?? null,
+    followersUrl: actor.followersId?.href ?? null,
+    locked: actor.manuallyApprovesFollowers ?? false,
+    bot: actor instanceof Service || actor instanceof Application,
+    discoverable: actor.discoverable ?? null,
+    avatarUrl: await imageUrl(() => actor.getIcon()),
+    headerUrl: await imageUrl(() => actor.getImage()),
+    fields,
+    createdAt: actor.published ? new Date(actor.published.epochMilliseconds) : null,
+  };
+}
+
+/** Stores (or refreshes) a remote actor as an account row, telling caches when it is an update. */
+export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<AccountRow | null> {
+  const data = await remoteAccountFrom(actor);
+  if (!data) return null;
+  // Our own accounts are never overwritten by what another server says about them.
+  if (new URL(data.uri).origin === new URL(app.config.publicUrl).origin) return null;
+  const row = await upsertRemoteAccount(app.db, data);
+  await app.versions.bump({ accounts: [row.id] });
+  return row;
+}
+
+/**
+ * The account for a remote actor id: the stored row (refreshed in the background when stale), or the actor fetched
+ * and stored now.
+ */
+export async function accountForActorUri(app: AppContext, fed: Context<AppContext>, uri: string): Promise<AccountRow | null> {
+  const stored = await findAccountByUri(app.db, uri);
+  if (stored && !isStale(stored)) return stored;
+  const fetched = stored ? null : await fetchActor(fed, uri);
+  if (stored) {
+    void refreshInBackground(app, fed, uri);
+    return stored;
+  }
+  return fetched ? storeRemoteActor(app, fetched) : null;
+}
+
+/** The account for `user@domain`, by WebFinger and an actor fetch when not stored yet. */
+export async function resolveAcct(app: AppContext, fed: Context<AppContext>, username: string, domain: string): Promise<AccountRow | null> {
+  const stored = await findAccountByUsername(app.db, username, domain);
+  if (stored) {
+    if (isStale(stored) && stored.uri) void refreshInBackground(app, fed, stored.uri);
+    return stored;
+  }
+  const actor = await fetchActor(fed, `acct:${username}@${domain}`);
+  return actor ? storeRemoteActor(app, actor) : null;
+}
+
+function isStale(a: AccountRow): boolean {
+  return a.domain !== null && (!a.fetched_at || Date.now() - a.fetched_at.getTime() > STALE_AFTER_MS);
+}
+
+async function fetchActor(fed: Context<AppContext>, idOrHandle: string): Promise<Actor | null> {
+  try {
+    const found = await fed.lookupObject(idOrHandle);
+    return isActor(found) ? found : null;
+  } catch {
+    return null; // unreachable, refused, or not an actor: the caller answers "not found"
+  }
+}
+
+async function refreshInBackground(app: AppContext, fed: Context<AppContext>, uri: string): Promise<void> {
+  try {
+    const actor = await fetchActor(fed, uri);
+    if (actor && actor.id?.href === uri) await storeRemoteActor(app, actor);
+  } catch {
+    // a refresh that fails leaves the stored account as it was
+  }
+}

@@ -1,0 +1,19 @@
+import type { Queryable } from '../storage/db.ts';
+import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
+
+/**
+ * What is to be sent to other servers, written to the outbox in the transaction of the change it reports, so a
+ * crash after commit loses nothing (the outbox sweeper queues it again). The delivery job (federation/outbound.ts)
+ * builds the activity from the rows as they are then, and sends only what concerns remote accounts.
+ */
+export type Delivery =
+  | { activity: 'Follow' | 'UndoFollow'; accountId: string; targetId: string; followUri: string | null }
+  | { activity: 'AcceptFollow' | 'RejectFollow'; accountId: string; requesterId: string; followUri: string | null }
+  | { activity: 'Create' | 'Delete'; statusId: string }
+  | { activity: 'Like' | 'UndoLike'; accountId: string; statusId: string }
+  | { activity: 'Announce' | 'UndoAnnounce'; reblogId: string }
+  | { activity: 'UpdatePerson'; accountId: string };
+
+export function queueDelivery(db: Queryable, delivery: Delivery): Promise<OutboxRow> {
+  return addToOutbox(db, 'deliver', delivery);
+}

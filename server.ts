@@ -17,6 +17,7 @@ import { RenderedPageCache } from './services/page-cache.ts';
 import { createAppFederation } from './federation/index.ts';
 import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
+import { resolveAcct } from './federation/remote-accounts.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -36,7 +37,11 @@ export async function createContext(config: Config): Promise<AppContext> {
   const versions = new CacheVersions(redis, config.redisPrefix);
   const statusLoader = new StatusLoader(db, versions);
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
-  const actors = new ActorRegistry({ db, feeds, jobs, config, versions }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  // Mentions of unknown remote accounts resolve through the federation, which needs the finished context.
+  let self: AppContext | undefined;
+  const resolveRemote = (username: string, domain: string) =>
+    self ? resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain) : Promise.resolve(null);
+  const actors = new ActorRegistry({ db, feeds, jobs, config, versions, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   const ctx = {
     config,
     db,
@@ -56,6 +61,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   } as Omit<AppContext, 'federation'> as AppContext;
   // Fedify's handlers get this context as their data, so the federation is made once the rest exists.
   ctx.federation = createAppFederation(ctx, ctx.federationQueue);
+  self = ctx;
   return ctx;
 }
 

@@ -72,9 +72,15 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
 }
 
+/**
+ * The Follow an Accept or Reject answers. It is ours (our origin), embedded by the other server; it is read as
+ * embedded rather than fetched back, and only ever acts on a request our database holds between the two accounts.
+ */
+const answeredFollow = (answer: Accept | Reject) => answer.getObject({ crossOrigin: 'trust' });
+
 /** Accept of our Follow: the pending request becomes a follow. */
 async function onAccept(fed: Fed, accept: Accept): Promise<void> {
-  const object = await accept.getObject();
+  const object = await answeredFollow(accept);
   if (!(object instanceof Follow)) return;
   const remote = await sender(fed, accept);
   const local = await localActor(fed, object.actorId);
@@ -84,7 +90,7 @@ async function onAccept(fed: Fed, accept: Accept): Promise<void> {
 
 /** Reject of our Follow (or of one accepted before): neither a request nor a follow remains. */
 async function onReject(fed: Fed, reject: Reject): Promise<void> {
-  const object = await reject.getObject();
+  const object = await answeredFollow(reject);
   if (!(object instanceof Follow)) return;
   const remote = await sender(fed, reject);
   const local = await localActor(fed, object.actorId);

@@ -12,6 +12,7 @@ import { RedisKvStore } from './kv.ts';
 import type { BullMqMessageQueue } from './queue.ts';
 import { noteOf, personOf, recipientOf } from './objects.ts';
 import { registerInboxListeners } from './inbox.ts';
+import { routeFedifyLogs } from './logging.ts';
 
 export type AppFederation = Federation<AppContext>;
 
@@ -31,6 +32,7 @@ const PAGE = 40;
  * servers already hold keep working.
  */
 export function createAppFederation(app: AppContext, queue: BullMqMessageQueue): AppFederation {
+  routeFedifyLogs(app.config.logLevel);
   const federation = createFederation<AppContext>({
     kv: new RedisKvStore(app.redis, app.config.redisPrefix),
     queue,
@@ -48,6 +50,8 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       const account = await publishedLocalAccount(fed.data, identifier);
       return account ? personOf(fed, account) : null;
     })
+    // WebFinger handles are usernames, matched case-insensitively like every other lookup of them.
+    .mapHandle(async (fed, username) => (await publishedLocalAccount(fed.data, username))?.username ?? null)
     .setKeyPairsDispatcher(async (fed, identifier) => {
       const account = await publishedLocalAccount(fed.data, identifier);
       return account ? fed.data.keyRing.keyPairs(account.id) : [];

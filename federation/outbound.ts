@@ -3,7 +3,7 @@ import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { Delivery } from '../services/deliveries.ts';
 import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
-import { findStatus } from '../storage/statuses.ts';
+import { findStatus, findStatusRecord } from '../storage/statuses.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri } from '../http/serializers/account.ts';
 import { statusUri } from '../http/serializers/status.ts';
@@ -40,7 +40,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
     }
     case 'Create':
     case 'Delete': {
-      const status = await findStatus(app.db, d.statusId);
+      const status = await findStatusRecord(app.db, d.statusId);
       const author = status ? await findAccountById(app.db, status.account_id) : null;
       if (!status || !author || author.domain !== null || status.reblog_of_id) return;
       // A status deleted before its Create went out is not announced at all.
@@ -67,8 +67,8 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
     }
     case 'Announce':
     case 'UndoAnnounce': {
-      const reblog = await findStatus(app.db, d.reblogId);
-      const original = reblog?.reblog_of_id ? await findStatus(app.db, reblog.reblog_of_id) : null;
+      const reblog = await findStatusRecord(app.db, d.reblogId);
+      const original = reblog?.reblog_of_id ? await findStatusRecord(app.db, reblog.reblog_of_id) : null;
       const [me, author] = reblog && original ? await pair(app, reblog.account_id, original.account_id) : [null, null];
       if (!reblog || !original || !me || !author || me.domain !== null) return;
       const id = new URL(`${statusUri(app.render, reblog, me.username)}/activity`);

@@ -4,7 +4,7 @@ import type { AccountRow, ProfileChanges, ProfileField } from '../storage/accoun
 import type { SourceDefaults } from '../storage/users.ts';
 import { renderInline } from '../text/render.ts';
 import { renderStatusText } from '../text/status.ts';
-import { resolveLocalMentions } from './statuses.ts';
+import { resolveMentions } from './statuses.ts';
 import { processProfileImage, type ProfileImageKind } from './images.ts';
 
 export interface ProfileUpdate {
@@ -49,7 +49,7 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     const note = u.note.replace(/\r\n?/g, '\n');
     changes.noteSource = note;
     // Rendered like a status: links, @mentions of known accounts and #hashtags, as Mastodon renders bios.
-    const { map } = await resolveLocalMentions(ctx.db, ctx.config, note);
+    const { map } = await resolveMentions(ctx.db, ctx.config, note);
     changes.noteHtml = renderStatusText(note, { publicUrl: ctx.config.publicUrl, localDomain: ctx.config.localDomain, mentions: map });
   }
   if (u.fields !== undefined) {

@@ -20,6 +20,8 @@ export interface StatusDeps {
   jobs: JobQueues;
   config: Config;
   versions: CacheVersions;
+  /** Finds an account of another server by WebFinger (federation/remote-accounts.ts); absent, unknown ones stay text. */
+  resolveRemote?: (username: string, domain: string) => Promise<AccountRow | null>;
 }
 
 export interface PostParams {
@@ -46,15 +48,17 @@ async function enqueueAll(jobs: JobQueues, rows: OutboxRow[]): Promise<void> {
   await Promise.all(rows.map((r) => jobs.enqueue(r).catch(() => {})));
 }
 
-/** The local accounts a text mentions, with what rendering needs to link them, and its hashtags. */
-export async function resolveLocalMentions(db: Db, config: Config, text: string): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
+/** The accounts a text mentions, with what rendering needs to link them, and its hashtags. */
+export async function resolveMentions(db: Db, config: Config, text: string, resolveRemote?: StatusDeps['resolveRemote']): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
   const parsed = parseStatusText(text);
   const map = new Map<string, ResolvedMention>();
   const accounts: AccountRow[] = [];
   for (const ref of parsed.mentions.slice(0, 50)) {
     const local = ref.domain === null || ref.domain === config.localDomain.toLowerCase();
-    // Remote accounts are resolved by federation; until then, an unknown remote handle stays plain text.
-    const account = await findAccountByUsername(db, ref.username, local ? null : ref.domain);
+    // A remote account not known yet is looked up by WebFinger; one that cannot be found stays plain text.
+    const account = local
+      ? await findAccountByUsername(db, ref.username, null)
+      : ((await findAccountByUsername(db, ref.username, ref.domain)) ?? (await resolveRemote?.(ref.username, ref.domain!).catch(() => null)) ?? null);
     if (!account || account.suspended_at) continue;
     accounts.push(account);
     const url = account.domain === null ? `${config.publicUrl}/@${account.username}` : (account.url ?? account.uri ?? '');
@@ -83,7 +87,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();
   }
   const visibility = p.visibility ?? ((await findUserByAccountId(db, accountId))?.default_privacy as statuses.Visibility | undefined) ?? 'public';
-  const { accounts: mentioned, map, tags } = await resolveLocalMentions(db, config, p.text);
+  const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, deps.resolveRemote);
   const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
 
   const result = await transaction(db, async (tx: PoolClient) => {

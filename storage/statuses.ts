@@ -74,6 +74,12 @@ export async function markStatusDeleted(db: Queryable, status: StatusRow): Promi
   return true;
 }
 
+/** A status row whether deleted or not: only for telling other servers of a deletion (never rendered). */
+export async function findStatusRecord(db: Queryable, id: string): Promise<StatusRow | null> {
+  const { rows } = await db.query<StatusRow>(`SELECT ${COLUMNS} FROM statuses WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
 /** A live (not deleted) status. */
 export async function findStatus(db: Queryable, id: string): Promise<StatusRow | null> {
   const { rows } = await db.query<StatusRow>(`SELECT ${COLUMNS} FROM statuses WHERE id = $1 AND deleted_at IS NULL`, [id]);

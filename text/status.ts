@@ -5,7 +5,8 @@ import { escapeHtml } from './render.ts';
 const linkify = linkifyit();
 
 // Mastodon's shapes: `@user`, `@user@domain`, `#tag` (a tag needs a letter, so `#1` stays text).
-const MENTION = /(?<![\p{L}\p{N}_@/.])@([a-z0-9_]+(?:[.-]+[a-z0-9_]+)*)(?:@([a-z0-9-]+(?:\.[a-z0-9-]+)+))?/giu;
+// The domain part may be a bare host (as Mastodon allows) and carry a port (servers on non-standard ports).
+const MENTION = /(?<![\p{L}\p{N}_@/.])@([a-z0-9_]+(?:[.-]+[a-z0-9_]+)*)(?:@([a-z0-9-]+(?:\.[a-z0-9-]+)*(?::\d{1,5})?))?/giu;
 const HASHTAG = /(?<![\p{L}\p{N}_/&#])#([\p{L}\p{N}_]*[\p{L}_][\p{L}\p{N}_]*)/gu;
 
 export interface MentionRef {

@@ -10,6 +10,7 @@ import { pageParams, setLinkHeader } from '../../paging.ts';
 import { ApiError, forbidden, notFound, unprocessable } from '../../../errors.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { findUserByAccountId, pendingAccountIds } from '../../../storage/users.ts';
+import { resolveAcct } from '../../../federation/remote-accounts.ts';
 import { findApplicationById, insertAccessToken } from '../../../storage/oauth.ts';
 import * as follows from '../../../storage/follows.ts';
 import { registerLocalAccount } from '../../../services/accounts.ts';
@@ -68,6 +69,12 @@ async function visibleAccount(ctx: AppContext, id: string): Promise<AccountRow> 
 async function relationshipOf(ctx: AppContext, viewerId: string, targetId: string) {
   const rels = await follows.relationships(ctx.db, viewerId, [targetId]);
   return renderRelationship(targetId, rels.get(targetId));
+}
+
+/** `user@domain` of another server: the stored account, or the one WebFinger and the actor document describe. */
+async function resolveRemoteAcct(ctx: AppContext, username: string, domain: string) {
+  if (!/^[a-z0-9_.-]{1,255}$/i.test(username) || !/^[a-z0-9.-]{1,253}(:\d{1,5})?$/i.test(domain)) return null;
+  return resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain.toLowerCase());
 }
 
 export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
@@ -174,7 +181,10 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const acct = request.query.acct.replace(/^@/, '');
     const [username, domain] = acct.split('@') as [string, string | undefined];
     const local = domain === undefined || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
-    const account = await findAccountByUsername(ctx.db, username, local ? null : domain);
+    // An account of another server not known yet is found by WebFinger and stored (federation/remote-accounts.ts).
+    const account = local
+      ? await findAccountByUsername(ctx.db, username, null)
+      : await resolveRemoteAcct(ctx, username, domain);
     if (!account || account.suspended_at || await pending(ctx, account)) throw notFound();
     return renderAccount(r, account);
   });

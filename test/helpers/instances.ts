@@ -1,0 +1,39 @@
+import { startTestServer, type TestServer } from './server.ts';
+import { freePort } from './listen.ts';
+
+export interface Instance extends TestServer {
+  /** Host and port: the domain in this instance's handles. */
+  domain: string;
+  url: string;
+}
+
+/**
+ * A server that other test servers reach as a real https origin on loopback (`https://localhost:<port>`), with the
+ * certificate signed by this run's test authority (test/helpers/tls.ts), and allowed to fetch loopback addresses.
+ */
+export async function startHttpsInstance(overrides: Record<string, string> = {}): Promise<Instance> {
+  const port = await freePort();
+  const domain = `localhost:${port}`;
+  const server = await startTestServer({
+    LOCAL_DOMAIN: domain,
+    TLS_CERT_FILE: process.env.TEST_TLS_CERT_FILE!,
+    TLS_KEY_FILE: process.env.TEST_TLS_KEY_FILE!,
+    ALLOW_PRIVATE_ADDRESSES: 'true',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...overrides,
+  });
+  await server.app.listen({ port, host: '127.0.0.1' });
+  return { ...server, domain, url: `https://${domain}` };
+}
+
+/** Polls `read` until `ok` holds of its value (effects crossing servers travel through queues), then returns it. */
+export async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let value = await read();
+  while (!ok(value)) {
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}; last value: ${JSON.stringify(value)?.slice(0, 500)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    value = await read();
+  }
+  return value;
+}

@@ -14,9 +14,17 @@ type Fed = InboxContext<AppContext>;
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }).child({ part: 'inbox' });
 
-/** The three ways servers write "public" (the full IRI, the compact `as:Public`, and the bare `Public`). */
-const PUBLIC_FORMS = new Set(['https://www.w3.org/ns/activitystreams#Public', 'as:Public', 'Public']);
-export const isPublic = (u: URL | null | undefined) => !!u && (PUBLIC_FORMS.has(u.href) || PUBLIC_FORMS.has(decodeURIComponent(u.href)));
+/**
+ * The three ways servers write "public": the full IRI, the compact `as:Public` (JSON-LD expands it to the IRI), and
+ * the bare `Public`, which JSON-LD reads as a relative IRI and resolves against the document it came in: a URL of
+ * the sender's own origin whose last segment is `Public`. (Only the sender can address its own documents so.)
+ */
+const PUBLIC = 'https://www.w3.org/ns/activitystreams#Public';
+export function isPublic(u: URL | null | undefined, documentId: URL | null): boolean {
+  if (!u) return false;
+  if (u.href === PUBLIC || u.href === 'as:Public' || u.href === 'Public') return true;
+  return documentId !== null && u.origin === documentId.origin && u.pathname.endsWith('/Public') && u.search === '' && u.hash === '';
+}
 
 /**
  * Incoming activities (Fedify has checked the HTTP signature and that the signer is the activity's actor before any
@@ -123,8 +131,9 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
 function visibilityOf(note: Note, author: AccountRow): Visibility {
   const to = note.toIds;
   const cc = note.ccIds;
-  if (to.some(isPublic)) return 'public';
-  if (cc.some(isPublic)) return 'unlisted';
+  const pub = (u: URL) => isPublic(u, note.id);
+  if (to.some(pub)) return 'public';
+  if (cc.some(pub)) return 'unlisted';
   const followers = author.followers_url;
   if (followers && [...to, ...cc].some((u) => u.href === followers)) return 'private';
   return 'direct';
@@ -220,6 +229,6 @@ async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   const remote = status ? await sender(fed, announce) : null;
   if (!status || !remote || remote.domain === null || status.deleted_at || status.reblog_of_id) return;
   if (status.visibility !== 'public' && status.visibility !== 'unlisted') return;
-  const visibility: Visibility = announce.toIds.some(isPublic) ? 'public' : 'unlisted';
+  const visibility: Visibility = announce.toIds.some((u) => isPublic(u, announce.id)) ? 'public' : 'unlisted';
   await fed.data.actors.ask(remote.id, { type: 'reblog', status, visibility, uri: announce.id.href });
 }

@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
+import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
+import { Temporal } from '@js-temporal/polyfill';
+import { findStatusByUri } from '../../storage/statuses.ts';
 
 // Two instances of this server with different domains, separate databases and Redis prefixes, federating over
 // real https on loopback. Every step is observed through each side's Mastodon API.
@@ -97,5 +100,97 @@ describe('two servers federating', () => {
   it('unfollows across servers', async () => {
     expect((await api(a, alice, 'POST', `/api/v1/accounts/${bobOnA.id}/unfollow`)).status).toBe(200);
     await until(async () => (await api(b, bob, 'GET', `/api/v1/accounts/${bob.id}/followers`)).body as Json[], (l) => l.length === 0, 'b: bob has no followers');
+  });
+});
+
+describe('inbox security', () => {
+  let n = 0;
+  // A Create of a Note by bob (on b), addressed publicly in one of the three ways servers write it.
+  const createByBob = (publicForm = 'https://www.w3.org/ns/activitystreams#Public', actor = `${b.url}/users/bob`) => {
+    n += 1;
+    const note = `${b.url}/users/bob/statuses/${9_000_000_000 + n}`;
+    return {
+      note,
+      body: JSON.stringify({
+        '@context': 'https://www.w3.org/ns/activitystreams',
+        id: `${note}/activity`, type: 'Create', actor, to: [publicForm],
+        object: { id: note, type: 'Note', attributedTo: actor, content: `<p>signed test ${n}</p>`, to: [publicForm], published: new Date().toISOString() },
+      }),
+    };
+  };
+  const bobsKey = async () => (await b.ctx.keyRing.keyPairs(bob.id))[0]!.privateKey;
+  const keyId = () => new URL(`${b.url}/users/bob#main-key`);
+  const inboxRequest = (body: string) => new Request(`${a.url}/inbox`, { method: 'POST', body, headers: { 'content-type': 'application/activity+json', accept: 'application/activity+json' } });
+  const stored = async (note: string) => (await findStatusByUri(a.ctx.db, note)) !== null;
+
+  it('refuses unsigned, forged, wrong-key, stale and impersonating POSTs with 401, storing nothing', async () => {
+    const refused: string[] = [];
+    const expect401 = async (what: string, request: Request, note: string) => {
+      const res = await fetch(request);
+      expect(res.status, `${what}: ${await res.text()}`).toBe(401);
+      refused.push(note);
+    };
+
+    const unsigned = createByBob();
+    await expect401('unsigned', inboxRequest(unsigned.body), unsigned.note);
+
+    const forged = createByBob();
+    const signed = await signRequest(inboxRequest(forged.body), await bobsKey(), keyId(), { spec: 'draft-cavage-http-signatures-12' });
+    const tampered = forged.body.replace('signed test', 'tampered test');
+    await expect401('forged body', new Request(signed.url, { method: 'POST', headers: signed.headers, body: tampered }), forged.note);
+
+    const wrongKey = createByBob();
+    const otherKey = (await generateCryptoKeyPair('RSASSA-PKCS1-v1_5')).privateKey;
+    await expect401('wrong key', await signRequest(inboxRequest(wrongKey.body), otherKey, keyId(), { spec: 'draft-cavage-http-signatures-12' }), wrongKey.note);
+
+    const stale = createByBob();
+    const twoHoursAgo = Temporal.Now.instant().subtract({ hours: 2 });
+    await expect401('stale', await signRequest(inboxRequest(stale.body), await bobsKey(), keyId(), { spec: 'draft-cavage-http-signatures-12', currentTime: twoHoursAgo }), stale.note);
+
+    const impersonating = createByBob(undefined, `${b.url}/users/carol`);
+    await expect401('signed by bob as carol', await signRequest(inboxRequest(impersonating.body), await bobsKey(), keyId(), { spec: 'draft-cavage-http-signatures-12' }), impersonating.note);
+
+    // The control: the same kind of request, properly signed (draft-cavage as Mastodon sends, and RFC 9421), is stored.
+    const cavage = createByBob('as:Public');
+    const rfc9421 = createByBob('Public');
+    for (const [ok, spec] of [[cavage, 'draft-cavage-http-signatures-12'], [rfc9421, 'rfc9421']] as const) {
+      const res = await fetch(await signRequest(inboxRequest(ok.body), await bobsKey(), keyId(), { spec }));
+      expect(res.status, `${spec}: ${await res.text()}`).toBe(202);
+    }
+    await until(async () => (await stored(cavage.note)) && (await stored(rfc9421.note)), (v) => v, 'a: the signed notes stored');
+    for (const note of refused) expect(await stored(note), note).toBe(false);
+
+    // `as:Public` and `Public` both mean public: the notes are on a's public timeline.
+    const publicIds = ((await api(a, null, 'GET', '/api/v1/timelines/public?remote=true')).body as Json[]).map((s) => s.uri);
+    expect(publicIds).toEqual(expect.arrayContaining([cavage.note, rfc9421.note]));
+
+    // The same activity again has no second effect.
+    const again = await fetch(await signRequest(inboxRequest(cavage.body), await bobsKey(), keyId(), { spec: 'draft-cavage-http-signatures-12' }));
+    expect([202, 200]).toContain(again.status);
+    await new Promise((r) => setTimeout(r, 300));
+    const { rows } = await a.ctx.db.query('SELECT count(*)::int AS n FROM statuses WHERE uri = $1', [cavage.note]);
+    expect(rows[0].n).toBe(1);
+  });
+});
+
+describe('what is sent', () => {
+  it('sends a Tombstone for a deleted status, with no trace of the internal deleted flag', async () => {
+    const received: Json[] = [];
+    const original = b.ctx.federation.fetch.bind(b.ctx.federation);
+    b.ctx.federation.fetch = async (request, options) => {
+      if (request.method === 'POST') received.push((await request.clone().json()) as Json);
+      return original(request, options);
+    };
+    try {
+      const post = (await api(a, alice, 'POST', '/api/v1/statuses', { status: `for you, @bob@${b.domain}`, visibility: 'direct' })).body;
+      await until(async () => received.some((x) => x.type === 'Create' && x.object?.id === post.uri), (v) => v, 'b: the Create arrives');
+      expect((await api(a, alice, 'DELETE', `/api/v1/statuses/${post.id}`)).status).toBe(200);
+      const del = await until(async () => received.find((x) => x.type === 'Delete'), (v) => v !== undefined, 'b: the Delete arrives');
+      expect(del).toMatchObject({ actor: `${a.url}/users/alice`, object: { id: post.uri, type: 'Tombstone' } });
+      const text = JSON.stringify(received);
+      expect(text).not.toMatch(/deleted_at|"deleted"|deletedAt/i);
+    } finally {
+      b.ctx.federation.fetch = original;
+    }
   });
 });

@@ -11,6 +11,33 @@ const FALL_THROUGH = 'x-fedi-fall-through';
 
 class BodyTooLarge extends Error {}
 
+const PUBLIC = 'https://www.w3.org/ns/activitystreams#Public';
+const ADDRESSING = new Set(['to', 'cc', 'bto', 'bcc', 'audience']);
+
+/**
+ * Fedify compacts the public collection to `as:Public` in documents it serves (deliveries it already normalises);
+ * software that does not read JSON-LD only knows the full IRI, so that is what we publish. Signed documents are
+ * left as they are.
+ */
+function withFullPublicIri(value: unknown, key = ''): unknown {
+  if (Array.isArray(value)) return value.map((v) => withFullPublicIri(v, key));
+  if (typeof value === 'string') return ADDRESSING.has(key) && (value === 'as:Public' || value === 'Public') ? PUBLIC : value;
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withFullPublicIri(v, k)]));
+}
+
+async function publishedBody(response: Response): Promise<Buffer> {
+  const raw = Buffer.from(await response.arrayBuffer());
+  if (!/json/.test(response.headers.get('content-type') ?? '') || !raw.includes('Public')) return raw;
+  try {
+    const doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
+    if ('proof' in doc || 'signature' in doc) return raw;
+    return Buffer.from(JSON.stringify(withFullPublicIri(doc)));
+  } catch {
+    return raw;
+  }
+}
+
 function readBody(raw: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -68,8 +95,8 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
       return;
     }
     reply.code(response.status);
-    response.headers.forEach((value, name) => void reply.header(name, value));
-    return reply.send(Buffer.from(await response.arrayBuffer()));
+    response.headers.forEach((value, name) => void (name !== 'content-length' && reply.header(name, value)));
+    return reply.send(await publishedBody(response));
   });
 }
 

@@ -14,9 +14,30 @@ const page = (title: string, body: string) => `<!doctype html>
  * id to a plain, readable page (ActivityPub clients asking for JSON are answered by Fedify before this).
  */
 export default async function pageRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
-  app.get<{ Params: { username: string } }>('/users/:username', async (request, reply) => reply.redirect(`/@${encodeURIComponent(request.params.username)}`));
-  app.get<{ Params: { username: string; id: string } }>('/users/:username/statuses/:id', async (request, reply) =>
-    reply.redirect(`/@${encodeURIComponent(request.params.username)}/${encodeURIComponent(request.params.id)}`));
+  /** A status of a local account that anyone may see (public or unlisted, not deleted, not a reblog). */
+  const publicStatusOf = async (username: string, id: string) => {
+    const account = await publishedLocalAccount(ctx, username);
+    const status = account && /^\d{1,20}$/.test(id) ? await findStatus(ctx.db, id) : null;
+    if (!account || !status || status.account_id !== account.id || status.reblog_of_id || !(await canSee(ctx.db, null, status))) return null;
+    return { account, status };
+  };
+
+  // host-meta points older software at WebFinger (Fedify answers WebFinger and NodeInfo itself).
+  app.get('/.well-known/host-meta', async (_request, reply) => reply.type('application/xrd+xml; charset=utf-8').send(
+    `<?xml version="1.0" encoding="UTF-8"?>\n<XRD xmlns="http://docs.oasis-open.org/ns/xri/xrd-1.0">\n` +
+    `  <Link rel="lrdd" template="${escapeHtml(ctx.config.publicUrl)}/.well-known/webfinger?resource={uri}"/>\n</XRD>\n`));
+
+  // Only what exists is redirected to (and only what is public, for statuses): the rest is a plain 404.
+  app.get<{ Params: { username: string } }>('/users/:username', async (request, reply) => {
+    const account = await publishedLocalAccount(ctx, request.params.username);
+    if (!account) return reply.code(404).send({ error: 'Record not found' });
+    return reply.redirect(`/@${encodeURIComponent(account.username)}`);
+  });
+  app.get<{ Params: { username: string; id: string } }>('/users/:username/statuses/:id', async (request, reply) => {
+    const status = await publicStatusOf(request.params.username, request.params.id);
+    if (!status) return reply.code(404).send({ error: 'Record not found' });
+    return reply.redirect(`/@${encodeURIComponent(status.account.username)}/${status.status.id}`);
+  });
 
   app.get<{ Params: { username: string } }>('/@:username', async (request, reply) => {
     const account = await publishedLocalAccount(ctx, request.params.username);
@@ -27,11 +48,9 @@ export default async function pageRoutes(app: FastifyInstance, { ctx }: RouteOpt
   });
 
   app.get<{ Params: { username: string; id: string } }>('/@:username/:id', async (request, reply) => {
-    const account = await publishedLocalAccount(ctx, request.params.username);
-    const status = account && /^\d{1,20}$/.test(request.params.id) ? await findStatus(ctx.db, request.params.id) : null;
-    if (!account || !status || status.account_id !== account.id || status.reblog_of_id || !(await canSee(ctx.db, null, status))) {
-      return reply.code(404).type('text/html; charset=utf-8').send(page('Not found', '<p>No such post.</p>'));
-    }
+    const found = await publicStatusOf(request.params.username, request.params.id);
+    if (!found) return reply.code(404).type('text/html; charset=utf-8').send(page('Not found', '<p>No such post.</p>'));
+    const { account, status } = found;
     const name = account.display_name || account.username;
     const warning = status.spoiler_text ? `<p><strong>${escapeHtml(status.spoiler_text)}</strong></p>` : '';
     // Status content is our own rendering, sanitised when it was made (text/status.ts).

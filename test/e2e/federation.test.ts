@@ -189,6 +189,12 @@ describe('what is sent', () => {
       expect(del).toMatchObject({ actor: `${a.url}/users/alice`, object: { id: post.uri, type: 'Tombstone' } });
       const text = JSON.stringify(received);
       expect(text).not.toMatch(/deleted_at|"deleted"|deletedAt/i);
+
+      // A public post is addressed with the full IRI of the public collection, not a compact form.
+      const open = (await api(a, alice, 'POST', '/api/v1/statuses', { status: `in public, @bob@${b.domain}`, visibility: 'public' })).body;
+      const create = await until(async () => received.find((x) => x.type === 'Create' && x.object?.id === open.uri), (v) => v !== undefined, 'b: the public Create');
+      expect([create!.to].flat()).toContain('https://www.w3.org/ns/activitystreams#Public');
+      expect([create!.object.to].flat()).toContain('https://www.w3.org/ns/activitystreams#Public');
     } finally {
       b.ctx.federation.fetch = original;
     }

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, createApp, registerUsers, type TestUser } from '../helpers/oauth.ts';
+
+// What other servers (and browsers) read of this one: WebFinger, NodeInfo, actors, collections, statuses as Notes.
+let s: TestServer;
+let ida: TestUser;
+let jon: TestUser;
+const AP = { accept: 'application/activity+json' };
+
+beforeAll(async () => {
+  s = await startTestServer({ LOCAL_DOMAIN: 'fed.example' });
+  [ida, jon] = await registerUsers(s.app, 'ida', 'jon');
+});
+afterAll(async () => s?.close());
+
+const get = (url: string, headers: Record<string, string> = {}) => s.app.inject({ method: 'GET', url, headers });
+
+describe('discovery', () => {
+  it('answers WebFinger for local accounts, case-insensitively, and 404 for others', async () => {
+    const res = await get('/.well-known/webfinger?resource=acct:IDA@fed.example');
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({
+      links: expect.arrayContaining([expect.objectContaining({ rel: 'self', type: 'application/activity+json', href: 'http://fed.example/users/ida' })]),
+    });
+    expect((await get('/.well-known/webfinger?resource=acct:nobody@fed.example')).statusCode).toBe(404);
+    expect((await get('/.well-known/webfinger?resource=acct:ida@elsewhere.example')).statusCode).toBe(404);
+  });
+
+  it('publishes host-meta and NodeInfo 2.1 with real usage counts', async () => {
+    const hostMeta = await get('/.well-known/host-meta');
+    expect(hostMeta.statusCode).toBe(200);
+    expect(hostMeta.body).toContain('http://fed.example/.well-known/webfinger?resource={uri}');
+    const links = (await get('/.well-known/nodeinfo')).json();
+    expect(links.links[0].href).toBe('http://fed.example/nodeinfo/2.1');
+    await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(ida.token), payload: { status: 'counted' } });
+    const info = (await get('/nodeinfo/2.1')).json();
+    expect(info).toMatchObject({ version: '2.1', protocols: ['activitypub'], software: { name: 'fedi-server' }, openRegistrations: true });
+    expect(info.usage.users.total).toBe(2);
+    expect(info.usage.localPosts).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('actors', () => {
+  it('serves a Person with keys, inbox, collections and shared inbox to ActivityPub clients', async () => {
+    await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(jon.token), payload: { locked: true, display_name: 'Jon <b>Doe</b>' } });
+    const res = await get('/users/jon', AP);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/application\/activity\+json/);
+    const person = res.json();
+    expect(person).toMatchObject({
+      id: 'http://fed.example/users/jon', type: 'Person', preferredUsername: 'jon', name: 'Jon <b>Doe</b>',
+      inbox: 'http://fed.example/users/jon/inbox', outbox: 'http://fed.example/users/jon/outbox',
+      followers: 'http://fed.example/users/jon/followers', following: 'http://fed.example/users/jon/following',
+      featured: 'http://fed.example/users/jon/collections/featured',
+      endpoints: { sharedInbox: 'http://fed.example/inbox' }, manuallyApprovesFollowers: true, url: 'http://fed.example/@jon',
+      publicKey: { id: 'http://fed.example/users/jon#main-key', owner: 'http://fed.example/users/jon' },
+    });
+    expect(person.publicKey.publicKeyPem).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    expect(person.assertionMethod.length).toBe(2); // RSA and Ed25519, as Fedify publishes them
+    expect((await get('/users/nobody', AP)).statusCode).toBe(404);
+  });
+
+  it('pages the followers collection with counts', async () => {
+    await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${ida.id}/follow`, headers: bearer(jon.token) });
+    const collection = (await get('/users/ida/followers', AP)).json();
+    expect(collection).toMatchObject({ type: 'OrderedCollection', totalItems: 1 });
+    const first = (await get(new URL(collection.first).pathname + new URL(collection.first).search, AP)).json();
+    expect(first.orderedItems).toEqual(['http://fed.example/users/jon']);
+  });
+
+  it('sends browsers to a readable page, with what users typed escaped', async () => {
+    const redirect = await get('/users/jon', { accept: 'text/html' });
+    expect(redirect.statusCode).toBe(302);
+    expect(redirect.headers.location).toBe('/@jon');
+    const page = await get('/@jon', { accept: 'text/html' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    expect(page.body).toContain('Jon &lt;b&gt;Doe&lt;/b&gt;');
+    expect(page.body).not.toContain('<b>Doe</b>');
+  });
+
+  it('does not show accounts waiting for approval', async () => {
+    const held = await startTestServer({ LOCAL_DOMAIN: 'held.example', REGISTRATIONS_MODE: 'approved' });
+    try {
+      const client = await createApp(held.app);
+      const token = (await held.app.inject({ method: 'POST', url: '/oauth/token', payload: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: 'write:accounts' } })).json().access_token;
+      const reg = await held.app.inject({ method: 'POST', url: '/api/v1/accounts', headers: bearer(token), payload: { username: 'waiting', email: 'w@example.com', password: 'a long password', agreement: true, locale: 'en', reason: 'hello' } });
+      expect(reg.statusCode, reg.body).toBe(200);
+      expect((await held.app.inject({ method: 'GET', url: '/users/waiting', headers: AP })).statusCode).toBe(404);
+      expect((await held.app.inject({ method: 'GET', url: '/.well-known/webfinger?resource=acct:waiting@held.example' })).statusCode).toBe(404);
+    } finally {
+      await held.close();
+    }
+  });
+});
+
+describe('statuses as Notes', () => {
+  it('serves public statuses at their uri, and nothing for private or deleted ones', async () => {
+    const post = async (payload: object) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(ida.token), payload })).json();
+    const open = await post({ status: 'hello #world', spoiler_text: 'cw', visibility: 'public' });
+    const path = new URL(open.uri).pathname;
+    const note = (await get(path, AP)).json();
+    expect(note).toMatchObject({
+      id: open.uri, type: 'Note', attributedTo: 'http://fed.example/users/ida', summary: 'cw', sensitive: true,
+      to: 'https://www.w3.org/ns/activitystreams#Public', url: `http://fed.example/@ida/${open.id}`,
+    });
+    expect(note.content).toContain('hello');
+    expect(JSON.stringify(note)).not.toMatch(/deleted/i);
+    const browser = await get(path, { accept: 'text/html' });
+    expect(browser.statusCode).toBe(302);
+
+    const closed = await post({ status: 'followers only', visibility: 'private' });
+    expect((await get(new URL(closed.uri).pathname, AP)).statusCode).toBe(404);
+    await s.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${open.id}`, headers: bearer(ida.token) });
+    expect((await get(path, AP)).statusCode).toBe(404);
+  });
+});
+
+describe('inbox', () => {
+  it('refuses an unsigned activity with 401 and a body over the limit with 413', async () => {
+    const activity = { '@context': 'https://www.w3.org/ns/activitystreams', id: 'https://evil.example/a/1', type: 'Follow', actor: 'https://evil.example/users/x', object: 'http://fed.example/users/ida' };
+    const res = await s.app.inject({ method: 'POST', url: '/users/ida/inbox', headers: { 'content-type': 'application/activity+json' }, payload: JSON.stringify(activity) });
+    expect(res.statusCode).toBe(401);
+    const big = await s.app.inject({ method: 'POST', url: '/inbox', headers: { 'content-type': 'application/activity+json' }, payload: 'x'.repeat(2 * 1024 * 1024) });
+    expect(big.statusCode).toBe(413);
+    const { rows } = await s.ctx.db.query(`SELECT count(*)::int AS n FROM accounts WHERE domain IS NOT NULL`);
+    expect(rows[0].n).toBe(0);
+  });
+});
+

@@ -48,6 +48,8 @@ export interface Config {
   tlsCertFile: string;
   tlsKeyFile: string;
   softwareVersion: string;
+  /** The first wait before a failed delivery to another server is tried again; it doubles each time, up to 6 h. */
+  deliveryRetryBaseMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -142,5 +144,6 @@ export function loadConfig(env: Env = process.env): Config {
     tlsCertFile,
     tlsKeyFile,
     softwareVersion: SOFTWARE_VERSION,
+    deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
   };
 }

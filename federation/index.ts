@@ -41,8 +41,13 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     origin: app.config.publicUrl,
     allowPrivateAddress: app.config.allowPrivateAddresses,
     userAgent: { software: `fedi-server/${app.config.softwareVersion}`, url: new URL(app.config.publicUrl) },
-    // At least a day of attempts: 30 s doubling to 6 h, 16 attempts (about 44 hours in all).
-    outboxRetryPolicy: createExponentialBackoffPolicy({ initialDelay: { seconds: 30 }, factor: 2, maxDelay: { hours: 6 }, maxAttempts: 16 }),
+    // At least a day of attempts: by default 30 s doubling to 6 h, 16 attempts (about 44 hours in all).
+    outboxRetryPolicy: createExponentialBackoffPolicy({
+      initialDelay: { milliseconds: app.config.deliveryRetryBaseMs }, factor: 2, maxDelay: { hours: 6 }, maxAttempts: 16,
+    }),
+    // A server that keeps failing is not hammered: its deliveries are held, and it is probed again after ten times
+    // the first retry wait (5 minutes by default); held deliveries are kept for a week.
+    circuitBreaker: { recoveryDelay: { milliseconds: app.config.deliveryRetryBaseMs * 10 }, heldActivityTtl: { days: 7 } },
   });
 
   federation

@@ -38,11 +38,18 @@ export class RedisKvStore implements KvStore {
     await this.redis.del(this.key(key));
   }
 
-  /** Compare-and-swap in one script, so two processes never both win. */
+  /**
+   * Compare-and-swap in one script, so two processes never both win. Values are compared as decoded JSON (Fedify
+   * passes back what it parsed, which need not be the stored text byte for byte); a new value of undefined deletes.
+   */
   cas = async (key: KvKey, expectedValue: unknown, newValue: unknown, options?: KvStoreSetOptions): Promise<boolean> => {
     const ms = options?.ttl ? Math.max(1, Math.round(options.ttl.total('millisecond'))) : 0;
-    const expected = expectedValue === undefined ? '' : JSON.stringify(expectedValue);
-    const result = await this.redis.eval(CAS_SCRIPT, 1, this.key(key), expectedValue === undefined ? '0' : '1', expected, JSON.stringify(newValue), ms);
+    const result = await this.redis.eval(
+      CAS_SCRIPT, 1, this.key(key),
+      expectedValue === undefined ? '' : JSON.stringify(expectedValue),
+      newValue === undefined ? '' : JSON.stringify(newValue),
+      ms,
+    );
     return result === 1;
   };
 
@@ -64,19 +71,27 @@ export class RedisKvStore implements KvStore {
   }
 }
 
-// KEYS[1]; ARGV: whether a value is expected, the expected JSON, the new JSON, the TTL in ms (0: none).
-// Values are compared as JSON text, which holds for the values Fedify stores (it writes what it read).
+// KEYS[1]; ARGV: the expected JSON ('' for absent), the new JSON ('' to delete), the TTL in ms (0: none).
 const CAS_SCRIPT = `
+local function same(a, b)
+  if type(a) ~= type(b) then return false end
+  if type(a) ~= 'table' then return a == b end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
 local current = redis.call('GET', KEYS[1])
-if ARGV[1] == '0' then
+if ARGV[1] == '' then
   if current then return 0 end
-elseif current ~= ARGV[2] then
+elseif not current or not same(cjson.decode(current), cjson.decode(ARGV[1])) then
   return 0
 end
-if tonumber(ARGV[4]) > 0 then
-  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+elseif tonumber(ARGV[3]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 else
-  redis.call('SET', KEYS[1], ARGV[3])
+  redis.call('SET', KEYS[1], ARGV[2])
 end
 return 1
 `;

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { parseNested } from './plugins/body.ts';
 import federationHook from '../federation/mount.ts';
 import pageRoutes from './pages.ts';
+import adminQueueRoutes from './admin/queues.ts';
 import { readFileSync } from 'node:fs';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
@@ -75,6 +76,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(notificationsRoutes, { ctx });
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });
+  await app.register(adminQueueRoutes, { ctx });
   return app;
 }
 

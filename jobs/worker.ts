@@ -41,9 +41,12 @@ export function startWorkers(ctx: AppContext): Workers {
     return rows.length;
   };
   void sweep(0).catch(() => {});
-  // Fedify's queue: signed deliveries to other servers and received activities, with its own retries.
+  // Fedify's queue: signed deliveries to other servers and received activities, with its own retries. Listened to
+  // here rather than through startQueue, which runs once per Federation object and could not start again.
   const federationStop = new AbortController();
-  void ctx.federation.startQueue(ctx, { signal: federationStop.signal }).catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
+  void ctx.federationQueue
+    .listen((message) => ctx.federation.processQueuedTask(ctx, message as Parameters<typeof ctx.federation.processQueuedTask>[1]), { signal: federationStop.signal })
+    .catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();
 

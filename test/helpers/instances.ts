@@ -5,6 +5,9 @@ export interface Instance extends TestServer {
   /** Host and port: the domain in this instance's handles. */
   domain: string;
   url: string;
+  /** Stops answering on its port (connections refused), as a server that is down; and comes back. */
+  goOffline(): Promise<void>;
+  goOnline(): Promise<void>;
 }
 
 /**
@@ -20,10 +23,26 @@ export async function startHttpsInstance(overrides: Record<string, string> = {})
     TLS_KEY_FILE: process.env.TEST_TLS_KEY_FILE!,
     ALLOW_PRIVATE_ADDRESSES: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Deliveries to a server that is down are tried again soon, not after the production half minute.
+    DELIVERY_RETRY_BASE_MS: '300',
     ...overrides,
   });
   await server.app.listen({ port, host: '127.0.0.1' });
-  return { ...server, domain, url: `https://${domain}` };
+  const http = server.app.server;
+  return {
+    ...server,
+    domain,
+    url: `https://${domain}`,
+    async goOffline() {
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+    },
+    async goOnline() {
+      await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', () => resolve()));
+    },
+  };
 }
 
 /** Polls `read` until `ok` holds of its value (effects crossing servers travel through queues), then returns it. */

@@ -34,6 +34,9 @@ export interface TestServer {
   ctx: AppContext;
   config: Config;
   close(): Promise<void>;
+  /** Stops the job workers (as a crashed worker process would), and starts them again. */
+  stopWorkers(): Promise<void>;
+  startWorkers(): void;
 }
 
 /** A server on a fresh database, driven through `app.inject` (Fastify's full request handling, no socket). */
@@ -42,11 +45,18 @@ export async function startTestServer(overrides: Record<string, string> = {}): P
   const ctx = await createContext(config);
   const app = await buildApp(ctx, { logger: false });
   await app.ready();
-  const workers = overrides.ROLE === 'web' ? null : startWorkers(ctx);
+  let workers = overrides.ROLE === 'web' ? null : startWorkers(ctx);
   return {
     app,
     ctx,
     config,
+    async stopWorkers() {
+      await workers?.close();
+      workers = null;
+    },
+    startWorkers() {
+      workers ??= startWorkers(ctx);
+    },
     async close() {
       await app.close();
       await workers?.close();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { bearer, createApp, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 
 // What other servers (and browsers) read of this one: WebFinger, NodeInfo, actors, collections, statuses as Notes.
 let s: TestServer;
@@ -129,3 +129,18 @@ describe('inbox', () => {
   });
 });
 
+
+describe('operators', () => {
+  it('shows queue depths and failures to administrators only', async () => {
+    const client = await createApp(s.app, 'read write follow push admin:read');
+    const admin = await registerUser(s.app, client, 'operator', 'read admin:read');
+    const plain = await registerUser(s.app, client, 'plain', 'read admin:read');
+    await s.ctx.db.query('UPDATE users SET admin = true WHERE account_id = $1', [admin.id]);
+    const res = await get('/admin/queues', bearer(admin.token));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ fanout: { waiting: expect.any(Number), failed: expect.any(Number) }, federation: { queued: expect.any(Number) } });
+    expect((await get('/admin/queues', bearer(plain.token))).statusCode).toBe(403);
+    expect((await get('/admin/queues', bearer(ida.token))).statusCode).toBe(403); // no admin:read scope
+    expect((await get('/admin/queues')).statusCode).toBe(401);
+  });
+});

@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import type { RouteOptions } from '../app.ts';
+import { ApiError } from '../../errors.ts';
+import { requireViewer } from '../plugins/auth.ts';
+
+/**
+ * For operators: how much work waits in the job queues (fan-out and deliveries to other servers) and what failed
+ * for good. Signed-in administrators only, with a token that has `admin:read`.
+ */
+export default async function adminQueueRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+  app.get('/admin/queues', {
+    config: { auth: { kind: 'user', scopes: ['admin:read'] } },
+  }, async (request) => {
+    requireViewer(request);
+    if (!request.token?.admin) throw new ApiError(403, 'This action is not allowed');
+    const [fanout, federation, failures] = await Promise.all([
+      ctx.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed'),
+      ctx.federationQueue.getDepth(),
+      ctx.federationQueue.recentFailures(50),
+    ]);
+    const fanoutFailed = await ctx.jobs.fanout.getFailed(0, 49);
+    return {
+      fanout: { ...fanout, recent_failures: fanoutFailed.map((j) => ({ id: j.id, kind: j.name, reason: j.failedReason, attempts: j.attemptsMade, at: j.finishedOn ? new Date(j.finishedOn).toISOString() : null })) },
+      federation: { ...federation, recent_failures: failures.map((f) => ({ queue: f.queue, id: f.id, reason: f.failedReason, at: f.finishedOn ? new Date(f.finishedOn).toISOString() : null })) },
+    };
+  });
+}

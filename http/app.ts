@@ -6,6 +6,7 @@ import { parseNested } from './plugins/body.ts';
 import federationHook from '../federation/mount.ts';
 import pageRoutes from './pages.ts';
 import adminQueueRoutes from './admin/queues.ts';
+import searchRoutes from './api/v2/search.ts';
 import { readFileSync } from 'node:fs';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
@@ -76,6 +77,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(notificationsRoutes, { ctx });
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });
+  await app.register(searchRoutes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
   return app;
 }

@@ -200,3 +200,29 @@ describe('what is sent', () => {
     }
   });
 });
+
+describe('search', () => {
+  it('resolves user@domain of another server for a signed-in user, and finds local accounts, tags and links', async () => {
+    await registerUsers(b.app, 'dave');
+    const unresolved = await api(a, alice, 'GET', `/api/v2/search?q=@dave@${b.domain}&type=accounts`);
+    expect(unresolved.body.accounts).toEqual([]);
+    const resolved = await api(a, alice, 'GET', `/api/v2/search?q=@dave@${b.domain}&resolve=true`);
+    expect(resolved.status).toBe(200);
+    expectEntity('Search', resolved.body);
+    expect(resolved.body.accounts.map((x: Json) => x.acct)).toEqual([`dave@${b.domain}`]);
+    // Anonymous callers do not make the server fetch anything.
+    const anonymous = await api(a, null, 'GET', `/api/v2/search?q=@nobody@${b.domain}&resolve=true`);
+    expect(anonymous.body.accounts).toEqual([]);
+
+    const local = await api(a, alice, 'GET', '/api/v2/search?q=ali&type=accounts');
+    expect(local.body.accounts.map((x: Json) => x.acct)).toContain('alice');
+    const post = (await api(a, alice, 'POST', '/api/v1/statuses', { status: 'about #SearchableThings' })).body;
+    const tags = await api(a, alice, 'GET', '/api/v2/search?q=%23searchable&type=hashtags');
+    expect(tags.body.hashtags.map((t: Json) => t.name)).toEqual(['searchablethings']);
+    const byLink = await api(a, alice, 'GET', `/api/v2/search?q=${encodeURIComponent(post.url)}&type=statuses`);
+    expect(byLink.body.statuses.map((x: Json) => x.id)).toEqual([post.id]);
+    const missing = await api(a, alice, 'GET', '/api/v2/search');
+    expect([400, 422]).toContain(missing.status);
+    expect(missing.body.error).toEqual(expect.any(String));
+  });
+});

@@ -1,0 +1,75 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../../app.ts';
+import { Bool } from '../../params.ts';
+import { renderAccount } from '../../serializers/account.ts';
+import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
+import { resolveAcct } from '../../../federation/remote-accounts.ts';
+import { renderStatuses } from '../v1/statuses.ts';
+
+const SearchQuery = Type.Object({
+  q: Type.String({ minLength: 1, maxLength: 500 }),
+  type: Type.Optional(Type.Union([Type.Literal('accounts'), Type.Literal('hashtags'), Type.Literal('statuses')])),
+  resolve: Type.Optional(Bool()),
+  following: Type.Optional(Bool()),
+  exclude_unreviewed: Type.Optional(Bool()),
+  account_id: Type.Optional(Type.String({ maxLength: 40 })),
+  max_id: Type.Optional(Type.String({ maxLength: 40 })),
+  min_id: Type.Optional(Type.String({ maxLength: 40 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, default: 20, maximumClamp: 40 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, default: 0 })),
+});
+
+const HANDLE = /^@?([a-z0-9_.-]{1,255})(?:@([a-z0-9.-]{1,253}(?::\d{1,5})?))?$/i;
+
+/**
+ * GET /api/v2/search, as Mastodon answers it without a full-text index: accounts by handle or username prefix
+ * (resolving `user@domain` of another server when `resolve` is set by a signed-in user), hashtags by prefix,
+ * statuses by their link. Mastodon also refuses offsets and resolving to anonymous callers.
+ */
+export default async function searchRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.get('/api/v2/search', {
+    schema: { querystring: SearchQuery },
+    config: { auth: { kind: 'public', scopes: ['read:search'] } },
+  }, async (request) => {
+    const q = request.query.q.trim();
+    const limit = request.query.limit ?? 20;
+    const offset = request.query.offset ?? 0;
+    const viewerId = request.viewerId;
+    const resolve = (request.query.resolve ?? false) && viewerId !== null;
+    const wants = (type: string) => !request.query.type || request.query.type === type;
+    const result = { accounts: [] as unknown[], statuses: [] as unknown[], hashtags: [] as unknown[] };
+
+    if (wants('accounts')) {
+      const handle = HANDLE.exec(q);
+      if (handle) {
+        const [, username, domain] = handle as unknown as [string, string, string | undefined];
+        const local = !domain || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
+        const found = await searchAccounts(ctx.db, username, local ? null : domain, limit, offset);
+        // `@user@domain` of another server, not known yet: WebFinger, when asked to resolve.
+        if (!local && resolve && offset === 0 && !found.some((a) => a.username.toLowerCase() === username.toLowerCase())) {
+          const resolved = await resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain!.toLowerCase());
+          if (resolved && !resolved.suspended_at) found.unshift(resolved);
+        }
+        result.accounts = found.slice(0, limit).map((a) => renderAccount(ctx.render, a));
+      }
+    }
+    if (wants('hashtags')) {
+      const tag = /^#?([\p{L}\p{N}_]{1,100})$/u.exec(q)?.[1];
+      if (tag) {
+        result.hashtags = (await searchTags(ctx.db, tag, limit, offset)).map((t) => ({
+          id: t.id, name: t.name.toLowerCase(), url: `${ctx.config.publicUrl}/tags/${encodeURIComponent(t.name.toLowerCase())}`, history: [], following: false,
+        }));
+      }
+    }
+    if (wants('statuses') && /^https?:\/\//i.test(q) && offset === 0) {
+      // Our own links name the id; others' are stored with the status.
+      const own = q.startsWith(`${ctx.config.publicUrl}/`) ? /\/(?:@[^/]+|users\/[^/]+\/statuses)\/(\d{1,20})$/.exec(q)?.[1] : undefined;
+      const id = own ?? (await statusIdByLink(ctx.db, q));
+      if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
+    }
+    return result;
+  });
+}

@@ -5,6 +5,9 @@ import { expectEntity } from '../helpers/schema.ts';
 import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
 import { Temporal } from '@js-temporal/polyfill';
 import { findStatusByUri } from '../../storage/statuses.ts';
+import sharp from 'sharp';
+import { multipart } from '../helpers/multipart.ts';
+import { startTestServer } from '../helpers/server.ts';
 
 // Two instances of this server with different domains, separate databases and Redis prefixes, federating over
 // real https on loopback. Every step is observed through each side's Mastodon API.
@@ -91,10 +94,49 @@ describe('two servers federating', () => {
     await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${carolOnA.id}`)).body[0], (r) => r.following === true && r.requested === false, 'a: alice follows carol');
   });
 
-  it('shows a profile update on the other side', async () => {
-    expect((await api(b, bob, 'PATCH', '/api/v1/accounts/update_credentials', { display_name: 'Bob of B', note: 'Now with a bio' })).status).toBe(200);
+  it('shows a profile update on the other side, new avatar included', async () => {
+    const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#3a6' } }).png().toBuffer();
+    const form = await multipart({ display_name: 'Bob of B', note: 'Now with a bio', avatar: { data: png, filename: 'me.png', type: 'image/png' } });
+    const patched = await b.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: { ...bearer(bob.token), ...form.headers }, payload: form.payload });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const avatarOnB = patched.json().avatar as string;
     const updated = await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/${bobOnA.id}`)).body, (acc) => acc.display_name === 'Bob of B', 'a: bob\'s new name');
     expect(updated.note).toContain('Now with a bio');
+    expect(updated.avatar).toBe(avatarOnB);
+    expect(updated.avatar.startsWith(b.url)).toBe(true);
+  });
+
+  it('resolves a mention of an account it has never seen, and the mentioned one is told', async () => {
+    const [erin] = await registerUsers(b.app, 'erin');
+    const post = (await api(a, alice, 'POST', '/api/v1/statuses', { status: `hello @erin@${b.domain}, nice to meet you` })).body;
+    expect(post.mentions).toEqual([expect.objectContaining({ acct: `erin@${b.domain}`, username: 'erin' })]);
+    expect(post.content).toContain(`${b.url}/@erin`);
+    const note = await until(async () => (await api(b, erin!, 'GET', '/api/v1/notifications?types[]=mention')).body as Json[], (l) => l.length === 1, 'b: erin is mentioned');
+    expect(note[0]!.status.uri).toBe(post.uri);
+  });
+
+  it('takes back favourites and reblogs, and a rejected follow leaves nothing', async () => {
+    // bob's posts reach a while someone there follows him: alice (who unfollowed) follows again.
+    await api(a, alice, 'POST', `/api/v1/accounts/${bobOnA.id}/follow`);
+    await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${bobOnA.id}`)).body[0], (r) => r.following === true, 'a: alice follows bob again');
+    const post2 = (await api(b, bob, 'POST', '/api/v1/statuses', { status: 'take it back, really' })).body;
+    const home = await until(async () => (await api(a, alice, 'GET', '/api/v1/timelines/home')).body as Json[], (l) => l.some((x) => x.uri === post2.uri), 'a: bob\'s post');
+    const mine = home.find((x) => x.uri === post2.uri)!;
+    await api(a, alice, 'POST', `/api/v1/statuses/${mine.id}/favourite`);
+    await api(a, alice, 'POST', `/api/v1/statuses/${mine.id}/reblog`);
+    await until(async () => (await api(b, bob, 'GET', `/api/v1/statuses/${post2.id}`)).body, (x) => x.favourites_count === 1 && x.reblogs_count === 1, 'b: counted');
+    await api(a, alice, 'POST', `/api/v1/statuses/${mine.id}/unfavourite`);
+    await api(a, alice, 'POST', `/api/v1/statuses/${mine.id}/unreblog`);
+    await until(async () => (await api(b, bob, 'GET', `/api/v1/statuses/${post2.id}`)).body, (x) => x.favourites_count === 0 && x.reblogs_count === 0, 'b: taken back');
+
+    // A locked account's owner rejects: a's request is gone, and b has no follower.
+    const [gil] = await registerUsers(b.app, 'gil');
+    await api(b, gil!, 'PATCH', '/api/v1/accounts/update_credentials', { locked: true });
+    const gilOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=gil@${b.domain}`)).body;
+    await api(a, alice, 'POST', `/api/v1/accounts/${gilOnA.id}/follow`);
+    const requests = await until(async () => (await api(b, gil!, 'GET', '/api/v1/follow_requests')).body as Json[], (l) => l.length === 1, 'b: gil has a request');
+    expect((await api(b, gil!, 'POST', `/api/v1/follow_requests/${requests[0]!.id}/reject`)).status).toBe(200);
+    await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${gilOnA.id}`)).body[0], (r) => r.requested === false && r.following === false, 'a: the request is gone');
   });
 
   it('unfollows across servers', async () => {
@@ -224,5 +266,20 @@ describe('search', () => {
     const missing = await api(a, alice, 'GET', '/api/v2/search');
     expect([400, 422]).toContain(missing.status);
     expect(missing.body.error).toEqual(expect.any(String));
+  });
+});
+
+describe('remote fetches', () => {
+  it('refuse loopback and private addresses unless the setting allows them', async () => {
+    const strict = await startTestServer({ LOCAL_DOMAIN: 'strict.example' });
+    try {
+      const [someone] = await registerUsers(strict.app, 'someone');
+      const res = await strict.app.inject({ method: 'GET', url: `/api/v1/accounts/lookup?acct=bob@${b.domain}`, headers: bearer(someone!.token) });
+      expect(res.statusCode).toBe(404);
+      const { rows } = await strict.ctx.db.query('SELECT count(*)::int AS n FROM accounts WHERE domain IS NOT NULL');
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await strict.close();
+    }
   });
 });

@@ -215,6 +215,39 @@ describe('inbox security', () => {
   });
 });
 
+describe('edits and deletions of actors', () => {
+  const sign = async (username: string, activity: object) => {
+    const instance = username === 'bob' ? bob : carol;
+    const key = (await b.ctx.keyRing.keyPairs(instance.id))[0]!.privateKey;
+    const request = new Request(`${a.url}/inbox`, { method: 'POST', body: JSON.stringify(activity), headers: { 'content-type': 'application/activity+json' } });
+    return signRequest(request, key, new URL(`${b.url}/users/${username}#main-key`), { spec: 'draft-cavage-http-signatures-12' });
+  };
+
+  it('applies an Update of a Note as an edit, only from its author', async () => {
+    const bobNote = (await a.ctx.db.query(`SELECT s.id, s.uri FROM statuses s JOIN accounts a ON a.id = s.account_id WHERE a.username = 'bob' AND s.uri LIKE '%/statuses/9%' AND s.deleted_at IS NULL LIMIT 1`)).rows[0];
+    expect(bobNote).toBeDefined();
+    const update = (actor: string, content: string) => ({
+      '@context': 'https://www.w3.org/ns/activitystreams', id: `${b.url}/users/${actor}#updates/${Date.now()}`, type: 'Update', actor: `${b.url}/users/${actor}`,
+      object: { id: bobNote.uri, type: 'Note', attributedTo: `${b.url}/users/bob`, content, updated: new Date().toISOString(), to: ['https://www.w3.org/ns/activitystreams#Public'] },
+    });
+    // carol signs an Update of bob's note: accepted by the inbox (her signature is hers) but changes nothing.
+    expect((await fetch(await sign('carol', update('carol', '<p>not yours</p>')))).status).toBe(202);
+    expect((await fetch(await sign('bob', update('bob', '<p>edited <script>alert(1)</script>text</p>')))).status).toBe(202);
+    const edited = await until(async () => (await api(a, alice, 'GET', `/api/v1/statuses/${bobNote.id}`)).body, (x) => typeof x.content === 'string' && x.content.includes('edited'), 'a: the edit');
+    expect(edited.content).not.toContain('<script>');
+    expect(edited.content).not.toContain('not yours');
+    expect(edited.edited_at).toEqual(expect.any(String));
+  });
+
+  it('shows an actor deleted by its server as suspended', async () => {
+    const carolOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).body;
+    const gone = { '@context': 'https://www.w3.org/ns/activitystreams', id: `${b.url}/users/carol#delete`, type: 'Delete', actor: `${b.url}/users/carol`, object: `${b.url}/users/carol`, to: ['https://www.w3.org/ns/activitystreams#Public'] };
+    expect((await fetch(await sign('carol', gone))).status).toBe(202);
+    await until(async () => (await a.ctx.db.query('SELECT suspended_at FROM accounts WHERE id = $1', [carolOnA.id])).rows[0].suspended_at, (x) => x !== null, 'a: carol gone');
+    expect((await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).status).toBe(404);
+  });
+});
+
 describe('what is sent', () => {
   it('sends a Tombstone for a deleted status, with no trace of the internal deleted flag', async () => {
     const received: Json[] = [];

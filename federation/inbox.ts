@@ -150,9 +150,10 @@ async function onCreate(fed: Fed, create: Create): Promise<void> {
 }
 
 /** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */
-async function receiveNote(fed: Fed, note: Note, author: AccountRow): Promise<void> {
+async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0): Promise<StatusRow | null> {
   const app = fed.data;
-  if (await findStatusByUri(app.db, note.id!.href)) return;
+  const known = await findStatusByUri(app.db, note.id!.href);
+  if (known) return known;
   const mentioned: AccountRow[] = [];
   const tags: string[] = [];
   for await (const tag of note.getTags()) {
@@ -166,8 +167,9 @@ async function receiveNote(fed: Fed, note: Note, author: AccountRow): Promise<vo
     }
     if (mentioned.length >= 50 || tags.length >= 50) break;
   }
-  const parent = await statusByUri(fed, note.replyTargetId);
-  await receiveRemoteStatus(app.actors.deps, {
+  // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
+  const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, depth + 1) : null);
+  const id = await receiveRemoteStatus(app.actors.deps, {
     accountId: author.id,
     uri: note.id!.href,
     url: note.url instanceof URL ? note.url.href : null,
@@ -181,6 +183,24 @@ async function receiveNote(fed: Fed, note: Note, author: AccountRow): Promise<vo
     tags,
     createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
   });
+  return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);
+}
+
+/**
+ * A Note of another server fetched by its id (Fedify checks it comes from its own origin) and stored with its
+ * author; public or unlisted ones only, as only those may be fetched and boosted.
+ */
+async function fetchNote(fed: Fed, id: URL | null, depth = 0): Promise<StatusRow | null> {
+  if (!id || fed.parseUri(id) !== null) return null;
+  try {
+    const note = await fed.lookupObject(id.href);
+    if (!(note instanceof Note) || !note.id || !note.attributionId || note.id.origin !== note.attributionId.origin) return null;
+    const author = await accountForActorUri(fed.data, fed, note.attributionId.href);
+    if (!author || author.domain === null || author.suspended_at) return null;
+    return await receiveNote(fed, note, author, depth);
+  } catch {
+    return null; // unreachable or not a note: the boost or reply goes without it
+  }
 }
 
 async function onUpdate(fed: Fed, update: Update): Promise<void> {
@@ -225,9 +245,11 @@ async function onLike(fed: Fed, like: Like): Promise<void> {
 
 async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   if (!announce.id) return;
-  const status = await statusByUri(fed, announce.objectId);
-  const remote = status ? await sender(fed, announce) : null;
-  if (!status || !remote || remote.domain === null || status.deleted_at || status.reblog_of_id) return;
+  const remote = await sender(fed, announce);
+  if (!remote || remote.domain === null) return;
+  // A boost of a post we have not seen (a third server's, usually) brings the post in first.
+  const status = (await statusByUri(fed, announce.objectId)) ?? (await fetchNote(fed, announce.objectId));
+  if (!status || status.deleted_at || status.reblog_of_id) return;
   if (status.visibility !== 'public' && status.visibility !== 'unlisted') return;
   const visibility: Visibility = announce.toIds.some((u) => isPublic(u, announce.id)) ? 'public' : 'unlisted';
   await fed.data.actors.ask(remote.id, { type: 'reblog', status, visibility, uri: announce.id.href });

@@ -145,6 +145,22 @@ describe('two servers federating', () => {
   });
 });
 
+describe('boosts', () => {
+  it('brings in a boosted post it had never seen, with its author, and shows the boost in home', async () => {
+    // alice follows bob (again: the tests above end with an unfollow); hal, whom nobody on a follows, posts; bob boosts.
+    const bobOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=bob@${b.domain}`)).body;
+    await api(a, alice, 'POST', `/api/v1/accounts/${bobOnA.id}/follow`);
+    await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${bobOnA.id}`)).body[0], (r) => r.following === true, 'a: alice follows bob');
+    const [hal] = await registerUsers(b.app, 'hal');
+    const post = (await api(b, hal!, 'POST', '/api/v1/statuses', { status: 'nobody on a follows me' })).body;
+    expect((await api(b, bob, 'POST', `/api/v1/statuses/${post.id}/reblog`)).status).toBe(200);
+    const home = await until(async () => (await api(a, alice, 'GET', '/api/v1/timelines/home')).body as Json[], (l) => l.some((x) => x.reblog?.uri === post.uri), 'a: the boost in alice\'s home');
+    const boost = home.find((x) => x.reblog?.uri === post.uri)!;
+    expectEntity('Status', boost);
+    expect(boost).toMatchObject({ account: { acct: `bob@${b.domain}` }, reblog: { account: { acct: `hal@${b.domain}` }, content: expect.stringContaining('nobody on a follows me') } });
+  });
+});
+
 describe('inbox security', () => {
   let n = 0;
   // A Create of a Note by bob (on b), addressed publicly in one of the three ways servers write it.

@@ -7,6 +7,8 @@ import federationHook from '../federation/mount.ts';
 import pageRoutes from './pages.ts';
 import adminQueueRoutes from './admin/queues.ts';
 import searchRoutes from './api/v2/search.ts';
+import mediaV1Routes from './api/v1/media.ts';
+import mediaV2Routes from './api/v2/media.ts';
 import { readFileSync } from 'node:fs';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
@@ -78,6 +80,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });
   await app.register(searchRoutes, { ctx });
+  await app.register(mediaV1Routes, { ctx });
+  await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
   return app;
 }

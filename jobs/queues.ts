@@ -8,7 +8,9 @@ export const FANOUT_QUEUE = 'fanout';
 export type FanoutJob =
   | { kind: 'fanOutStatus'; outboxId: string; statusId: string }
   | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
-  | ({ kind: 'deliver'; outboxId: string } & Delivery);
+  | ({ kind: 'deliver'; outboxId: string } & Delivery)
+  | { kind: 'processMedia'; outboxId: string; mediaId: string }
+  | { kind: 'cleanMedia'; outboxId?: undefined };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */
 export function bullConnection(redisUrl: string): Redis {
@@ -37,6 +39,11 @@ export class JobQueues {
       removeOnComplete: true,
       removeOnFail: 1000,
     });
+  }
+
+  /** The repeating jobs: the clean-up of abandoned uploads, hourly. One schedule, however many processes ask. */
+  async scheduleRepeating(): Promise<void> {
+    await this.fanout.upsertJobScheduler('clean-media', { every: 3_600_000 }, { name: 'cleanMedia', data: { kind: 'cleanMedia' } });
   }
 
   async close(): Promise<void> {

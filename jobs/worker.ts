@@ -5,6 +5,7 @@ import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, removeFromOutbox } from '../storage/outbox.ts';
 import { deliverActivity } from '../federation/outbound.ts';
+import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
@@ -26,7 +27,9 @@ export function startWorkers(ctx: AppContext): Workers {
       if (data.kind === 'fanOutStatus') await fanOutStatus(ctx.db, ctx.feeds, data.statusId);
       else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx.db, ctx.feeds, [data.statusId], data.authorId, data.mentionedIds);
       else if (data.kind === 'deliver') await deliverActivity(ctx, data);
-      await removeFromOutbox(ctx.db, data.outboxId);
+      else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
+      else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
+      if (data.outboxId) await removeFromOutbox(ctx.db, data.outboxId);
     },
     { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },
   );
@@ -41,6 +44,7 @@ export function startWorkers(ctx: AppContext): Workers {
     return rows.length;
   };
   void sweep(0).catch(() => {});
+  void ctx.jobs.scheduleRepeating().catch((err: unknown) => log.warn({ err }, 'could not schedule repeating jobs'));
   // Fedify's queue: signed deliveries to other servers and received activities, with its own retries. Listened to
   // here rather than through startQueue, which runs once per Federation object and could not start again.
   const federationStop = new AbortController();

@@ -2,6 +2,7 @@ import type { Queryable } from '../storage/db.ts';
 import type { CacheVersions, VersionsUsed } from '../storage/cache-versions.ts';
 import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } from '../storage/statuses.ts';
+import { mediaOfStatuses, type MediaRow } from '../storage/media.ts';
 import { visibleTo } from './visibility.ts';
 
 /** Everything needed to render a set of statuses. */
@@ -10,6 +11,7 @@ export interface StatusBundle {
   accounts: Map<string, AccountRow>;
   mentions: Map<string, string[]>;
   tags: Map<string, string[]>;
+  media: Map<string, MediaRow[]>;
   favourited: Set<string>;
   reblogged: Set<string>;
   viewerId: string | null;
@@ -53,6 +55,7 @@ interface CachedStatus {
   status: StatusRow;
   mentions: string[];
   tags: string[];
+  media: MediaRow[];
 }
 
 /**
@@ -109,8 +112,10 @@ export class StatusLoader {
 
   private statusesById(ids: string[], known: Map<string, string>): Promise<Map<string, CachedStatus>> {
     return this.current('s', this.statuses, ids, known, async (missing) => {
-      const [rows, mentions, tags] = await Promise.all([findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing)]);
-      return rows.map((status) => [status.id, { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [] }]);
+      const [rows, mentions, tags, media] = await Promise.all([
+        findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing), mediaOfStatuses(this.db, missing),
+      ]);
+      return rows.map((status) => [status.id, { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [], media: media.get(status.id) ?? [] }]);
     });
   }
 
@@ -190,6 +195,7 @@ export class StatusLoader {
         accounts,
         mentions: new Map([...found].map(([id, e]) => [id, e.mentions])),
         tags: new Map([...found].map(([id, e]) => [id, e.tags])),
+        media: new Map([...found].map(([id, e]) => [id, e.media])),
         favourited: flags.favourited,
         reblogged: flags.reblogged,
         viewerId,

@@ -13,6 +13,7 @@ import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } f
 import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
 import { queueDelivery } from './deliveries.ts';
+import { attachMedia, mediaProblem } from '../storage/media.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -76,8 +77,13 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     const existing = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey);
     if (existing) return existing;
   }
-  if (p.mediaIds.length > 0) throw unprocessable('Validation failed: media_ids names media that does not exist');
-  if (p.text.trim() === '') throw unprocessable("Validation failed: Text can't be blank");
+  const mediaIds = [...new Set(p.mediaIds)];
+  if (mediaIds.length > 4) throw unprocessable('Cannot attach more than 4 files');
+  if (mediaIds.length > 0) {
+    const problem = await mediaProblem(db, accountId, mediaIds);
+    if (problem) throw unprocessable(problem);
+  }
+  if (p.text.trim() === '' && mediaIds.length === 0) throw unprocessable("Validation failed: Text can't be blank");
   if (statusLength(p.text, p.spoilerText) > config.maxStatusChars) {
     throw unprocessable(`Validation failed: Text character limit of ${config.maxStatusChars} exceeded`);
   }
@@ -98,6 +104,10 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     });
     if (p.idempotencyKey && !(await statuses.claimIdempotencyKey(tx, accountId, p.idempotencyKey, status.id))) {
       throw new IdempotencyRace();
+    }
+    // Attached in the post's transaction: media that another post took meanwhile fails this one, whole.
+    if ((await attachMedia(tx, status.id, accountId, mediaIds)) !== mediaIds.length) {
+      throw unprocessable('Validation failed: media_ids names media already attached to a status');
     }
     await statuses.insertMentions(tx, status.id, mentioned.map((a) => a.id));
     await statuses.insertTags(tx, status.id, tags);

@@ -172,6 +172,7 @@ export async function visibilityFacts(db: Queryable, viewerId: string, statuses:
 export interface AccountStatusFilters {
   excludeReplies?: boolean | undefined;
   excludeReblogs?: boolean | undefined;
+  onlyMedia?: boolean | undefined;
   tagged?: string | undefined;
   /** Visibilities the viewer may see of this account. */
   visibilities: Visibility[];
@@ -184,6 +185,7 @@ export async function accountStatusIds(db: Queryable, accountId: string, f: Acco
   let extra = '';
   if (f.excludeReplies) extra += ` AND (s.in_reply_to_id IS NULL OR s.in_reply_to_account_id = s.account_id)`;
   if (f.excludeReblogs) extra += ` AND s.reblog_of_id IS NULL`;
+  if (f.onlyMedia) extra += ` AND EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id)`;
   if (f.tagged) {
     values.push(f.tagged.toLowerCase());
     extra += ` AND EXISTS (SELECT 1 FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id AND lower(t.name) = $${values.length})`;
@@ -202,9 +204,10 @@ export async function accountStatusIds(db: Queryable, accountId: string, f: Acco
   return pageRows(rows, p).map((r) => r.id);
 }
 
-export async function publicTimelineIds(db: Queryable, o: { local: boolean; remote: boolean; tag?: string }, p: PageParams): Promise<string[]> {
+export async function publicTimelineIds(db: Queryable, o: { local: boolean; remote: boolean; tag?: string; onlyMedia?: boolean }, p: PageParams): Promise<string[]> {
   const values: unknown[] = [];
   let extra = '';
+  if (o.onlyMedia) extra += ` AND EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id)`;
   if (o.local) extra += ` AND a.domain IS NULL`;
   if (o.remote) extra += ` AND a.domain IS NOT NULL`;
   if (o.tag) {

@@ -2,6 +2,7 @@ import type { StatusRow } from '../../storage/statuses.ts';
 import type { StatusBundle } from '../../services/hydrate.ts';
 import type { RenderContext } from './context.ts';
 import { renderAccount } from './account.ts';
+import { renderMedia } from './media.ts';
 
 export function statusUri(ctx: RenderContext, s: StatusRow, authorUsername: string): string {
   return s.uri ?? `${ctx.publicUrl}/users/${authorUsername}/statuses/${s.id}`;
@@ -28,7 +29,7 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
     in_reply_to_id: s.in_reply_to_id,
     in_reply_to_account_id: s.in_reply_to_account_id,
     application: null,
-    media_attachments: [],
+    media_attachments: (b.media.get(s.id) ?? []).map((m) => renderMedia(ctx, m)),
     mentions: (b.mentions.get(s.id) ?? []).map((id) => b.accounts.get(id)).filter((a) => !!a).map((a) => ({
       id: a.id,
       username: a.username,
@@ -77,7 +78,7 @@ const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: Buffer }>();
 
 function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): Buffer {
   const mentions = b.mentions.get(s.id) ?? [];
-  const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
+  const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), b.media.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
   const hit = baseJson.get(s);
   if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.json;
   const json = Buffer.from(JSON.stringify(baseFields(ctx, b, s)).slice(0, -1)); // without the closing brace

@@ -4,6 +4,8 @@
  */
 export interface FileHost {
   put(key: string, data: Buffer, contentType: string): Promise<void>;
+  /** The bytes under a key, or null when there are none. */
+  get(key: string): Promise<Buffer | null>;
   delete(key: string): Promise<void>;
   url(key: string): string;
 }

@@ -1,4 +1,4 @@
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { FileHost } from './index.ts';
@@ -29,6 +29,15 @@ export class LocalFileHost implements FileHost {
     const temp = join(dirname(path), `.tmp-${randomBytes(6).toString('hex')}`);
     await writeFile(temp, data);
     await rename(temp, path);
+  }
+
+  async get(key: string): Promise<Buffer | null> {
+    try {
+      return await readFile(this.pathOf(key));
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') return null;
+      throw err;
+    }
   }
 
   async delete(key: string): Promise<void> {

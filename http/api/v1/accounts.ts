@@ -236,13 +236,13 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const account = await visibleAccount(ctx, request.params.id);
     const q = request.query;
     const viewerId = request.viewerId;
-    // Nothing is pinned and nothing has media yet: those filters find nothing until pins and media land.
-    if (q.pinned || q.only_media) return [];
+    // Nothing is pinned yet: that filter finds nothing until pins land.
+    if (q.pinned) return [];
     const visibilities: Visibility[] = viewerId === account.id ? ['public', 'unlisted', 'private', 'direct']
       : viewerId && (await follows.relationships(ctx.db, viewerId, [account.id])).get(account.id)?.following
         ? ['public', 'unlisted', 'private'] : ['public', 'unlisted'];
     const ids = await accountStatusIds(ctx.db, account.id, {
-      visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, tagged: q.tagged,
+      visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, onlyMedia: q.only_media, tagged: q.tagged,
     }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
     return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids));

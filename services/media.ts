@@ -1,0 +1,165 @@
+import sharp from 'sharp';
+import { encode as encodeBlurhash } from 'blurhash';
+import type { Db } from '../storage/db.ts';
+import { transaction } from '../storage/db.ts';
+import type { FileHost } from '../storage/filehost/index.ts';
+import type { JobQueues } from '../jobs/queues.ts';
+import { addToOutbox } from '../storage/outbox.ts';
+import { abandonedMedia, deleteMedia, findMedia, insertMedia, markMediaFailed, markMediaReady, newMediaId, type MediaRow } from '../storage/media.ts';
+import { unprocessable } from '../errors.ts';
+
+export interface MediaDeps {
+  db: Db;
+  fileHost: FileHost;
+  jobs: JobQueues;
+}
+
+/** Image formats taken, by what sharp reads in the bytes (AVIF is read as `heif`), and how each is stored. */
+const IMAGE_FORMATS: Record<string, { contentType: string; extension: string }> = {
+  jpeg: { contentType: 'image/jpeg', extension: 'jpg' },
+  png: { contentType: 'image/png', extension: 'png' },
+  gif: { contentType: 'image/gif', extension: 'gif' },
+  webp: { contentType: 'image/webp', extension: 'webp' },
+  heif: { contentType: 'image/avif', extension: 'avif' },
+};
+
+/** Decompression bombs are refused before decoding. */
+const MAX_INPUT_PIXELS = 16_384 * 16_384;
+/** Mastodon's caps: originals to 3840×2160 worth of pixels, previews to 480×480 worth. */
+const ORIGINAL_PIXELS = 3840 * 2160;
+const SMALL_PIXELS = 480 * 480;
+
+export interface UploadDetails {
+  description: string;
+  focusX: number;
+  focusY: number;
+}
+
+/**
+ * POST /api/v2/media: checks the file by its content at once, stages it on the file host (which web and worker
+ * processes both reach), and records it with a processing job in one transaction. Returns the new attachment.
+ */
+export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buffer, details: UploadDetails): Promise<MediaRow> {
+  const invalid = unprocessable('Validation failed: File content type is invalid');
+  if (data.length === 0) throw unprocessable('Validation failed: File is empty');
+  let format: string | undefined;
+  try {
+    format = (await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()).format;
+  } catch {
+    throw invalid;
+  }
+  if (!format || !(format in IMAGE_FORMATS)) throw invalid;
+  const id = await newMediaId(deps.db);
+  const stagedKey = `staging/${id}`;
+  await deps.fileHost.put(stagedKey, data, 'application/octet-stream');
+  try {
+    const { media, outbox } = await transaction(deps.db, async (tx) => {
+      const media = await insertMedia(tx, { id, accountId, type: 'image', stagedKey, ...details });
+      return { media, outbox: await addToOutbox(tx, 'processMedia', { mediaId: id }) };
+    });
+    await deps.jobs.enqueue(outbox).catch(() => {}); // the outbox sweeper queues it otherwise
+    return media;
+  } catch (err) {
+    await deps.fileHost.delete(stagedKey).catch(() => {});
+    throw err;
+  }
+}
+
+class Undecodable extends Error {}
+
+/**
+ * The processing job: orientation applied, metadata (EXIF location…) dropped, capped in size, a small preview, meta
+ * and blurhash, both files on the file host, the attachment marked ready. File names come from the attachment id, so
+ * a job that runs twice writes the same two files. A file that cannot be decoded fails the attachment once; file-host
+ * errors throw, and the job is retried.
+ */
+export async function processMedia(deps: MediaDeps, mediaId: string): Promise<void> {
+  const media = await findMedia(deps.db, mediaId);
+  if (!media || media.state !== 'processing' || !media.staged_key) return;
+  const staged = await deps.fileHost.get(media.staged_key);
+  if (!staged) {
+    await markMediaFailed(deps.db, mediaId, 'the uploaded file is gone');
+    return;
+  }
+  let result;
+  try {
+    result = await renderImage(staged);
+  } catch (err) {
+    if (!(err instanceof Undecodable)) throw err;
+    await markMediaFailed(deps.db, mediaId, err.message);
+    await deps.fileHost.delete(media.staged_key).catch(() => {});
+    return;
+  }
+  const originalKey = `media/${mediaId}/original.${result.original.extension}`;
+  const smallKey = `media/${mediaId}/small.webp`;
+  await deps.fileHost.put(originalKey, result.original.data, result.original.contentType);
+  await deps.fileHost.put(smallKey, result.small.data, 'image/webp');
+  const meta = {
+    original: dims(result.original.width, result.original.height),
+    small: dims(result.small.width, result.small.height),
+    focus: { x: media.focus_x, y: media.focus_y },
+  };
+  await markMediaReady(deps.db, mediaId, { originalKey, originalType: result.original.contentType, smallKey, smallType: 'image/webp', meta, blurhash: result.blurhash });
+  await deps.fileHost.delete(media.staged_key).catch(() => {});
+}
+
+function dims(width: number, height: number) {
+  return { width, height, size: `${width}x${height}`, aspect: width / height };
+}
+
+function fit(width: number, height: number, maxPixels: number): { width: number; height: number } {
+  if (width * height <= maxPixels) return { width, height };
+  const scale = Math.sqrt(maxPixels / (width * height));
+  return { width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale)) };
+}
+
+async function renderImage(input: Buffer) {
+  let meta;
+  try {
+    meta = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+  } catch {
+    throw new Undecodable('the file is not an image that can be read');
+  }
+  const format = IMAGE_FORMATS[meta.format ?? ''];
+  if (!format || !meta.width || !meta.height) throw new Undecodable('the file is not an image that can be read');
+  const animated = (meta.format === 'gif' || meta.format === 'webp') && (meta.pages ?? 1) > 1;
+  try {
+    // rotate() applies the EXIF orientation; sharp writes no metadata unless asked, so EXIF (location…) is gone.
+    const oriented = (meta.orientation ?? 1) >= 5 ? { width: meta.height, height: meta.width } : { width: meta.width, height: meta.height };
+    const size = fit(oriented.width, animated ? (meta.pageHeight ?? oriented.height) : oriented.height, ORIGINAL_PIXELS);
+    const base = () => sharp(input, { animated, failOn: 'truncated', limitInputPixels: MAX_INPUT_PIXELS }).rotate();
+    let pipeline = base().resize({ width: size.width, height: size.height, fit: 'inside', withoutEnlargement: true });
+    pipeline = meta.format === 'jpeg' ? pipeline.jpeg({ quality: 90, mozjpeg: true })
+      : meta.format === 'png' ? pipeline.png()
+      : meta.format === 'gif' ? pipeline.gif()
+      : meta.format === 'webp' ? pipeline.webp({ quality: 90 })
+      : pipeline.avif({ quality: 70 });
+    const original = await pipeline.toBuffer({ resolveWithObject: true });
+    const smallSize = fit(original.info.width, animated ? (original.info.pageHeight ?? original.info.height) : original.info.height, SMALL_PIXELS);
+    const small = await sharp(original.data, { failOn: 'truncated' }).resize({ width: smallSize.width, height: smallSize.height, fit: 'inside' }).webp({ quality: 80 }).toBuffer({ resolveWithObject: true });
+    const pixels = await sharp(small.data).resize({ width: 32, height: 32, fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    const blurhash = encodeBlurhash(new Uint8ClampedArray(pixels.data), pixels.info.width, pixels.info.height, 4, 3);
+    return {
+      original: { data: original.data, contentType: format.contentType, extension: format.extension, width: original.info.width, height: animated ? (original.info.pageHeight ?? original.info.height) : original.info.height },
+      small: { data: small.data, width: small.info.width, height: small.info.height },
+      blurhash,
+    };
+  } catch (err) {
+    throw new Undecodable(`the image could not be processed: ${(err as Error).message}`);
+  }
+}
+
+/** Uploads never attached to a status within a day are removed, files first, a batch at a time (a repeating job). */
+export async function removeAbandonedMedia(deps: MediaDeps, now = new Date()): Promise<number> {
+  const cutoff = new Date(now.getTime() - 24 * 3600 * 1000);
+  let removed = 0;
+  for (;;) {
+    const batch = await abandonedMedia(deps.db, cutoff, 200);
+    for (const m of batch) {
+      for (const key of [m.staged_key, m.original_key, m.small_key]) if (key) await deps.fileHost.delete(key);
+      await deleteMedia(deps.db, m.id);
+    }
+    removed += batch.length;
+    if (batch.length < 200) return removed;
+  }
+}

@@ -1,0 +1,120 @@
+import type { Queryable } from './db.ts';
+
+export type MediaType = 'image' | 'gifv' | 'video' | 'audio' | 'unknown';
+export type MediaState = 'processing' | 'ready' | 'failed';
+
+export interface MediaRow {
+  id: string;
+  account_id: string;
+  status_id: string | null;
+  type: MediaType;
+  state: MediaState;
+  staged_key: string | null;
+  original_key: string | null;
+  original_type: string | null;
+  small_key: string | null;
+  small_type: string | null;
+  remote_url: string | null;
+  meta: Record<string, unknown>;
+  blurhash: string | null;
+  description: string;
+  focus_x: number;
+  focus_y: number;
+  failure: string | null;
+  created_at: Date;
+}
+
+const COLUMNS = `id, account_id, status_id, type, state, staged_key, original_key, original_type, small_key, small_type,
+  remote_url, meta, blurhash, description, focus_x, focus_y, failure, created_at`;
+
+export async function insertMedia(db: Queryable, m: { id: string; accountId: string; type: MediaType; stagedKey: string; description: string; focusX: number; focusY: number }): Promise<MediaRow> {
+  const { rows } = await db.query<MediaRow>(
+    `INSERT INTO media_attachments (id, account_id, type, staged_key, description, focus_x, focus_y)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [m.id, m.accountId, m.type, m.stagedKey, m.description, m.focusX, m.focusY],
+  );
+  return rows[0]!;
+}
+
+export async function newMediaId(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(`SELECT timestamp_id()::text AS id`);
+  return rows[0]!.id;
+}
+
+export async function findMedia(db: Queryable, id: string): Promise<MediaRow | null> {
+  const { rows } = await db.query<MediaRow>(`SELECT ${COLUMNS} FROM media_attachments WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+export async function markMediaReady(db: Queryable, id: string, r: { originalKey: string; originalType: string; smallKey: string; smallType: string; meta: Record<string, unknown>; blurhash: string | null }): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE media_attachments SET state = 'ready', staged_key = NULL, original_key = $2, original_type = $3, small_key = $4,
+            small_type = $5, meta = $6, blurhash = $7, updated_at = now()
+      WHERE id = $1 AND state = 'processing'`,
+    [id, r.originalKey, r.originalType, r.smallKey, r.smallType, JSON.stringify(r.meta), r.blurhash],
+  );
+  return rowCount === 1;
+}
+
+export async function markMediaFailed(db: Queryable, id: string, failure: string): Promise<void> {
+  await db.query(`UPDATE media_attachments SET state = 'failed', staged_key = NULL, failure = $2, updated_at = now() WHERE id = $1 AND state = 'processing'`, [id, failure]);
+}
+
+export async function updateMediaDetails(db: Queryable, id: string, accountId: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined }): Promise<MediaRow | null> {
+  const { rows } = await db.query<MediaRow>(
+    `UPDATE media_attachments SET description = coalesce($3, description), focus_x = coalesce($4, focus_x), focus_y = coalesce($5, focus_y), updated_at = now()
+      WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
+    [id, accountId, u.description ?? null, u.focusX ?? null, u.focusY ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+/** Attaches the account's own, processed, unattached media to a status, in the order given. Returns how many were. */
+export async function attachMedia(db: Queryable, statusId: string, accountId: string, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE media_attachments SET status_id = $1, updated_at = now()
+      WHERE id = ANY($3::bigint[]) AND account_id = $2 AND status_id IS NULL AND state = 'ready'`,
+    [statusId, accountId, ids],
+  );
+  return rowCount ?? 0;
+}
+
+/** Why these media ids cannot be attached by this account, or null when all can. */
+export async function mediaProblem(db: Queryable, accountId: string, ids: string[]): Promise<string | null> {
+  const { rows } = await db.query<{ id: string; account_id: string; status_id: string | null; state: MediaState }>(
+    `SELECT id, account_id, status_id, state FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids],
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const id of ids) {
+    const m = byId.get(id);
+    if (!m || m.account_id !== accountId) return 'Validation failed: media_ids names media that does not exist';
+    if (m.status_id !== null) return 'Validation failed: media_ids names media already attached to a status';
+    if (m.state === 'processing') return 'Cannot attach files that have not finished processing. Try again in a moment!';
+    if (m.state === 'failed') return 'Validation failed: media_ids names media that could not be processed';
+  }
+  return null;
+}
+
+/** The media of statuses, in upload order. */
+export async function mediaOfStatuses(db: Queryable, statusIds: string[]): Promise<Map<string, MediaRow[]>> {
+  const out = new Map<string, MediaRow[]>();
+  if (statusIds.length === 0) return out;
+  const { rows } = await db.query<MediaRow>(
+    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id = ANY($1::bigint[]) ORDER BY id LIMIT 400`, [statusIds],
+  );
+  for (const r of rows) out.set(r.status_id!, [...(out.get(r.status_id!) ?? []), r]);
+  return out;
+}
+
+/** Unattached uploads older than the cut-off, oldest first (the clean-up's work list). */
+export async function abandonedMedia(db: Queryable, olderThan: Date, limit: number): Promise<MediaRow[]> {
+  const { rows } = await db.query<MediaRow>(
+    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2`, [olderThan, limit],
+  );
+  return rows;
+}
+
+export async function deleteMedia(db: Queryable, id: string): Promise<void> {
+  await db.query(`DELETE FROM media_attachments WHERE id = $1 AND status_id IS NULL`, [id]);
+}

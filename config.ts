@@ -48,6 +48,9 @@ export interface Config {
   tlsCertFile: string;
   tlsKeyFile: string;
   softwareVersion: string;
+  /** Where uploaded files live: `local` (DATA_DIR/files, served by this server) or `s3` (an S3-compatible bucket). */
+  fileHost: 'local' | 's3';
+  s3: { bucket: string; region: string; endpoint: string; accessKeyId: string; secretAccessKey: string; publicUrl: string; forcePathStyle: boolean };
   /** The first wait before a failed delivery to another server is tried again; it doubles each time, up to 6 h. */
   deliveryRetryBaseMs: number;
 }
@@ -118,6 +121,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (new URL(databaseUrl).pathname.replace(/^\//, '') === '') {
     throw new ConfigError('DATABASE_URL', 'must name a database, e.g. postgres://postgres@127.0.0.1:5432/fedi_server');
   }
+  const fileHost = oneOf(env, 'FILE_HOST', 'local', ['local', 's3'] as const);
+  if (fileHost === 's3') {
+    for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PUBLIC_URL']) {
+      if (!env[name]) throw new ConfigError(name, 'is required when FILE_HOST=s3');
+    }
+  }
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     bind: str(env, 'BIND', '127.0.0.1'),
@@ -145,5 +154,15 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKeyFile,
     softwareVersion: SOFTWARE_VERSION,
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+    fileHost,
+    s3: {
+      bucket: str(env, 'S3_BUCKET', ''),
+      region: str(env, 'S3_REGION', 'us-east-1'),
+      endpoint: fileHost === 's3' && env.S3_ENDPOINT ? url(env, 'S3_ENDPOINT', '', ['http:', 'https:']) : '',
+      accessKeyId: str(env, 'S3_ACCESS_KEY_ID', ''),
+      secretAccessKey: str(env, 'S3_SECRET_ACCESS_KEY', ''),
+      publicUrl: str(env, 'S3_PUBLIC_URL', '').replace(/\/+$/, ''),
+      forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', true),
+    },
   };
 }

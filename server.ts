@@ -5,6 +5,8 @@ import type { AppContext } from './context.ts';
 import { createPool, ensureDatabase, migrate } from './storage/db.ts';
 import { createRedis, connectRedis } from './storage/redis.ts';
 import { LocalFileHost } from './storage/filehost/local.ts';
+import { S3FileHost } from './storage/filehost/s3.ts';
+import type { FileHost } from './storage/filehost/index.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { buildApp } from './http/app.ts';
 import { HomeFeeds } from './storage/feeds.ts';
@@ -26,9 +28,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   const db = createPool(config.databaseUrl);
   const redis = createRedis(config.redisUrl);
   await connectRedis(redis, config.redisUrl);
-  const filesRoot = join(config.dataDir, 'files');
-  await mkdir(filesRoot, { recursive: true });
-  const fileHost = new LocalFileHost(filesRoot, config.publicUrl);
+  const fileHost = await createFileHost(config);
   const tokens = new TokenCache();
   const subscriber = redis.duplicate();
   subscriber.on('error', () => {});
@@ -65,10 +65,19 @@ export async function createContext(config: Config): Promise<AppContext> {
   return ctx;
 }
 
+/** The file host the settings name: the local disk (the default) or an S3-compatible bucket. */
+async function createFileHost(config: Config): Promise<FileHost> {
+  if (config.fileHost === 's3') return new S3FileHost(config.s3);
+  const filesRoot = join(config.dataDir, 'files');
+  await mkdir(filesRoot, { recursive: true });
+  return new LocalFileHost(filesRoot, config.publicUrl);
+}
+
 export async function closeContext(ctx: AppContext): Promise<void> {
   ctx.actors.stop();
   await ctx.jobs.close();
   await ctx.federationQueue.close();
+  if (ctx.fileHost instanceof S3FileHost) ctx.fileHost.close();
   ctx.subscriber.disconnect();
   await ctx.db.end();
   ctx.redis.disconnect();

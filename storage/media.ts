@@ -73,8 +73,9 @@ export async function updateMediaDetails(db: Queryable, id: string, accountId: s
 export async function attachMedia(db: Queryable, statusId: string, accountId: string, ids: string[]): Promise<number> {
   if (ids.length === 0) return 0;
   const { rowCount } = await db.query(
-    `UPDATE media_attachments SET status_id = $1, updated_at = now()
-      WHERE id = ANY($3::bigint[]) AND account_id = $2 AND status_id IS NULL AND state = 'ready'`,
+    `UPDATE media_attachments m SET status_id = $1, position = o.position, updated_at = now()
+       FROM unnest($3::bigint[]) WITH ORDINALITY AS o(id, position)
+      WHERE m.id = o.id AND m.account_id = $2 AND m.status_id IS NULL AND m.state = 'ready'`,
     [statusId, accountId, ids],
   );
   return rowCount ?? 0;
@@ -96,12 +97,12 @@ export async function mediaProblem(db: Queryable, accountId: string, ids: string
   return null;
 }
 
-/** The media of statuses, in upload order. */
+/** The media of statuses, in the order their posters gave. */
 export async function mediaOfStatuses(db: Queryable, statusIds: string[]): Promise<Map<string, MediaRow[]>> {
   const out = new Map<string, MediaRow[]>();
   if (statusIds.length === 0) return out;
   const { rows } = await db.query<MediaRow>(
-    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id = ANY($1::bigint[]) ORDER BY id LIMIT 400`, [statusIds],
+    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id = ANY($1::bigint[]) ORDER BY status_id, position, id LIMIT 400`, [statusIds],
   );
   for (const r of rows) out.set(r.status_id!, [...(out.get(r.status_id!) ?? []), r]);
   return out;

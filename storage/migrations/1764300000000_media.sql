@@ -4,6 +4,7 @@ CREATE TABLE media_attachments (
   id bigint PRIMARY KEY DEFAULT timestamp_id(),
   account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
   status_id bigint REFERENCES statuses (id) ON DELETE SET NULL,
+  position smallint NOT NULL DEFAULT 0,  -- place among its status's attachments, as the poster ordered them
   type text NOT NULL CHECK (type IN ('image', 'gifv', 'video', 'audio', 'unknown')),
   state text NOT NULL DEFAULT 'processing' CHECK (state IN ('processing', 'ready', 'failed')),
   staged_key text,                       -- the upload as received, until processed

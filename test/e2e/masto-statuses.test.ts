@@ -99,3 +99,27 @@ describe('masto: statuses and timelines', () => {
     expect(read.home?.version).toBe(0);
   });
 });
+
+describe('masto: media', () => {
+  it('uploads two photos with descriptions, waits for them, posts them, and every URL serves the reported sizes', async () => {
+    const { default: sharp } = await import('sharp');
+    const photos = await Promise.all([[640, 480, '#a33'], [300, 500, '#3a3']].map(([w, h, bg]) =>
+      sharp({ create: { width: w as number, height: h as number, channels: 3, background: bg as string } }).jpeg().toBuffer()));
+    // masto polls GET /api/v1/media/:id until the attachment is processed.
+    const attachments = await Promise.all(photos.map((data, i) =>
+      pia.v2.media.create({ file: new Blob([new Uint8Array(data)], { type: 'image/jpeg' }), description: `photo number ${i + 1}` })));
+    for (const a of attachments) expect(a.url).toMatch(/^http/);
+    const status = await pia.v1.statuses.create({ status: 'two photos', mediaIds: attachments.map((a) => a.id) });
+    expect(status.mediaAttachments.map((m) => m.description)).toEqual(['photo number 1', 'photo number 2']);
+    for (const [i, m] of status.mediaAttachments.entries()) {
+      const meta = m.meta as { original: { width: number; height: number }; small: { width: number; height: number } };
+      for (const [url, size] of [[m.url!, meta.original], [m.previewUrl!, meta.small]] as const) {
+        const res = await fetch(url);
+        expect(res.status).toBe(200);
+        const decoded = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+        expect([decoded.width, decoded.height], `photo ${i + 1}: ${url}`).toEqual([size.width, size.height]);
+      }
+    }
+    expect(status.mediaAttachments[0]!.meta).toMatchObject({ original: { width: 640, height: 480 } });
+  });
+});

@@ -169,3 +169,19 @@ describe('clean-up', () => {
     expect(rows[0].n).toBeGreaterThan(0);
   });
 });
+
+describe('restarts', () => {
+  it('completes uploads queued while the worker was stopped, each into one original and one preview', async () => {
+    await s.stopWorkers();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await upload(jon, await photo(), { description: `queued ${i}` })).json().id);
+    for (const id of ids) expect((await s.app.inject({ method: 'GET', url: `/api/v1/media/${id}`, headers: bearer(jon.token) })).statusCode).toBe(206);
+    s.startWorkers();
+    for (const id of ids) expect((await processed(jon, id)).status).toBe(200);
+    const { readdir } = await import('node:fs/promises');
+    const { join } = await import('node:path');
+    for (const id of ids) expect((await readdir(join(s.config.dataDir, 'files', 'media', id))).sort()).toEqual(['original.jpg', 'small.webp']);
+    const staged = await readdir(join(s.config.dataDir, 'files', 'staging')).catch(() => []);
+    for (const id of ids) expect(staged).not.toContain(id);
+  });
+});

@@ -129,7 +129,7 @@ async function renderImage(input: Buffer) {
     const size = fit(oriented.width, animated ? (meta.pageHeight ?? oriented.height) : oriented.height, ORIGINAL_PIXELS);
     const base = () => sharp(input, { animated, failOn: 'truncated', limitInputPixels: MAX_INPUT_PIXELS }).rotate();
     let pipeline = base().resize({ width: size.width, height: size.height, fit: 'inside', withoutEnlargement: true });
-    pipeline = meta.format === 'jpeg' ? pipeline.jpeg({ quality: 90, mozjpeg: true })
+    pipeline = meta.format === 'jpeg' ? pipeline.jpeg({ quality: 90 })
       : meta.format === 'png' ? pipeline.png()
       : meta.format === 'gif' ? pipeline.gif()
       : meta.format === 'webp' ? pipeline.webp({ quality: 90 })

@@ -36,6 +36,8 @@ export interface Config {
   sourceUrl: string;
   maxStatusChars: number;
   maxImageBytes: number;
+  /** Largest accepted video or audio upload. */
+  maxVideoBytes: number;
   actorIdleMs: number;
   trustProxy: boolean;
   rateLimits: boolean;
@@ -146,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
     sourceUrl: str(env, 'SOURCE_URL', ''),
     maxStatusChars: int(env, 'MAX_STATUS_CHARS', 500, 1, 100_000),
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxVideoBytes: int(env, 'MAX_VIDEO_BYTES', 99 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     rateLimits: bool(env, 'RATE_LIMITS', true),

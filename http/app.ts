@@ -59,7 +59,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   });
 
   await app.register(errorsPlugin);
-  await app.register(bodyPlugin, { maxFileBytes: ctx.config.maxImageBytes });
+  // The largest upload of any kind; each kind's own limit is checked where it is used.
+  await app.register(bodyPlugin, { maxFileBytes: Math.max(ctx.config.maxImageBytes, ctx.config.maxVideoBytes) });
   // Health checks and static files are registered before the rate limiter, which only sees later routes.
   await app.register(healthRoutes, { ctx });
   await app.register(fileRoutes, { ctx });

@@ -7,11 +7,46 @@ import type { JobQueues } from '../jobs/queues.ts';
 import { addToOutbox } from '../storage/outbox.ts';
 import { abandonedMedia, deleteMedia, findMedia, insertMedia, markMediaFailed, markMediaReady, newMediaId, type MediaRow } from '../storage/media.ts';
 import { unprocessable } from '../errors.ts';
+import { fileTypeFromBuffer } from 'file-type';
+import type { Config } from '../config.ts';
 
 export interface MediaDeps {
   db: Db;
   fileHost: FileHost;
   jobs: JobQueues;
+  config: Pick<Config, 'maxImageBytes' | 'maxVideoBytes'>;
+}
+
+/** Video and audio are stored as sent (no transcoding yet), by what their bytes are. */
+const AV_TYPES: Record<string, { type: 'video' | 'audio'; extension: string }> = {
+  'video/mp4': { type: 'video', extension: 'mp4' },
+  'video/webm': { type: 'video', extension: 'webm' },
+  'video/quicktime': { type: 'video', extension: 'mov' },
+  'audio/mpeg': { type: 'audio', extension: 'mp3' },
+  'audio/ogg': { type: 'audio', extension: 'ogg' },
+  'audio/opus': { type: 'audio', extension: 'opus' },
+  'audio/wav': { type: 'audio', extension: 'wav' },
+  'audio/x-wav': { type: 'audio', extension: 'wav' },
+  'audio/flac': { type: 'audio', extension: 'flac' },
+  'audio/x-flac': { type: 'audio', extension: 'flac' },
+  'audio/mp4': { type: 'audio', extension: 'm4a' },
+  'audio/x-m4a': { type: 'audio', extension: 'm4a' },
+  'audio/webm': { type: 'audio', extension: 'weba' },
+};
+
+const megabytes = (bytes: number) => `${Math.floor(bytes / 1024 / 1024)} MB`;
+
+/** What an upload is, by its content: an image sharp reads, or a video or audio container; null for anything else. */
+async function kindOf(data: Buffer): Promise<{ type: 'image' | 'video' | 'audio'; mime: string } | null> {
+  try {
+    const format = (await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()).format;
+    if (format && format in IMAGE_FORMATS) return { type: 'image', mime: IMAGE_FORMATS[format]!.contentType };
+  } catch {
+    // not an image sharp can read: perhaps video or audio
+  }
+  const sniffed = await fileTypeFromBuffer(data);
+  const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
+  return av && sniffed ? { type: av.type, mime: sniffed.mime } : null;
 }
 
 /** Image formats taken, by what sharp reads in the bytes (AVIF is read as `heif`), and how each is stored. */
@@ -40,21 +75,17 @@ export interface UploadDetails {
  * processes both reach), and records it with a processing job in one transaction. Returns the new attachment.
  */
 export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buffer, details: UploadDetails): Promise<MediaRow> {
-  const invalid = unprocessable('Validation failed: File content type is invalid');
   if (data.length === 0) throw unprocessable('Validation failed: File is empty');
-  let format: string | undefined;
-  try {
-    format = (await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()).format;
-  } catch {
-    throw invalid;
-  }
-  if (!format || !(format in IMAGE_FORMATS)) throw invalid;
+  const kind = await kindOf(data);
+  if (!kind) throw unprocessable('Validation failed: File content type is invalid');
+  const limit = kind.type === 'image' ? deps.config.maxImageBytes : deps.config.maxVideoBytes;
+  if (data.length > limit) throw unprocessable(`Validation failed: File file size must be less than ${megabytes(limit)}`);
   const id = await newMediaId(deps.db);
   const stagedKey = `staging/${id}`;
   await deps.fileHost.put(stagedKey, data, 'application/octet-stream');
   try {
     const { media, outbox } = await transaction(deps.db, async (tx) => {
-      const media = await insertMedia(tx, { id, accountId, type: 'image', stagedKey, ...details });
+      const media = await insertMedia(tx, { id, accountId, type: kind.type, stagedKey, ...details });
       return { media, outbox: await addToOutbox(tx, 'processMedia', { mediaId: id }) };
     });
     await deps.jobs.enqueue(outbox).catch(() => {}); // the outbox sweeper queues it otherwise
@@ -81,6 +112,10 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
     await markMediaFailed(deps.db, mediaId, 'the uploaded file is gone');
     return;
   }
+  if (media.type === 'video' || media.type === 'audio') {
+    await storeAsSent(deps, media, staged);
+    return;
+  }
   let result;
   try {
     result = await renderImage(staged);
@@ -101,6 +136,23 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
   };
   await markMediaReady(deps.db, mediaId, { originalKey, originalType: result.original.contentType, smallKey, smallType: 'image/webp', meta, blurhash: result.blurhash });
   await deps.fileHost.delete(media.staged_key).catch(() => {});
+}
+
+/** Video and audio: kept as sent (their container checked when accepted); no preview until transcoding exists. */
+async function storeAsSent(deps: MediaDeps, media: MediaRow, data: Buffer): Promise<void> {
+  const sniffed = await fileTypeFromBuffer(data);
+  const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
+  if (!av || !sniffed) {
+    await markMediaFailed(deps.db, media.id, 'the file is not a video or audio file that can be read');
+    await deps.fileHost.delete(media.staged_key!).catch(() => {});
+    return;
+  }
+  const originalKey = `media/${media.id}/original.${av.extension}`;
+  await deps.fileHost.put(originalKey, data, sniffed.mime);
+  await markMediaReady(deps.db, media.id, {
+    originalKey, originalType: sniffed.mime, smallKey: null, smallType: null, meta: { focus: { x: media.focus_x, y: media.focus_y } }, blurhash: null,
+  });
+  await deps.fileHost.delete(media.staged_key!).catch(() => {});
 }
 
 function dims(width: number, height: number) {

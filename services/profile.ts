@@ -1,3 +1,4 @@
+import { unprocessable } from '../errors.ts';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { AccountRow, ProfileChanges, ProfileField } from '../storage/accounts.ts';
@@ -31,6 +32,9 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
   for (const kind of ['avatar', 'header'] as const) {
     const input = u[kind];
     if (!input) continue;
+    if (input.length > ctx.config.maxImageBytes) {
+      throw unprocessable(`Validation failed: ${kind} file size must be less than ${Math.floor(ctx.config.maxImageBytes / 1024 / 1024)} MB`);
+    }
     const processed = await processProfileImage(kind, input);
     const key = `accounts/${current.id}/${kind}-${randomBytes(8).toString('hex')}.${processed.extension}`;
     images.push({ kind, data: processed.data, contentType: processed.contentType, key });

@@ -46,7 +46,7 @@ export async function findMedia(db: Queryable, id: string): Promise<MediaRow | n
   return rows[0] ?? null;
 }
 
-export async function markMediaReady(db: Queryable, id: string, r: { originalKey: string; originalType: string; smallKey: string; smallType: string; meta: Record<string, unknown>; blurhash: string | null }): Promise<boolean> {
+export async function markMediaReady(db: Queryable, id: string, r: { originalKey: string; originalType: string; smallKey: string | null; smallType: string | null; meta: Record<string, unknown>; blurhash: string | null }): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE media_attachments SET state = 'ready', staged_key = NULL, original_key = $2, original_type = $3, small_key = $4,
             small_type = $5, meta = $6, blurhash = $7, updated_at = now()

@@ -8,7 +8,9 @@ import pkg from '../../package.json' with { type: 'json' };
 
 /** Mastodon apps read the version to decide which features exist; we speak the 4.3 API. */
 export const VERSION = `4.3.0 (compatible; ${pkg.name} ${pkg.version})`;
-const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+// What POST /api/v2/media takes (services/media.ts), by content.
+const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/avif',
+  'video/mp4', 'video/webm', 'video/quicktime', 'audio/mpeg', 'audio/ogg', 'audio/wav', 'audio/flac', 'audio/mp4', 'audio/webm'];
 
 function limits(config: Config) {
   return {
@@ -23,10 +25,10 @@ function limits(config: Config) {
     },
     statuses: { max_characters: config.maxStatusChars, max_media_attachments: 4, characters_reserved_per_url: 23 },
     media_attachments: {
-      supported_mime_types: IMAGE_TYPES,
+      supported_mime_types: MEDIA_TYPES,
       image_size_limit: config.maxImageBytes,
       image_matrix_limit: 7680 * 4320,
-      video_size_limit: 99 * 1024 * 1024,
+      video_size_limit: config.maxVideoBytes,
       video_frame_rate_limit: 60,
       video_matrix_limit: 2304000,
       description_limit: 1500,

@@ -185,3 +185,61 @@ describe('restarts', () => {
     for (const id of ids) expect(staged).not.toContain(id);
   });
 });
+
+describe('video, audio and limits', () => {
+  // A WAV file: RIFF header and a little silence.
+  const wav = () => {
+    const samples = Buffer.alloc(8000);
+    const header = Buffer.alloc(44);
+    header.write('RIFF', 0); header.writeUInt32LE(36 + samples.length, 4); header.write('WAVE', 8);
+    header.write('fmt ', 12); header.writeUInt32LE(16, 16); header.writeUInt16LE(1, 20); header.writeUInt16LE(1, 22);
+    header.writeUInt32LE(8000, 24); header.writeUInt32LE(8000, 28); header.writeUInt16LE(1, 32); header.writeUInt16LE(8, 34);
+    header.write('data', 36); header.writeUInt32LE(samples.length, 40);
+    return Buffer.concat([header, samples]);
+  };
+  // The start of an MP4 file: an ftyp box, then an empty mdat.
+  const mp4 = () => Buffer.concat([
+    Buffer.from('000000186674797069736f6d0000020069736f6d69736f32', 'hex'),
+    Buffer.from('000000086d646174', 'hex'),
+  ]);
+
+  it('takes video and audio by their content and keeps them as sent', async () => {
+    for (const [data, type, name] of [[mp4(), 'video', 'clip.bin'], [wav(), 'audio', 'sound.bin']] as const) {
+      const res = await upload(ida, data, { description: `a ${type}` }, name, 'application/octet-stream');
+      expect(res.statusCode, res.body).toBe(202);
+      expect(res.json().type).toBe(type);
+      const done = await processed(ida, res.json().id);
+      expect(done.status).toBe(200);
+      expectEntity('MediaAttachment', done.body);
+      expect(done.body).toMatchObject({ type, preview_url: null });
+      expect(Buffer.compare(await fetchFile(done.body.url), data)).toBe(0);
+    }
+  });
+
+  it('refuses files over the limit of their kind with 422, storing nothing', async () => {
+    const small = await startTestServer({ MAX_IMAGE_BYTES: '20000', MAX_VIDEO_BYTES: '200000' });
+    try {
+      const [kim] = await registerUsers(small.app, 'kim');
+      const big = await sharp({ create: { width: 150, height: 150, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+      expect(big.length).toBeGreaterThan(20000);
+      expect(big.length).toBeLessThan(200000);
+      const send = async (url: string, method: 'POST' | 'PATCH', field: string, data: Buffer) => {
+        const form = await multipart({ [field]: { data, filename: 'f', type: 'application/octet-stream' } });
+        return small.app.inject({ method, url, headers: { ...bearer(kim!.token), ...form.headers }, payload: form.payload });
+      };
+      const image = await send('/api/v2/media', 'POST', 'file', big);
+      expect(image.statusCode).toBe(422);
+      expect(image.json().error).toMatch(/less than/);
+      const avatar = await send('/api/v1/accounts/update_credentials', 'PATCH', 'avatar', big);
+      expect(avatar.statusCode).toBe(422);
+      // Over the largest limit of any kind, the upload is cut off while it is read.
+      const huge = await send('/api/v2/media', 'POST', 'file', Buffer.concat([mp4(), Buffer.alloc(250000)]));
+      expect([413, 422]).toContain(huge.statusCode);
+      expect(huge.json().error).toEqual(expect.any(String));
+      const { rows } = await small.ctx.db.query('SELECT count(*)::int AS n FROM media_attachments');
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await small.close();
+    }
+  });
+});

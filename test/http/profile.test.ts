@@ -486,18 +486,18 @@ describe('image size limit', () => {
   });
   afterAll(async () => small?.close());
 
-  it('answers an image over MAX_IMAGE_BYTES with 413 and an error, changing nothing and storing nothing', async () => {
+  it('answers an image over MAX_IMAGE_BYTES with 422 and an error, as Mastodon\'s validation does, changing nothing and storing nothing', async () => {
     const big = await noise(300);
     expect(big.length).toBeGreaterThan(180_000);
     expect(big.length).toBeLessThan(300_000);
     await changesNothing(async () => {
       for (const kind of ['avatar', 'header']) {
         const res = await patchMultipart({ display_name: 'Should not stick', [kind]: file(big, 'big.png', 'image/png') }, small, eli.token);
-        expectError(res, 413, kind);
+        expectError(res, 422, kind);
       }
-      // Fields after the file are never reached, and a good image beside the big one is not kept either.
+      // A good image beside the big one is not kept either.
       const mixed = await patchMultipart({ avatar: file(await image('png', 100, 100), 'a.png', 'image/png'), header: file(big, 'big.png', 'image/png'), display_name: 'No' }, small, eli.token);
-      expectError(mixed, 413, 'mixed');
+      expectError(mixed, 422, 'mixed');
     }, small, eli.id);
     // Under the limit is fine.
     const fine = await patchMultipart({ avatar: file(await image('png', 300, 300), 'a.png', 'image/png') }, small, eli.token);

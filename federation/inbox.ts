@@ -1,4 +1,4 @@
-import { Accept, Announce, Create, Delete, Follow, Hashtag, Like, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
+import { Accept, Announce, Create, Delete, Document, Follow, Hashtag, Like, Link, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
 import type { Federation, InboxContext } from '@fedify/fedify';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
@@ -7,6 +7,7 @@ import { findAccountByUri, markAccountGone } from '../storage/accounts.ts';
 import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
 import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services/statuses.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
+import type { RemoteMedia } from '../storage/media.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
 import { publishedLocalAccount } from './index.ts';
 
@@ -168,6 +169,16 @@ async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0):
     if (mentioned.length >= 50 || tags.length >= 50) break;
   }
   // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
+  const media: RemoteMedia[] = [];
+  for await (const attachment of note.getAttachments()) {
+    if (media.length >= 4) break;
+    if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
+    const url = attachment.url instanceof URL ? attachment.url : attachment.url instanceof Link ? attachment.url.href : null;
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) continue;
+    const contentType = attachment.mediaType ?? null;
+    const type = contentType?.startsWith('image/') ? 'image' : contentType?.startsWith('video/') ? 'video' : contentType?.startsWith('audio/') ? 'audio' : 'unknown';
+    media.push({ type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
+  }
   const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, depth + 1) : null);
   const id = await receiveRemoteStatus(app.actors.deps, {
     accountId: author.id,
@@ -181,6 +192,7 @@ async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0):
     parent: parent && !parent.deleted_at ? parent : null,
     mentioned,
     tags,
+    media,
     createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
   });
   return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);

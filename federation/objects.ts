@@ -1,11 +1,12 @@
 import { Temporal } from '@js-temporal/polyfill';
-import { Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Tombstone, type Recipient } from '@fedify/vocab';
+import { Document, Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Tombstone, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
 import type { StatusRow } from '../storage/statuses.ts';
 import { findAccountsByIds } from '../storage/accounts.ts';
 import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
+import { mediaOfStatuses } from '../storage/media.ts';
 import { accountUri } from '../http/serializers/account.ts';
 import { statusUri } from '../http/serializers/status.ts';
 
@@ -67,10 +68,11 @@ export function audienceOf(fed: Context<AppContext>, author: AccountRow, s: Stat
 /** A status of a local account as a Note, with what the wire needs and nothing internal (no deleted flag). */
 export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): Promise<{ note: Note; mentioned: AccountRow[] }> {
   const app = fed.data;
-  const [mentionIds, tagNames, parent] = await Promise.all([
+  const [mentionIds, tagNames, parent, media] = await Promise.all([
     mentionsOf(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
     tagsOf(app.db, [s.id]).then((t) => t.get(s.id) ?? []),
     s.in_reply_to_id ? findStatus(app.db, s.in_reply_to_id) : Promise.resolve(null),
+    mediaOfStatuses(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
   ]);
   const related = await findAccountsByIds(app.db, [...mentionIds, ...(parent ? [parent.account_id] : [])]);
   const mentioned = related.filter((a) => mentionIds.includes(a.id));
@@ -88,6 +90,13 @@ export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: St
     replyTarget: parent && parentAuthor ? new URL(statusUri(app.render, parent, parentAuthor.username)) : null,
     tos: to,
     ccs: cc,
+    attachments: media.filter((m) => m.original_key).map((m) => {
+      const original = (m.meta as { original?: { width?: number; height?: number } }).original;
+      return new Document({
+        url: new URL(app.fileHost.url(m.original_key!)), mediaType: m.original_type, name: m.description === '' ? null : m.description,
+        width: original?.width ?? null, height: original?.height ?? null,
+      });
+    }),
     tags: [
       ...mentioned.map((a) => new Mention({ href: new URL(accountUri(app.render, a)), name: `@${a.username}@${a.domain ?? app.config.localDomain}` })),
       ...tagNames.map((name) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(name.toLowerCase())}`, app.config.publicUrl), name: `#${name}` })),

@@ -13,7 +13,7 @@ import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } f
 import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
 import { queueDelivery } from './deliveries.ts';
-import { attachMedia, mediaProblem } from '../storage/media.ts';
+import { attachMedia, insertRemoteMedia, mediaProblem, type RemoteMedia } from '../storage/media.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -261,6 +261,7 @@ export interface RemoteStatus {
   parent: statuses.StatusRow | null;
   mentioned: AccountRow[];
   tags: string[];
+  media: RemoteMedia[];
   createdAt: Date | null;
 }
 
@@ -278,6 +279,7 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
       });
       await statuses.insertMentions(tx, status.id, r.mentioned.map((a) => a.id));
       await statuses.insertTags(tx, status.id, r.tags);
+      await insertRemoteMedia(tx, status.id, r.accountId, r.media);
       for (const a of r.mentioned) if (a.domain === null) await notify(tx, a.id, r.accountId, 'mention', status.id);
       return { status, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }) };
     });

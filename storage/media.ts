@@ -119,3 +119,24 @@ export async function abandonedMedia(db: Queryable, olderThan: Date, limit: numb
 export async function deleteMedia(db: Queryable, id: string): Promise<void> {
   await db.query(`DELETE FROM media_attachments WHERE id = $1 AND status_id IS NULL`, [id]);
 }
+
+/** A remote status's attachment, kept as a link to where its server serves it. */
+export interface RemoteMedia {
+  type: MediaType;
+  remoteUrl: string;
+  contentType: string | null;
+  description: string;
+  width: number | null;
+  height: number | null;
+}
+
+export async function insertRemoteMedia(db: Queryable, statusId: string, accountId: string, media: RemoteMedia[]): Promise<void> {
+  for (const [i, m] of media.entries()) {
+    const meta = m.width && m.height ? { original: { width: m.width, height: m.height, size: `${m.width}x${m.height}`, aspect: m.width / m.height } } : {};
+    await db.query(
+      `INSERT INTO media_attachments (account_id, status_id, position, type, state, remote_url, original_type, description, meta)
+       VALUES ($1, $2, $3, $4, 'ready', $5, $6, $7, $8)`,
+      [accountId, statusId, i + 1, m.type, m.remoteUrl, m.contentType, m.description, JSON.stringify(meta)],
+    );
+  }
+}

@@ -332,3 +332,19 @@ describe('remote fetches', () => {
     }
   });
 });
+
+describe('media across servers', () => {
+  it('sends attachments with their descriptions; the other side shows them from where they live', async () => {
+    const png = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#258' } }).png().toBuffer();
+    const form = await multipart({ file: { data: png, filename: 'p.png', type: 'image/png' }, description: 'a blue rectangle' });
+    let media = (await a.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(alice.token), ...form.headers }, payload: form.payload })).json();
+    media = await until(async () => (await api(a, alice, 'GET', `/api/v1/media/${media.id}`)).body, (m) => m.url !== null, 'a: processed');
+    const post = (await api(a, alice, 'POST', '/api/v1/statuses', { status: `a picture for @bob@${b.domain}`, media_ids: [media.id] })).body;
+    const note = await until(async () => ((await api(b, bob, 'GET', '/api/v1/notifications?types[]=mention')).body as Json[]).find((n) => n.status?.uri === post.uri), (n) => n !== undefined, 'b: the mention');
+    const attachment = note!.status.media_attachments[0];
+    expectEntity('MediaAttachment', attachment);
+    expect(attachment).toMatchObject({ type: 'image', url: media.url, remote_url: media.url, description: 'a blue rectangle', meta: { original: { width: 320, height: 240 } } });
+    const served = await sharp(Buffer.from(await (await fetch(attachment.url)).arrayBuffer())).metadata();
+    expect([served.width, served.height]).toEqual([320, 240]);
+  });
+});

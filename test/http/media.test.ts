@@ -220,7 +220,7 @@ describe('video, audio and limits', () => {
     const small = await startTestServer({ MAX_IMAGE_BYTES: '20000', MAX_VIDEO_BYTES: '200000' });
     try {
       const [kim] = await registerUsers(small.app, 'kim');
-      const big = await sharp({ create: { width: 150, height: 150, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+      const big = await sharp({ create: { width: 150, height: 150, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
       expect(big.length).toBeGreaterThan(20000);
       expect(big.length).toBeLessThan(200000);
       const send = async (url: string, method: 'POST' | 'PATCH', field: string, data: Buffer) => {

@@ -5,7 +5,8 @@ import { transaction } from '../storage/db.ts';
 import type { FileHost } from '../storage/filehost/index.ts';
 import type { JobQueues } from '../jobs/queues.ts';
 import { addToOutbox } from '../storage/outbox.ts';
-import { abandonedMedia, deleteMedia, findMedia, insertMedia, markMediaFailed, markMediaReady, newMediaId, type MediaRow } from '../storage/media.ts';
+import { abandonedMedia, deleteMedia, findMedia, insertMedia, lockMedia, markMediaFailed, markMediaReady, newMediaId, updateMediaDetails, type MediaRow } from '../storage/media.ts';
+import { randomBytes } from 'node:crypto';
 import { unprocessable } from '../errors.ts';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Config } from '../config.ts';
@@ -68,6 +69,44 @@ export interface UploadDetails {
   description: string;
   focusX: number;
   focusY: number;
+  /** A custom preview image (for video and audio, or to replace an image's own). */
+  thumbnail?: Buffer | undefined;
+}
+
+/** A custom thumbnail, made into a preview at once (it is small) and stored under a fresh key. */
+async function storeThumbnail(deps: MediaDeps, mediaId: string, data: Buffer): Promise<string> {
+  if (data.length > deps.config.maxImageBytes) throw unprocessable(`Validation failed: Thumbnail file size must be less than ${megabytes(deps.config.maxImageBytes)}`);
+  let preview: Buffer;
+  try {
+    const meta = await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+    if (!meta.format || !(meta.format in IMAGE_FORMATS) || !meta.width || !meta.height) throw new Error('not an image');
+    const size = fit(meta.width, meta.height, SMALL_PIXELS);
+    preview = await sharp(data, { failOn: 'truncated', limitInputPixels: MAX_INPUT_PIXELS }).rotate().resize({ width: size.width, height: size.height, fit: 'inside' }).webp({ quality: 80 }).toBuffer();
+  } catch {
+    throw unprocessable('Validation failed: Thumbnail content type is invalid');
+  }
+  const key = `media/${mediaId}/thumbnail-${randomBytes(6).toString('hex')}.webp`;
+  await deps.fileHost.put(key, preview, 'image/webp');
+  return key;
+}
+
+/** PUT /api/v1/media/:id: description, focus and thumbnail of the owner's unattached upload. */
+export async function updateMedia(deps: MediaDeps, accountId: string, id: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined; thumbnail?: Buffer | undefined }): Promise<MediaRow | null> {
+  const thumbnailKey = u.thumbnail ? await storeThumbnail(deps, id, u.thumbnail) : undefined;
+  try {
+    const { media, replaced } = await transaction(deps.db, async (tx) => {
+      const before = await lockMedia(tx, id);
+      if (!before || before.account_id !== accountId || before.status_id !== null) return { media: null, replaced: null };
+      const media = await updateMediaDetails(tx, id, accountId, { description: u.description, focusX: u.focusX, focusY: u.focusY, thumbnailKey });
+      return { media, replaced: thumbnailKey ? before.thumbnail_key : null };
+    });
+    if (!media && thumbnailKey) await deps.fileHost.delete(thumbnailKey).catch(() => {});
+    if (replaced) await deps.fileHost.delete(replaced).catch(() => {});
+    return media;
+  } catch (err) {
+    if (thumbnailKey) await deps.fileHost.delete(thumbnailKey).catch(() => {});
+    throw err;
+  }
 }
 
 /**
@@ -81,17 +120,19 @@ export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buf
   const limit = kind.type === 'image' ? deps.config.maxImageBytes : deps.config.maxVideoBytes;
   if (data.length > limit) throw unprocessable(`Validation failed: File file size must be less than ${megabytes(limit)}`);
   const id = await newMediaId(deps.db);
+  const thumbnailKey = details.thumbnail ? await storeThumbnail(deps, id, details.thumbnail) : null;
   const stagedKey = `staging/${id}`;
   await deps.fileHost.put(stagedKey, data, 'application/octet-stream');
   try {
     const { media, outbox } = await transaction(deps.db, async (tx) => {
-      const media = await insertMedia(tx, { id, accountId, type: kind.type, stagedKey, ...details });
+      const media = await insertMedia(tx, { id, accountId, type: kind.type, stagedKey, description: details.description, focusX: details.focusX, focusY: details.focusY, thumbnailKey });
       return { media, outbox: await addToOutbox(tx, 'processMedia', { mediaId: id }) };
     });
     await deps.jobs.enqueue(outbox).catch(() => {}); // the outbox sweeper queues it otherwise
     return media;
   } catch (err) {
     await deps.fileHost.delete(stagedKey).catch(() => {});
+    if (thumbnailKey) await deps.fileHost.delete(thumbnailKey).catch(() => {});
     throw err;
   }
 }
@@ -208,7 +249,7 @@ export async function removeAbandonedMedia(deps: MediaDeps, now = new Date()): P
   for (;;) {
     const batch = await abandonedMedia(deps.db, cutoff, 200);
     for (const m of batch) {
-      for (const key of [m.staged_key, m.original_key, m.small_key]) if (key) await deps.fileHost.delete(key);
+      for (const key of [m.staged_key, m.original_key, m.small_key, m.thumbnail_key]) if (key) await deps.fileHost.delete(key);
       await deleteMedia(deps.db, m.id);
     }
     removed += batch.length;

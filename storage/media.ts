@@ -14,6 +14,7 @@ export interface MediaRow {
   original_type: string | null;
   small_key: string | null;
   small_type: string | null;
+  thumbnail_key: string | null;
   remote_url: string | null;
   meta: Record<string, unknown>;
   blurhash: string | null;
@@ -24,14 +25,14 @@ export interface MediaRow {
   created_at: Date;
 }
 
-const COLUMNS = `id, account_id, status_id, type, state, staged_key, original_key, original_type, small_key, small_type,
+const COLUMNS = `id, account_id, status_id, type, state, staged_key, original_key, original_type, small_key, small_type, thumbnail_key,
   remote_url, meta, blurhash, description, focus_x, focus_y, failure, created_at`;
 
-export async function insertMedia(db: Queryable, m: { id: string; accountId: string; type: MediaType; stagedKey: string; description: string; focusX: number; focusY: number }): Promise<MediaRow> {
+export async function insertMedia(db: Queryable, m: { id: string; accountId: string; type: MediaType; stagedKey: string; description: string; focusX: number; focusY: number; thumbnailKey: string | null }): Promise<MediaRow> {
   const { rows } = await db.query<MediaRow>(
-    `INSERT INTO media_attachments (id, account_id, type, staged_key, description, focus_x, focus_y)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [m.id, m.accountId, m.type, m.stagedKey, m.description, m.focusX, m.focusY],
+    `INSERT INTO media_attachments (id, account_id, type, staged_key, description, focus_x, focus_y, thumbnail_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [m.id, m.accountId, m.type, m.stagedKey, m.description, m.focusX, m.focusY, m.thumbnailKey],
   );
   return rows[0]!;
 }
@@ -60,12 +61,19 @@ export async function markMediaFailed(db: Queryable, id: string, failure: string
   await db.query(`UPDATE media_attachments SET state = 'failed', staged_key = NULL, failure = $2, updated_at = now() WHERE id = $1 AND state = 'processing'`, [id, failure]);
 }
 
-export async function updateMediaDetails(db: Queryable, id: string, accountId: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined }): Promise<MediaRow | null> {
+export async function updateMediaDetails(db: Queryable, id: string, accountId: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined; thumbnailKey?: string | undefined }): Promise<MediaRow | null> {
   const { rows } = await db.query<MediaRow>(
-    `UPDATE media_attachments SET description = coalesce($3, description), focus_x = coalesce($4, focus_x), focus_y = coalesce($5, focus_y), updated_at = now()
+    `UPDATE media_attachments SET description = coalesce($3, description), focus_x = coalesce($4, focus_x), focus_y = coalesce($5, focus_y),
+            thumbnail_key = coalesce($6, thumbnail_key), updated_at = now()
       WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
-    [id, accountId, u.description ?? null, u.focusX ?? null, u.focusY ?? null],
+    [id, accountId, u.description ?? null, u.focusX ?? null, u.focusY ?? null, u.thumbnailKey ?? null],
   );
+  return rows[0] ?? null;
+}
+
+/** The row, locked for the rest of the transaction (so two edits of one attachment take turns). */
+export async function lockMedia(db: Queryable, id: string): Promise<MediaRow | null> {
+  const { rows } = await db.query<MediaRow>(`SELECT ${COLUMNS} FROM media_attachments WHERE id = $1 FOR UPDATE`, [id]);
   return rows[0] ?? null;
 }
 

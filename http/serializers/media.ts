@@ -10,7 +10,9 @@ export function renderMedia(ctx: RenderContext, m: MediaRow) {
     type: m.type,
     url: ready && m.original_key ? ctx.fileHost.url(m.original_key) : (m.remote_url ?? null),
     // A remote image is its own preview until remote media is copied here.
-    preview_url: ready && m.small_key ? ctx.fileHost.url(m.small_key) : (m.remote_url && m.type === 'image' ? m.remote_url : null),
+    preview_url: m.thumbnail_key ? ctx.fileHost.url(m.thumbnail_key)
+      : ready && m.small_key ? ctx.fileHost.url(m.small_key)
+      : (m.remote_url && m.type === 'image' ? m.remote_url : null),
     remote_url: m.remote_url,
     preview_remote_url: null,
     text_url: null,

@@ -12,6 +12,7 @@ CREATE TABLE media_attachments (
   original_type text,
   small_key text,
   small_type text,
+  thumbnail_key text,                    -- a custom preview sent by the uploader (shown instead of small)
   remote_url text,
   meta jsonb NOT NULL DEFAULT '{}',
   blurhash text,

@@ -216,6 +216,29 @@ describe('video, audio and limits', () => {
     }
   });
 
+  it('takes a custom thumbnail on upload and on edit, replacing the old one', async () => {
+    const cover = await sharp({ create: { width: 900, height: 900, channels: 3, background: '#909' } }).jpeg().toBuffer();
+    const form = await multipart({ file: { data: wav(), filename: 's.wav', type: 'audio/wav' }, thumbnail: { data: cover, filename: 'c.jpg', type: 'image/jpeg' } });
+    const res = await s.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(ida.token), ...form.headers }, payload: form.payload });
+    expect(res.statusCode, res.body).toBe(202);
+    const done = await processed(ida, res.json().id);
+    expect(done.body.preview_url).toMatch(/thumbnail-/);
+    const preview = await sharp(await fetchFile(done.body.preview_url)).metadata();
+    expect(preview.width! * preview.height!).toBeLessThanOrEqual(480 * 480);
+
+    const other = await sharp({ create: { width: 100, height: 50, channels: 3, background: '#090' } }).png().toBuffer();
+    const edit = await multipart({ thumbnail: { data: other, filename: 't.png', type: 'image/png' } });
+    const put = await s.app.inject({ method: 'PUT', url: `/api/v1/media/${done.body.id}`, headers: { ...bearer(ida.token), ...edit.headers }, payload: edit.payload });
+    expect(put.statusCode, put.body).toBe(200);
+    expect(put.json().preview_url).not.toBe(done.body.preview_url);
+    expect((await s.app.inject({ method: 'GET', url: new URL(done.body.preview_url).pathname })).statusCode).toBe(404); // the old one is gone
+
+    const bad = await multipart({ thumbnail: { data: Buffer.from('not an image'), filename: 't.png', type: 'image/png' } });
+    const refused = await s.app.inject({ method: 'PUT', url: `/api/v1/media/${done.body.id}`, headers: { ...bearer(ida.token), ...bad.headers }, payload: bad.payload });
+    expect(refused.statusCode).toBe(422);
+    expect((await s.app.inject({ method: 'GET', url: `/api/v1/media/${done.body.id}`, headers: bearer(ida.token) })).json().preview_url).toBe(put.json().preview_url);
+  });
+
   it('refuses files over the limit of their kind with 422, storing nothing', async () => {
     const small = await startTestServer({ MAX_IMAGE_BYTES: '20000', MAX_VIDEO_BYTES: '200000' });
     try {

@@ -5,7 +5,8 @@ import type { RouteOptions } from '../../app.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { isId } from '../../params.ts';
 import { renderMedia } from '../../serializers/media.ts';
-import { findMedia, updateMediaDetails } from '../../../storage/media.ts';
+import { findMedia } from '../../../storage/media.ts';
+import { updateMedia } from '../../../services/media.ts';
 import { ApiError, notFound } from '../../../errors.ts';
 import { MediaDetails, parseFocus } from '../v2/media.ts';
 
@@ -37,7 +38,7 @@ export default async function mediaV1Routes(fastify: FastifyInstance, { ctx }: R
     const viewerId = requireViewer(request);
     await ownUnattached(viewerId, request.params.id);
     const focus = parseFocus(request.body.focus);
-    const updated = await updateMediaDetails(ctx.db, request.params.id, viewerId, { description: request.body.description, ...focus });
+    const updated = await updateMedia(ctx, viewerId, request.params.id, { description: request.body.description, ...focus, thumbnail: request.uploads.thumbnail?.data });
     if (!updated) throw notFound();
     return renderMedia(ctx.render, updated);
   });

@@ -35,7 +35,7 @@ export default async function mediaV2Routes(fastify: FastifyInstance, { ctx }: R
     if (!file) throw unprocessable('Validation failed: File is missing');
     const focus = parseFocus(request.body.focus);
     const media = await acceptUpload(ctx, viewerId, file.data, {
-      description: request.body.description ?? '', focusX: focus.focusX ?? 0, focusY: focus.focusY ?? 0,
+      description: request.body.description ?? '', focusX: focus.focusX ?? 0, focusY: focus.focusY ?? 0, thumbnail: request.uploads.thumbnail?.data,
     });
     return reply.code(202).send(renderMedia(ctx.render, media));
   });

@@ -2,56 +2,23 @@
 // 120 "remote servers" (ports of one local receiving process that verifies every HTTP signature): 100 servers
 // without shared inboxes (10 followers each: 1,000 personal-inbox deliveries) and 20 with a shared inbox (10
 // followers each, reached by one delivery per server). Prints the time until all are delivered and deliveries/s.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { verifyRequest, type KeyCache } from '@fedify/fedify';
-import { loadConfig } from '../config.ts';
 import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedRemoteFollowers, type RemoteFollower } from './seed.ts';
+import { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } from './common.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const tag = randomBytes(3).toString('hex');
-const PORT = 3910;
-const base = `http://127.0.0.1:${PORT}`;
-const env = {
-  DATABASE_URL: `postgres://postgres@127.0.0.1:5432/fedi_bench_${tag}`,
-  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-  REDIS_PREFIX: `fedi_bench_${tag}:`,
-  DATA_DIR: mkdtempSync(join(tmpdir(), 'fedi-bench-')),
-  LOCAL_DOMAIN: `127.0.0.1:${PORT}`,
-  PORT: String(PORT),
-  LOG_LEVEL: 'warn',
-  RATE_LIMITS: 'false',
-  // The receiving servers are on loopback.
-  ALLOW_PRIVATE_ADDRESSES: 'true',
-};
-const config = loadConfig(env);
+const { env, config, base } = benchSettings(3910, { ALLOW_PRIVATE_ADDRESSES: 'true' });
+
+
 const PERSONAL_HOSTS = 100;
 const SHARED_HOSTS = 20;
 const PER_HOST = 10;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- benchmark set-up reads a few fields of known responses
-async function api(path: string, init: { method?: string; token?: string; body?: unknown } = {}): Promise<any> {
-  const res = await fetch(`${base}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  if (res.status >= 400) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
 
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-}
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -103,17 +70,15 @@ async function startReceivers(count: number) {
 async function main() {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
-  const server: ChildProcess = spawn(process.execPath, ['main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const server: ChildProcess = startServer(env);
   const db = createPool(config.databaseUrl, 4);
   const redis = new Redis(config.redisUrl);
   const receivers = await startReceivers(PERSONAL_HOSTS + SHARED_HOSTS);
   const ports = receivers.ports;
   try {
-    for (let i = 0; i < 300 && !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
-    const app = await api('/api/v1/apps', { method: 'POST', body: { client_name: 'bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write' } });
-    const appToken = (await api('/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: 'read write' } })).access_token;
-    const author = (await api('/api/v1/accounts', { method: 'POST', token: appToken, body: { username: 'speaker', email: 'speaker@bench.example', password: 'bench password', agreement: true, locale: 'en' } })).access_token as string;
-    const authorId = (await api('/api/v1/accounts/verify_credentials', { token: author })).id as string;
+    await waitHealthy(base);
+    const author = await (await accountMaker(base))('speaker');
+    const authorId = (await api(base, '/api/v1/accounts/verify_credentials', { token: author })).id as string;
 
     const followers: RemoteFollower[] = ports.flatMap((port, h) => Array.from({ length: PER_HOST }, (_, j) => {
       const domain = `127.0.0.1:${port}`;
@@ -123,7 +88,7 @@ async function main() {
     const expected = PERSONAL_HOSTS * PER_HOST + SHARED_HOSTS;
 
     const started = performance.now();
-    await api('/api/v1/statuses', { method: 'POST', token: author, body: { status: 'Hello, fediverse: one post, twelve hundred followers.' } });
+    await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: 'Hello, fediverse: one post, twelve hundred followers.' } });
     const deadline = started + 60_000;
     while (receivers.stats.verified < expected && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const elapsed = receivers.stats.last - started;

@@ -1,51 +1,19 @@
 // `npm run bench:media`: figures printed, not asserted. 100 photos of about 2 MB uploaded through POST /api/v2/media
 // (8 at a time, as a few busy app users would), from the first upload until the last is processed; the web and the
 // worker run as separate processes (ROLE=web, ROLE=worker), so the worker's peak memory is its own.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import sharp from 'sharp';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../config.ts';
 import { dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
+import { accountMaker, benchSettings, peakRssMb, startServer, waitHealthy } from './common.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const tag = randomBytes(3).toString('hex');
-const PORT = 3920;
-const base = `http://127.0.0.1:${PORT}`;
+const { env, config, base } = benchSettings(3920);
 const PHOTOS = 100;
 const PARALLEL = 8;
-const env = {
-  DATABASE_URL: `postgres://postgres@127.0.0.1:5432/fedi_bench_${tag}`,
-  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-  REDIS_PREFIX: `fedi_bench_${tag}:`,
-  DATA_DIR: mkdtempSync(join(tmpdir(), 'fedi-bench-')),
-  LOCAL_DOMAIN: `127.0.0.1:${PORT}`,
-  PORT: String(PORT),
-  LOG_LEVEL: 'warn',
-  RATE_LIMITS: 'false',
-};
-const config = loadConfig(env);
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- benchmark set-up reads a few fields of known responses
-async function api(path: string, init: { method?: string; token?: string; body?: unknown } = {}): Promise<any> {
-  const res = await fetch(`${base}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  if (res.status >= 400) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
 
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-}
+
 
 /** A photo-like JPEG of about 2 MB: noise compresses about as badly as a real photo's detail. */
 async function photo(seed: number): Promise<Buffer> {
@@ -63,15 +31,13 @@ async function photo(seed: number): Promise<Buffer> {
 async function main() {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
-  const start = (role: string): ChildProcess => spawn(process.execPath, ['main.ts'], { cwd: root, env: { ...process.env, ...env, ROLE: role }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const start = (role: string): ChildProcess => startServer(env, { role });
   const web = start('web');
   const worker = start('worker');
   const redis = new Redis(config.redisUrl);
   try {
-    for (let i = 0; i < 300 && !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
-    const app = await api('/api/v1/apps', { method: 'POST', body: { client_name: 'bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write' } });
-    const appToken = (await api('/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: 'read write' } })).access_token;
-    const token = (await api('/api/v1/accounts', { method: 'POST', token: appToken, body: { username: 'photographer', email: 'p@bench.example', password: 'bench password', agreement: true, locale: 'en' } })).access_token as string;
+    await waitHealthy(base);
+    const token = await (await accountMaker(base))('photographer');
     const photos = await Promise.all(Array.from({ length: 10 }, (_, i) => photo(i + 1)));
     const averageMb = photos.reduce((n, p) => n + p.length, 0) / photos.length / 1024 / 1024;
 

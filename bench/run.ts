@@ -1,61 +1,20 @@
 // `npm run bench`: figures printed, not asserted. Runs the server as a child process (as `npm start` does)
 // against its own database and Redis prefix, and drives it over HTTP with autocannon from this process.
-import { spawn, fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync, readFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { fork, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../config.ts';
 import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { HomeFeeds } from '../storage/feeds.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
+import { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } from './common.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const tag = randomBytes(3).toString('hex');
 const PORT = 3900;
 const BARE_PORT = 3901;
-const base = `http://127.0.0.1:${PORT}`;
-const env = {
-  DATABASE_URL: `postgres://postgres@127.0.0.1:5432/fedi_bench_${tag}`,
-  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-  REDIS_PREFIX: `fedi_bench_${tag}:`,
-  DATA_DIR: mkdtempSync(join(tmpdir(), 'fedi-bench-')),
-  LOCAL_DOMAIN: `127.0.0.1:${PORT}`,
-  PORT: String(PORT),
-  LOG_LEVEL: 'warn',
-  RATE_LIMITS: 'false',
-};
-const config = loadConfig(env);
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- benchmark set-up reads a few fields of known responses
-async function api(path: string, init: { method?: string; token?: string; body?: unknown } = {}): Promise<any> {
-  const res = await fetch(`${base}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  if (res.status >= 400) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : NaN;
-}
-
-async function waitHealthy(url: string) {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) return;
-    } catch { /* starting */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not start');
-}
+const { tag, env, config, base } = benchSettings(PORT);
 
 async function load(url: string, token: string, duration: number) {
   const result = await autocannon({ url, connections: 32, duration, headers: { authorization: `Bearer ${token}` } });
@@ -67,26 +26,24 @@ async function main() {
   await migrate(config.databaseUrl);
   // BENCH_CPU_PROFILE=dir writes the server's CPU profile there (node --cpu-prof) for a look at where time goes.
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROFILE] : [];
-  const server: ChildProcess = spawn(process.execPath, [...profile, 'main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const server: ChildProcess = startServer(env, { nodeFlags: profile });
   const db = createPool(config.databaseUrl, 4);
   const redis = new Redis(config.redisUrl);
   let bare: ChildProcess | undefined;
   try {
     await waitHealthy(base);
-    const app = await api('/api/v1/apps', { method: 'POST', body: { client_name: 'bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' } });
-    const appToken = (await api('/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: 'read write follow' } })).access_token;
-    const register = async (username: string) => (await api('/api/v1/accounts', { method: 'POST', token: appToken, body: { username, email: `${username}@bench.example`, password: 'bench password', agreement: true, locale: 'en' } })).access_token as string;
+    const register = await accountMaker(base);
 
     // A reader following 10 authors, each with realistic statuses: text with a link, a mention and hashtags.
     const reader = await register('reader');
     const authors: string[] = [];
     for (let i = 0; i < 10; i++) authors.push(await register(`author${i}`));
-    await api('/api/v1/timelines/home', { token: reader });
+    await api(base, '/api/v1/timelines/home', { token: reader });
     for (const [i, token] of authors.entries()) {
-      const me = await api('/api/v1/accounts/verify_credentials', { token });
-      await api(`/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
+      const me = await api(base, '/api/v1/accounts/verify_credentials', { token });
+      await api(base, `/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
       for (let j = 0; j < 4; j++) {
-        await api('/api/v1/statuses', { method: 'POST', token, body: { status: `Status ${j} by author ${i}: a thought long enough to look like a real post, with a link https://example.com/articles/${i}-${j} and a question for @reader about #fediverse and #benchmarks. ${'More words follow here. '.repeat(6)}` } });
+        await api(base, '/api/v1/statuses', { method: 'POST', token, body: { status: `Status ${j} by author ${i}: a thought long enough to look like a real post, with a link https://example.com/articles/${i}-${j} and a question for @reader about #fediverse and #benchmarks. ${'More words follow here. '.repeat(6)}` } });
       }
     }
     await new Promise((r) => setTimeout(r, 1000));
@@ -117,12 +74,12 @@ async function main() {
 
     // Fan-out: a status by an account with 10,000 local followers, until it is in all 10,000 home feeds.
     const celebrity = await register('celebrity');
-    const celebrityId = (await api('/api/v1/accounts/verify_credentials', { token: celebrity })).id as string;
+    const celebrityId = (await api(base, '/api/v1/accounts/verify_credentials', { token: celebrity })).id as string;
     const followers = await seedFollowers(db, celebrityId, 10_000, `fan${tag}_`);
     const feeds = new HomeFeeds(redis, config.redisPrefix);
     for (let i = 0; i < followers.length; i += 1000) await Promise.all(followers.slice(i, i + 1000).map((id) => feeds.rebuild(id, [])));
     const started = performance.now();
-    const status = await api('/api/v1/statuses', { method: 'POST', token: celebrity, body: { status: 'Hello, all ten thousand of you!' } });
+    const status = await api(base, '/api/v1/statuses', { method: 'POST', token: celebrity, body: { status: 'Hello, all ten thousand of you!' } });
     let fanOutMs = NaN;
     for (let polls = 0; polls < 600; polls++) {
       const pipeline = redis.pipeline();

@@ -1,0 +1,68 @@
+// What the benchmarks share: their own database and Redis prefix, the server as `npm start` runs it, a small API
+// client for set-up, and the peak-memory reading.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../config.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Settings for a benchmark's server on `port`, with a database and Redis prefix of its own. */
+export function benchSettings(port: number, extra: Record<string, string> = {}) {
+  const tag = randomBytes(3).toString('hex');
+  const env = {
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/fedi_bench_${tag}`,
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `fedi_bench_${tag}:`,
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'fedi-bench-')),
+    LOCAL_DOMAIN: `127.0.0.1:${port}`,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    RATE_LIMITS: 'false',
+    ...extra,
+  };
+  return { tag, env, config: loadConfig(env), base: `http://127.0.0.1:${port}` };
+}
+
+/** The server as `npm start` runs it (with extra node flags and environment when given). */
+export function startServer(env: Record<string, string>, options: { nodeFlags?: string[]; role?: string } = {}): ChildProcess {
+  return spawn(process.execPath, [...(options.nodeFlags ?? []), 'main.ts'], {
+    cwd: root, env: { ...process.env, ...env, ...(options.role ? { ROLE: options.role } : {}) }, stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+export async function waitHealthy(base: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not start');
+}
+
+/** JSON from the API, for set-up; a 4xx or 5xx stops the benchmark. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- benchmark set-up reads a few fields of known responses
+export async function api(base: string, path: string, init: { method?: string; token?: string; body?: unknown } = {}): Promise<any> {
+  const res = await fetch(`${base}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
+    body: init.body ? JSON.stringify(init.body) : undefined,
+  });
+  if (res.status >= 400) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Registers accounts through the API (an app, its token, then each account); returns a function making one. */
+export async function accountMaker(base: string, scopes = 'read write follow'): Promise<(username: string) => Promise<string>> {
+  const app = await api(base, '/api/v1/apps', { method: 'POST', body: { client_name: 'bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes } });
+  const appToken = (await api(base, '/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: scopes } })).access_token;
+  return async (username) => (await api(base, '/api/v1/accounts', { method: 'POST', token: appToken, body: { username, email: `${username}@bench.example`, password: 'bench password', agreement: true, locale: 'en' } })).access_token as string;
+}
+
+/** A process's peak resident memory (VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}

@@ -22,6 +22,8 @@ export default async function fileRoutes(app: FastifyInstance, { ctx }: RouteOpt
       dotfiles: 'deny',
       index: false,
       list: false,
+      // Uploads waiting to be processed still carry their metadata (a photo's location): never served.
+      allowedPath: (pathName) => !pathName.replace(/^\/+/, '').startsWith('staging/'),
     });
   }
 }

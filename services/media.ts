@@ -121,7 +121,8 @@ export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buf
   if (data.length > limit) throw unprocessable(`Validation failed: File file size must be less than ${megabytes(limit)}`);
   const id = await newMediaId(deps.db);
   const thumbnailKey = details.thumbnail ? await storeThumbnail(deps, id, details.thumbnail) : null;
-  const stagedKey = `staging/${id}`;
+  // Unguessable, as some buckets serve everything: the staged file still has its metadata (a photo's location).
+  const stagedKey = `staging/${id}-${randomBytes(16).toString('hex')}`;
   await deps.fileHost.put(stagedKey, data, 'application/octet-stream');
   try {
     const { media, outbox } = await transaction(deps.db, async (tx) => {

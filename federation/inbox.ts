@@ -8,6 +8,7 @@ import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '..
 import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services/statuses.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
 import type { RemoteMedia } from '../storage/media.ts';
+import { transaction } from '../storage/db.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
 import { publishedLocalAccount } from './index.ts';
 
@@ -239,8 +240,8 @@ async function onDelete(fed: Fed, del: Delete): Promise<void> {
   if (!remote || remote.domain === null || !objectId) return;
   if (objectId.href === remote.uri) {
     // The actor itself is gone: its account stays for threads but is shown as suspended and follows nobody.
-    await markAccountGone(fed.data.db, remote.id);
-    await fed.data.versions.bump({ accounts: [remote.id] });
+    const touched = await transaction(fed.data.db, (tx) => markAccountGone(tx, remote.id));
+    await fed.data.versions.bump({ accounts: [remote.id, ...touched] });
     return;
   }
   const status = await findStatusByUri(fed.data.db, objectId.href);

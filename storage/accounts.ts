@@ -228,7 +228,20 @@ export async function saveEd25519Keys(db: Queryable, id: string, publicJwk: Json
   return localAccountKeys(db, id);
 }
 
-/** A remote actor deleted by its server: kept for the threads it took part in, shown suspended, following nobody. */
-export async function markAccountGone(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE accounts SET suspended_at = coalesce(suspended_at, now()) WHERE id = $1 AND domain IS NOT NULL`, [id]);
+/**
+ * A remote actor deleted by its server: kept for the threads it took part in, shown suspended, and its follows in
+ * both directions gone, with the counts they moved. Returns the local accounts whose counts changed.
+ */
+export async function markAccountGone(db: Queryable, id: string): Promise<string[]> {
+  const { rowCount } = await db.query(`UPDATE accounts SET suspended_at = coalesce(suspended_at, now()) WHERE id = $1 AND domain IS NOT NULL`, [id]);
+  if (rowCount !== 1) return [];
+  const { rows } = await db.query<{ account_id: string; target_account_id: string }>(
+    `DELETE FROM follows WHERE account_id = $1 OR target_account_id = $1 RETURNING account_id, target_account_id`, [id],
+  );
+  await db.query(`DELETE FROM follow_requests WHERE account_id = $1 OR target_account_id = $1`, [id]);
+  const followed = rows.filter((r) => r.account_id === id).map((r) => r.target_account_id);
+  const followers = rows.filter((r) => r.target_account_id === id).map((r) => r.account_id);
+  if (followed.length > 0) await db.query(`UPDATE accounts SET followers_count = greatest(followers_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followed]);
+  if (followers.length > 0) await db.query(`UPDATE accounts SET following_count = greatest(following_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followers]);
+  return [...followed, ...followers];
 }

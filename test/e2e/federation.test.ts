@@ -258,9 +258,15 @@ describe('edits and deletions of actors', () => {
   it('shows an actor deleted by its server as suspended', async () => {
     const carolOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).body;
     const gone = { '@context': 'https://www.w3.org/ns/activitystreams', id: `${b.url}/users/carol#delete`, type: 'Delete', actor: `${b.url}/users/carol`, object: `${b.url}/users/carol`, to: ['https://www.w3.org/ns/activitystreams#Public'] };
+    const followingBefore = (await api(a, alice, 'GET', '/api/v1/accounts/verify_credentials')).body.following_count as number;
+    expect((await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${carolOnA.id}`)).body[0].following).toBe(true);
     expect((await fetch(await sign('carol', gone))).status).toBe(202);
     await until(async () => (await a.ctx.db.query('SELECT suspended_at FROM accounts WHERE id = $1', [carolOnA.id])).rows[0].suspended_at, (x) => x !== null, 'a: carol gone');
     expect((await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).status).toBe(404);
+    // alice followed carol: that follow is gone, and so is the count it made.
+    const following = (await api(a, alice, 'GET', `/api/v1/accounts/${alice.id}/following`)).body as Json[];
+    expect(following.map((x) => x.id)).not.toContain(carolOnA.id);
+    expect((await api(a, alice, 'GET', '/api/v1/accounts/verify_credentials')).body.following_count).toBe(followingBefore - 1);
   });
 });
 

@@ -1,13 +1,14 @@
-import { createExponentialBackoffPolicy, createFederation, type Federation } from '@fedify/fedify';
-import { Note } from '@fedify/vocab';
+import { createExponentialBackoffPolicy, createFederation, type Context, type Federation } from '@fedify/fedify';
+import { Announce, Create, Note, PUBLIC_COLLECTION } from '@fedify/vocab';
 import type { AppContext } from '../context.ts';
-import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
+import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { pendingAccountIds } from '../storage/users.ts';
-import { findStatus } from '../storage/statuses.ts';
+import { accountStatusIds, findStatus } from '../storage/statuses.ts';
 import { instanceStats, activeUsers } from '../storage/instance.ts';
 import { followersPage, followingPage } from '../storage/follows.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountUri } from '../http/serializers/account.ts';
+import { statusUri } from '../http/serializers/status.ts';
 import { RedisKvStore } from './kv.ts';
 import type { BullMqMessageQueue } from './queue.ts';
 import { noteOf, personOf, recipientOf } from './objects.ts';
@@ -25,6 +26,25 @@ export async function publishedLocalAccount(app: AppContext, username: string): 
 }
 
 const PAGE = 40;
+const PAGE_OF_STATUSES = 20;
+
+/** A status of the outbox as the activity that published it. */
+async function activityOf(fed: Context<AppContext>, account: AccountRow, id: string): Promise<Create | Announce | null> {
+  const status = await findStatus(fed.data.db, id);
+  if (!status) return null;
+  const uri = new URL(statusUri(fed.data.render, status, account.username));
+  if (status.reblog_of_id) {
+    const original = await findStatus(fed.data.db, status.reblog_of_id);
+    const author = original ? await findAccountById(fed.data.db, original.account_id) : null;
+    if (!original || !author || (original.visibility !== 'public' && original.visibility !== 'unlisted')) return null;
+    return new Announce({
+      id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: new URL(statusUri(fed.data.render, original, author.username)),
+      tos: [PUBLIC_COLLECTION], ccs: [fed.getFollowersUri(account.username)],
+    });
+  }
+  const { note } = await noteOf(fed, account, status);
+  return new Create({ id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: note, tos: note.toIds, ccs: note.ccIds, published: note.published });
+}
 
 /**
  * The ActivityPub side of the server (Fedify): actors, their collections, statuses as Notes, WebFinger and NodeInfo,
@@ -91,10 +111,23 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     .setFirstCursor(() => '')
     .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.following_count ?? null);
 
-  // The outbox and featured collections are published with their counts; their items are not listed yet.
+  // The outbox: public and unlisted statuses as Create activities (reblogs as Announce), newest first, paged by id.
   federation
-    .setOutboxDispatcher('/users/{identifier}/outbox', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null))
+    .setOutboxDispatcher('/users/{identifier}/outbox', async (fed, identifier, cursor) => {
+      const account = await publishedLocalAccount(fed.data, identifier);
+      if (!account) return null;
+      if (cursor === null) return { items: [] };
+      const ids = await accountStatusIds(fed.data.db, account.id, { visibilities: ['public', 'unlisted'] }, { maxId: cursor === '' ? undefined : cursor, limit: PAGE_OF_STATUSES });
+      const items = [];
+      for (const id of ids) {
+        const activity = await activityOf(fed, account, id);
+        if (activity) items.push(activity);
+      }
+      return { items, nextCursor: ids.length === PAGE_OF_STATUSES ? ids.at(-1)! : null };
+    })
+    .setFirstCursor(() => '')
     .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.statuses_count ?? null);
+  // Pinned statuses do not exist yet, so the featured collection is empty.
   federation.setFeaturedDispatcher('/users/{identifier}/collections/featured', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null));
 
   // Each public or unlisted status at its uri, as a Note; others only to whom may see them (no signed fetch yet: none).

@@ -95,6 +95,21 @@ describe('actors', () => {
   });
 });
 
+describe('outbox', () => {
+  it('lists public and unlisted statuses as Create activities, newest first, with the count', async () => {
+    const [ola] = await registerUsers(s.app, 'ola');
+    const post = async (status: string, visibility: string) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(ola!.token), payload: { status, visibility } })).json();
+    const open = await post('out in the open', 'public');
+    const quiet = await post('quietly', 'unlisted');
+    await post('for followers', 'private');
+    const collection = (await get('/users/ola/outbox', AP)).json();
+    expect(collection).toMatchObject({ type: 'OrderedCollection', totalItems: 3 });
+    const first = (await get(new URL(collection.first).pathname + new URL(collection.first).search, AP)).json();
+    expect(first.orderedItems.map((a: { type: string; object: { id: string } }) => [a.type, a.object.id])).toEqual([['Create', quiet.uri], ['Create', open.uri]]);
+    expect(JSON.stringify(first)).not.toContain('for followers');
+  });
+});
+
 describe('statuses as Notes', () => {
   it('serves public statuses at their uri, and nothing for private or deleted ones', async () => {
     const post = async (payload: object) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(ida.token), payload })).json();

@@ -18,6 +18,8 @@ export function routeFedifyLogs(level: string): void {
     sinks: { pino: sink },
     loggers: [
       { category: 'fedify', lowestLevel: level === 'debug' || level === 'trace' ? 'debug' : 'warning', sinks: ['pino'] },
+      // A WebFinger lookup of an account that does not exist is an ordinary 404, not an error worth a log line.
+      { category: ['fedify', 'webfinger', 'server'], lowestLevel: 'fatal', sinks: ['pino'], parentSinks: 'override' },
       { category: ['logtape', 'meta'], lowestLevel: 'error', sinks: ['pino'] },
     ],
   });

@@ -9,6 +9,8 @@ import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services
 import { sanitizeRemoteHtml } from '../text/render.ts';
 import type { RemoteMedia } from '../storage/media.ts';
 import { transaction } from '../storage/db.ts';
+import { isId } from '../http/params.ts';
+import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
 import { publishedLocalAccount } from './index.ts';
 
@@ -50,7 +52,15 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
 /** The sender's account (stored or fetched). Null when its actor cannot be had. */
 async function sender(fed: Fed, activity: { actorId: URL | null }): Promise<AccountRow | null> {
   if (!activity.actorId) return null;
-  return accountForActorUri(fed.data, fed, activity.actorId.href);
+  const account = await accountForActorUri(fed.data, fed, activity.actorId.href);
+  // A deleted or suspended actor's late or retried activities change nothing (its key may still verify).
+  return account && !account.suspended_at ? account : null;
+}
+
+/** Ids a sender may mint: only under its own origin (another server's ids are not its to claim). */
+function ownedBy(author: AccountRow, ...ids: (URL | null)[]): boolean {
+  const origin = author.uri ? new URL(author.uri).origin : null;
+  return origin !== null && ids.every((id) => id !== null && id.origin === origin);
 }
 
 /** A local account named by one of our actor URIs. */
@@ -67,7 +77,10 @@ async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow | null>
   const parsed = fed.parseUri(uri);
   if (parsed?.type === 'object' && parsed.class === Note) {
     const id = parsed.values.id;
-    return id && /^\d{1,20}$/.test(id) ? findStatus(fed.data.db, id) : null;
+    const status = id && isId(id) ? await findStatus(fed.data.db, id) : null;
+    // The URL names its author too: a status is found only under its own author's name.
+    const author = status ? await publishedLocalAccount(fed.data, parsed.values.identifier ?? '') : null;
+    return status && author && author.id === status.account_id ? status : null;
   }
   return findStatusByUri(fed.data.db, uri.href);
 }
@@ -125,7 +138,8 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   } else if (object instanceof Announce) {
     const reblog = object.id ? await findStatusByUri(fed.data.db, object.id.href) : null;
     const original = reblog?.reblog_of_id ? await findStatus(fed.data.db, reblog.reblog_of_id) : null;
-    if (reblog && original && reblog.account_id === remote.id) await fed.data.actors.ask(remote.id, { type: 'unreblog', status: original });
+    // Only the boost this Undo names, and only while it stands (a late Undo of an earlier boost changes nothing).
+    if (reblog && !reblog.deleted_at && original && reblog.account_id === remote.id) await fed.data.actors.ask(remote.id, { type: 'unreblog', status: original });
   }
 }
 
@@ -146,8 +160,9 @@ async function onCreate(fed: Fed, create: Create): Promise<void> {
   if (!(note instanceof Note) || !note.id) return;
   const author = await sender(fed, create);
   if (!author || author.domain === null) return;
-  // A Note is its author's to create: a Create that puts words in another actor's mouth is ignored.
-  if (note.attributionId && note.attributionId.href !== author.uri) return;
+  // A Note is its author's to create: a Create that puts words in another actor's mouth, or names its Note with
+  // another server's id (to take that id before the real one arrives), is ignored.
+  if (!note.attributionId || note.attributionId.href !== author.uri || !ownedBy(author, create.id, note.id)) return;
   await receiveNote(fed, note, author);
 }
 
@@ -158,7 +173,9 @@ async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0):
   if (known) return known;
   const mentioned: AccountRow[] = [];
   const tags: string[] = [];
+  let visited = 0;
   for await (const tag of note.getTags()) {
+    if (++visited > 100) break; // each tag may cost a query: a Note with thousands of them is cut short
     if (tag instanceof Mention && tag.href) {
       const local = await localActor(fed, tag.href);
       const account = local ?? (await findAccountByUri(app.db, tag.href.href));
@@ -184,7 +201,7 @@ async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0):
   const id = await receiveRemoteStatus(app.actors.deps, {
     accountId: author.id,
     uri: note.id!.href,
-    url: note.url instanceof URL ? note.url.href : null,
+    url: note.url instanceof URL && /^https?:$/.test(note.url.protocol) ? note.url.href : null,
     content: sanitizeRemoteHtml(String(note.content ?? '')),
     spoilerText: String(note.summary ?? '').slice(0, 1000),
     sensitive: note.sensitive ?? false,
@@ -253,17 +270,20 @@ async function onLike(fed: Fed, like: Like): Promise<void> {
   const status = await statusByUri(fed, like.objectId);
   const remote = status ? await sender(fed, like) : null;
   if (!status || !remote || remote.domain === null || status.deleted_at) return;
+  if (!(await canSee(fed.data.db, remote.id, status))) return; // a private post is not every guesser's to like
   await fed.data.actors.ask(remote.id, { type: 'favourite', status });
 }
 
 async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   if (!announce.id) return;
   const remote = await sender(fed, announce);
-  if (!remote || remote.domain === null) return;
+  if (!remote || remote.domain === null || !ownedBy(remote, announce.id)) return;
   // A boost of a post we have not seen (a third server's, usually) brings the post in first.
   const status = (await statusByUri(fed, announce.objectId)) ?? (await fetchNote(fed, announce.objectId));
   if (!status || status.deleted_at || status.reblog_of_id) return;
   if (status.visibility !== 'public' && status.visibility !== 'unlisted') return;
-  const visibility: Visibility = announce.toIds.some((u) => isPublic(u, announce.id)) ? 'public' : 'unlisted';
+  const audience = [...announce.toIds, ...announce.ccIds];
+  const visibility: Visibility = announce.toIds.some((u) => isPublic(u, announce.id)) ? 'public'
+    : audience.some((u) => isPublic(u, announce.id)) ? 'unlisted' : 'private';
   await fed.data.actors.ask(remote.id, { type: 'reblog', status, visibility, uri: announce.id.href });
 }

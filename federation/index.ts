@@ -10,6 +10,7 @@ import { canSee } from '../services/visibility.ts';
 import { accountUri } from '../http/serializers/account.ts';
 import { statusUri } from '../http/serializers/status.ts';
 import { RedisKvStore } from './kv.ts';
+import { isId } from '../http/params.ts';
 import type { BullMqMessageQueue } from './queue.ts';
 import { noteOf, personOf, recipientOf } from './objects.ts';
 import { registerInboxListeners } from './inbox.ts';
@@ -88,7 +89,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       if (!account) return null;
       if (cursor === null) return { items: [] }; // the collection itself shows only its count; pages list
       if (account.hide_collections) return { items: [] };
-      const page = await followersPage(fed.data.db, account.id, { maxId: cursor === '' ? undefined : cursor, limit: PAGE });
+      const page = await followersPage(fed.data.db, account.id, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE });
       return {
         items: page.accounts.map((a) => recipientOf(fed.data, a)),
         nextCursor: page.accounts.length === PAGE ? page.lastId : null,
@@ -102,7 +103,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       const account = await publishedLocalAccount(fed.data, identifier);
       if (!account) return null;
       if (cursor === null || account.hide_collections) return { items: [] };
-      const page = await followingPage(fed.data.db, account.id, { maxId: cursor === '' ? undefined : cursor, limit: PAGE });
+      const page = await followingPage(fed.data.db, account.id, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE });
       return {
         items: page.accounts.map((a) => new URL(accountUri(fed.data.render, a))),
         nextCursor: page.accounts.length === PAGE ? page.lastId : null,
@@ -117,7 +118,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       const account = await publishedLocalAccount(fed.data, identifier);
       if (!account) return null;
       if (cursor === null) return { items: [] };
-      const ids = await accountStatusIds(fed.data.db, account.id, { visibilities: ['public', 'unlisted'] }, { maxId: cursor === '' ? undefined : cursor, limit: PAGE_OF_STATUSES });
+      const ids = await accountStatusIds(fed.data.db, account.id, { visibilities: ['public', 'unlisted'] }, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE_OF_STATUSES });
       const items = [];
       for (const id of ids) {
         const activity = await activityOf(fed, account, id);
@@ -132,7 +133,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
 
   // Each public or unlisted status at its uri, as a Note; others only to whom may see them (no signed fetch yet: none).
   federation.setObjectDispatcher(Note, '/users/{identifier}/statuses/{id}', async (fed, values) => {
-    if (!/^\d{1,20}$/.test(values.id)) return null;
+    if (!isId(values.id)) return null;
     const account = await publishedLocalAccount(fed.data, values.identifier);
     const status = account ? await findStatus(fed.data.db, values.id) : null;
     if (!account || !status || status.account_id !== account.id || status.reblog_of_id) return null;

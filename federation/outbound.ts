@@ -1,5 +1,6 @@
 import { Accept, Announce, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
+import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import type { Delivery } from '../services/deliveries.ts';
 import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
@@ -25,7 +26,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       if (!me || !target || me.domain !== null || target.domain === null) return;
       const follow = new Follow({ id: d.followUri ? new URL(d.followUri) : null, actor: actorId(app, me), object: actorId(app, target) });
       const activity = d.activity === 'Follow' ? follow : new Undo({ id: new URL(`${d.followUri ?? actorId(app, me).href}#undo`), actor: actorId(app, me), object: follow });
-      await fed.sendActivity({ identifier: me.username }, recipientOf(app, target), activity);
+      await sendTo(app, fed, me, target, activity);
       return;
     }
     case 'AcceptFollow':
@@ -35,7 +36,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const follow = new Follow({ id: d.followUri ? new URL(d.followUri) : null, actor: actorId(app, requester), object: actorId(app, me) });
       const Answer = d.activity === 'AcceptFollow' ? Accept : Reject;
       const id = new URL(`${actorId(app, me).href}#${d.activity === 'AcceptFollow' ? 'accepts' : 'rejects'}/follows/${requester.id}/${Date.now()}`);
-      await fed.sendActivity({ identifier: me.username }, recipientOf(app, requester), new Answer({ id, actor: actorId(app, me), object: follow }));
+      await sendTo(app, fed, me, requester, new Answer({ id, actor: actorId(app, me), object: follow }));
       return;
     }
     case 'Create':
@@ -60,9 +61,9 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const [me, author] = status ? await pair(app, d.accountId, status.account_id) : [null, null];
       if (!status || !me || !author || me.domain !== null || author.domain === null) return;
       const object = new URL(statusUri(app.render, status, author.username));
-      const like = new Like({ id: new URL(`${actorId(app, me).href}#likes/${status.id}`), actor: actorId(app, me), object });
+      const like = new Like({ id: new URL(`${actorId(app, me).href}#likes/${d.likeId ?? status.id}`), actor: actorId(app, me), object });
       const activity = d.activity === 'Like' ? like : new Undo({ id: new URL(`${actorId(app, me).href}#likes/${status.id}/undo/${Date.now()}`), actor: actorId(app, me), object: like });
-      await fed.sendActivity({ identifier: me.username }, recipientOf(app, author), activity);
+      await sendTo(app, fed, me, author, activity);
       return;
     }
     case 'Announce':
@@ -75,7 +76,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const announce = new Announce({
         id, actor: actorId(app, me), object: new URL(statusUri(app.render, original, author.username)),
         tos: reblog.visibility === 'public' ? [PUBLIC_COLLECTION] : [fed.getFollowersUri(me.username)],
-        ccs: [actorId(app, author), reblog.visibility === 'public' ? fed.getFollowersUri(me.username) : PUBLIC_COLLECTION],
+        ccs: [actorId(app, author), ...(reblog.visibility === 'public' ? [fed.getFollowersUri(me.username)] : reblog.visibility === 'unlisted' ? [PUBLIC_COLLECTION] : [])],
       });
       const activity = d.activity === 'Announce' ? announce : new Undo({ id: new URL(`${id.href}#undo`), actor: actorId(app, me), object: announce });
       await sendToAudience(app, fed, me, true, [author], activity, id.href);
@@ -90,6 +91,25 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       return;
     }
   }
+}
+
+/**
+ * Whether we may POST to a remote account's inboxes: http(s) only, and (unless ALLOW_PRIVATE_ADDRESSES) never a
+ * loopback or private address. Fedify checks addresses when it fetches, not when it sends.
+ */
+async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
+  for (const url of [a.inbox_url, a.shared_inbox_url]) {
+    if (!url) continue;
+    if (!/^https?:\/\//i.test(url)) return false;
+    if (!app.config.allowPrivateAddresses && !(await validatePublicUrl(url).then(() => true, () => false))) return false;
+  }
+  return a.inbox_url !== null;
+}
+
+/** Sends to one remote account, if its inboxes may be delivered to. */
+async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like): Promise<void> {
+  if (!(await deliverable(app, to))) return;
+  await fed.sendActivity({ identifier: sender.username }, recipientOf(app, to), activity);
 }
 
 function actorId(app: AppContext, a: AccountRow): URL {
@@ -113,7 +133,7 @@ async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender:
     for (const a of accounts) {
       if (a.domain === null || seen.has(a.id)) continue;
       seen.add(a.id);
-      recipients.push(recipientOf(app, a));
+      if (await deliverable(app, a)) recipients.push(recipientOf(app, a));
     }
     if (recipients.length > 0) await fed.sendActivity({ identifier: sender.username }, recipients, activity, options);
   };

@@ -9,9 +9,10 @@ const STALE_AFTER_MS = 24 * 3600 * 1000;
 
 const text = (v: unknown): string => (v == null ? '' : String(v));
 
+/** A link we may hand to clients: http(s) only (a `javascript:` or `data:` URL would be rendered as a link). */
 function href(v: URL | Link | null | undefined): string | null {
-  if (!v) return null;
-  return v instanceof Link ? (v.href?.href ?? null) : v.href;
+  const url = v instanceof Link ? v.href : v;
+  return url && (url.protocol === 'https:' || url.protocol === 'http:') ? url.href : null;
 }
 
 async function imageUrl(get: () => Promise<Image | null>): Promise<string | null> {
@@ -40,8 +41,8 @@ export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | n
     displayName: text(actor.name).slice(0, 255),
     noteHtml: sanitizeRemoteHtml(text(actor.summary)),
     url: href(actor.url as URL | Link | null),
-    inboxUrl: actor.inboxId?.href ?? null,
-    sharedInboxUrl: actor.endpoints?.sharedInbox?.href ?? null,
+    inboxUrl: href(actor.inboxId),
+    sharedInboxUrl: href(actor.endpoints?.sharedInbox),
     outboxUrl: actor.outboxId?.href ?? null,
     followersUrl: actor.followersId?.href ?? null,
     locked: actor.manuallyApprovesFollowers ?? false,
@@ -60,7 +61,15 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
   if (!data) return null;
   // Our own accounts are never overwritten by what another server says about them.
   if (new URL(data.uri).origin === new URL(app.config.publicUrl).origin) return null;
-  const row = await upsertRemoteAccount(app.db, data);
+  let row: AccountRow;
+  try {
+    row = await upsertRemoteAccount(app.db, data);
+  } catch (err) {
+    // Another actor of that server already has the name (a recreated account, or a group beside a user): keep the one
+    // we have rather than fail.
+    if ((err as { constraint?: string }).constraint === 'accounts_username_domain') return null;
+    throw err;
+  }
   await app.versions.bump({ accounts: [row.id] });
   return row;
 }

@@ -4,6 +4,7 @@ import { escapeHtml } from '../text/render.ts';
 import { publishedLocalAccount } from '../federation/index.ts';
 import { findStatus } from '../storage/statuses.ts';
 import { canSee } from '../services/visibility.ts';
+import { isId } from './params.ts';
 
 const page = (title: string, body: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -17,7 +18,7 @@ export default async function pageRoutes(app: FastifyInstance, { ctx }: RouteOpt
   /** A status of a local account that anyone may see (public or unlisted, not deleted, not a reblog). */
   const publicStatusOf = async (username: string, id: string) => {
     const account = await publishedLocalAccount(ctx, username);
-    const status = account && /^\d{1,20}$/.test(id) ? await findStatus(ctx.db, id) : null;
+    const status = account && isId(id) ? await findStatus(ctx.db, id) : null;
     if (!account || !status || status.account_id !== account.id || status.reblog_of_id || !(await canSee(ctx.db, null, status))) return null;
     return { account, status };
   };

@@ -10,7 +10,7 @@ export type Delivery =
   | { activity: 'Follow' | 'UndoFollow'; accountId: string; targetId: string; followUri: string | null }
   | { activity: 'AcceptFollow' | 'RejectFollow'; accountId: string; requesterId: string; followUri: string | null }
   | { activity: 'Create' | 'Delete'; statusId: string }
-  | { activity: 'Like' | 'UndoLike'; accountId: string; statusId: string }
+  | { activity: 'Like' | 'UndoLike'; accountId: string; statusId: string; /** Makes each like's id its own, so a like after an unlike is not taken for a repeat. */ likeId?: string | null }
   | { activity: 'Announce' | 'UndoAnnounce'; reblogId: string }
   | { activity: 'UpdatePerson'; accountId: string };
 

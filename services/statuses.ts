@@ -169,7 +169,7 @@ export async function favouriteStatus(deps: StatusDeps, accountId: string, statu
   const delivery = await transaction(deps.db, async (tx) => {
     if (!(await statuses.favourite(tx, accountId, status.id))) return null;
     await notify(tx, status.account_id, accountId, 'favourite', status.id);
-    return queueDelivery(tx, { activity: 'Like', accountId, statusId: status.id });
+    return queueDelivery(tx, { activity: 'Like', accountId, statusId: status.id, likeId: await statuses.favouriteId(tx, accountId, status.id) });
   });
   await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
   if (delivery) await enqueueAll(deps.jobs, [delivery]);
@@ -177,9 +177,10 @@ export async function favouriteStatus(deps: StatusDeps, accountId: string, statu
 
 export async function unfavouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
   const delivery = await transaction(deps.db, async (tx) => {
+    const likeId = await statuses.favouriteId(tx, accountId, status.id);
     if (!(await statuses.unfavourite(tx, accountId, status.id))) return null;
     await removeNotification(tx, status.account_id, accountId, 'favourite', status.id);
-    return queueDelivery(tx, { activity: 'UndoLike', accountId, statusId: status.id });
+    return queueDelivery(tx, { activity: 'UndoLike', accountId, statusId: status.id, likeId });
   });
   await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
   if (delivery) await enqueueAll(deps.jobs, [delivery]);
@@ -210,8 +211,9 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
     await enqueueAll(deps.jobs, outbox);
     return reblog.id;
   } catch (err) {
-    if ((err as { constraint?: string }).constraint === 'statuses_one_reblog') {
-      const winner = await statuses.findReblog(deps.db, accountId, status.id);
+    const constraint = (err as { constraint?: string }).constraint;
+    if (constraint === 'statuses_one_reblog' || constraint === 'statuses_uri') {
+      const winner = (await statuses.findReblog(deps.db, accountId, status.id)) ?? (uri ? await statuses.findStatusByUri(deps.db, uri) : null);
       if (winner) return winner.id;
     }
     throw err;

@@ -316,7 +316,15 @@ export async function findStatusByUri(db: Queryable, uri: string): Promise<Statu
 /** An edit of a remote status: new text and flags, kept in place. */
 export async function updateRemoteStatus(db: Queryable, id: string, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date }): Promise<void> {
   await db.query(
-    `UPDATE statuses SET content = $2, spoiler_text = $3, sensitive = $4, edited_at = $5, updated_at = now() WHERE id = $1 AND deleted_at IS NULL`,
+    // An older edit arriving after a newer one changes nothing; an edit dated in the future counts as now.
+    `UPDATE statuses SET content = $2, spoiler_text = $3, sensitive = $4, edited_at = least($5::timestamptz, now()), updated_at = now()
+      WHERE id = $1 AND deleted_at IS NULL AND (edited_at IS NULL OR edited_at < least($5::timestamptz, now()))`,
     [id, u.content, u.spoilerText, u.sensitive, u.editedAt],
   );
+}
+
+/** The id of an account's favourite of a status (what the Like we send is named after), or null. */
+export async function favouriteId(db: Queryable, accountId: string, statusId: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(`SELECT id FROM favourites WHERE account_id = $1 AND status_id = $2`, [accountId, statusId]);
+  return rows[0]?.id ?? null;
 }

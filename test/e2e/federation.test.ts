@@ -208,6 +208,15 @@ describe('inbox security', () => {
     const impersonating = createByBob(undefined, `${b.url}/users/carol`);
     await expect401('signed by bob as carol', await signRequest(inboxRequest(impersonating.body), await bobsKey(), keyId(), { spec: 'draft-cavage-http-signatures-12' }), impersonating.note);
 
+    // Signed by bob, but naming its Note with a's ids (to take them before a's own post): ignored.
+    const squatted = `${a.url}/users/alice/statuses/9999000`;
+    const squat = JSON.stringify({
+      '@context': 'https://www.w3.org/ns/activitystreams', id: `${squatted}/activity`, type: 'Create', actor: `${b.url}/users/bob`, to: ['as:Public'],
+      object: { id: squatted, type: 'Note', attributedTo: `${b.url}/users/bob`, content: '<p>mine now</p>', to: ['as:Public'] },
+    });
+    expect((await fetch(await signRequest(inboxRequest(squat), await bobsKey(), keyId(), { spec: 'draft-cavage-http-signatures-12' }))).status).toBe(202);
+    refused.push(squatted);
+
     // The control: the same kind of request, properly signed (draft-cavage as Mastodon sends, and RFC 9421), is stored.
     const cavage = createByBob('as:Public');
     const rfc9421 = createByBob('Public');

@@ -110,6 +110,18 @@ describe('outbox', () => {
   });
 });
 
+describe('bad paging and ids', () => {
+  it('answers a bad cursor or an id beyond 64 bits without a 500', async () => {
+    for (const url of ['/users/ida/followers?cursor=abc', '/users/ida/following?cursor=1%27', '/users/ida/outbox?cursor=99999999999999999999']) {
+      expect((await get(url, AP)).statusCode, url).toBeLessThan(500);
+    }
+    for (const url of ['/users/ida/statuses/99999999999999999999', '/@ida/99999999999999999999']) {
+      expect((await get(url, AP)).statusCode, url).toBe(404);
+      expect((await get(url, { accept: 'text/html' })).statusCode, url).toBe(404);
+    }
+  });
+});
+
 describe('statuses as Notes', () => {
   it('serves public statuses at their uri, and nothing for private or deleted ones', async () => {
     const post = async (payload: object) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(ida.token), payload })).json();

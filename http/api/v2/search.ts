@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
-import { Bool } from '../../params.ts';
+import { Bool, isId } from '../../params.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
 import { resolveAcct } from '../../../federation/remote-accounts.ts';
@@ -66,7 +66,8 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     }
     if (wants('statuses') && /^https?:\/\//i.test(q) && offset === 0) {
       // Our own links name the id; others' are stored with the status.
-      const own = q.startsWith(`${ctx.config.publicUrl}/`) ? /\/(?:@[^/]+|users\/[^/]+\/statuses)\/(\d{1,20})$/.exec(q)?.[1] : undefined;
+      const ownId = q.startsWith(`${ctx.config.publicUrl}/`) ? /\/(?:@[^/]+|users\/[^/]+\/statuses)\/(\d{1,20})$/.exec(q)?.[1] : undefined;
+      const own = isId(ownId) ? ownId : undefined;
       const id = own ?? (await statusIdByLink(ctx.db, q));
       if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
     }

@@ -52,7 +52,9 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const activity = d.activity === 'Create'
         ? new Create({ id: new URL(`${uri.href}/activity`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.published })
         : new Delete({ id: new URL(`${uri.href}#delete`), actor: actorId(app, author), object: tombstoneOf(app, author, status), tos: to, ccs: cc });
-      await sendToAudience(app, fed, author, status.visibility !== 'direct', mentioned, activity, uri.href);
+      // The author replied to hears of the reply too (unless it is direct and they are not mentioned), as in Mastodon.
+      const parent = status.in_reply_to_account_id && status.visibility !== 'direct' ? await findAccountById(app.db, status.in_reply_to_account_id) : null;
+      await sendToAudience(app, fed, author, status.visibility !== 'direct', parent ? [...mentioned, parent] : mentioned, activity, uri.href);
       return;
     }
     case 'Like':
@@ -128,11 +130,14 @@ async function pair(app: AppContext, a: string, b: string): Promise<[AccountRow 
 async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender: AccountRow, toFollowers: boolean, named: AccountRow[], activity: Create | Delete | Announce | Undo | Update, orderingKey: string | null): Promise<void> {
   const options = { preferSharedInbox: true, ...(orderingKey ? { orderingKey } : {}) };
   const seen = new Set<string>();
+  // A shared inbox takes one delivery for all its server's followers, across batches too.
+  const sharedInboxes = new Set<string>();
   const send = async (accounts: AccountRow[]) => {
     const recipients: Recipient[] = [];
     for (const a of accounts) {
-      if (a.domain === null || seen.has(a.id)) continue;
+      if (a.domain === null || seen.has(a.id) || (a.shared_inbox_url && sharedInboxes.has(a.shared_inbox_url))) continue;
       seen.add(a.id);
+      if (a.shared_inbox_url) sharedInboxes.add(a.shared_inbox_url);
       if (await deliverable(app, a)) recipients.push(recipientOf(app, a));
     }
     if (recipients.length > 0) await fed.sendActivity({ identifier: sender.username }, recipients, activity, options);

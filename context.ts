@@ -10,6 +10,7 @@ import type { TokenCache } from './services/token-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
+import type { KeyTracking } from './storage/key-tracking.ts';
 import type { AppFederation } from './federation/index.ts';
 import type { AccountKeyRing } from './federation/keys.ts';
 import type { BullMqMessageQueue } from './federation/queue.ts';
@@ -28,6 +29,8 @@ export interface AppContext {
   statusLoader: StatusLoader;
   /** Rendered home timeline pages, per viewer and paging. */
   homePages: RenderedPageCache;
+  /** Redis client tracking: reads that tell this process when what they read changes. */
+  tracking: KeyTracking;
   /** The connection subscribed to cache invalidations. */
   subscriber: Redis;
   /** ActivityPub: Fedify, our accounts' signing keys, and the queue of deliveries and received activities. */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { createPool, ensureDatabase, migrate } from './storage/db.ts';
-import { createRedis, connectRedis } from './storage/redis.ts';
+import { createRedis, connectRedis, createKeyTracking } from './storage/redis.ts';
 import { LocalFileHost } from './storage/filehost/local.ts';
 import { S3FileHost } from './storage/filehost/s3.ts';
 import type { FileHost } from './storage/filehost/index.ts';
@@ -33,8 +33,13 @@ export async function createContext(config: Config): Promise<AppContext> {
   const subscriber = redis.duplicate();
   subscriber.on('error', () => {});
   await tokens.subscribe(subscriber, config.redisPrefix);
-  const feeds = new HomeFeeds(redis, config.redisPrefix);
-  const versions = new CacheVersions(redis, config.redisPrefix);
+  // Home pages and the version counters they are checked against are read under client tracking.
+  const tracking = createKeyTracking(config.redisUrl);
+  await tracking.start();
+  const homePages = new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000);
+  tracking.onInvalidate((keys) => homePages.invalidate(keys));
+  const feeds = new HomeFeeds(redis, config.redisPrefix, tracking.reader);
+  const versions = new CacheVersions(redis, config.redisPrefix, tracking.reader);
   const statusLoader = new StatusLoader(db, versions);
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
   // Mentions of unknown remote accounts resolve through the federation, which needs the finished context.
@@ -53,7 +58,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     tokens,
     versions,
     statusLoader,
-    homePages: new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000),
+    homePages,
+    tracking,
     subscriber,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
     keyRing: new AccountKeyRing(db),
@@ -79,6 +85,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   await ctx.federationQueue.close();
   if (ctx.fileHost instanceof S3FileHost) ctx.fileHost.close();
   ctx.subscriber.disconnect();
+  await ctx.tracking.close();
   await ctx.db.end();
   ctx.redis.disconnect();
 }

@@ -8,15 +8,24 @@ export interface RenderedPage {
 
 interface Entry extends RenderedPage {
   expires: number;
+  /**
+   * The Redis keys it was made from, when all were read under client tracking (storage/key-tracking.ts) and none
+   * changed before it was stored: the page is then dropped as soon as one of them changes, and can be served
+   * without asking Redis. Null for a page that must be checked against Redis before each use.
+   */
+  tracked: string[] | null;
 }
 
 /**
- * Rendered timeline pages, bounded by their total size. A page is served again only when a fresh read shows the
- * same ids and unchanged versions of every status, account and viewer it was rendered from (the caller checks both
- * in the Redis command that reads the ids), so it is never staler than what a full rendering would show.
+ * Rendered timeline pages, bounded by their total size. A page is served again only when it is known to be what a
+ * full rendering would show now: either it is tracked (`getTracked`, dropped by `invalidate` when any key it was
+ * made from changes), or a fresh read shows the same ids and unchanged versions of every status, account and viewer
+ * it was rendered from (the caller checks both in the Redis command that reads the ids).
  */
 export class RenderedPageCache {
   private readonly entries = new Map<string, Entry>();
+  /** Tracked pages by the Redis keys they were made from. */
+  private readonly byKey = new Map<string, Set<string>>();
   private bytes = 0;
   private readonly maxBytes: number;
   private readonly ttlMs: number;
@@ -34,18 +43,45 @@ export class RenderedPageCache {
     return undefined;
   }
 
+  /** A page that no change has reached since it was stored (the caller syncs with the tracking first). */
+  getTracked(key: string): RenderedPage | undefined {
+    const e = this.entries.get(key);
+    return e?.tracked && e.expires > Date.now() ? e : undefined;
+  }
+
   /** True when a fresh read of the page's ids finds the ones it was rendered with. */
   static sameIds(page: RenderedPage, ids: string[]): boolean {
     return page.ids.length === ids.length && page.ids.every((id, i) => id === ids[i]);
   }
 
-  set(key: string, page: RenderedPage): void {
+  /** Stores a page; `tracked` lists the keys it was made from when they are tracked (see Entry.tracked). */
+  set(key: string, page: RenderedPage, tracked: string[] | null = null): void {
     this.delete(key);
     const size = page.body.length;
     if (size > this.maxBytes) return;
     while (this.bytes + size > this.maxBytes) this.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { ...page, expires: Date.now() + this.ttlMs });
+    this.entries.set(key, { ids: page.ids, versions: page.versions, body: page.body, expires: Date.now() + this.ttlMs, tracked });
     this.bytes += size;
+    for (const k of tracked ?? []) {
+      let pages = this.byKey.get(k);
+      if (!pages) this.byKey.set(k, (pages = new Set()));
+      pages.add(key);
+    }
+  }
+
+  /** These Redis keys changed (null: any may have): drops every page made from them. */
+  invalidate(keys: string[] | null): void {
+    if (keys === null) {
+      this.entries.clear();
+      this.byKey.clear();
+      this.bytes = 0;
+      return;
+    }
+    for (const k of keys) {
+      const pages = this.byKey.get(k);
+      if (!pages) continue;
+      for (const page of [...pages]) this.delete(page);
+    }
   }
 
   private delete(key: string): void {
@@ -53,5 +89,10 @@ export class RenderedPageCache {
     if (!e) return;
     this.entries.delete(key);
     this.bytes -= e.body.length;
+    for (const k of e.tracked ?? []) {
+      const pages = this.byKey.get(k);
+      pages?.delete(key);
+      if (pages?.size === 0) this.byKey.delete(k);
+    }
   }
 }

@@ -14,10 +14,13 @@ const unique = (ids: Ids) => [...new Set((ids ?? []).filter((id): id is string =
 export class CacheVersions {
   private readonly redis: Redis;
   private readonly prefix: string;
+  /** Where versions are read: a connection under client tracking (storage/key-tracking.ts) when there is one. */
+  private readonly reader: Redis;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, reader: Redis = redis) {
     this.redis = redis;
     this.prefix = prefix;
+    this.reader = reader;
   }
 
   /** s: a status, a: an account, v: a viewer's own favourites and reblogs. */
@@ -27,7 +30,7 @@ export class CacheVersions {
 
   async get(kind: Kind, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
-    const values = await this.redis.mget(ids.map((id) => this.key(kind, id)));
+    const values = await this.reader.mget(ids.map((id) => this.key(kind, id)));
     return values.map((v) => v ?? '0');
   }
 
@@ -35,7 +38,7 @@ export class CacheVersions {
   async getMany(wanted: Partial<Record<Kind, string[]>>): Promise<VersionsUsed> {
     const kinds: Kind[] = ['s', 'a', 'v'];
     const keys = kinds.flatMap((kind) => (wanted[kind] ?? []).map((id) => this.key(kind, id)));
-    const values = keys.length > 0 ? await this.redis.mget(keys) : [];
+    const values = keys.length > 0 ? await this.reader.mget(keys) : [];
     let i = 0;
     const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map() };
     for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, values[i++] ?? '0');

@@ -12,10 +12,13 @@ export const FEED_SIZE = 800;
 export class HomeFeeds {
   private readonly redis: Redis;
   private readonly prefix: string;
+  /** Where pages are read: a connection under client tracking (storage/key-tracking.ts) when there is one. */
+  private readonly reader: Redis;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, reader: Redis = redis) {
     this.redis = redis;
     this.prefix = prefix;
+    this.reader = reader;
   }
 
   key(accountId: string): string {
@@ -24,6 +27,11 @@ export class HomeFeeds {
 
   private readyKey(accountId: string): string {
     return `${this.prefix}feed:home:${accountId}:ready`;
+  }
+
+  /** The keys a page read depends on. */
+  pageKeys(accountId: string): string[] {
+    return [this.key(accountId), this.readyKey(accountId)];
   }
 
   async isReady(accountId: string): Promise<boolean> {
@@ -91,10 +99,10 @@ export class HomeFeeds {
     // The marker is read first (Redis runs one connection's commands in order, and a rebuild sets the marker and the
     // feed in one transaction), so a feed seen built is read whole.
     const [[ready, ...current], ids] = await Promise.all([
-      this.redis.mget(this.readyKey(accountId), ...(versions?.keys ?? [])),
+      this.reader.mget(this.readyKey(accountId), ...(versions?.keys ?? [])),
       p.minId
-        ? this.redis.zrangebyscore(key, lowId ?? '-inf', p.maxId ?? '+inf', 'LIMIT', 0, p.limit + slack)
-        : this.redis.zrevrangebyscore(key, p.maxId ?? '+inf', lowId ?? '-inf', 'LIMIT', 0, p.limit + slack),
+        ? this.reader.zrangebyscore(key, lowId ?? '-inf', p.maxId ?? '+inf', 'LIMIT', 0, p.limit + slack)
+        : this.reader.zrevrangebyscore(key, p.maxId ?? '+inf', lowId ?? '-inf', 'LIMIT', 0, p.limit + slack),
     ]);
     if (ready === null) return { ids: null, unchanged: false };
     const page = ids.filter(keep).slice(0, p.limit);

@@ -1,13 +1,26 @@
 import { Redis } from 'ioredis';
 import { ConfigError } from '../config.ts';
+import { KeyTracking } from './key-tracking.ts';
 
-export function createRedis(redisUrl: string): Redis {
+export function createRedis(redisUrl: string, connectionName?: string): Redis {
   // maxRetriesPerRequest: null is what BullMQ asks of the connections it shares.
   // Auto-pipelining sends the commands of concurrent requests issued in one tick as one write: each write to
   // Redis costs a system call and loopback TCP work in this process, the largest cost of a timeline read.
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true });
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true, connectionName });
   redis.on('error', () => {}); // reconnects on its own; readiness is reported by /health
   return redis;
+}
+
+/** Two connections of its own for client tracking: one whose reads are tracked, one that hears of changes. */
+export function createKeyTracking(redisUrl: string, name = 'fedi'): KeyTracking {
+  const reader = createRedis(redisUrl, `${name}:tracking-reader`);
+  // The listener fails its commands at once while it is down (its PINGs decide whether memory can be trusted),
+  // and subscribes itself again after learning its new client id.
+  const listener = new Redis(redisUrl, {
+    connectionName: `${name}:tracking-listener`, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResubscribe: false, autoResendUnfulfilledCommands: false,
+  });
+  listener.on('error', () => {});
+  return new KeyTracking(reader, listener);
 }
 
 export async function connectRedis(redis: Redis, redisUrl: string): Promise<void> {

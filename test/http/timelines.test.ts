@@ -1,9 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Redis } from 'ioredis';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { deleteKeysWithPrefix } from '../../storage/redis.ts';
 import { renderStatus, renderStatusJson } from '../../http/serializers/status.ts';
+import { createContext, closeContext } from '../../server.ts';
+import { buildApp } from '../../http/app.ts';
+import type { AppContext } from '../../context.ts';
+import type { KeyTracking } from '../../storage/key-tracking.ts';
 
 let s: TestServer;
 let ida: TestUser;
@@ -207,6 +212,91 @@ describe('rendered home pages', () => {
     expect(link(res, 'prev')).toMatch(/^\/api\/v1\/timelines\/home\?limit=2&foo=a%20b&min_id=\d+$/);
   });
 });
+
+describe('rendered home pages served from memory', () => {
+  // A second process on the same PostgreSQL and Redis (its own context: its own caches, connections and client
+  // tracking). Pages B served from memory must show what was changed through A as soon as A has answered.
+  let b: { app: Awaited<ReturnType<typeof buildApp>>; ctx: AppContext };
+  beforeAll(async () => {
+    const ctx = await createContext(s.config);
+    b = { ctx, app: await buildApp(ctx, { logger: false }) };
+    await b.app.ready();
+  });
+  afterAll(async () => {
+    await b?.app.close();
+    if (b) await closeContext(b.ctx);
+  });
+
+  const homeOnB = async (user: TestUser) => {
+    const res = await b.app.inject({ method: 'GET', url: '/api/v1/timelines/home?limit=5', headers: bearer(user.token) });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json() as { id: string; favourited: boolean; favourites_count: number; account: { display_name: string } }[];
+  };
+
+  it('are served again without reading the feed, and show changes made through another process at once', async () => {
+    const follow = await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${jon.id}/follow`, headers: bearer(ida.token) });
+    expect(follow.statusCode).toBe(200);
+    const st = await post(jon, { status: 'served from memory' });
+    await fannedOut();
+    expect((await homeOnB(ida)).find((x) => x.id === st.id)).toMatchObject({ favourites_count: 0 });
+    const reads = vi.spyOn(b.ctx.feeds, 'page');
+    try {
+      for (let i = 0; i < 3; i++) expect((await homeOnB(ida))[0]!.id).toBe(st.id);
+      expect(reads).not.toHaveBeenCalled();
+
+      // Each change is made through A; B's next read must show it (no waiting, no retries).
+      await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(kay.token) });
+      expect((await homeOnB(ida)).find((x) => x.id === st.id)).toMatchObject({ favourited: false, favourites_count: 1 });
+      await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(ida.token) });
+      expect((await homeOnB(ida)).find((x) => x.id === st.id)).toMatchObject({ favourited: true, favourites_count: 2 });
+      await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(jon.token), payload: { display_name: 'Jon Elsewhere' } });
+      expect((await homeOnB(ida)).find((x) => x.id === st.id)?.account.display_name).toBe('Jon Elsewhere');
+      const own = await post(ida, { status: 'my own, through A' });
+      expect((await homeOnB(ida))[0]!.id).toBe(own.id);
+      await s.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${own.id}`, headers: bearer(ida.token) });
+      expect((await homeOnB(ida))[0]!.id).toBe(st.id);
+      expect(reads).toHaveBeenCalled();
+
+      // Once the deletion's jobs are done and the page is read again, it is served from memory again.
+      await fannedOut();
+      await homeOnB(ida);
+      reads.mockClear();
+      await homeOnB(ida);
+      expect(reads).not.toHaveBeenCalled();
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
+  it('are checked against Redis while tracking is down, and served from memory again once it is back', async () => {
+    const st = await post(jon, { status: 'while tracking is down' });
+    await fannedOut();
+    await homeOnB(ida);
+    const reads = vi.spyOn(b.ctx.feeds, 'page');
+    try {
+      // Redis drops B's tracking listener: what B holds may have missed a change, so it is not trusted.
+      await s.ctx.redis.client('KILL', 'ID', await clientIdOf(s.ctx.redis, b.ctx.tracking));
+      await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(kay.token) });
+      expect((await homeOnB(ida)).find((x) => x.id === st.id)).toMatchObject({ favourites_count: 1 });
+      expect(reads).toHaveBeenCalled();
+      for (let i = 0; i < 100 && !b.ctx.tracking.active; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(b.ctx.tracking.active).toBe(true);
+      await homeOnB(ida);
+      reads.mockClear();
+      await homeOnB(ida);
+      expect(reads).not.toHaveBeenCalled();
+    } finally {
+      reads.mockRestore();
+    }
+  });
+});
+
+/** The Redis client id of a tracking listener: the connection its reader redirects invalidations to. */
+async function clientIdOf(admin: Redis, tracking: KeyTracking): Promise<string> {
+  const readerId = String(await tracking.reader.client('ID'));
+  const line = String(await admin.client('LIST', 'ID', readerId));
+  return /\bredir=(\d+)/.exec(line)![1]!;
+}
 
 describe('public and tag timelines', () => {
   it('shows only public statuses, and tagged ones by tag', async () => {

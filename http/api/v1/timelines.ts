@@ -12,6 +12,7 @@ import { renderStatusListJson } from '../../serializers/status.ts';
 import { RenderedPageCache } from '../../../services/page-cache.ts';
 import type { AppContext } from '../../../context.ts';
 import type { PageParams } from '../../../storage/paging.ts';
+import type { TrackingTicket } from '../../../storage/key-tracking.ts';
 
 const PublicQuery = Type.Object({
   ...PagingQuery(20, 40),
@@ -21,27 +22,48 @@ const PublicQuery = Type.Object({
 });
 
 /**
- * A page of the home feed, rendered. The page last rendered for the same viewer and paging is sent again when
- * the feed read (which checks its versions in the same Redis command) shows that nothing in it changed. Whether
- * the viewer may see a status in their own feed changes only with what removes it from the feed (unfollowing) or
- * with a version bump (an edit of its mentions, a deletion).
+ * A page of the home feed, rendered. The page last rendered for the same viewer and paging is sent again:
+ * - without asking Redis, when every key it was made from is under client tracking and no change to any of them
+ *   has arrived by the time the tracking has synced (storage/key-tracking.ts);
+ * - otherwise when the feed read (which checks its versions in the same Redis command) shows nothing changed.
+ * Whether the viewer may see a status in their own feed changes only with what removes it from the feed
+ * (unfollowing) or with a version bump (an edit of its mentions, a deletion).
  */
 async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams): Promise<{ ids: string[]; body: Buffer }> {
   const key = `${viewerId}/${p.maxId ?? ''}/${p.sinceId ?? ''}/${p.minId ?? ''}/${p.limit}`;
-  const cached = ctx.homePages.get(key);
-  const read = await ctx.feeds.page(viewerId, p, cached?.versions);
-  let ids = read.ids;
-  if (ids === null) {
-    // A feed lost with Redis (or never built) is rebuilt from PostgreSQL, then read.
-    await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
-    ids = (await ctx.feeds.page(viewerId, p)).ids ?? [];
-  } else if (cached && read.unchanged && RenderedPageCache.sameIds(cached, ids)) {
-    return cached;
+  if (ctx.homePages.getTracked(key) && (await ctx.tracking.sync())) {
+    const page = ctx.homePages.getTracked(key);
+    if (page) return page;
   }
-  const { rows, bundle, versions } = await ctx.statusLoader.load(viewerId, ids);
-  const body = renderStatusListJson(ctx.render, bundle, rows);
-  ctx.homePages.set(key, { ids, body, versions: ctx.versions.keysOf(versions) });
-  return { ids, body };
+  let ticket = ctx.tracking.begin();
+  try {
+    const cached = ctx.homePages.get(key);
+    const read = await ctx.feeds.page(viewerId, p, cached?.versions);
+    let ids = read.ids;
+    if (ids === null) {
+      // A feed lost with Redis (or never built) is rebuilt from PostgreSQL, then read (the rebuild's own change to
+      // the keys just read would count against the first ticket).
+      await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
+      ctx.tracking.end(ticket);
+      ticket = ctx.tracking.begin();
+      ids = (await ctx.feeds.page(viewerId, p)).ids ?? [];
+    } else if (cached && read.unchanged && RenderedPageCache.sameIds(cached, ids)) {
+      ctx.homePages.set(key, cached, trackedKeys(ctx, ticket, viewerId, cached.versions.keys));
+      return cached;
+    }
+    const { rows, bundle, versions } = await ctx.statusLoader.load(viewerId, ids);
+    const page = { ids, body: renderStatusListJson(ctx.render, bundle, rows), versions: ctx.versions.keysOf(versions) };
+    ctx.homePages.set(key, page, trackedKeys(ctx, ticket, viewerId, page.versions.keys));
+    return page;
+  } finally {
+    ctx.tracking.end(ticket);
+  }
+}
+
+/** The keys a page was made from, when all were read under tracking and none has changed since; else null. */
+function trackedKeys(ctx: AppContext, ticket: TrackingTicket, viewerId: string, versionKeys: string[]): string[] | null {
+  const keys = [...ctx.feeds.pageKeys(viewerId), ...versionKeys];
+  return ctx.tracking.unchanged(ticket, keys) ? keys : null;
 }
 
 export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {

@@ -8,6 +8,8 @@ import * as statusService from '../services/statuses.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { queueDelivery } from '../services/deliveries.ts';
 import { randomUUID } from 'node:crypto';
+import { homeFeedSourceIds } from '../storage/statuses.ts';
+import { FEED_SIZE } from '../storage/feeds.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 
 /**
@@ -26,7 +28,10 @@ export type AccountMessage =
   | { type: 'favourite'; status: StatusRow }
   | { type: 'unfavourite'; status: StatusRow }
   | { type: 'reblog'; status: StatusRow; visibility: Visibility; uri?: string }
-  | { type: 'unreblog'; status: StatusRow };
+  | { type: 'unreblog'; status: StatusRow }
+  | { type: 'addToHomeFeed'; statusId: string }
+  | { type: 'removeFromHomeFeed'; statusIds: string[] }
+  | { type: 'rebuildHomeFeed' };
 
 export type AccountReply<M extends AccountMessage> =
   M extends { type: 'follow' } ? follows.FollowOutcome :
@@ -160,5 +165,17 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return statusService.reblogStatus(deps, accountId, msg.status, msg.visibility, msg.uri ?? null);
     case 'unreblog':
       return statusService.unreblogStatus(deps, accountId, msg.status);
+    // The home feed is this account's own: fan-out and deletions of others' statuses reach it through here, so
+    // they take turns with its follows, unfollows and rebuilds.
+    case 'addToHomeFeed':
+      if (await deps.feeds.accepts(accountId)) await deps.feeds.addToMany([accountId], msg.statusId);
+      return undefined;
+    case 'removeFromHomeFeed':
+      await deps.feeds.remove([accountId], msg.statusIds);
+      return undefined;
+    case 'rebuildHomeFeed':
+      // Readers that found the feed missing at once all ask; the first rebuilds it, the others find it built.
+      if (!(await deps.feeds.isReady(accountId))) await deps.feeds.rebuild(accountId, () => homeFeedSourceIds(deps.db, accountId, FEED_SIZE));
+      return undefined;
   }
 }

@@ -77,7 +77,7 @@ async function main() {
     const celebrityId = (await api(base, '/api/v1/accounts/verify_credentials', { token: celebrity })).id as string;
     const followers = await seedFollowers(db, celebrityId, 10_000, `fan${tag}_`);
     const feeds = new HomeFeeds(redis, config.redisPrefix);
-    for (let i = 0; i < followers.length; i += 1000) await Promise.all(followers.slice(i, i + 1000).map((id) => feeds.rebuild(id, [])));
+    for (let i = 0; i < followers.length; i += 1000) await Promise.all(followers.slice(i, i + 1000).map((id) => feeds.rebuild(id, async () => [])));
     const started = performance.now();
     const status = await api(base, '/api/v1/statuses', { method: 'POST', token: celebrity, body: { status: 'Hello, all ten thousand of you!' } });
     let fanOutMs = NaN;

@@ -1,16 +1,29 @@
 import type { Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
+import type { ActorRegistry } from '../actors/registry.ts';
 import { findStatus } from '../storage/statuses.ts';
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
 
 const BATCH = 1000;
 
+export interface FanOutDeps {
+  db: Db;
+  feeds: HomeFeeds;
+  actors: ActorRegistry;
+}
+
+/** Each follower's actor adds the status to its own feed; the job ends when all of them have. */
+async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId: string): Promise<void> {
+  await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId })));
+}
+
 /**
  * Puts a new status into the home feeds of the author's local followers (DESIGN.md, "The flow of a post"),
- * a thousand followers per query and one Redis round trip per batch. Feeds not built are skipped: they are
- * rebuilt from PostgreSQL when next read. ZADD is idempotent, so a retried job does no harm.
+ * a thousand followers per query, through each follower's actor. Feeds that take no statuses (not built) are
+ * skipped, found in one Redis round trip per batch: they are rebuilt from PostgreSQL when next read. Adding is
+ * idempotent, so a retried job does no harm.
  */
-export async function fanOutStatus(db: Db, feeds: HomeFeeds, statusId: string): Promise<number> {
+export async function fanOutStatus({ db, feeds, actors }: FanOutDeps, statusId: string): Promise<number> {
   const status = await findStatus(db, statusId);
   if (!status) return 0;
   let delivered = 0;
@@ -18,9 +31,9 @@ export async function fanOutStatus(db: Db, feeds: HomeFeeds, statusId: string): 
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
-    const ready = await feeds.readyAmong([...followers]);
-    await feeds.addToMany(ready, statusId);
-    return ready.length;
+    const accepting = await feeds.acceptingAmong([...followers]);
+    await addToFeeds(actors, accepting, statusId);
+    return accepting.length;
   }
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
   const replyToOther = status.in_reply_to_account_id && status.in_reply_to_account_id !== status.account_id ? status.in_reply_to_account_id : null;
@@ -34,23 +47,24 @@ export async function fanOutStatus(db: Db, feeds: HomeFeeds, statusId: string): 
       const alsoFollow = await whoFollow(db, targets, replyToOther);
       targets = targets.filter((id) => alsoFollow.has(id) || id === replyToOther);
     }
-    const ready = await feeds.readyAmong(targets);
-    await feeds.addToMany(ready, statusId);
-    delivered += ready.length;
+    const accepting = await feeds.acceptingAmong(targets);
+    await addToFeeds(actors, accepting, statusId);
+    delivered += accepting.length;
     if (batch.length < BATCH) break;
   }
   return delivered;
 }
 
-/** Takes a deleted status (and its reblogs) out of every local feed it may be in. */
-export async function removeStatusFromFeeds(db: Db, feeds: HomeFeeds, statusIds: string[], authorId: string, mentionedIds: string[]): Promise<void> {
-  await feeds.remove([authorId, ...mentionedIds], statusIds);
+/** Takes a deleted status (and its reblogs) out of every local feed it may be in, through each owner's actor. */
+export async function removeStatusFromFeeds({ db, actors }: FanOutDeps, statusIds: string[], authorId: string, mentionedIds: string[]): Promise<void> {
+  const removeFrom = (accountIds: string[]) => Promise.all(accountIds.map((id) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
+  await removeFrom([...new Set([authorId, ...mentionedIds])]);
   let after = '0';
   for (;;) {
     const batch = await localFollowersBatch(db, authorId, after, BATCH);
     if (batch.length === 0) break;
     after = batch.at(-1)!.followId;
-    await feeds.remove(batch.map((f) => f.accountId), statusIds);
+    await removeFrom(batch.map((f) => f.accountId));
     if (batch.length < BATCH) break;
   }
 }

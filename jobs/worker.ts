@@ -24,8 +24,8 @@ export function startWorkers(ctx: AppContext): Workers {
     FANOUT_QUEUE,
     async (job: Job<FanoutJob>) => {
       const data = job.data;
-      if (data.kind === 'fanOutStatus') await fanOutStatus(ctx.db, ctx.feeds, data.statusId);
-      else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx.db, ctx.feeds, [data.statusId], data.authorId, data.mentionedIds);
+      if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId);
+      else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
       else if (data.kind === 'deliver') await deliverActivity(ctx, data);
       else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
       else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);

@@ -125,7 +125,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   if ('winner' in result) return result.winner as string;
 
   await deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] });
-  if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], result.status!.id);
+  if (await deps.feeds.accepts(accountId)) await deps.feeds.addToMany([accountId], result.status!.id);
   await enqueueAll(deps.jobs, result.outbox!);
   return result.status!.id;
 }
@@ -207,7 +207,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
       };
     });
     await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
-    if (await deps.feeds.isReady(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
+    if (await deps.feeds.accepts(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
     await enqueueAll(deps.jobs, outbox);
     return reblog.id;
   } catch (err) {
@@ -237,14 +237,14 @@ export async function unreblogStatus(deps: StatusDeps, accountId: string, status
 
 /** After a follow: the followed account's recent statuses join the follower's feed (if built). */
 export async function mergeIntoHomeFeed(deps: StatusDeps, accountId: string, targetId: string): Promise<void> {
-  if (!(await deps.feeds.isReady(accountId))) return;
+  if (!(await deps.feeds.accepts(accountId))) return;
   const ids = await statuses.accountStatusIds(deps.db, targetId, { visibilities: ['public', 'unlisted', 'private'] }, { limit: 40 });
   await deps.feeds.addAllTo(accountId, ids);
 }
 
 /** After an unfollow: the account's statuses leave the former follower's feed. */
 export async function unmergeFromHomeFeed(deps: StatusDeps, accountId: string, targetId: string): Promise<void> {
-  if (!(await deps.feeds.isReady(accountId))) return;
+  if (!(await deps.feeds.accepts(accountId))) return;
   const ids = await statuses.accountStatusIds(deps.db, targetId, { visibilities: ['public', 'unlisted', 'private', 'direct'] }, { limit: 800 });
   await deps.feeds.remove([accountId], ids);
 }

@@ -34,25 +34,41 @@ export class HomeFeeds {
     return [this.key(accountId), this.readyKey(accountId)];
   }
 
+  private buildingKey(accountId: string): string {
+    return `${this.prefix}feed:home:${accountId}:building`;
+  }
+
+  /** True when the feed is built. */
   async isReady(accountId: string): Promise<boolean> {
     return (await this.redis.exists(this.readyKey(accountId))) === 1;
   }
 
-  /** Which of these accounts have a built feed (those without one are rebuilt when next read). */
-  async readyAmong(accountIds: string[]): Promise<string[]> {
-    if (accountIds.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const id of accountIds) pipeline.exists(this.readyKey(id));
-    const results = (await pipeline.exec()) ?? [];
-    return accountIds.filter((_, i) => results[i]?.[1] === 1);
+  /** True when the feed takes new statuses: it is built, or being rebuilt (see `rebuild`). */
+  async accepts(accountId: string): Promise<boolean> {
+    return (await this.redis.exists(this.readyKey(accountId), this.buildingKey(accountId))) > 0;
   }
 
-  /** Replaces a feed with these ids and marks it built. */
-  async rebuild(accountId: string, statusIds: string[]): Promise<void> {
+  /** Which of these accounts' feeds take new statuses (those that do not are rebuilt when next read). */
+  async acceptingAmong(accountIds: string[]): Promise<string[]> {
+    if (accountIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of accountIds) pipeline.exists(this.readyKey(id), this.buildingKey(id));
+    const results = (await pipeline.exec()) ?? [];
+    return accountIds.filter((_, i) => Number(results[i]?.[1]) > 0);
+  }
+
+  /**
+   * Fills a feed from `source` (PostgreSQL) and marks it built. The feed is marked as being built before the
+   * source is read, so that a status committed after that read still gets in: fan-out adds to it meanwhile, and
+   * the rebuild adds to what is there rather than replacing it.
+   */
+  async rebuild(accountId: string, source: () => Promise<string[]>): Promise<void> {
     const key = this.key(accountId);
-    const tx = this.redis.multi().del(key);
-    if (statusIds.length > 0) tx.zadd(key, ...statusIds.flatMap((id) => [id, id]));
-    await tx.set(this.readyKey(accountId), '1').exec();
+    await this.redis.multi().del(key).set(this.buildingKey(accountId), '1', 'PX', 60_000).exec();
+    const statusIds = await source();
+    const tx = this.redis.multi();
+    if (statusIds.length > 0) tx.zadd(key, ...statusIds.flatMap((id) => [id, id])).zremrangebyrank(key, 0, -FEED_SIZE - 1);
+    await tx.set(this.readyKey(accountId), '1').del(this.buildingKey(accountId)).exec();
   }
 
   /** Adds one status to many feeds in one round trip, trimming each to FEED_SIZE. */

@@ -60,6 +60,18 @@ describe('home timeline', () => {
     expect(ids(home)).not.toContain(b.id);
   });
 
+  it('reaches each follower\'s feed through that follower\'s actor', async () => {
+    const asked = vi.spyOn(s.ctx.actors, 'ask');
+    try {
+      const st = await post(jon, { status: 'through the actors' });
+      await fannedOut();
+      expect(asked).toHaveBeenCalledWith(ida.id, { type: 'addToHomeFeed', statusId: st.id });
+      expect(ids(await get('/api/v1/timelines/home', ida))).toContain(st.id);
+    } finally {
+      asked.mockRestore();
+    }
+  });
+
   it('rebuilds a feed lost with Redis from PostgreSQL', async () => {
     const before = ids(await get('/api/v1/timelines/home', ida));
     await deleteKeysWithPrefix(s.ctx.redis, `${s.config.redisPrefix}feed:`);

@@ -5,8 +5,7 @@ import type { RouteOptions } from '../../app.ts';
 import { Bool, PagingQuery } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
-import { FEED_SIZE } from '../../../storage/feeds.ts';
-import { homeFeedSourceIds, publicTimelineIds } from '../../../storage/statuses.ts';
+import { publicTimelineIds } from '../../../storage/statuses.ts';
 import { renderTimeline } from './statuses.ts';
 import { renderStatusListJson } from '../../serializers/status.ts';
 import { RenderedPageCache } from '../../../services/page-cache.ts';
@@ -43,7 +42,7 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
     if (ids === null) {
       // A feed lost with Redis (or never built) is rebuilt from PostgreSQL, then read (the rebuild's own change to
       // the keys just read would count against the first ticket).
-      await ctx.feeds.rebuild(viewerId, await homeFeedSourceIds(ctx.db, viewerId, FEED_SIZE));
+      await ctx.actors.ask(viewerId, { type: 'rebuildHomeFeed' });
       ctx.tracking.end(ticket);
       ticket = ctx.tracking.begin();
       ids = (await ctx.feeds.page(viewerId, p)).ids ?? [];

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { connectRedis, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
+import { HomeFeeds } from '../../storage/feeds.ts';
+
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `feeds_test_${randomBytes(4).toString('hex')}:`;
+let redis: Redis;
+let feeds: HomeFeeds;
+
+beforeAll(async () => {
+  redis = createRedis(url);
+  await connectRedis(redis, url);
+  feeds = new HomeFeeds(redis, prefix);
+});
+afterAll(async () => {
+  await deleteKeysWithPrefix(redis, prefix);
+  redis.disconnect();
+});
+
+const newest = async (accountId: string) => (await feeds.page(accountId, { limit: 40 })).ids;
+
+describe('home feed rebuild', () => {
+  it('keeps a status fanned out while the rebuild was reading PostgreSQL', async () => {
+    expect(await newest('1')).toBeNull();
+    expect(await feeds.acceptingAmong(['1'])).toEqual([]);
+    await feeds.rebuild('1', async () => {
+      // The source was read; then a status is committed and fanned out before the rebuild writes the feed.
+      expect(await feeds.acceptingAmong(['1'])).toEqual(['1']);
+      expect(await feeds.isReady('1')).toBe(false);
+      await feeds.addToMany(['1'], '300');
+      return ['200', '100'];
+    });
+    expect(await newest('1')).toEqual(['300', '200', '100']);
+    expect(await feeds.isReady('1')).toBe(true);
+  });
+
+  it('replaces what a feed held before it was found missing, and caps it', async () => {
+    await feeds.addToMany(['2'], '5'); // left from before, without the built marker
+    const many = Array.from({ length: 900 }, (_, i) => String(1000 + i));
+    await feeds.rebuild('2', async () => many);
+    const ids = await redis.zrange(feeds.key('2'), 0, -1);
+    expect(ids).toHaveLength(800);
+    expect(ids).not.toContain('5');
+    expect(ids.at(-1)).toBe('1899');
+  });
+});

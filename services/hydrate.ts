@@ -187,8 +187,10 @@ export class StatusLoader {
       this.accountsById([...accountIds], known.a),
       viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
     ]);
+    // A suspended author's statuses (a remote actor deleted by its server, say) are shown nowhere, boosted or not.
+    const authorShown = (statusId: string) => !accounts.get(found.get(statusId)!.status.account_id)?.suspended_at;
     return {
-      rows,
+      rows: rows.filter((st) => authorShown(st.id) && (!st.reblog_of_id || authorShown(st.reblog_of_id))),
       versions: known,
       bundle: {
         statuses: new Map([...found].map(([id, e]) => [id, e.status])),

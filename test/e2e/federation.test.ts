@@ -269,8 +269,16 @@ describe('edits and deletions of actors', () => {
     const gone = { '@context': 'https://www.w3.org/ns/activitystreams', id: `${b.url}/users/carol#delete`, type: 'Delete', actor: `${b.url}/users/carol`, object: `${b.url}/users/carol`, to: ['https://www.w3.org/ns/activitystreams#Public'] };
     const followingBefore = (await api(a, alice, 'GET', '/api/v1/accounts/verify_credentials')).body.following_count as number;
     expect((await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${carolOnA.id}`)).body[0].following).toBe(true);
+    // carol's last post reaches alice's home before carol is deleted.
+    const last = (await api(b, carol, 'POST', '/api/v1/statuses', { status: 'my last words' })).body;
+    const homeOfAlice = async () => ((await api(a, alice, 'GET', '/api/v1/timelines/home?limit=40')).body as Json[]).map((x) => x.content as string);
+    await until(homeOfAlice, (contents) => contents.some((c) => c.includes('my last words')), 'a: carol\'s last post in alice\'s home');
+    const lastOnA = (await findStatusByUri(a.ctx.db, last.uri))!;
     expect((await fetch(await sign('carol', gone))).status).toBe(202);
     await until(async () => (await a.ctx.db.query('SELECT suspended_at FROM accounts WHERE id = $1', [carolOnA.id])).rows[0].suspended_at, (x) => x !== null, 'a: carol gone');
+    // Her posts are shown nowhere any more.
+    expect((await homeOfAlice()).some((c) => c.includes('my last words'))).toBe(false);
+    expect((await api(a, alice, 'GET', `/api/v1/statuses/${lastOnA.id}`)).status).toBe(404);
     expect((await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).status).toBe(404);
     // alice followed carol: that follow is gone, and so is the count it made.
     const following = (await api(a, alice, 'GET', `/api/v1/accounts/${alice.id}/following`)).body as Json[];

@@ -3,7 +3,8 @@ import type { Federation, InboxContext } from '@fedify/fedify';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
-import { findAccountByUri, markAccountGone } from '../storage/accounts.ts';
+import { findAccountById, findAccountByUri, markAccountGone } from '../storage/accounts.ts';
+import { followByUri } from '../storage/follows.ts';
 import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
 import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services/statuses.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
@@ -96,28 +97,32 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
 }
 
 /**
- * The Follow an Accept or Reject answers. It is ours (our origin), embedded by the other server; it is read as
- * embedded rather than fetched back, and only ever acts on a request our database holds between the two accounts.
+ * The local account whose Follow an Accept or Reject from `remote` answers. The Follow is ours: it is found by its
+ * id in our database (whether the other server embedded it or named it by id alone), and only when it was sent to
+ * `remote`; the embedded copy is not fetched back nor trusted beyond its id.
  */
-const answeredFollow = (answer: Accept | Reject) => answer.getObject({ crossOrigin: 'trust' });
+async function answeredFollower(fed: Fed, answer: Accept | Reject, remote: AccountRow): Promise<AccountRow | null> {
+  const id = answer.objectId;
+  const follow = id ? await followByUri(fed.data.db, id.href) : null;
+  if (!follow || follow.targetId !== remote.id) return null;
+  const local = await findAccountById(fed.data.db, follow.accountId);
+  return local && local.domain === null ? local : null;
+}
 
 /** Accept of our Follow: the pending request becomes a follow. */
 async function onAccept(fed: Fed, accept: Accept): Promise<void> {
-  const object = await answeredFollow(accept);
-  if (!(object instanceof Follow)) return;
   const remote = await sender(fed, accept);
-  const local = await localActor(fed, object.actorId);
-  if (!remote || !local || remote.domain === null) return;
-  await fed.data.actors.ask(remote.id, { type: 'authorizeFollowRequest', requesterId: local.id });
+  if (!remote || remote.domain === null) return;
+  const local = await answeredFollower(fed, accept, remote);
+  if (local) await fed.data.actors.ask(remote.id, { type: 'authorizeFollowRequest', requesterId: local.id });
 }
 
 /** Reject of our Follow (or of one accepted before): neither a request nor a follow remains. */
 async function onReject(fed: Fed, reject: Reject): Promise<void> {
-  const object = await answeredFollow(reject);
-  if (!(object instanceof Follow)) return;
   const remote = await sender(fed, reject);
-  const local = await localActor(fed, object.actorId);
-  if (!remote || !local || remote.domain === null) return;
+  if (!remote || remote.domain === null) return;
+  const local = await answeredFollower(fed, reject, remote);
+  if (!local) return;
   await fed.data.actors.ask(remote.id, { type: 'rejectFollowRequest', requesterId: local.id });
   await fed.data.actors.ask(local.id, { type: 'unfollow', targetId: remote.id, federate: false });
 }

@@ -203,6 +203,16 @@ export async function whoFollow(db: Queryable, accountIds: string[], targetId: s
   return new Set(rows.map((r) => r.account_id));
 }
 
+/** Who asked to follow whom, by the ActivityPub id of the Follow: a pending request or a follow it became. */
+export async function followByUri(db: Queryable, uri: string): Promise<{ accountId: string; targetId: string } | null> {
+  const { rows } = await db.query<{ account_id: string; target_account_id: string }>(
+    `SELECT account_id, target_account_id FROM follow_requests WHERE uri = $1
+     UNION ALL SELECT account_id, target_account_id FROM follows WHERE uri = $1 LIMIT 1`,
+    [uri],
+  );
+  return rows[0] ? { accountId: rows[0].account_id, targetId: rows[0].target_account_id } : null;
+}
+
 /** The ActivityPub id of a follow or pending request (what an Undo, Accept or Reject names). */
 export async function followUri(db: Queryable, accountId: string, targetId: string): Promise<string | null> {
   const { rows } = await db.query<{ uri: string | null }>(

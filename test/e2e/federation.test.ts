@@ -264,6 +264,24 @@ describe('edits and deletions of actors', () => {
     expect(edited.edited_at).toEqual(expect.any(String));
   });
 
+  it('takes an Accept that names the Follow by its id alone', async () => {
+    const carolOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).body;
+    expect((await api(a, alice, 'POST', `/api/v1/accounts/${carolOnA.id}/unfollow`)).body).toMatchObject({ following: false });
+    expect((await api(a, alice, 'POST', `/api/v1/accounts/${carolOnA.id}/follow`)).body).toMatchObject({ following: false, requested: true });
+    const { uri } = (await a.ctx.db.query('SELECT uri FROM follow_requests WHERE account_id = $1 AND target_account_id = $2', [alice.id, carolOnA.id])).rows[0];
+    expect(uri).toMatch(/^https:\/\//);
+    const accept = (actor: string) => ({ '@context': 'https://www.w3.org/ns/activitystreams', id: `${b.url}/users/${actor}#accepts/${Date.now()}`, type: 'Accept', actor: `${b.url}/users/${actor}`, object: uri });
+    // bob may not accept what was asked of carol.
+    expect((await fetch(await sign('bob', accept('bob')))).status).toBe(202);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${carolOnA.id}`)).body[0]).toMatchObject({ following: false, requested: true });
+    expect((await fetch(await sign('carol', accept('carol')))).status).toBe(202);
+    await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${carolOnA.id}`)).body[0], (r) => r.following === true && r.requested === false, 'a: alice follows carol');
+    // carol's own server agrees (the Accept above was made by hand): she authorizes the request there too.
+    const requests = await until(async () => (await api(b, carol, 'GET', '/api/v1/follow_requests')).body as Json[], (l) => l.length === 1, 'b: carol has the request');
+    expect((await api(b, carol, 'POST', `/api/v1/follow_requests/${requests[0]!.id}/authorize`)).status).toBe(200);
+  });
+
   it('shows an actor deleted by its server as suspended', async () => {
     const carolOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).body;
     const gone = { '@context': 'https://www.w3.org/ns/activitystreams', id: `${b.url}/users/carol#delete`, type: 'Delete', actor: `${b.url}/users/carol`, object: `${b.url}/users/carol`, to: ['https://www.w3.org/ns/activitystreams#Public'] };

@@ -1,5 +1,5 @@
 import { createExponentialBackoffPolicy, createFederation, type Context, type Federation } from '@fedify/fedify';
-import { Announce, Create, Note, PUBLIC_COLLECTION } from '@fedify/vocab';
+import { Create, Note, type Announce } from '@fedify/vocab';
 import type { AppContext } from '../context.ts';
 import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { pendingAccountIds } from '../storage/users.ts';
@@ -12,7 +12,7 @@ import { statusUri } from '../http/serializers/status.ts';
 import { RedisKvStore } from './kv.ts';
 import { isId } from '../http/params.ts';
 import type { BullMqMessageQueue } from './queue.ts';
-import { noteOf, personOf, recipientOf } from './objects.ts';
+import { announceOf, noteOf, personOf, recipientOf } from './objects.ts';
 import { registerInboxListeners } from './inbox.ts';
 import { routeFedifyLogs } from './logging.ts';
 
@@ -38,10 +38,7 @@ async function activityOf(fed: Context<AppContext>, account: AccountRow, id: str
     const original = await findStatus(fed.data.db, status.reblog_of_id);
     const author = original ? await findAccountById(fed.data.db, original.account_id) : null;
     if (!original || !author || (original.visibility !== 'public' && original.visibility !== 'unlisted')) return null;
-    return new Announce({
-      id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: new URL(statusUri(fed.data.render, original, author.username)),
-      tos: [PUBLIC_COLLECTION], ccs: [fed.getFollowersUri(account.username)],
-    });
+    return announceOf(fed, account, status, author, original);
   }
   const { note } = await noteOf(fed, account, status);
   return new Create({ id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: note, tos: note.toIds, ccs: note.ccIds, published: note.published });

@@ -1,5 +1,5 @@
 import { Temporal } from '@js-temporal/polyfill';
-import { Document, Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Tombstone, type Recipient } from '@fedify/vocab';
+import { Announce, Document, Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Tombstone, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
@@ -63,6 +63,24 @@ export function audienceOf(fed: Context<AppContext>, author: AccountRow, s: Stat
     case 'private': return { to: [followers], cc: mentions };
     case 'direct': return { to: mentions, cc: [] };
   }
+}
+
+/**
+ * A local account's reblog as the Announce that published it, addressed as Mastodon does by the reblog's own
+ * visibility: public to Public, unlisted to followers with Public in cc, private to followers only; the author
+ * of the original is always in cc.
+ */
+export function announceOf(fed: Context<AppContext>, reblogger: AccountRow, reblog: StatusRow, author: AccountRow, original: StatusRow): Announce {
+  const followers = fed.getFollowersUri(reblogger.username);
+  const authorUri = new URL(accountUri(fed.data.render, author));
+  return new Announce({
+    id: new URL(`${statusUri(fed.data.render, reblog, reblogger.username)}/activity`),
+    actor: new URL(accountUri(fed.data.render, reblogger)),
+    object: new URL(statusUri(fed.data.render, original, author.username)),
+    published: instant(reblog.created_at),
+    tos: reblog.visibility === 'public' ? [PUBLIC_COLLECTION] : [followers],
+    ccs: [authorUri, ...(reblog.visibility === 'public' ? [followers] : reblog.visibility === 'unlisted' ? [PUBLIC_COLLECTION] : [])],
+  });
 }
 
 /** A status of a local account as a Note, with what the wire needs and nothing internal (no deleted flag). */

@@ -8,7 +8,7 @@ import { findStatus, findStatusRecord } from '../storage/statuses.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri } from '../http/serializers/account.ts';
 import { statusUri } from '../http/serializers/status.ts';
-import { audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
+import { announceOf, audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
 
 const BATCH = 1000;
 
@@ -74,12 +74,8 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const original = reblog?.reblog_of_id ? await findStatusRecord(app.db, reblog.reblog_of_id) : null;
       const [me, author] = reblog && original ? await pair(app, reblog.account_id, original.account_id) : [null, null];
       if (!reblog || !original || !me || !author || me.domain !== null) return;
-      const id = new URL(`${statusUri(app.render, reblog, me.username)}/activity`);
-      const announce = new Announce({
-        id, actor: actorId(app, me), object: new URL(statusUri(app.render, original, author.username)),
-        tos: reblog.visibility === 'public' ? [PUBLIC_COLLECTION] : [fed.getFollowersUri(me.username)],
-        ccs: [actorId(app, author), ...(reblog.visibility === 'public' ? [fed.getFollowersUri(me.username)] : reblog.visibility === 'unlisted' ? [PUBLIC_COLLECTION] : [])],
-      });
+      const announce = announceOf(fed, me, reblog, author, original);
+      const id = announce.id!;
       const activity = d.activity === 'Announce' ? announce : new Undo({ id: new URL(`${id.href}#undo`), actor: actorId(app, me), object: announce });
       await sendToAudience(app, fed, me, true, [author], activity, id.href);
       return;

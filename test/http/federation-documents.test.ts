@@ -108,6 +108,32 @@ describe('outbox', () => {
     expect(first.orderedItems.map((a: { type: string; object: { id: string } }) => [a.type, a.object.id])).toEqual([['Create', quiet.uri], ['Create', open.uri]]);
     expect(JSON.stringify(first)).not.toContain('for followers');
   });
+
+  it('lists reblogs as Announces addressed by their own visibility', async () => {
+    const [pam, quin] = await registerUsers(s.app, 'pam', 'quin');
+    const original = (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(quin!.token), payload: { status: 'worth sharing' } })).json();
+    const reblog = async (visibility: string) => {
+      const res = await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${original.id}/reblog`, headers: bearer(pam!.token), payload: { visibility } });
+      expect(res.statusCode, res.body).toBe(200);
+    };
+    await reblog('unlisted');
+    const collection = (await get('/users/pam/outbox', AP)).json();
+    const first = (await get(new URL(collection.first).pathname + new URL(collection.first).search, AP)).json();
+    const followers = 'http://fed.example/users/pam/followers';
+    const PUBLIC = 'https://www.w3.org/ns/activitystreams#Public';
+    const asList = (x: unknown) => (Array.isArray(x) ? x : [x]);
+    expect(first.orderedItems).toHaveLength(1);
+    const announce = first.orderedItems[0];
+    expect(announce).toMatchObject({ type: 'Announce', object: original.uri });
+    expect(asList(announce.to)).toEqual([followers]);
+    expect(asList(announce.cc)).toEqual(expect.arrayContaining(['http://fed.example/users/quin', PUBLIC]));
+
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${original.id}/unreblog`, headers: bearer(pam!.token) });
+    await reblog('public');
+    const again = (await get(new URL(collection.first).pathname + new URL(collection.first).search, AP)).json();
+    expect(asList(again.orderedItems[0].to)).toEqual([PUBLIC]);
+    expect(asList(again.orderedItems[0].cc)).toEqual(expect.arrayContaining(['http://fed.example/users/quin', followers]));
+  });
 });
 
 describe('bad paging and ids', () => {

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
 import { findAccountById, findAccountByUri, markAccountGone } from '../storage/accounts.ts';
-import { followByUri } from '../storage/follows.ts';
+import { followByUri, hasLocalFollowers } from '../storage/follows.ts';
 import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
 import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services/statuses.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
@@ -168,7 +168,29 @@ async function onCreate(fed: Fed, create: Create): Promise<void> {
   // A Note is its author's to create: a Create that puts words in another actor's mouth, or names its Note with
   // another server's id (to take that id before the real one arrives), is ignored.
   if (!note.attributionId || note.attributionId.href !== author.uri || !ownedBy(author, create.id, note.id)) return;
+  if (!(await concernsUs(fed, note, author))) return;
   await receiveNote(fed, note, author);
+}
+
+/**
+ * Whether a pushed Note is any of this server's business (Mastodon's "related to local activity"): its author has a
+ * follower here, or it is addressed to or mentions someone here, or it answers a post by someone here or by someone
+ * followed from here. Anything else is unsolicited (spam would otherwise reach the federated timeline).
+ */
+async function concernsUs(fed: Fed, note: Note, author: AccountRow): Promise<boolean> {
+  const db = fed.data.db;
+  if (await hasLocalFollowers(db, author.id)) return true;
+  const addressed = [...note.toIds, ...note.ccIds].slice(0, 50);
+  for (const uri of addressed) if (fed.parseUri(uri)?.type === 'actor' && (await localActor(fed, uri))) return true;
+  let visited = 0;
+  for await (const tag of note.getTags()) {
+    if (++visited > 50) break;
+    if (tag instanceof Mention && tag.href && (await localActor(fed, tag.href))) return true;
+  }
+  const parent = await statusByUri(fed, note.replyTargetId);
+  if (!parent) return false;
+  if (parent.uri === null) return true; // a post of ours
+  return hasLocalFollowers(db, parent.account_id);
 }
 
 /** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */

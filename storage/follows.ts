@@ -203,6 +203,16 @@ export async function whoFollow(db: Queryable, accountIds: string[], targetId: s
   return new Set(rows.map((r) => r.account_id));
 }
 
+/** True when some local account follows this one. */
+export async function hasLocalFollowers(db: Queryable, accountId: string): Promise<boolean> {
+  const { rows } = await db.query<{ yes: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM follows f JOIN accounts a ON a.id = f.account_id
+                    WHERE f.target_account_id = $1 AND a.domain IS NULL) AS yes`,
+    [accountId],
+  );
+  return rows[0]!.yes;
+}
+
 /** Who asked to follow whom, by the ActivityPub id of the Follow: a pending request or a follow it became. */
 export async function followByUri(db: Queryable, uri: string): Promise<{ accountId: string; targetId: string } | null> {
   const { rows } = await db.query<{ account_id: string; target_account_id: string }>(

@@ -264,6 +264,35 @@ describe('edits and deletions of actors', () => {
     expect(edited.edited_at).toEqual(expect.any(String));
   });
 
+  it('takes pushed posts only from actors followed here, or when they mention or answer someone here', async () => {
+    const carolOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).body;
+    expect((await api(a, alice, 'POST', `/api/v1/accounts/${carolOnA.id}/unfollow`)).body).toMatchObject({ following: false });
+    const alicePost = (await api(a, alice, 'POST', '/api/v1/statuses', { status: 'anyone there?' })).body;
+    let n = 0;
+    const create = (extra: Record<string, unknown>) => {
+      const id = `${b.url}/users/carol/statuses/77${Date.now()}${n++}`;
+      return {
+        uri: id,
+        activity: {
+          '@context': 'https://www.w3.org/ns/activitystreams', id: `${id}/activity`, type: 'Create', actor: `${b.url}/users/carol`, to: ['https://www.w3.org/ns/activitystreams#Public'],
+          object: { id, type: 'Note', attributedTo: `${b.url}/users/carol`, content: '<p>pushed</p>', to: ['https://www.w3.org/ns/activitystreams#Public'], ...extra },
+        },
+      };
+    };
+    const unsolicited = create({});
+    const mentioning = create({ tag: [{ type: 'Mention', href: `${a.url}/users/alice`, name: `@alice@${a.domain}` }] });
+    const answering = create({ inReplyTo: `${a.url}/users/alice/statuses/${alicePost.id}` });
+    const addressed = create({ cc: [`${a.url}/users/alice`] });
+    for (const c of [unsolicited, mentioning, answering, addressed]) expect((await fetch(await sign('carol', c.activity))).status).toBe(202);
+    const stored = (uri: string) => findStatusByUri(a.ctx.db, uri).then((x) => x !== null);
+    for (const c of [mentioning, answering, addressed]) await until(() => stored(c.uri), (yes) => yes, `a: ${c.uri} stored`);
+    // Once a's queue of received activities has nothing ready or running, the unsolicited one was handled too.
+    await until(async () => { const d = await a.ctx.federationQueue.getDepth(); return d.queued - d.delayed; }, (x) => x === 0, 'a: inbox queue drained');
+    expect(await stored(unsolicited.uri)).toBe(false);
+    const local = ((await api(a, null, 'GET', '/api/v1/timelines/public?remote=true&limit=40')).body as Json[]).map((x) => x.uri);
+    expect(local).not.toContain(unsolicited.uri);
+  });
+
   it('takes an Accept that names the Follow by its id alone', async () => {
     const carolOnA = (await api(a, alice, 'GET', `/api/v1/accounts/lookup?acct=carol@${b.domain}`)).body;
     expect((await api(a, alice, 'POST', `/api/v1/accounts/${carolOnA.id}/unfollow`)).body).toMatchObject({ following: false });

@@ -287,7 +287,7 @@ describe('edits and deletions of actors', () => {
     const stored = (uri: string) => findStatusByUri(a.ctx.db, uri).then((x) => x !== null);
     for (const c of [mentioning, answering, addressed]) await until(() => stored(c.uri), (yes) => yes, `a: ${c.uri} stored`);
     // Once a's queue of received activities has nothing ready or running, the unsolicited one was handled too.
-    await until(async () => { const d = await a.ctx.federationQueue.getDepth(); return d.queued - d.delayed; }, (x) => x === 0, 'a: inbox queue drained');
+    await until(async () => { const d = await a.ctx.federationQueue.getDepth(); return d.queued - (d.delayed ?? 0); }, (x) => x === 0, 'a: inbox queue drained');
     expect(await stored(unsolicited.uri)).toBe(false);
     const local = ((await api(a, null, 'GET', '/api/v1/timelines/public?remote=true&limit=40')).body as Json[]).map((x) => x.uri);
     expect(local).not.toContain(unsolicited.uri);

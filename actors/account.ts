@@ -168,7 +168,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     // The home feed is this account's own: fan-out and deletions of others' statuses reach it through here, so
     // they take turns with its follows, unfollows and rebuilds.
     case 'addToHomeFeed':
-      if (await deps.feeds.accepts(accountId)) await deps.feeds.addToMany([accountId], msg.statusId);
+      await deps.feeds.addIfAccepting(accountId, msg.statusId);
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);

@@ -125,7 +125,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   if ('winner' in result) return result.winner as string;
 
   await deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] });
-  if (await deps.feeds.accepts(accountId)) await deps.feeds.addToMany([accountId], result.status!.id);
+  await deps.feeds.addIfAccepting(accountId, result.status!.id);
   await enqueueAll(deps.jobs, result.outbox!);
   return result.status!.id;
 }
@@ -207,7 +207,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
       };
     });
     await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
-    if (await deps.feeds.accepts(accountId)) await deps.feeds.addToMany([accountId], reblog.id);
+    await deps.feeds.addIfAccepting(accountId, reblog.id);
     await enqueueAll(deps.jobs, outbox);
     return reblog.id;
   } catch (err) {

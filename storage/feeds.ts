@@ -82,6 +82,11 @@ export class HomeFeeds {
     await pipeline.exec();
   }
 
+  /** Adds one status to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */
+  async addIfAccepting(accountId: string, statusId: string): Promise<void> {
+    if (await this.accepts(accountId)) await this.addToMany([accountId], statusId);
+  }
+
   /** Adds several statuses to one feed in one command (a newly followed account's recent statuses). */
   async addAllTo(accountId: string, statusIds: string[]): Promise<void> {
     if (statusIds.length === 0) return;

@@ -20,7 +20,7 @@ import { renderRelationship } from '../../serializers/relationship.ts';
 import { renderToken } from '../../serializers/application.ts';
 import type { AppContext } from '../../../context.ts';
 import { accountStatusIds, type Visibility } from '../../../storage/statuses.ts';
-import { renderTimeline } from './statuses.ts';
+import { renderTimeline } from '../../serializers/statuses.ts';
 
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 

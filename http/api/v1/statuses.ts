@@ -10,7 +10,8 @@ import { notFound, unprocessable } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
 import { canSee } from '../../../services/visibility.ts';
-import { renderStatus, renderStatusListJson } from '../../serializers/status.ts';
+import { renderStatus } from '../../serializers/status.ts';
+import { renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
@@ -32,18 +33,6 @@ export async function visibleStatus(ctx: AppContext, viewerId: string | null, id
   if (status && followReblog && status.reblog_of_id) status = await statuses.findStatus(ctx.db, status.reblog_of_id);
   if (!status || !(await canSee(ctx.db, viewerId, status))) throw notFound();
   return status;
-}
-
-/** A timeline page as JSON text, in the order given, without what the viewer may not see. */
-export async function renderTimeline(ctx: AppContext, viewerId: string | null, ids: string[]): Promise<Buffer> {
-  const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
-  return renderStatusListJson(ctx.render, bundle, rows);
-}
-
-/** Renders statuses in the order given, dropping what the viewer may not see. */
-export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[]) {
-  const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
-  return rows.map((s) => renderStatus(ctx.render, bundle, s));
 }
 
 async function renderOne(ctx: AppContext, viewerId: string | null, id: string) {

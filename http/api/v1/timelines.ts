@@ -6,7 +6,7 @@ import { Bool, PagingQuery } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { publicTimelineIds } from '../../../storage/statuses.ts';
-import { renderTimeline } from './statuses.ts';
+import { renderTimeline } from '../../serializers/statuses.ts';
 import { renderStatusListJson } from '../../serializers/status.ts';
 import { RenderedPageCache } from '../../../services/page-cache.ts';
 import type { AppContext } from '../../../context.ts';

@@ -6,7 +6,7 @@ import { Bool, isId } from '../../params.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
 import { resolveAcct } from '../../../federation/remote-accounts.ts';
-import { renderStatuses } from '../v1/statuses.ts';
+import { renderStatuses } from '../../serializers/statuses.ts';
 
 const SearchQuery = Type.Object({
   q: Type.String({ minLength: 1, maxLength: 500 }),

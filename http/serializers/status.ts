@@ -48,12 +48,17 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
   };
 }
 
-/** The viewer's own relation to a status; absent without a signed-in viewer, as in Mastodon. */
+/**
+ * The viewer's own relation to a status; absent without a signed-in viewer, as in Mastodon. A reblog carries
+ * the viewer's flags of its original (Mastodon's `favourited?`/`reblogged?` look at `status.proper`): one
+ * cannot favourite or reblog a reblog itself.
+ */
 function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
   if (!b.viewerId) return {};
+  const proper = s.reblog_of_id ?? s.id;
   return {
-    favourited: b.favourited.has(s.id),
-    reblogged: b.reblogged.has(s.id),
+    favourited: b.favourited.has(proper),
+    reblogged: b.reblogged.has(proper),
     muted: false,
     bookmarked: false,
     ...(s.account_id === b.viewerId && !s.reblog_of_id ? { pinned: false } : {}),

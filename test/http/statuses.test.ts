@@ -139,6 +139,25 @@ describe('favourites and reblogs', () => {
     const unre = await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/unreblog`, headers: bearer(ben.token) });
     expect(unre.json()).toMatchObject({ reblogged: false, reblogs_count: 0, favourites_count: 1, favourited: false });
   });
+  it('reports the viewer\'s flags of the original on a reblog and its wrapper, also in the home timeline', async () => {
+    const st = (await post(amy, { status: 'boost and like me' })).json();
+    await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/favourite`, headers: bearer(ben.token) });
+    const res = await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${st.id}/reblog`, headers: bearer(ben.token) });
+    expect(res.statusCode, res.body).toBe(200);
+    const flags = { reblogged: true, favourited: true, bookmarked: false };
+    const wrapper = res.json();
+    expectEntity('Status', wrapper);
+    expect(wrapper).toMatchObject(flags);
+    expect(wrapper.reblog).toMatchObject({ id: st.id, ...flags });
+    const home = (await get('/api/v1/timelines/home', ben)).json();
+    const inHome = home.find((x: { id: string }) => x.id === wrapper.id);
+    expect(inHome).toMatchObject(flags);
+    expect(inHome.reblog).toMatchObject({ id: st.id, ...flags });
+    // Someone else sees the reblog without ben's flags.
+    const forCal = (await get(`/api/v1/statuses/${wrapper.id}`, cal)).json();
+    expect(forCal).toMatchObject({ reblogged: false, favourited: false });
+    expect(forCal.reblog).toMatchObject({ reblogged: false, favourited: false });
+  });
 });
 
 describe('threads', () => {

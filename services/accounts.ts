@@ -29,6 +29,9 @@ export interface Registration {
 }
 
 type Details = ValidationFailed['details'];
+/** Rails' `blank?` for a string: empty or only whitespace. */
+const blank = (value: string) => /^\s*$/.test(value);
+
 function add(details: Details, field: string, error: string, description: string) {
   (details[field] ??= []).push({ error, description });
 }
@@ -43,11 +46,17 @@ export async function registerLocalAccount<T = undefined>(
   alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T>,
 ): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
   const details: Details = {};
-  if (!USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'only letters, numbers and underscores');
+  // The codes and their order follow Mastodon's validations: presence first. A username's format is checked only
+  // when it differs from the column's default '' (Rails' will_save_change_to_username?), so '' is only blank;
+  // the email validator calls '' invalid as well; Devise skips a blank password's length check.
+  if (blank(r.username)) add(details, 'username', 'ERR_BLANK', "can't be blank");
+  if (r.username !== '' && !USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
   if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
   if (!r.allowReserved && RESERVED.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
+  if (blank(r.email)) add(details, 'email', 'ERR_BLANK', "can't be blank");
   if (!EMAIL.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
-  if (r.password.length < 8) add(details, 'password', 'ERR_TOO_SHORT', 'is too short (minimum is 8 characters)');
+  if (blank(r.password)) add(details, 'password', 'ERR_BLANK', "can't be blank");
+  else if (r.password.length < 8) add(details, 'password', 'ERR_TOO_SHORT', 'is too short (minimum is 8 characters)');
   if (r.password.length > 72) add(details, 'password', 'ERR_TOO_LONG', 'is too long (maximum is 72 characters)');
   if (!r.agreement) add(details, 'agreement', 'ERR_ACCEPTED', 'must be accepted');
   if (Object.keys(details).length === 0) {

@@ -24,11 +24,12 @@ import { renderTimeline } from '../../serializers/statuses.ts';
 
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 
+// Missing fields are blank ones for the service's validation, so they get Mastodon's error codes in `details`.
 const Register = Type.Object({
-  username: Type.String({ maxLength: 200 }),
-  email: Type.String({ maxLength: 320 }),
-  password: Type.String({ maxLength: 200 }),
-  agreement: Bool(),
+  username: Type.Optional(Type.String({ maxLength: 200 })),
+  email: Type.Optional(Type.String({ maxLength: 320 })),
+  password: Type.Optional(Type.String({ maxLength: 200 })),
+  agreement: Type.Optional(Bool()),
   locale: Type.String({ maxLength: 20 }),
   reason: Type.Optional(Type.String({ maxLength: 1000 })),
   date_of_birth: Type.Optional(Type.String({ maxLength: 20 })),
@@ -103,10 +104,10 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const application = await findApplicationById(ctx.db, token.application_id);
     const accessToken = randomBytes(32).toString('base64url');
     const { extra: row } = await registerLocalAccount(ctx.db, {
-      username: body.username,
-      email: body.email,
-      password: body.password,
-      agreement: body.agreement,
+      username: body.username ?? '',
+      email: body.email ?? '',
+      password: body.password ?? '',
+      agreement: body.agreement ?? false,
       locale: body.locale,
       reason: body.reason ?? null,
       approved: mode === 'open',

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
+import { multipart } from '../helpers/multipart.ts';
 
 let s: TestServer;
 let amy: TestUser;
@@ -68,6 +69,46 @@ describe('posting', () => {
     }
     expect((await post(amy, { status: 'reply', in_reply_to_id: '999999' })).statusCode).toBe(404);
     expect(await statusCount()).toBe(before);
+  });
+
+  it('refuses polls, scheduled posts and quotes (not supported yet) with 422 naming the parameter, writing nothing', async () => {
+    const before = await statusCount();
+    const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+    const cases: [string, () => Promise<{ statusCode: number; body: string; json(): any }>][] = [
+      ['poll', () => post(amy, { status: 'vote', poll: { options: ['a', 'b'], expires_in: 3600 } })],
+      ['poll', () => post(amy, 'status=vote&poll[options][]=a&poll[options][]=b&poll[expires_in]=3600', formHeaders)],
+      ['poll', () => post(amy, 'status=vote&poll[expires_in]=3600', formHeaders)],
+      ['scheduled_at', () => post(amy, { status: 'later', scheduled_at: '2099-01-01T00:00:00Z' })],
+      ['scheduled_at', () => post(amy, 'status=later&scheduled_at=2099-01-01T00%3A00%3A00Z', formHeaders)],
+      ['quoted_status_id', () => post(amy, { status: 'quote', quoted_status_id: '1' })],
+      ['quoted_status_id', () => post(amy, 'status=quote&quoted_status_id=1', formHeaders)],
+      ['poll', async () => {
+        const body = await multipart({ status: 'vote', 'poll[options][]': 'a', 'poll[expires_in]': '3600' });
+        return post(amy, body.payload, body.headers);
+      }],
+      ['scheduled_at', async () => {
+        const body = await multipart({ status: 'later', scheduled_at: '2099-01-01T00:00:00Z' });
+        return post(amy, body.payload, body.headers);
+      }],
+    ];
+    for (const [param, send] of cases) {
+      const res = await send();
+      expect(res.statusCode, `${param}: ${res.body}`).toBe(422);
+      expect(res.json().error).toBe(`Validation failed: ${param} is not supported by this server yet`);
+    }
+    expect(await statusCount()).toBe(before);
+  });
+
+  it('takes empty poll, scheduled_at and quoted_status_id values as absent, as some clients send them', async () => {
+    for (const payload of [
+      { status: 'plain', poll: null, scheduled_at: null, quoted_status_id: null },
+      { status: 'plain', scheduled_at: '', quoted_status_id: '' },
+      'status=plain&scheduled_at=&quoted_status_id=&poll[expires_in]=',
+    ]) {
+      const res = await post(amy, payload, typeof payload === 'string' ? { 'content-type': 'application/x-www-form-urlencoded' } : {});
+      expect(res.statusCode, `${JSON.stringify(payload)}: ${res.body}`).toBe(200);
+      expect(res.json().poll).toBeNull();
+    }
   });
 
   it('counts a URL as 23 characters', async () => {

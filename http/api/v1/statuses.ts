@@ -25,7 +25,26 @@ const PostStatus = Type.Object({
   visibility: Type.Optional(VisibilityParam),
   language: Type.Optional(Type.Union([Type.String({ pattern: '^[a-zA-Z]{2,3}([-_][a-zA-Z]{2,4})?$' }), Type.Null()])),
   media_ids: Type.Optional(IdList(4)),
+  // Declared only so that they are seen (the validator removes unknown properties) and refused below.
+  poll: Type.Optional(Type.Unknown()),
+  scheduled_at: Type.Optional(Type.Unknown()),
+  quoted_status_id: Type.Optional(Type.Unknown()),
 });
+
+const NOT_YET_SUPPORTED = ['poll', 'scheduled_at', 'quoted_status_id'] as const;
+
+/** null, '', or a list or hash of nothing but such: what clients send for "none" (`scheduled_at: null`, `poll[expires_in]=`). */
+function isEmpty(value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return true;
+  if (typeof value === 'object') return Object.values(value).every(isEmpty);
+  return false;
+}
+
+/** A feature we do not have yet is refused rather than silently dropped: the author would lose the poll or the date. */
+function refuseUnsupported(body: Partial<Record<(typeof NOT_YET_SUPPORTED)[number], unknown>>): void {
+  const param = NOT_YET_SUPPORTED.find((name) => !isEmpty(body[name]));
+  if (param) throw unprocessable(`Validation failed: ${param} is not supported by this server yet`);
+}
 
 /** A live status the viewer may see (reblogs are acted on through their original), or a 404. */
 export async function visibleStatus(ctx: AppContext, viewerId: string | null, id: string, followReblog = false): Promise<statuses.StatusRow> {
@@ -50,6 +69,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request) => {
     const viewerId = requireViewer(request);
     const body = request.body;
+    refuseUnsupported(body);
     if (body.in_reply_to_id && !isId(body.in_reply_to_id)) throw notFound();
     if ((body.media_ids ?? []).some((id) => !isId(id))) throw unprocessable('Validation failed: media_ids names media that does not exist');
     const id = await ctx.actors.ask(viewerId, {

@@ -37,6 +37,19 @@ const Register = Type.Object({
 
 const Field = Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })), value: Type.Optional(Type.String({ maxLength: 255 })) });
 
+const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Rails' parameter filtering (`permit(fields_attributes: [:name, :value])`) drops a fields_attributes that is not a
+ * list or hash of rows, such as masto's `fields_attributes=undefined` or a plain string: it is as if not sent.
+ */
+function dropMalformedFields(body: unknown): void {
+  if (!isObject(body) || !('fields_attributes' in body)) return;
+  const value = body.fields_attributes;
+  const rows = Array.isArray(value) ? value : isObject(value) ? Object.values(value) : null;
+  if (!rows || !rows.every(isObject)) delete body.fields_attributes;
+}
+
 const UpdateCredentials = Type.Object({
   display_name: Type.Optional(Type.String({ maxLength: 30 })),
   note: Type.Optional(Type.String({ maxLength: 500 })),
@@ -132,6 +145,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
   app.patch('/api/v1/accounts/update_credentials', {
     schema: { body: Type.Optional(UpdateCredentials) },
     config: { auth: { kind: 'user', scopes: ['write:accounts'] } },
+    preValidation: async (request) => dropMalformedFields(request.body),
   }, async (request) => {
     const viewerId = requireViewer(request);
     const body = request.body ?? {};

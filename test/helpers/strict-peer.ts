@@ -1,0 +1,313 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { exportSpki, generateCryptoKeyPair, signRequest, verifyRequestDetailed, type HttpMessageSignaturesSpec, type KeyCache } from '@fedify/fedify';
+import type { CryptographicKey, Multikey } from '@fedify/vocab';
+import type { DocumentLoader } from '@fedify/vocab-runtime';
+import { freePort } from './listen.ts';
+
+/**
+ * A fake fediverse server that behaves like the strict real ones (GoToSocial 0.19, snac 2.94), so our server is tested
+ * against their rules rather than against itself:
+ * - every GET of an ActivityPub document needs a draft-cavage HTTP signature (GoToSocial's authorized fetch); unsigned
+ *   or RFC 9421-only GETs get 401. Only discovery (WebFinger, host-meta, NodeInfo), the key documents and the instance
+ *   actor are public, which is what lets two such servers verify each other without a loop;
+ * - requests without a User-Agent get 418 (GoToSocial);
+ * - inbox POSTs get 202 at once, and are checked afterwards (snac): draft-cavage only, Digest must match the body, the
+ *   key must belong to the activity's actor. Results are in `received`;
+ * - a verified Follow of an unlocked, auto-accepting actor is answered with an Accept embedding the Follow.
+ *
+ * Key documents: `/users/<u>/main-key` serves GoToSocial's stub Person (id = the actor, type, preferredUsername,
+ * publicKey), not a bare `{id, owner, publicKeyPem}`: Fedify's fetchKey rejects an untyped key document (it parses as
+ * a plain Object) and accepts either a `CryptographicKey`-typed one or an actor holding a key with the requested id.
+ * Not imitated: Fedify's draft-cavage `(request-target)` is the path without the query string, on both signing and
+ * verifying sides; GoToSocial includes the query, so a signed GET with a query that passes here may fail there.
+ */
+
+type Json = Record<string, unknown>;
+type Spec = 'draft-cavage' | 'rfc9421' | 'none';
+export interface PeerGet { path: string; /** carried a draft-cavage signature (status says whether it verified) */ signed: boolean; keyId: string | null; spec: Spec; status: number }
+export interface PeerDelivery { inbox: string; activity: Json; verified: boolean; reason?: string; spec: Spec }
+/** Outgoing deliveries; status 0 with `error` when it could not be made (e.g. the follower's inbox was not found). */
+export interface PeerSent { inbox: string; activity: Json; status: number; error?: string }
+export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean }
+interface Actor { username: string; type: 'Person' | 'Application'; keys: Awaited<ReturnType<typeof generateCryptoKeyPair>>; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string> }
+
+const AS = 'https://www.w3.org/ns/activitystreams';
+const CONTEXT = [AS, 'https://w3id.org/security/v1'];
+const AP_TYPE = 'application/activity+json';
+const INSTANCE = 'peer.internal';
+const CAVAGE: HttpMessageSignaturesSpec = 'draft-cavage-http-signatures-12';
+
+export async function startStrictPeer(): Promise<StrictPeer> {
+  const cert = process.env.TEST_TLS_CERT_FILE, key = process.env.TEST_TLS_KEY_FILE;
+  if (!cert || !key) throw new Error('TEST_TLS_CERT_FILE / TEST_TLS_KEY_FILE unset: run under vitest (test/helpers/tls.ts)');
+  const port = await freePort();
+  const peer = new StrictPeer(port, readFileSync(cert), readFileSync(key));
+  await peer.addActor(INSTANCE, { locked: true, autoAccept: false });
+  await new Promise<void>((resolve) => peer.server.listen(port, '127.0.0.1', resolve));
+  return peer;
+}
+
+export class StrictPeer {
+  readonly domain: string;
+  readonly url: string;
+  readonly gets: PeerGet[] = [];
+  readonly received: PeerDelivery[] = [];
+  readonly sent: PeerSent[] = [];
+  readonly server: Server;
+  readonly userAgent: string;
+  private readonly actors = new Map<string, Actor>();
+  private readonly objects = new Map<string, Json>();
+  // Successes only: Fedify would otherwise remember a failed fetch (null) and never try that key again.
+  private readonly keys = new Map<string, CryptographicKey | Multikey>();
+  private readonly keyCache: KeyCache = {
+    get: async (id) => this.keys.get(id.href),
+    set: async (id, k) => { if (k) this.keys.set(id.href, k); },
+  };
+
+  constructor(port: number, cert: Buffer, key: Buffer) {
+    this.domain = `localhost:${port}`;
+    this.url = `https://${this.domain}`;
+    this.userAgent = `strict-peer/1.0 (+${this.url}; like GoToSocial 0.19 and snac 2.94)`;
+    this.server = createServer({ cert, key }, (req, res) => {
+      this.handle(req, res).catch((e: unknown) => { if (!res.headersSent) reply(res, 500, { error: String(e) }); });
+    });
+  }
+
+  actorId(username: string): string { return `${this.url}/users/${username}`; }
+  keyId(username: string): string { return `${this.actorId(username)}/main-key`; }
+  get instanceActorId(): string { return this.actorId(INSTANCE); }
+  followers(username: string): string[] { return [...this.actor(username).followers]; }
+
+  async addActor(username: string, { locked = false, autoAccept = true }: PeerActorOptions = {}): Promise<string> {
+    const keys = await generateCryptoKeyPair('RSASSA-PKCS1-v1_5');
+    const type = username === INSTANCE ? 'Application' : 'Person';
+    this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set() });
+    return this.actorId(username);
+  }
+
+  /** Serves `object` at its id's path (signed GETs only). */
+  publish(username: string, object: Json): void {
+    this.actor(username);
+    const id = new URL(String(object.id));
+    if (id.origin !== this.url) throw new Error(`${id.href} is not under ${this.url}`);
+    this.objects.set(id.pathname, object);
+  }
+
+  /** Signs with an actor's key (null: the instance actor), keyId `…/main-key`; draft-cavage adds Date, Host and Digest. */
+  async sign(username: string | null, request: Request, spec: HttpMessageSignaturesSpec = CAVAGE): Promise<Request> {
+    const name = username ?? INSTANCE;
+    return signRequest(request, this.actor(name).keys.privateKey, new URL(this.keyId(name)), { spec });
+  }
+
+  async send(username: string, inbox: string, activity: Json): Promise<number> {
+    const body = JSON.stringify(activity);
+    const req = new Request(inbox, { method: 'POST', body, headers: { 'content-type': AP_TYPE, accept: AP_TYPE, 'user-agent': this.userAgent } });
+    const res = await fetch(await this.sign(username, req));
+    await res.arrayBuffer();
+    this.sent.push({ inbox, activity, status: res.status });
+    return res.status;
+  }
+
+  async signedGet(username: string | null, url: string): Promise<{ status: number; json: Json | null }> {
+    return readJson(await fetch(await this.sign(username, this.getRequest(url))));
+  }
+
+  async unsignedGet(url: string): Promise<{ status: number; json: Json | null }> {
+    return readJson(await fetch(this.getRequest(url)));
+  }
+
+  /** The first delivery matching `predicate`, waiting for it (verification runs after the 202). */
+  async waitFor(predicate: (d: PeerDelivery) => boolean, timeoutMs = 15_000): Promise<PeerDelivery> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.received.find(predicate);
+      if (found) return found;
+      if (Date.now() > end) throw new Error(`strict peer ${this.domain}: no matching delivery; received: ${JSON.stringify(this.received.map((d) => ({ inbox: d.inbox, type: d.activity.type, verified: d.verified, reason: d.reason })))}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  /** Accepts a Follow (embedded as received) on behalf of `username`, delivering to the follower's inbox. */
+  async accept(username: string, follow: Json): Promise<number> {
+    const follower = idOf(follow.actor);
+    if (!follower) throw new Error('Follow without actor');
+    this.actor(username).followers.add(follower);
+    const { json } = await this.signedGet(username, follower);
+    const inbox = typeof json?.inbox === 'string' ? json.inbox : null;
+    if (!inbox) throw new Error(`no inbox for ${follower}`);
+    return this.send(username, inbox, { '@context': AS, id: `${this.actorId(username)}/accepts/${randomUUID()}`, type: 'Accept', actor: this.actorId(username), object: follow });
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => { this.server.close(() => resolve()); this.server.closeAllConnections(); });
+  }
+
+  private actor(username: string): Actor {
+    const a = this.actors.get(username);
+    if (!a) throw new Error(`strict peer: no actor ${username}`);
+    return a;
+  }
+
+  private getRequest(url: string): Request {
+    return new Request(url, { headers: { accept: AP_TYPE, 'user-agent': this.userAgent } });
+  }
+
+  /** Signs its key fetches with the instance key: the signer's server may itself require signed GETs. */
+  private readonly loader: DocumentLoader = async (url) => {
+    const { status, json } = await this.signedGet(null, url);
+    if (status !== 200 || !json) throw new Error(`GET ${url}: HTTP ${status}`);
+    return { contextUrl: null, documentUrl: url, document: json };
+  };
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', this.url);
+    const path = url.pathname;
+    const sig = inspectSignature(req);
+    const logGet = (status: number) => { if (req.method === 'GET') this.gets.push({ path: url.pathname + url.search, signed: sig.spec === 'draft-cavage', keyId: sig.keyId, spec: sig.spec, status }); };
+    if (!req.headers['user-agent']) { logGet(418); return reply(res, 418, { error: 'no User-Agent' }); }
+
+    if (req.method === 'POST') {
+      const inbox = path === '/inbox' || /^\/users\/([^/]+)\/inbox$/.exec(path)?.[1];
+      if (!inbox || (inbox !== true && !this.actors.has(inbox))) return reply(res, 404, { error: 'not found' });
+      const body = await readBody(req);
+      reply(res, 202, null); // snac: accepted first, checked later
+      return this.process(req, path, body, sig.spec);
+    }
+    if (req.method !== 'GET') return reply(res, 405, { error: 'method not allowed' });
+
+    const open = this.publicDocument(path, url.searchParams);
+    if (open) { logGet(open.status); return reply(res, open.status, open.body, open.type); }
+    const doc = this.protectedDocument(path);
+    if (!doc) { logGet(404); return reply(res, 404, { error: 'not found' }); }
+    const check = sig.spec === 'draft-cavage' ? await this.verify(req, null) : { ok: false as const, reason: sig.spec === 'rfc9421' ? 'RFC 9421 alone is not accepted' : 'unsigned' };
+    logGet(check.ok ? 200 : 401);
+    return check.ok ? reply(res, 200, doc, AP_TYPE) : reply(res, 401, { error: `signature required (draft-cavage): ${check.reason}` });
+  }
+
+  private publicDocument(path: string, query: URLSearchParams): { status: number; body: unknown; type: string } | null {
+    const jrd = 'application/jrd+json';
+    if (path === '/.well-known/webfinger') {
+      const resource = query.get('resource') ?? '';
+      const username = [...this.actors.keys()].find((u) => [`acct:${u}@${this.domain}`, this.actorId(u), `${this.url}/@${u}`].includes(resource));
+      if (!username) return { status: 404, body: { error: 'not found' }, type: jrd };
+      const id = this.actorId(username);
+      return { status: 200, type: jrd, body: { subject: `acct:${username}@${this.domain}`, aliases: [id], links: [
+        { rel: 'self', type: AP_TYPE, href: id }, { rel: 'http://webfinger.net/rel/profile-page', type: 'text/html', href: `${this.url}/@${username}` }] } };
+    }
+    if (path === '/.well-known/host-meta') {
+      const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<XRD xmlns="http://docs.oasis-open.org/ns/xri/xrd-1.0"><Link rel="lrdd" type="application/xrd+xml" template="${this.url}/.well-known/webfinger?resource={uri}"/></XRD>`;
+      return { status: 200, body: xml, type: 'application/xrd+xml' };
+    }
+    if (path === '/.well-known/nodeinfo') return { status: 200, type: 'application/json', body: { links: [{ rel: 'http://nodeinfo.diaspora.software/ns/schema/2.1', href: `${this.url}/nodeinfo/2.1` }] } };
+    if (path === '/nodeinfo/2.1') {
+      return { status: 200, type: 'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/2.1#"', body: {
+        version: '2.1', software: { name: 'strict-peer', version: '1.0.0' }, protocols: ['activitypub'], services: { inbound: [], outbound: [] },
+        openRegistrations: false, usage: { users: { total: this.actors.size - 1 }, localPosts: this.objects.size }, metadata: {} } };
+    }
+    const m = /^\/users\/([^/]+)(\/main-key)?$/.exec(path);
+    const a = m && this.actors.get(m[1]!);
+    if (a && (m[2] || a.type === 'Application')) return { status: 200, body: m[2] ? this.keyStub(a) : this.actorDocument(a), type: AP_TYPE };
+    return null;
+  }
+
+  private protectedDocument(path: string): Json | null {
+    const m = /^\/users\/([^/]+)(?:\/(outbox|followers|following))?$/.exec(path);
+    const a = m && this.actors.get(m[1]!);
+    if (!a) return this.objects.get(path) ?? null;
+    if (!m[2]) return this.actorDocument(a);
+    const items = m[2] === 'followers' ? [...a.followers] : m[2] === 'outbox' ? [...this.objects.values()].filter((o) => idOf(o.attributedTo) === this.actorId(a.username)) : [];
+    return { '@context': AS, id: `${this.actorId(a.username)}/${m[2]}`, type: 'OrderedCollection', totalItems: items.length, orderedItems: items };
+  }
+
+  private actorDocument(a: Actor): Json {
+    const id = this.actorId(a.username);
+    return {
+      '@context': CONTEXT, id, type: a.type, preferredUsername: a.username, name: a.username,
+      inbox: `${id}/inbox`, outbox: `${id}/outbox`, followers: `${id}/followers`, following: `${id}/following`,
+      endpoints: { sharedInbox: `${this.url}/inbox` }, manuallyApprovesFollowers: a.locked, url: `${this.url}/@${a.username}`,
+      publicKey: { id: this.keyId(a.username), owner: id, publicKeyPem: a.pem },
+    };
+  }
+
+  /** GoToSocial's answer at the key URL: a Person reduced to what verifying needs. */
+  private keyStub(a: Actor): Json {
+    const id = this.actorId(a.username);
+    return { '@context': CONTEXT, id, type: a.type, preferredUsername: a.username, publicKey: { id: this.keyId(a.username), owner: id, publicKeyPem: a.pem } };
+  }
+
+  private async verify(req: IncomingMessage, body: Buffer | null): Promise<{ ok: true; owner: string | null } | { ok: false; reason: string }> {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const request = new Request(`${this.url}${req.url ?? '/'}`, { method: req.method, headers, ...(body ? { body: new Uint8Array(body) } : {}) });
+    const result = await verifyRequestDetailed(request, { spec: CAVAGE, documentLoader: this.loader, keyCache: this.keyCache });
+    if (result.verified) return { ok: true, owner: result.key.ownerId?.href ?? null };
+    const r = result.reason;
+    return { ok: false, reason: r.type === 'keyFetchError' ? `could not fetch key ${r.keyId.href}: ${'status' in r.result ? `HTTP ${r.result.status}` : r.result.error.message}`
+      : r.type === 'invalidSignature' ? `invalid signature${r.keyId ? ` (keyId ${r.keyId.href})` : ''}` : 'no signature' };
+  }
+
+  private async process(req: IncomingMessage, inbox: string, body: Buffer, spec: Spec): Promise<void> {
+    let activity: Json;
+    try { activity = JSON.parse(body.toString('utf8')) as Json; } catch { activity = {}; }
+    const reason = await (async (): Promise<string | undefined> => {
+      if (typeof activity.type !== 'string') return 'body is not an activity';
+      if (spec === 'rfc9421') return 'only an RFC 9421 signature; draft-cavage required';
+      if (spec === 'none') return 'unsigned';
+      const digest = [req.headers.digest ?? []].flat().join(',');
+      if (!digest) return 'no Digest header';
+      const sha = createHash('sha256').update(body).digest('base64');
+      if (!digest.split(',').some((d) => { const i = d.indexOf('='); return d.slice(0, i).trim().toLowerCase() === 'sha-256' && d.slice(i + 1).trim() === sha; })) return 'Digest does not match the body';
+      const check = await this.verify(req, body);
+      if (!check.ok) return check.reason;
+      if (check.owner !== idOf(activity.actor)) return `key owner ${check.owner} is not the actor ${String(idOf(activity.actor))}`;
+      return undefined;
+    })().catch((e: unknown) => `error while checking: ${String(e)}`);
+    this.received.push({ inbox, activity, verified: !reason, spec, ...(reason ? { reason } : {}) });
+    if (reason) return;
+    const target = (id: unknown) => { const s = idOf(id); const m = s && /^\/users\/([^/]+)$/.exec(new URL(s).pathname); return s?.startsWith(`${this.url}/`) && m ? this.actors.get(m[1]!) : undefined; };
+    if (activity.type === 'Follow') {
+      const a = target(activity.object);
+      if (a && a.autoAccept && !a.locked) {
+        await this.accept(a.username, activity).catch((e: unknown) => { this.sent.push({ inbox: String(idOf(activity.actor)), activity, status: 0, error: String(e) }); });
+      }
+    } else if (activity.type === 'Undo' && typeof activity.object === 'object' && activity.object && (activity.object as Json).type === 'Follow') {
+      const a = target((activity.object as Json).object);
+      const actor = idOf(activity.actor);
+      if (a && actor) a.followers.delete(actor);
+    }
+  }
+}
+
+function idOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as Json).id === 'string') return (value as Json).id as string;
+  return undefined;
+}
+
+/** Which kind of signature a request carries: draft-cavage puts keyId= in `Signature`; RFC 9421 adds `Signature-Input`. */
+function inspectSignature(req: IncomingMessage): { spec: Spec; keyId: string | null } {
+  const cavage = /keyId="([^"]*)"/.exec(String(req.headers.signature ?? ''));
+  if (cavage) return { spec: 'draft-cavage', keyId: cavage[1]! };
+  const input = req.headers['signature-input'];
+  if (input) return { spec: 'rfc9421', keyId: /keyid="([^"]*)"/.exec(String(input))?.[1] ?? null };
+  return { spec: 'none', keyId: null };
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function readJson(res: Response): Promise<{ status: number; json: Json | null }> {
+  const text = await res.text();
+  try { return { status: res.status, json: JSON.parse(text) as Json }; } catch { return { status: res.status, json: null }; }
+}
+
+function reply(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
+  if (body === null) { res.writeHead(status).end(); return; }
+  res.writeHead(status, { 'content-type': type }).end(typeof body === 'string' ? body : JSON.stringify(body));
+}

@@ -46,6 +46,11 @@ export interface Config {
    * input from other servers must not make us probe our own network. Tests and local trials turn it on.
    */
   allowPrivateAddresses: boolean;
+  /**
+   * Mastodon's AUTHORIZED_FETCH ("secure mode"): actors, their collections and posts are served only to GETs signed
+   * by another server's actor (the instance actor stays open: others need its key to check our signatures).
+   */
+  authorizedFetch: boolean;
   /** TLS certificate and key (PEM files) to serve https directly; without them, run behind a TLS-terminating proxy. */
   tlsCertFile: string;
   tlsKeyFile: string;
@@ -153,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: bool(env, 'TRUST_PROXY', false),
     rateLimits: bool(env, 'RATE_LIMITS', true),
     allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
+    authorizedFetch: bool(env, 'AUTHORIZED_FETCH', false),
     tlsCertFile,
     tlsKeyFile,
     softwareVersion: SOFTWARE_VERSION,

@@ -11,9 +11,12 @@ import type { StatusLoader } from './services/hydrate.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
 import type { KeyTracking } from './storage/key-tracking.ts';
-import type { AppFederation } from './federation/index.ts';
+import type { Federation } from '@fedify/fedify';
 import type { AccountKeyRing } from './federation/keys.ts';
 import type { BullMqMessageQueue } from './federation/queue.ts';
+
+/** ActivityPub through Fedify, with this context as the data every handler gets. */
+export type AppFederation = Federation<AppContext>;
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {

@@ -1,35 +1,22 @@
-import { Accept, Announce, Create, Delete, Document, Follow, Hashtag, Like, Link, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
+import { Accept, Announce, Create, Delete, Follow, Like, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
 import type { Federation, InboxContext } from '@fedify/fedify';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
-import { findAccountById, findAccountByUri, markAccountGone } from '../storage/accounts.ts';
+import { findAccountById, markAccountGone } from '../storage/accounts.ts';
 import { followByUri, hasLocalFollowers } from '../storage/follows.ts';
-import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
-import { deleteStatus, editRemoteStatus, receiveRemoteStatus } from '../services/statuses.ts';
+import { findStatus, findStatusByUri, type Visibility } from '../storage/statuses.ts';
+import { deleteStatus, editRemoteStatus } from '../services/statuses.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
-import type { RemoteMedia } from '../storage/media.ts';
 import { transaction } from '../storage/db.ts';
-import { isId } from '../http/params.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
-import { publishedLocalAccount } from './index.ts';
+import { fetchNote, isPublic, localActor, receiveNote, statusByUri } from './remote-statuses.ts';
+import { INSTANCE_ACTOR } from './instance-actor.ts';
 
 type Fed = InboxContext<AppContext>;
 
 const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }).child({ part: 'inbox' });
-
-/**
- * The three ways servers write "public": the full IRI, the compact `as:Public` (JSON-LD expands it to the IRI), and
- * the bare `Public`, which JSON-LD reads as a relative IRI and resolves against the document it came in: a URL of
- * the sender's own origin whose last segment is `Public`. (Only the sender can address its own documents so.)
- */
-const PUBLIC = 'https://www.w3.org/ns/activitystreams#Public';
-export function isPublic(u: URL | null | undefined, documentId: URL | null): boolean {
-  if (!u) return false;
-  if (u.href === PUBLIC || u.href === 'as:Public' || u.href === 'Public') return true;
-  return documentId !== null && u.origin === documentId.origin && u.pathname.endsWith('/Public') && u.search === '' && u.hash === '';
-}
 
 /**
  * Incoming activities (Fedify has checked the HTTP signature and that the signer is the activity's actor before any
@@ -47,6 +34,9 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Delete, onDelete)
     .on(Like, onLike)
     .on(Announce, onAnnounce)
+    // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
+    // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
+    .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
     .onError((_fed, err) => log.warn({ err }, 'inbox activity failed'));
 }
 
@@ -62,28 +52,6 @@ async function sender(fed: Fed, activity: { actorId: URL | null }): Promise<Acco
 function ownedBy(author: AccountRow, ...ids: (URL | null)[]): boolean {
   const origin = author.uri ? new URL(author.uri).origin : null;
   return origin !== null && ids.every((id) => id !== null && id.origin === origin);
-}
-
-/** A local account named by one of our actor URIs. */
-async function localActor(fed: Fed, uri: URL | null): Promise<AccountRow | null> {
-  if (!uri) return null;
-  const parsed = fed.parseUri(uri);
-  if (parsed?.type !== 'actor') return null;
-  return publishedLocalAccount(fed.data, parsed.identifier);
-}
-
-/** A status named by its ActivityPub id: ours by our URL scheme, others' by their stored uri. */
-async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow | null> {
-  if (!uri) return null;
-  const parsed = fed.parseUri(uri);
-  if (parsed?.type === 'object' && parsed.class === Note) {
-    const id = parsed.values.id;
-    const status = id && isId(id) ? await findStatus(fed.data.db, id) : null;
-    // The URL names its author too: a status is found only under its own author's name.
-    const author = status ? await publishedLocalAccount(fed.data, parsed.values.identifier ?? '') : null;
-    return status && author && author.id === status.account_id ? status : null;
-  }
-  return findStatusByUri(fed.data.db, uri.href);
 }
 
 async function onFollow(fed: Fed, follow: Follow): Promise<void> {
@@ -148,18 +116,6 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   }
 }
 
-/** How a Note is addressed, in Mastodon's terms. */
-function visibilityOf(note: Note, author: AccountRow): Visibility {
-  const to = note.toIds;
-  const cc = note.ccIds;
-  const pub = (u: URL) => isPublic(u, note.id);
-  if (to.some(pub)) return 'public';
-  if (cc.some(pub)) return 'unlisted';
-  const followers = author.followers_url;
-  if (followers && [...to, ...cc].some((u) => u.href === followers)) return 'private';
-  return 'direct';
-}
-
 async function onCreate(fed: Fed, create: Create): Promise<void> {
   const note = await create.getObject();
   if (!(note instanceof Note) || !note.id) return;
@@ -191,73 +147,6 @@ async function concernsUs(fed: Fed, note: Note, author: AccountRow): Promise<boo
   if (!parent) return false;
   if (parent.uri === null) return true; // a post of ours
   return hasLocalFollowers(db, parent.account_id);
-}
-
-/** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */
-async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0): Promise<StatusRow | null> {
-  const app = fed.data;
-  const known = await findStatusByUri(app.db, note.id!.href);
-  if (known) return known;
-  const mentioned: AccountRow[] = [];
-  const tags: string[] = [];
-  let visited = 0;
-  for await (const tag of note.getTags()) {
-    if (++visited > 100) break; // each tag may cost a query: a Note with thousands of them is cut short
-    if (tag instanceof Mention && tag.href) {
-      const local = await localActor(fed, tag.href);
-      const account = local ?? (await findAccountByUri(app.db, tag.href.href));
-      if (account && !mentioned.some((a) => a.id === account.id)) mentioned.push(account);
-    } else if (tag instanceof Hashtag && tag.name) {
-      const name = String(tag.name).replace(/^#/, '');
-      if (/^[\p{L}\p{N}_]{1,100}$/u.test(name)) tags.push(name);
-    }
-    if (mentioned.length >= 50 || tags.length >= 50) break;
-  }
-  // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
-  const media: RemoteMedia[] = [];
-  for await (const attachment of note.getAttachments()) {
-    if (media.length >= 4) break;
-    if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
-    const url = attachment.url instanceof URL ? attachment.url : attachment.url instanceof Link ? attachment.url.href : null;
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) continue;
-    const contentType = attachment.mediaType ?? null;
-    const type = contentType?.startsWith('image/') ? 'image' : contentType?.startsWith('video/') ? 'video' : contentType?.startsWith('audio/') ? 'audio' : 'unknown';
-    media.push({ type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
-  }
-  const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, depth + 1) : null);
-  const id = await receiveRemoteStatus(app.actors.deps, {
-    accountId: author.id,
-    uri: note.id!.href,
-    url: note.url instanceof URL && /^https?:$/.test(note.url.protocol) ? note.url.href : null,
-    content: sanitizeRemoteHtml(String(note.content ?? '')),
-    spoilerText: String(note.summary ?? '').slice(0, 1000),
-    sensitive: note.sensitive ?? false,
-    visibility: visibilityOf(note, author),
-    language: null,
-    parent: parent && !parent.deleted_at ? parent : null,
-    mentioned,
-    tags,
-    media,
-    createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
-  });
-  return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);
-}
-
-/**
- * A Note of another server fetched by its id (Fedify checks it comes from its own origin) and stored with its
- * author; public or unlisted ones only, as only those may be fetched and boosted.
- */
-async function fetchNote(fed: Fed, id: URL | null, depth = 0): Promise<StatusRow | null> {
-  if (!id || fed.parseUri(id) !== null) return null;
-  try {
-    const note = await fed.lookupObject(id.href);
-    if (!(note instanceof Note) || !note.id || !note.attributionId || note.id.origin !== note.attributionId.origin) return null;
-    const author = await accountForActorUri(fed.data, fed, note.attributionId.href);
-    if (!author || author.domain === null || author.suspended_at) return null;
-    return await receiveNote(fed, note, author, depth);
-  } catch {
-    return null; // unreachable or not a note: the boost or reply goes without it
-  }
 }
 
 async function onUpdate(fed: Fed, update: Update): Promise<void> {

@@ -1,30 +1,23 @@
-import { createExponentialBackoffPolicy, createFederation, type Context, type Federation } from '@fedify/fedify';
+import { createExponentialBackoffPolicy, createFederation, type Context, type RequestContext } from '@fedify/fedify';
 import { Create, Note, type Announce } from '@fedify/vocab';
-import type { AppContext } from '../context.ts';
-import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
-import { pendingAccountIds } from '../storage/users.ts';
+import type { AppContext, AppFederation } from '../context.ts';
+import { findAccountById, type AccountRow } from '../storage/accounts.ts';
+import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { accountStatusIds, findStatus } from '../storage/statuses.ts';
 import { instanceStats, activeUsers } from '../storage/instance.ts';
 import { followersPage, followingPage } from '../storage/follows.ts';
 import { canSee } from '../services/visibility.ts';
-import { accountUri } from '../http/serializers/account.ts';
-import { statusUri } from '../http/serializers/status.ts';
+import { accountUri, statusUri } from '../services/uris.ts';
 import { RedisKvStore } from './kv.ts';
-import { isId } from '../http/params.ts';
+import { isId } from '../storage/ids.ts';
 import type { BullMqMessageQueue } from './queue.ts';
 import { announceOf, noteOf, personOf, recipientOf } from './objects.ts';
 import { registerInboxListeners } from './inbox.ts';
 import { routeFedifyLogs } from './logging.ts';
-
-export type AppFederation = Federation<AppContext>;
-
-/** A local account that may be shown to other servers: not suspended, not waiting for approval. */
-export async function publishedLocalAccount(app: AppContext, username: string): Promise<AccountRow | null> {
-  const account = await findAccountByUsername(app.db, username, null);
-  if (!account || account.suspended_at) return null;
-  if ((await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
-  return account;
-}
+import { INSTANCE_ACTOR, instanceActorOf, namesInstanceActor } from './instance-actor.ts';
+import { signedRequester } from './signed-requests.ts';
+import { CavageFirstKvStore } from './signature-specs.ts';
+import { serverHoldsStatus } from '../storage/audience.ts';
 
 const PAGE = 40;
 const PAGE_OF_STATUSES = 20;
@@ -52,7 +45,10 @@ async function activityOf(fed: Context<AppContext>, account: AccountRow, id: str
 export function createAppFederation(app: AppContext, queue: BullMqMessageQueue): AppFederation {
   routeFedifyLogs(app.config.logLevel);
   const federation = createFederation<AppContext>({
-    kv: new RedisKvStore(app.redis, app.config.redisPrefix),
+    kv: new CavageFirstKvStore(new RedisKvStore(app.redis, app.config.redisPrefix)),
+    // Every server we know verifies draft-cavage; snac and older ones verify nothing else, and snac answers 202
+    // before checking, so an RFC 9421 first knock would never fall back (signature-specs.ts).
+    firstKnock: 'draft-cavage-http-signatures-12',
     queue,
     // Only worker processes run the queue (server.ts starts it); web processes only put work on it.
     manuallyStartQueue: true,
@@ -68,14 +64,25 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     circuitBreaker: { recoveryDelay: { milliseconds: app.config.deliveryRetryBaseMs * 10 }, heldActivityTtl: { days: 7 } },
   });
 
+  // In authorized-fetch mode, what is not the instance actor is served only to signed requests.
+  const authorized = async (fed: RequestContext<AppContext>, identifier: string | null) =>
+    !app.config.authorizedFetch || identifier === INSTANCE_ACTOR || (await signedRequester(fed)) !== null;
+
   federation
     .setActorDispatcher('/users/{identifier}', async (fed, identifier) => {
+      if (identifier === INSTANCE_ACTOR) return instanceActorOf(fed);
       const account = await publishedLocalAccount(fed.data, identifier);
       return account ? personOf(fed, account) : null;
     })
-    // WebFinger handles are usernames, matched case-insensitively like every other lookup of them.
-    .mapHandle(async (fed, username) => (await publishedLocalAccount(fed.data, username))?.username ?? null)
+    .authorize((fed, identifier) => authorized(fed, identifier))
+    // WebFinger handles are usernames, matched case-insensitively like every other lookup of them; the server's own
+    // domain as a username (`acct:example.com@example.com`) names the instance actor, as in Mastodon.
+    .mapHandle(async (fed, username) => {
+      if (namesInstanceActor(fed.data, username)) return INSTANCE_ACTOR;
+      return (await publishedLocalAccount(fed.data, username))?.username ?? null;
+    })
     .setKeyPairsDispatcher(async (fed, identifier) => {
+      if (identifier === INSTANCE_ACTOR) return (await fed.data.keyRing.instanceKeyPairs()).pairs;
       const account = await publishedLocalAccount(fed.data, identifier);
       return account ? fed.data.keyRing.keyPairs(account.id) : [];
     });
@@ -93,7 +100,8 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       };
     })
     .setFirstCursor(() => '')
-    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.followers_count ?? null);
+    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.followers_count ?? null)
+    .authorize((fed, identifier) => authorized(fed, identifier));
 
   federation
     .setFollowingDispatcher('/users/{identifier}/following', async (fed, identifier, cursor) => {
@@ -107,7 +115,8 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       };
     })
     .setFirstCursor(() => '')
-    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.following_count ?? null);
+    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.following_count ?? null)
+    .authorize((fed, identifier) => authorized(fed, identifier));
 
   // The outbox: public and unlisted statuses as Create activities (reblogs as Announce), newest first, paged by id.
   federation
@@ -124,19 +133,31 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       return { items, nextCursor: ids.length === PAGE_OF_STATUSES ? ids.at(-1)! : null };
     })
     .setFirstCursor(() => '')
-    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.statuses_count ?? null);
+    .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.statuses_count ?? null)
+    .authorize((fed, identifier) => authorized(fed, identifier));
   // Pinned statuses do not exist yet, so the featured collection is empty.
-  federation.setFeaturedDispatcher('/users/{identifier}/collections/featured', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null));
+  federation
+    .setFeaturedDispatcher('/users/{identifier}/collections/featured', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null))
+    .authorize((fed, identifier) => authorized(fed, identifier));
 
-  // Each public or unlisted status at its uri, as a Note; others only to whom may see them (no signed fetch yet: none).
-  federation.setObjectDispatcher(Note, '/users/{identifier}/statuses/{id}', async (fed, values) => {
-    if (!isId(values.id)) return null;
-    const account = await publishedLocalAccount(fed.data, values.identifier);
-    const status = account ? await findStatus(fed.data.db, values.id) : null;
-    if (!account || !status || status.account_id !== account.id || status.reblog_of_id) return null;
-    if (!(await canSee(fed.data.db, null, status))) return null;
-    return (await noteOf(fed, account, status)).note;
-  });
+  // Each status at its uri, as a Note: public and unlisted ones to anyone (to signed requests in authorized-fetch
+  // mode), followers-only and direct ones to a signed request from someone who may see them or whose server already
+  // holds them (it hosts a follower or a mentioned account). Anyone else gets 404, as if there were nothing.
+  federation
+    .setObjectDispatcher(Note, '/users/{identifier}/statuses/{id}', async (fed, values) => {
+      if (!isId(values.id)) return null;
+      const account = await publishedLocalAccount(fed.data, values.identifier);
+      const status = account ? await findStatus(fed.data.db, values.id) : null;
+      if (!account || !status || status.account_id !== account.id || status.reblog_of_id || status.deleted_at) return null;
+      if (!(await canSee(fed.data.db, null, status))) {
+        const signer = await signedRequester(fed);
+        if (!signer) return null;
+        const mayRead = (await canSee(fed.data.db, signer.id, status)) || (signer.domain !== null && (await serverHoldsStatus(fed.data.db, status, signer.domain)));
+        if (!mayRead) return null;
+      }
+      return (await noteOf(fed, account, status)).note;
+    })
+    .authorize((fed) => authorized(fed, null));
 
   federation.setNodeInfoDispatcher('/nodeinfo/2.1', async (fed) => {
     const [stats, halfYear] = await Promise.all([instanceStats(fed.data.db), activeUsers(fed.data.db, 180)]);
@@ -149,6 +170,8 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
         localPosts: stats.statusCount,
         localComments: 0,
       },
+      // Not in the NodeInfo schema's fixed part: where the actor that signs this server's own fetches lives.
+      metadata: { nodeName: fed.data.config.instanceTitle, instanceActor: fed.getActorUri(INSTANCE_ACTOR).href },
     };
   });
 

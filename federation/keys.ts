@@ -1,18 +1,22 @@
-import { createPrivateKey, createPublicKey, type webcrypto } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPair, type webcrypto } from 'node:crypto';
+import { promisify } from 'node:util';
 import { exportJwk, generateCryptoKeyPair, importJwk } from '@fedify/fedify';
 import type { Queryable } from '../storage/db.ts';
-import { localAccountKeys, saveEd25519Keys } from '../storage/accounts.ts';
+import { localAccountKeys, saveEd25519Keys, type AccountKeys } from '../storage/accounts.ts';
+import { instanceActorKeys, saveInstanceActorKeys, type InstanceActorKeys } from '../storage/instance-actor.ts';
 
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
+const generateRsa = promisify(generateKeyPair);
 
 /**
- * A local account's key pairs as Fedify signs with them: RSA (made at sign-up, what HTTP Signatures use) and
- * Ed25519 (made on first need, for Object Integrity Proofs). Keys never change, so imported ones are kept.
+ * The key pairs Fedify signs with: each local account's and the instance actor's. RSA (what HTTP Signatures use)
+ * comes first, Ed25519 (for Object Integrity Proofs) second. Keys never change, so imported ones are kept.
  */
 export class AccountKeyRing {
   private readonly cache = new Map<string, Promise<CryptoKeyPair[]>>();
+  private instance: Promise<{ pairs: CryptoKeyPair[]; createdAt: Date }> | null = null;
   private readonly db: Queryable;
 
   constructor(db: Queryable) {
@@ -30,6 +34,30 @@ export class AccountKeyRing {
     return pending;
   }
 
+  /** The instance actor's key pairs, made and stored on first need (two processes agree on the first saved). */
+  instanceKeyPairs(): Promise<{ pairs: CryptoKeyPair[]; createdAt: Date }> {
+    if (!this.instance) {
+      this.instance = this.loadInstance();
+      this.instance.catch(() => { this.instance = null; });
+    }
+    return this.instance;
+  }
+
+  private async loadInstance(): Promise<{ pairs: CryptoKeyPair[]; createdAt: Date }> {
+    let keys: InstanceActorKeys | null = await instanceActorKeys(this.db);
+    if (!keys) {
+      const [rsa, ed25519] = await Promise.all([
+        generateRsa('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } }),
+        generateCryptoKeyPair('Ed25519'),
+      ]);
+      keys = await saveInstanceActorKeys(this.db, {
+        public_key_pem: rsa.publicKey, private_key_pem: rsa.privateKey,
+        ed25519_public_jwk: await exportJwk(ed25519.publicKey), ed25519_private_jwk: await exportJwk(ed25519.privateKey),
+      });
+    }
+    return { pairs: await importPairs(keys), createdAt: keys.created_at };
+  }
+
   private async load(accountId: string): Promise<CryptoKeyPair[]> {
     let keys = await localAccountKeys(this.db, accountId);
     if (!keys) return [];
@@ -38,14 +66,18 @@ export class AccountKeyRing {
       keys = await saveEd25519Keys(this.db, accountId, await exportJwk(pair.publicKey), await exportJwk(pair.privateKey));
       if (!keys) return [];
     }
-    const rsa: CryptoKeyPair = {
-      privateKey: await crypto.subtle.importKey('pkcs8', createPrivateKey(keys.private_key_pem).export({ type: 'pkcs8', format: 'der' }), RSA, true, ['sign']),
-      publicKey: await crypto.subtle.importKey('spki', createPublicKey(keys.public_key_pem).export({ type: 'spki', format: 'der' }), RSA, true, ['verify']),
-    };
-    const ed25519: CryptoKeyPair = {
-      privateKey: await importJwk(keys.ed25519_private_jwk!, 'private'),
-      publicKey: await importJwk(keys.ed25519_public_jwk!, 'public'),
-    };
-    return [rsa, ed25519];
+    return importPairs(keys);
   }
+}
+
+async function importPairs(keys: AccountKeys): Promise<CryptoKeyPair[]> {
+  const rsa: CryptoKeyPair = {
+    privateKey: await crypto.subtle.importKey('pkcs8', createPrivateKey(keys.private_key_pem).export({ type: 'pkcs8', format: 'der' }), RSA, true, ['sign']),
+    publicKey: await crypto.subtle.importKey('spki', createPublicKey(keys.public_key_pem).export({ type: 'spki', format: 'der' }), RSA, true, ['verify']),
+  };
+  const ed25519: CryptoKeyPair = {
+    privateKey: await importJwk(keys.ed25519_private_jwk!, 'private'),
+    publicKey: await importJwk(keys.ed25519_public_jwk!, 'public'),
+  };
+  return [rsa, ed25519];
 }

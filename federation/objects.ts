@@ -7,8 +7,7 @@ import type { StatusRow } from '../storage/statuses.ts';
 import { findAccountsByIds } from '../storage/accounts.ts';
 import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
-import { accountUri } from '../http/serializers/account.ts';
-import { statusUri } from '../http/serializers/status.ts';
+import { accountUri, statusUri } from '../services/uris.ts';
 
 const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
 

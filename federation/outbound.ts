@@ -6,8 +6,7 @@ import type { Delivery } from '../services/deliveries.ts';
 import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatus, findStatusRecord } from '../storage/statuses.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
-import { accountUri } from '../http/serializers/account.ts';
-import { statusUri } from '../http/serializers/status.ts';
+import { accountUri, statusUri } from '../services/uris.ts';
 import { announceOf, audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
 
 const BATCH = 1000;

@@ -1,8 +1,10 @@
 import { Application, Image, Link, PropertyValue, Service, isActor, type Actor } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
+import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import { findAccountByUri, findAccountByUsername, upsertRemoteAccount, type AccountRow, type RemoteAccount } from '../storage/accounts.ts';
 import { sanitizeRemoteHtml, escapeHtml } from '../text/render.ts';
+import { signedLoader } from './instance-actor.ts';
 
 /** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
 const STALE_AFTER_MS = 24 * 3600 * 1000;
@@ -76,27 +78,30 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
 
 /**
  * The account for a remote actor id: the stored row (refreshed in the background when stale), or the actor fetched
- * and stored now.
+ * and stored now. Fetches are signed (`loader`, or the instance actor's when none is given).
  */
-export async function accountForActorUri(app: AppContext, fed: Context<AppContext>, uri: string): Promise<AccountRow | null> {
+export async function accountForActorUri(app: AppContext, fed: Context<AppContext>, uri: string, loader?: DocumentLoader): Promise<AccountRow | null> {
   const stored = await findAccountByUri(app.db, uri);
   if (stored && !isStale(stored)) return stored;
-  const fetched = stored ? null : await fetchActor(fed, uri);
   if (stored) {
     void refreshInBackground(app, fed, uri);
     return stored;
   }
+  const fetched = await fetchActor(fed, uri, loader);
   return fetched ? storeRemoteActor(app, fetched) : null;
 }
 
-/** The account for `user@domain`, by WebFinger and an actor fetch when not stored yet. */
-export async function resolveAcct(app: AppContext, fed: Context<AppContext>, username: string, domain: string): Promise<AccountRow | null> {
+/**
+ * The account for `user@domain`, by WebFinger and an actor fetch when not stored yet; the fetch is signed by the
+ * local account acting, or by the instance actor.
+ */
+export async function resolveAcct(app: AppContext, fed: Context<AppContext>, username: string, domain: string, actingAs?: AccountRow | null): Promise<AccountRow | null> {
   const stored = await findAccountByUsername(app.db, username, domain);
   if (stored) {
     if (isStale(stored) && stored.uri) void refreshInBackground(app, fed, stored.uri);
     return stored;
   }
-  const actor = await fetchActor(fed, `acct:${username}@${domain}`);
+  const actor = await fetchActor(fed, `acct:${username}@${domain}`, await signedLoader(fed, actingAs));
   return actor ? storeRemoteActor(app, actor) : null;
 }
 
@@ -104,9 +109,10 @@ function isStale(a: AccountRow): boolean {
   return a.domain !== null && (!a.fetched_at || Date.now() - a.fetched_at.getTime() > STALE_AFTER_MS);
 }
 
-async function fetchActor(fed: Context<AppContext>, idOrHandle: string): Promise<Actor | null> {
+/** An actor by id or `acct:` handle, fetched with a signed GET (WebFinger itself is never signed). */
+export async function fetchActor(fed: Context<AppContext>, idOrHandle: string, loader?: DocumentLoader): Promise<Actor | null> {
   try {
-    const found = await fed.lookupObject(idOrHandle);
+    const found = await fed.lookupObject(idOrHandle, { documentLoader: loader ?? (await signedLoader(fed)) });
     return isActor(found) ? found : null;
   } catch {
     return null; // unreachable, refused, or not an actor: the caller answers "not found"

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from './app.ts';
 import { escapeHtml } from '../text/render.ts';
-import { publishedLocalAccount } from '../federation/index.ts';
+import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { findStatus } from '../storage/statuses.ts';
 import { canSee } from '../services/visibility.ts';
 import { isId } from './params.ts';

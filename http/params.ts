@@ -7,12 +7,7 @@ import { Type, type TSchema } from 'typebox';
  */
 export const Bool = () => Type.Unsafe<boolean>({ mastodonBoolean: true });
 
-const MAX_ID = 2n ** 63n - 1n;
-
-/** Whether a path or query value can be one of our ids (a positive 64-bit integer); anything else finds nothing. */
-export function isId(value: string | undefined): value is string {
-  return value !== undefined && /^\d{1,19}$/.test(value) && BigInt(value) <= MAX_ID;
-}
+export { isId } from '../storage/ids.ts';
 
 /** `id[]=1&id[]=2`, `id=1` or a JSON array: always an array after validation. */
 export const IdList = (max = 40) => Type.Array(Type.String({ maxLength: 40 }), { maxItems: max });

@@ -6,6 +6,8 @@ import { Bool, isId } from '../../params.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
 import { resolveAcct } from '../../../federation/remote-accounts.ts';
+import { resolveRemoteLink } from '../../../federation/resolve.ts';
+import { findAccountById } from '../../../storage/accounts.ts';
 import { renderStatuses } from '../../serializers/statuses.ts';
 
 const SearchQuery = Type.Object({
@@ -39,6 +41,8 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     const offset = request.query.offset ?? 0;
     const viewerId = request.viewerId;
     const resolve = (request.query.resolve ?? false) && viewerId !== null;
+    // Remote lookups are signed by the person searching, as Mastodon does.
+    const viewer = resolve ? await findAccountById(ctx.db, viewerId!) : null;
     const wants = (type: string) => !request.query.type || request.query.type === type;
     const result = { accounts: [] as unknown[], statuses: [] as unknown[], hashtags: [] as unknown[] };
 
@@ -50,7 +54,7 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
         const found = await searchAccounts(ctx.db, username, local ? null : domain, limit, offset);
         // `@user@domain` of another server, not known yet: WebFinger, when asked to resolve.
         if (!local && resolve && offset === 0 && !found.some((a) => a.username.toLowerCase() === username.toLowerCase())) {
-          const resolved = await resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain!.toLowerCase());
+          const resolved = await resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain!.toLowerCase(), viewer);
           if (resolved && !resolved.suspended_at) found.unshift(resolved);
         }
         result.accounts = found.slice(0, limit).map((a) => renderAccount(ctx.render, a));
@@ -70,6 +74,12 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
       const own = isId(ownId) ? ownId : undefined;
       const id = own ?? (await statusIdByLink(ctx.db, q));
       if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
+    }
+    // A link to another server's account or post not seen yet: fetched, when asked to resolve.
+    if (viewer && /^https?:\/\//i.test(q) && offset === 0 && result.statuses.length === 0) {
+      const found = await resolveRemoteLink(ctx, q, viewer);
+      if (found?.status && wants('statuses')) result.statuses = await renderStatuses(ctx, viewerId, [found.status.id]);
+      if (found?.account && wants('accounts')) result.accounts = [renderAccount(ctx.render, found.account)];
     }
     return result;
   });

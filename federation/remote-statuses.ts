@@ -1,0 +1,137 @@
+import { Document, Hashtag, Link, Mention, Note } from '@fedify/vocab';
+import type { Context } from '@fedify/fedify';
+import type { DocumentLoader } from '@fedify/vocab-runtime';
+import type { AppContext } from '../context.ts';
+import { findAccountByUri, type AccountRow } from '../storage/accounts.ts';
+import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
+import type { RemoteMedia } from '../storage/media.ts';
+import { isId } from '../storage/ids.ts';
+import { receiveRemoteStatus } from '../services/statuses.ts';
+import { publishedLocalAccount } from '../services/local-accounts.ts';
+import { sanitizeRemoteHtml } from '../text/render.ts';
+import { accountForActorUri } from './remote-accounts.ts';
+
+/**
+ * Statuses of other servers as we take them: Notes pushed to an inbox, or fetched (signed) by their id when a reply,
+ * a boost or a search names one we have not seen.
+ */
+type Fed = Context<AppContext>;
+
+/**
+ * The three ways servers write "public": the full IRI, the compact `as:Public` (JSON-LD expands it to the IRI), and
+ * the bare `Public`, which JSON-LD reads as a relative IRI and resolves against the document it came in: a URL of
+ * the sender's own origin whose last segment is `Public`. (Only the sender can address its own documents so.)
+ */
+const PUBLIC = 'https://www.w3.org/ns/activitystreams#Public';
+export function isPublic(u: URL | null | undefined, documentId: URL | null): boolean {
+  if (!u) return false;
+  if (u.href === PUBLIC || u.href === 'as:Public' || u.href === 'Public') return true;
+  return documentId !== null && u.origin === documentId.origin && u.pathname.endsWith('/Public') && u.search === '' && u.hash === '';
+}
+
+/** A local account named by one of our actor URIs. */
+export async function localActor(fed: Fed, uri: URL | null): Promise<AccountRow | null> {
+  if (!uri) return null;
+  const parsed = fed.parseUri(uri);
+  if (parsed?.type !== 'actor') return null;
+  return publishedLocalAccount(fed.data, parsed.identifier);
+}
+
+/** A status named by its ActivityPub id: ours by our URL scheme, others' by their stored uri. */
+export async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow | null> {
+  if (!uri) return null;
+  const parsed = fed.parseUri(uri);
+  if (parsed?.type === 'object' && parsed.class === Note) {
+    const id = parsed.values.id;
+    const status = id && isId(id) ? await findStatus(fed.data.db, id) : null;
+    // The URL names its author too: a status is found only under its own author's name.
+    const author = status ? await publishedLocalAccount(fed.data, parsed.values.identifier ?? '') : null;
+    return status && author && author.id === status.account_id ? status : null;
+  }
+  return findStatusByUri(fed.data.db, uri.href);
+}
+
+/** How a Note is addressed, in Mastodon's terms. */
+export function visibilityOf(note: Note, author: AccountRow): Visibility {
+  const to = note.toIds;
+  const cc = note.ccIds;
+  const pub = (u: URL) => isPublic(u, note.id);
+  if (to.some(pub)) return 'public';
+  if (cc.some(pub)) return 'unlisted';
+  const followers = author.followers_url;
+  if (followers && [...to, ...cc].some((u) => u.href === followers)) return 'private';
+  return 'direct';
+}
+
+/** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */
+export async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0, loader?: DocumentLoader): Promise<StatusRow | null> {
+  const app = fed.data;
+  const known = await findStatusByUri(app.db, note.id!.href);
+  if (known) return known;
+  const mentioned: AccountRow[] = [];
+  const tags: string[] = [];
+  let visited = 0;
+  for await (const tag of note.getTags()) {
+    if (++visited > 100) break; // each tag may cost a query: a Note with thousands of them is cut short
+    if (tag instanceof Mention && tag.href) {
+      const local = await localActor(fed, tag.href);
+      const account = local ?? (await findAccountByUri(app.db, tag.href.href));
+      if (account && !mentioned.some((a) => a.id === account.id)) mentioned.push(account);
+    } else if (tag instanceof Hashtag && tag.name) {
+      const name = String(tag.name).replace(/^#/, '');
+      if (/^[\p{L}\p{N}_]{1,100}$/u.test(name)) tags.push(name);
+    }
+    if (mentioned.length >= 50 || tags.length >= 50) break;
+  }
+  // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
+  const media: RemoteMedia[] = [];
+  for await (const attachment of note.getAttachments()) {
+    if (media.length >= 4) break;
+    if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
+    const url = attachment.url instanceof URL ? attachment.url : attachment.url instanceof Link ? attachment.url.href : null;
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) continue;
+    const contentType = attachment.mediaType ?? null;
+    const type = contentType?.startsWith('image/') ? 'image' : contentType?.startsWith('video/') ? 'video' : contentType?.startsWith('audio/') ? 'audio' : 'unknown';
+    media.push({ type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
+  }
+  const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, { depth: depth + 1, loader }) : null);
+  const id = await receiveRemoteStatus(app.actors.deps, {
+    accountId: author.id,
+    uri: note.id!.href,
+    url: note.url instanceof URL && /^https?:$/.test(note.url.protocol) ? note.url.href : null,
+    content: sanitizeRemoteHtml(String(note.content ?? '')),
+    spoilerText: String(note.summary ?? '').slice(0, 1000),
+    sensitive: note.sensitive ?? false,
+    visibility: visibilityOf(note, author),
+    language: null,
+    parent: parent && !parent.deleted_at ? parent : null,
+    mentioned,
+    tags,
+    media,
+    createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
+  });
+  return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);
+}
+
+/**
+ * A Note of another server fetched by its id (Fedify checks it comes from its own origin) and stored with its
+ * author. The GET is signed by `loader` (the acting local account's key), else by the context's own loader (in an
+ * inbox, the recipient's or the instance actor's), so servers that refuse unsigned fetches answer it.
+ */
+export async function fetchNote(fed: Fed, id: URL | null, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
+  if (!id || fed.parseUri(id) !== null) return null;
+  try {
+    const note = await fed.lookupObject(id.href, options.loader ? { documentLoader: options.loader } : {});
+    return note instanceof Note ? await storeFetchedNote(fed, note, options) : null;
+  } catch {
+    return null; // unreachable or not a note: the boost or reply goes without it
+  }
+}
+
+/** A Note fetched from its server, stored with its author (fetched too when unknown) unless either is refused. */
+export async function storeFetchedNote(fed: Fed, note: Note, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
+  if (!note.id || !note.attributionId || note.id.origin !== note.attributionId.origin) return null;
+  const author = await accountForActorUri(fed.data, fed, note.attributionId.href, options.loader);
+  if (!author || author.domain === null || author.suspended_at) return null;
+  return receiveNote(fed, note, author, options.depth ?? 0, options.loader);
+}

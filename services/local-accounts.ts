@@ -1,0 +1,11 @@
+import type { AppContext } from '../context.ts';
+import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
+import { pendingAccountIds } from '../storage/users.ts';
+
+/** A local account that may be shown to other servers: not suspended, not waiting for approval. */
+export async function publishedLocalAccount(app: AppContext, username: string): Promise<AccountRow | null> {
+  const account = await findAccountByUsername(app.db, username, null);
+  if (!account || account.suspended_at) return null;
+  if ((await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
+  return account;
+}

@@ -20,6 +20,7 @@ import fileRoutes from './files.ts';
 import oauthRoutes from './oauth/routes.ts';
 import appsRoutes from './api/v1/apps.ts';
 import accountsRoutes from './api/v1/accounts.ts';
+import profileRoutes from './api/v1/profile.ts';
 import followRequestsRoutes from './api/v1/follow_requests.ts';
 import instanceV1Routes from './api/v1/instance.ts';
 import statusesRoutes from './api/v1/statuses.ts';
@@ -73,6 +74,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(oauthRoutes, { ctx });
   await app.register(appsRoutes, { ctx });
   await app.register(accountsRoutes, { ctx });
+  await app.register(profileRoutes, { ctx });
   await app.register(followRequestsRoutes, { ctx });
   await app.register(statusesRoutes, { ctx });
   await app.register(timelinesRoutes, { ctx });

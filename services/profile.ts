@@ -91,3 +91,16 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     throw err;
   }
 }
+
+/**
+ * Removes the avatar or header (DELETE /api/v1/profile/…): the account falls back to the default image. Through the
+ * same actor message as an edit, so caches are told and other servers get the UpdatePerson; the file goes once the
+ * row no longer names it.
+ */
+export async function removeProfileImage(ctx: AppContext, accountId: string, kind: ProfileImageKind): Promise<AccountRow> {
+  const profile: ProfileChanges = kind === 'avatar' ? { avatarFile: null, avatarContentType: null } : { headerFile: null, headerContentType: null };
+  const { account, previous } = await ctx.actors.ask(accountId, { type: 'updateProfile', profile, source: {} });
+  const removed = kind === 'avatar' ? previous.avatar_file : previous.header_file;
+  if (removed) await ctx.fileHost.delete(removed).catch(() => {});
+  return account;
+}

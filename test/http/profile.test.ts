@@ -1,7 +1,7 @@
 // PATCH /api/v1/accounts/update_credentials as Mastodon apps send it (JSON, form-urlencoded, multipart): profile text,
 // flags, fields, posting defaults, and avatar/header images checked by content, resized and stripped of metadata.
 // Every refusal leaves the account row as it was and no new file on the file host.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -489,6 +489,58 @@ describe('avatar and header images', () => {
     const got = await fetchImage(body.avatar);
     expect(got.meta).toMatchObject({ format: 'gif', pages: 2, width: 400 });
     expect(got.meta.pageHeight ?? got.meta.height).toBe(400);
+  });
+});
+
+describe('DELETE /api/v1/profile/avatar and /header', () => {
+  const remove = (kind: string, token?: string) =>
+    s.app.inject({ method: 'DELETE', url: `/api/v1/profile/${kind}`, headers: token ? bearer(token) : {} });
+
+  it('removes each image from the file host, falls back to the default one, refreshes caches and tells other servers', async () => {
+    const fay = await registerUser(s.app, client, 'fay');
+    const both = ok(await patchMultipart({ avatar: file(await image('png'), 'a.png', 'image/png'), header: file(await image('jpeg'), 'h.jpg', 'image/jpeg') }, s, fay.token));
+    const row = await snapshot(s, fay.id);
+    const stored = (key: string) => join(s.config.dataDir, 'files', key);
+    expect(await storedFiles()).toContain(stored(row.avatar_file));
+    // A status rendered (and cached) before the removal shows the new avatar after it.
+    const posted = (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(fay.token), payload: { status: 'hi' } })).json();
+    const author = async () => (await s.app.inject({ method: 'GET', url: `/api/v1/statuses/${posted.id}` })).json().account;
+    expect((await author()).avatar).toBe(both.avatar);
+
+    const enqueue = vi.spyOn(s.ctx.jobs, 'enqueue');
+    try {
+      const res = remove('avatar', fay.token);
+      const body = ok(await res);
+      expect(body.avatar).toBe('http://test.local/avatars/original/missing.png');
+      expect(body.avatar_static).toBe(body.avatar);
+      expect(body.header).toBe(both.header);
+      expect(enqueue.mock.calls.map(([r]) => r.payload)).toContainEqual({ activity: 'UpdatePerson', accountId: fay.id });
+    } finally {
+      enqueue.mockRestore();
+    }
+    expect(await storedFiles()).not.toContain(stored(row.avatar_file));
+    expect(await storedFiles()).toContain(stored(row.header_file));
+    expect((await s.app.inject({ method: 'GET', url: new URL(both.avatar).pathname })).statusCode).toBe(404);
+    expect((await author()).avatar).toBe('http://test.local/avatars/original/missing.png');
+    expect(ok(await verify(fay.token)).avatar).toBe('http://test.local/avatars/original/missing.png');
+
+    const header = ok(await remove('header', fay.token));
+    expect(header.header).toBe('http://test.local/headers/original/missing.png');
+    expect(header.header_static).toBe(header.header);
+    expect(await storedFiles()).not.toContain(stored(row.header_file));
+    expect(await snapshot(s, fay.id)).toMatchObject({ avatar_file: null, avatar_content_type: null, header_file: null, header_content_type: null });
+    // Removing what is not there is no error.
+    expect(ok(await remove('avatar', fay.token)).avatar).toBe('http://test.local/avatars/original/missing.png');
+  });
+
+  it('needs a user token with write:accounts', async () => {
+    const reader = await registerUser(s.app, client, 'avatarreader', 'read');
+    const appOnly = await appToken(s.app, client, 'write:accounts');
+    await changesNothing(async () => {
+      expectError(await remove('avatar'), 401, 'no token');
+      expectError(await remove('header', reader.token), 403, 'read token');
+      expectError(await remove('avatar', appOnly), 422, 'app token'); // Mastodon's require_user!
+    }, s, reader.id);
   });
 });
 

@@ -39,13 +39,20 @@ function limits(config: Config) {
 
 const streamingUrl = (publicUrl: string) => publicUrl.replace(/^http/, 'ws');
 
+// Mastodon sends '' when these are unset, which its own schema refuses (a required email and a URI, not nullable).
+// These placeholders are valid and name nothing: `.invalid` never resolves (RFC 6761), so no one gets the mail,
+// and about:blank is the empty document, since no public repository of this server is known.
+const NO_CONTACT_EMAIL = 'contact-not-set@example.invalid';
+const NO_SOURCE_URL = 'about:blank';
+const contactEmail = (config: Config) => config.contactEmail || NO_CONTACT_EMAIL;
+
 export function renderInstanceV1(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null) {
   return {
     uri: config.localDomain,
     title: config.instanceTitle,
     short_description: config.instanceDescription,
     description: config.instanceDescription,
-    email: config.contactEmail,
+    email: contactEmail(config),
     version: VERSION,
     urls: { streaming_api: streamingUrl(config.publicUrl) },
     stats: { user_count: stats.userCount, status_count: stats.statusCount, domain_count: stats.domainCount },
@@ -65,7 +72,7 @@ export function renderInstanceV2(ctx: RenderContext, config: Config, stats: Inst
     domain: config.localDomain,
     title: config.instanceTitle,
     version: VERSION,
-    source_url: config.sourceUrl,
+    source_url: config.sourceUrl || NO_SOURCE_URL,
     description: config.instanceDescription,
     usage: { users: { active_month: stats.activeMonth } },
     thumbnail: { url: `${config.publicUrl}/thumbnail.png`, blurhash: null, versions: {} },
@@ -91,7 +98,7 @@ export function renderInstanceV2(ctx: RenderContext, config: Config, stats: Inst
       min_age: null,
     },
     api_versions: { mastodon: 2 },
-    contact: { email: config.contactEmail, account: contact ? renderAccount(ctx, contact) : null },
+    contact: { email: contactEmail(config), account: contact ? renderAccount(ctx, contact) : null },
     rules: [],
     oauth_scopes: ALL_SCOPES,
   };

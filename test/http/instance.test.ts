@@ -125,8 +125,8 @@ describe('an instance that needs approval, with its own title, contact and limit
 describe('an open instance with default settings', () => {
   let s: TestServer;
   beforeAll(async () => {
-    // SOURCE_URL is set because Mastodon's Instance entity needs a URI there, and the default (empty) is not one.
-    s = await startTestServer({ INSTANCE_CONTACT_EMAIL: 'admin@test.local', SOURCE_URL: 'https://code.example/fedi' });
+    // Truly default: no INSTANCE_CONTACT_EMAIL, no SOURCE_URL. Both documents must still match Mastodon's schema.
+    s = await startTestServer();
   });
   afterAll(async () => s?.close());
 
@@ -138,6 +138,13 @@ describe('an open instance with default settings', () => {
       title: 'test.local', registrations: { enabled: true, approval_required: false, reason_required: false },
       configuration: { statuses: { max_characters: 500 } },
     });
+  });
+
+  it('shows valid placeholders that name nothing for the unset contact email and source URL', async () => {
+    expect((await v1(s)).email).toBe('contact-not-set@example.invalid');
+    const two = await v2(s);
+    expect(two.contact).toEqual({ email: 'contact-not-set@example.invalid', account: null });
+    expect(two.source_url).toBe('about:blank');
   });
 
   it('counts each user who registers', async () => {
@@ -160,7 +167,7 @@ describe('an open instance with default settings', () => {
 describe('an instance with registrations closed', () => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer({ REGISTRATIONS_MODE: 'none', INSTANCE_CONTACT_EMAIL: 'admin@test.local', SOURCE_URL: 'https://code.example/fedi' });
+    s = await startTestServer({ REGISTRATIONS_MODE: 'none' });
   });
   afterAll(async () => {
     await s?.ctx.redis.connect().catch(() => {});

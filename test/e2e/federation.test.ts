@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { multipart } from '../helpers/multipart.ts';
 import { startTestServer } from '../helpers/server.ts';
 
-// Two instances of this server with different domains, separate databases and Redis prefixes, federating over
+// Two instances of this server (one in authorized-fetch mode) with different domains, separate databases and Redis prefixes, federating over
 // real https on loopback. Every step is observed through each side's Mastodon API.
 let a: Instance;
 let b: Instance;
@@ -18,7 +18,8 @@ let bob: TestUser; // on b
 let carol: TestUser; // on b, locked
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startHttpsInstance(), startHttpsInstance()]);
+  // b runs in authorized-fetch mode (Mastodon's secure mode): a must sign every GET it makes of b.
+  [a, b] = await Promise.all([startHttpsInstance(), startHttpsInstance({ AUTHORIZED_FETCH: 'true' })]);
   [[alice], [bob, carol]] = await Promise.all([registerUsers(a.app, 'alice'), registerUsers(b.app, 'bob', 'carol')]);
 }, 60_000);
 afterAll(async () => {
@@ -48,6 +49,19 @@ describe('two servers federating', () => {
     await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/relationships?id[]=${bobOnA.id}`)).body[0], (r) => r.following === true, 'a: alice follows bob');
     const followers = await until(async () => (await api(b, bob, 'GET', `/api/v1/accounts/${bob.id}/followers`)).body as Json[], (l) => l.length === 1, 'b: bob has a follower');
     expect(followers[0]).toMatchObject({ acct: `alice@${a.domain}` });
+  });
+
+  it('in authorized-fetch mode, refuses unsigned GETs of actors, collections and posts but serves its instance actor', async () => {
+    const get = (url: string) => fetch(url, { headers: { accept: 'application/activity+json' } });
+    expect((await get(`${b.url}/users/bob`)).status).toBe(401);
+    expect((await get(`${b.url}/users/bob/outbox`)).status).toBe(401);
+    expect((await get(`${a.url}/users/alice`)).status).toBe(200);
+    const instance = await get(`${b.url}/users/instance.actor`);
+    expect(instance.status).toBe(200);
+    expect(await instance.json()).toMatchObject({ type: 'Application', preferredUsername: b.domain });
+    // WebFinger stays open, and the domain's own handle names the instance actor.
+    const jrd = await (await fetch(`${b.url}/.well-known/webfinger?resource=${encodeURIComponent(`acct:${b.domain}@${b.domain}`)}`)).json() as Json;
+    expect(jrd.links).toContainEqual(expect.objectContaining({ rel: 'self', href: `${b.url}/users/instance.actor` }));
   });
 
   it('delivers a post to the follower\'s home timeline', async () => {

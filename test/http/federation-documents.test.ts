@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { closeContext, createContext } from '../../server.ts';
+import { buildApp } from '../../http/app.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 
 // What other servers (and browsers) read of this one: WebFinger, NodeInfo, actors, collections, statuses as Notes.
@@ -38,6 +40,32 @@ describe('discovery', () => {
     expect(info).toMatchObject({ version: '2.1', protocols: ['activitypub'], software: { name: 'fedi-server' }, openRegistrations: true });
     expect(info.usage.users.total).toBe(2);
     expect(info.usage.localPosts).toBeGreaterThanOrEqual(1);
+    expect(info.metadata.instanceActor).toBe('http://fed.example/users/instance.actor');
+  });
+
+  it('has an instance actor: an Application with its own key, found by the domain\'s handle, the same in every process', async () => {
+    const jrd = (await get('/.well-known/webfinger?resource=acct:fed.example@fed.example')).json();
+    expect(jrd.links).toContainEqual(expect.objectContaining({ rel: 'self', href: 'http://fed.example/users/instance.actor' }));
+    const res = await get('/users/instance.actor', AP);
+    expect(res.statusCode).toBe(200);
+    const actor = res.json();
+    expect(actor).toMatchObject({
+      id: 'http://fed.example/users/instance.actor', type: 'Application', preferredUsername: 'fed.example', manuallyApprovesFollowers: true,
+      inbox: 'http://fed.example/users/instance.actor/inbox', publicKey: { id: 'http://fed.example/users/instance.actor#main-key' },
+    });
+    expect(actor.publicKey.publicKeyPem).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    // A second process on the same database publishes the same key (made once, stored).
+    const other = await createContext(s.config);
+    const otherApp = await buildApp(other, { logger: false });
+    try {
+      const again = (await otherApp.inject({ method: 'GET', url: '/users/instance.actor', headers: AP })).json();
+      expect(again.publicKey.publicKeyPem).toBe(actor.publicKey.publicKeyPem);
+    } finally {
+      await otherApp.close();
+      await closeContext(other);
+    }
+    // The instance actor is no account: not in the API, not a user name anyone can take.
+    expect((await s.app.inject({ method: 'GET', url: '/api/v1/accounts/lookup?acct=instance.actor' })).statusCode).toBe(404);
   });
 });
 

@@ -96,9 +96,18 @@ async function onReject(fed: Fed, reject: Reject): Promise<void> {
 }
 
 async function onUndo(fed: Fed, undo: Undo): Promise<void> {
-  const object = await undo.getObject();
   const remote = await sender(fed, undo);
-  if (!remote || remote.domain === null || !object) return;
+  if (!remote || remote.domain === null || !undo.objectId) return;
+  // Some servers name what they undo by its id alone; as Mastodon does, a boost or a follow of theirs that we hold
+  // under that id is what is meant. Only then is the object fetched (an inlined one costs nothing).
+  if (await undoByReference(fed, remote, undo.objectId)) return;
+  let object;
+  try {
+    object = await undo.getObject();
+  } catch {
+    return; // named by an id we do not know and cannot fetch: there is nothing of it here to undo
+  }
+  if (!object) return;
   // Only the actor of what is undone may undo it.
   const actorId = 'actorId' in object ? (object.actorId as URL | null) : null;
   if (actorId?.href !== remote.uri) return;
@@ -108,12 +117,27 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   } else if (object instanceof Like) {
     const status = await statusByUri(fed, object.objectId);
     if (status) await fed.data.actors.ask(remote.id, { type: 'unfavourite', status });
-  } else if (object instanceof Announce) {
-    const reblog = object.id ? await findStatusByUri(fed.data.db, object.id.href) : null;
-    const original = reblog?.reblog_of_id ? await findStatus(fed.data.db, reblog.reblog_of_id) : null;
-    // Only the boost this Undo names, and only while it stands (a late Undo of an earlier boost changes nothing).
-    if (reblog && !reblog.deleted_at && original && reblog.account_id === remote.id) await fed.data.actors.ask(remote.id, { type: 'unreblog', status: original });
+  } else if (object instanceof Announce && object.id) {
+    await undoAnnounce(fed, remote, object.id);
   }
+}
+
+/** Undoes the sender's boost or follow stored under this id; false when it names neither. */
+async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
+  if (await undoAnnounce(fed, remote, id)) return true;
+  const follow = await followByUri(fed.data.db, id.href);
+  if (!follow || follow.accountId !== remote.id) return false;
+  await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: follow.targetId });
+  return true;
+}
+
+async function undoAnnounce(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
+  const reblog = await findStatusByUri(fed.data.db, id.href);
+  const original = reblog?.reblog_of_id ? await findStatus(fed.data.db, reblog.reblog_of_id) : null;
+  // Only the boost this Undo names, and only while it stands (a late Undo of an earlier boost changes nothing).
+  if (!reblog || !original || reblog.account_id !== remote.id) return false;
+  if (!reblog.deleted_at) await fed.data.actors.ask(remote.id, { type: 'unreblog', status: original });
+  return true;
 }
 
 async function onCreate(fed: Fed, create: Create): Promise<void> {

@@ -88,11 +88,11 @@ describe('federating with a strict server (GoToSocial and snac behaviour)', () =
 
     const post = (await api('POST', '/api/v1/statuses', { status: 'Hello, strict world' })).body;
     const create = await delivered('Create', (a) => a.object?.id === post.uri);
-    expect(create.activity.object.content).toContain('Hello, strict world');
+    expect((create.activity.object as Json).content).toContain('Hello, strict world');
 
     const reply = (await api('POST', '/api/v1/statuses', { status: `@gus@${peer.domain} a reply`, in_reply_to_id: theirsHere.id })).body;
     const replied = await delivered('Create', (a) => a.object?.id === reply.uri);
-    expect(replied.activity.object.inReplyTo).toBe(theirs.id);
+    expect((replied.activity.object as Json).inReplyTo).toBe(theirs.id);
 
     expect((await api('POST', `/api/v1/statuses/${theirsHere.id}/favourite`)).status).toBe(200);
     expect((await delivered('Like')).activity.object).toBe(theirs.id);

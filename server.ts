@@ -20,6 +20,7 @@ import { createAppFederation } from './federation/index.ts';
 import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
 import { resolveAcct } from './federation/remote-accounts.ts';
+import { findAccountById } from './storage/accounts.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -44,8 +45,11 @@ export async function createContext(config: Config): Promise<AppContext> {
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
   // Mentions of unknown remote accounts resolve through the federation, which needs the finished context.
   let self: AppContext | undefined;
-  const resolveRemote = (username: string, domain: string) =>
-    self ? resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain) : Promise.resolve(null);
+  const resolveRemote = async (username: string, domain: string, actingAccountId: string) => {
+    if (!self) return null;
+    const acting = await findAccountById(db, actingAccountId);
+    return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
+  };
   const actors = new ActorRegistry({ db, feeds, jobs, config, versions, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   const ctx = {
     config,

@@ -53,7 +53,7 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     const note = u.note.replace(/\r\n?/g, '\n');
     changes.noteSource = note;
     // Rendered like a status: links, @mentions of known accounts and #hashtags, as Mastodon renders bios.
-    const { map } = await resolveMentions(ctx.db, ctx.config, note);
+    const { map } = await resolveMentions(ctx.db, ctx.config, note, current.id);
     changes.noteHtml = renderStatusText(note, { publicUrl: ctx.config.publicUrl, localDomain: ctx.config.localDomain, mentions: map });
   }
   if (u.fields !== undefined) {

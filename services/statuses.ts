@@ -21,8 +21,11 @@ export interface StatusDeps {
   jobs: JobQueues;
   config: Config;
   versions: CacheVersions;
-  /** Finds an account of another server by WebFinger (federation/remote-accounts.ts); absent, unknown ones stay text. */
-  resolveRemote?: (username: string, domain: string) => Promise<AccountRow | null>;
+  /**
+   * Finds an account of another server by WebFinger and a fetch signed by the account posting
+   * (federation/remote-accounts.ts); absent, unknown ones stay text.
+   */
+  resolveRemote?: (username: string, domain: string, actingAccountId: string) => Promise<AccountRow | null>;
 }
 
 export interface PostParams {
@@ -50,7 +53,7 @@ async function enqueueAll(jobs: JobQueues, rows: OutboxRow[]): Promise<void> {
 }
 
 /** The accounts a text mentions, with what rendering needs to link them, and its hashtags. */
-export async function resolveMentions(db: Db, config: Config, text: string, resolveRemote?: StatusDeps['resolveRemote']): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
+export async function resolveMentions(db: Db, config: Config, text: string, actingAccountId: string, resolveRemote?: StatusDeps['resolveRemote']): Promise<{ accounts: AccountRow[]; map: Map<string, ResolvedMention>; tags: string[] }> {
   const parsed = parseStatusText(text);
   const map = new Map<string, ResolvedMention>();
   const accounts: AccountRow[] = [];
@@ -59,7 +62,7 @@ export async function resolveMentions(db: Db, config: Config, text: string, reso
     // A remote account not known yet is looked up by WebFinger; one that cannot be found stays plain text.
     const account = local
       ? await findAccountByUsername(db, ref.username, null)
-      : ((await findAccountByUsername(db, ref.username, ref.domain)) ?? (await resolveRemote?.(ref.username, ref.domain!).catch(() => null)) ?? null);
+      : ((await findAccountByUsername(db, ref.username, ref.domain)) ?? (await resolveRemote?.(ref.username, ref.domain!, actingAccountId).catch(() => null)) ?? null);
     if (!account || account.suspended_at) continue;
     accounts.push(account);
     const url = account.domain === null ? `${config.publicUrl}/@${account.username}` : (account.url ?? account.uri ?? '');
@@ -93,7 +96,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();
   }
   const visibility = p.visibility ?? ((await findUserByAccountId(db, accountId))?.default_privacy as statuses.Visibility | undefined) ?? 'public';
-  const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, deps.resolveRemote);
+  const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, accountId, deps.resolveRemote);
   const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
 
   const result = await transaction(db, async (tx: PoolClient) => {

@@ -1,10 +1,7 @@
 import type { AccountRow } from '../../storage/accounts.ts';
 import type { UserRow } from '../../storage/users.ts';
 import type { RenderContext } from './context.ts';
-
-export function accountUri(ctx: RenderContext, a: Pick<AccountRow, 'username' | 'domain' | 'uri'>): string {
-  return a.domain === null ? `${ctx.publicUrl}/users/${a.username}` : (a.uri ?? '');
-}
+import { accountUri } from '../../services/uris.ts';
 
 function dateOnly(d: Date | null): string | null {
   return d ? d.toISOString().slice(0, 10) : null;

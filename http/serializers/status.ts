@@ -1,12 +1,9 @@
 import type { StatusRow } from '../../storage/statuses.ts';
 import type { StatusBundle } from '../../services/hydrate.ts';
 import type { RenderContext } from './context.ts';
+import { statusUri } from '../../services/uris.ts';
 import { renderAccount } from './account.ts';
 import { renderMedia } from './media.ts';
-
-export function statusUri(ctx: RenderContext, s: StatusRow, authorUsername: string): string {
-  return s.uri ?? `${ctx.publicUrl}/users/${authorUsername}/statuses/${s.id}`;
-}
 
 /** The fields of a Status that are the same for every viewer, without `reblog`. */
 function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {

@@ -8,6 +8,7 @@ import type { HomeFeeds } from './storage/feeds.ts';
 import type { JobQueues } from './jobs/queues.ts';
 import type { TokenCache } from './services/token-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
+import type { StreamEvents } from './services/stream-events.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
 import type { KeyTracking } from './storage/key-tracking.ts';
@@ -29,6 +30,8 @@ export interface AppContext {
   jobs: JobQueues;
   tokens: TokenCache;
   versions: CacheVersions;
+  /** Live events for streaming sockets, published over Redis pub/sub. */
+  events: StreamEvents;
   statusLoader: StatusLoader;
   /** Rendered home timeline pages, per viewer and paging. */
   homePages: RenderedPageCache;

@@ -21,6 +21,7 @@ import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
 import { resolveAcct } from './federation/remote-accounts.ts';
 import { findAccountById } from './storage/accounts.ts';
+import { StreamEvents } from './services/stream-events.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -50,7 +51,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     const acting = await findAccountById(db, actingAccountId);
     return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
   };
-  const actors = new ActorRegistry({ db, feeds, jobs, config, versions, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const events = new StreamEvents(redis, config.redisPrefix);
+  const actors = new ActorRegistry({ db, feeds, jobs, config, versions, events, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   const ctx = {
     config,
     db,
@@ -61,6 +63,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     jobs,
     tokens,
     versions,
+    events,
     statusLoader,
     homePages,
     tracking,

@@ -1,7 +1,9 @@
 import { transaction } from '../storage/db.ts';
 import { findAccountById, updateProfile, type ProfileChanges, type ProfileUpdateResult } from '../storage/accounts.ts';
 import { updateSourceDefaults, type SourceDefaults } from '../storage/users.ts';
-import { notify, removeNotification } from '../storage/notifications.ts';
+import { removeNotification } from '../storage/notifications.ts';
+import { notifyAccount } from '../services/notifications.ts';
+import { streamChannels } from '../services/stream-events.ts';
 import type { StatusRow, Visibility } from '../storage/statuses.ts';
 import * as follows from '../storage/follows.ts';
 import * as statusService from '../services/statuses.ts';
@@ -77,8 +79,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
         const remoteTarget = target.domain !== null;
         const options = remoteTarget ? { ...msg.options, uri: msg.options.uri ?? `${deps.config.publicUrl}/follows/${randomUUID()}` } : msg.options;
         const result = await follows.follow(tx, accountId, target, options);
-        if (target.domain === null && result === 'followed') await notify(tx, target.id, accountId, 'follow');
-        if (target.domain === null && result === 'requested') await notify(tx, target.id, accountId, 'follow_request');
+        if (target.domain === null && result === 'followed') await notifyAccount(deps, tx, target.id, accountId, 'follow');
+        if (target.domain === null && result === 'requested') await notifyAccount(deps, tx, target.id, accountId, 'follow_request');
         const delivery = remoteTarget && result === 'requested'
           ? await queueDelivery(tx, { activity: 'Follow', accountId, targetId: target.id, followUri: await follows.followUri(tx, accountId, target.id) })
           : null;
@@ -169,9 +171,11 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     // they take turns with its follows, unfollows and rebuilds.
     case 'addToHomeFeed':
       await deps.feeds.addIfAccepting(accountId, msg.statusId);
+      await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: msg.statusId });
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);
+      for (const statusId of msg.statusIds) await deps.events.publish(streamChannels.home(accountId), { event: 'delete', statusId });
       return undefined;
     case 'rebuildHomeFeed':
       // Readers that found the feed missing at once all ask; the first rebuilds it, the others find it built.

@@ -1,8 +1,10 @@
 import type { Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
-import { findStatus } from '../storage/statuses.ts';
+import { findStatus, findStatusRecord, tagsOf, type StatusRow } from '../storage/statuses.ts';
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
+import { mediaOfStatuses } from '../storage/media.ts';
+import { publicChannelsOf, type StreamEvents } from '../services/stream-events.ts';
 
 const BATCH = 1000;
 
@@ -10,6 +12,17 @@ export interface FanOutDeps {
   db: Db;
   feeds: HomeFeeds;
   actors: ActorRegistry;
+  events: StreamEvents;
+}
+
+/** Whether a status goes out on the public streams, as Mastodon decides: public, not a boost, not a reply to another. */
+function broadcastable(s: StatusRow): boolean {
+  return s.visibility === 'public' && !s.reblog_of_id && (!s.in_reply_to_account_id || s.in_reply_to_account_id === s.account_id);
+}
+
+async function publicChannels(db: Db, s: StatusRow): Promise<string[]> {
+  const [tags, media] = await Promise.all([tagsOf(db, [s.id]), mediaOfStatuses(db, [s.id])]);
+  return publicChannelsOf({ local: s.uri === null, hasMedia: (media.get(s.id) ?? []).length > 0, tags: tags.get(s.id) ?? [] });
 }
 
 /** Each follower's actor adds the status to its own feed; the job ends when all of them have. */
@@ -23,9 +36,11 @@ async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId:
  * skipped, found in one Redis round trip per batch: they are rebuilt from PostgreSQL when next read. Adding is
  * idempotent, so a retried job does no harm.
  */
-export async function fanOutStatus({ db, feeds, actors }: FanOutDeps, statusId: string): Promise<number> {
+export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, statusId: string): Promise<number> {
   const status = await findStatus(db, statusId);
   if (!status) return 0;
+  // Public streams first: they are one message each, whatever the number of followers.
+  if (broadcastable(status)) await events.publish(await publicChannels(db, status), { event: 'update', statusId });
   let delivered = 0;
   if (status.visibility === 'direct') {
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
@@ -56,7 +71,11 @@ export async function fanOutStatus({ db, feeds, actors }: FanOutDeps, statusId: 
 }
 
 /** Takes a deleted status (and its reblogs) out of every local feed it may be in, through each owner's actor. */
-export async function removeStatusFromFeeds({ db, actors }: FanOutDeps, statusIds: string[], authorId: string, mentionedIds: string[]): Promise<void> {
+export async function removeStatusFromFeeds({ db, actors, events }: FanOutDeps, statusIds: string[], authorId: string, mentionedIds: string[]): Promise<void> {
+  for (const statusId of statusIds) {
+    const status = await findStatusRecord(db, statusId);
+    if (status && broadcastable(status)) await events.publish(await publicChannels(db, status), { event: 'delete', statusId });
+  }
   const removeFrom = (accountIds: string[]) => Promise.all(accountIds.map((id) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
   await removeFrom([...new Set([authorId, ...mentionedIds])]);
   let after = '0';

@@ -8,7 +8,9 @@ import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import * as statuses from '../storage/statuses.ts';
 import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { findUserByAccountId } from '../storage/users.ts';
-import { notify, removeNotification } from '../storage/notifications.ts';
+import { removeNotification } from '../storage/notifications.ts';
+import { notifyAccount } from './notifications.ts';
+import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } from '../text/status.ts';
 import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
@@ -26,6 +28,8 @@ export interface StatusDeps {
    * (federation/remote-accounts.ts); absent, unknown ones stay text.
    */
   resolveRemote?: (username: string, domain: string, actingAccountId: string) => Promise<AccountRow | null>;
+  /** Live events for streaming sockets (services/stream-events.ts). */
+  events: StreamEvents;
 }
 
 export interface PostParams {
@@ -114,7 +118,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     }
     await statuses.insertMentions(tx, status.id, mentioned.map((a) => a.id));
     await statuses.insertTags(tx, status.id, tags);
-    for (const a of mentioned) if (a.domain === null) await notify(tx, a.id, accountId, 'mention', status.id);
+    for (const a of mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
     const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }), await queueDelivery(tx, { activity: 'Create', statusId: status.id })];
     return { status, outbox };
   }).catch(async (err: unknown) => {
@@ -129,6 +133,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
 
   await deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] });
   await deps.feeds.addIfAccepting(accountId, result.status!.id);
+  await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: result.status!.id });
   await enqueueAll(deps.jobs, result.outbox!);
   return result.status!.id;
 }
@@ -171,7 +176,7 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
 export async function favouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
   const delivery = await transaction(deps.db, async (tx) => {
     if (!(await statuses.favourite(tx, accountId, status.id))) return null;
-    await notify(tx, status.account_id, accountId, 'favourite', status.id);
+    await notifyAccount(deps, tx, status.account_id, accountId, 'favourite', status.id);
     return queueDelivery(tx, { activity: 'Like', accountId, statusId: status.id, likeId: await statuses.favouriteId(tx, accountId, status.id) });
   });
   await deps.versions.bump({ statuses: [status.id], viewers: [accountId] });
@@ -203,7 +208,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
         visibility: status.visibility === 'private' ? 'private' : visibility, language: null,
         inReplyToId: null, inReplyToAccountId: null, reblogOfId: status.id, applicationId: null, uri,
       });
-      await notify(tx, status.account_id, accountId, 'reblog', status.id);
+      await notifyAccount(deps, tx, status.account_id, accountId, 'reblog', status.id);
       return {
         reblog,
         outbox: [await addToOutbox(tx, 'fanOutStatus', { statusId: reblog.id }), await queueDelivery(tx, { activity: 'Announce', reblogId: reblog.id })],
@@ -211,6 +216,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
     });
     await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
     await deps.feeds.addIfAccepting(accountId, reblog.id);
+    await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: reblog.id });
     await enqueueAll(deps.jobs, outbox);
     return reblog.id;
   } catch (err) {
@@ -285,7 +291,7 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
       await statuses.insertMentions(tx, status.id, r.mentioned.map((a) => a.id));
       await statuses.insertTags(tx, status.id, r.tags);
       await insertRemoteMedia(tx, status.id, r.accountId, r.media);
-      for (const a of r.mentioned) if (a.domain === null) await notify(tx, a.id, r.accountId, 'mention', status.id);
+      for (const a of r.mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, r.accountId, 'mention', status.id);
       return { status, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }) };
     });
     await deps.versions.bump({ accounts: [r.accountId], statuses: [r.parent?.id] });

@@ -14,15 +14,32 @@ export function createPool(databaseUrl: string, max = 10): Db {
   return pool;
 }
 
+const committedHooks = new WeakMap<pg.PoolClient, (() => unknown)[]>();
+
+/**
+ * Runs fn once the transaction `q` belongs to has committed (at once when `q` is not in one), and never if it rolls
+ * back: for telling others of a change (live events) only when the change is there to be read.
+ */
+export function afterCommit(q: Queryable, fn: () => unknown): void {
+  const hooks = q instanceof pg.Pool ? undefined : committedHooks.get(q);
+  if (hooks) hooks.push(fn);
+  else void Promise.resolve().then(fn).catch(() => {});
+}
+
 /** Runs fn in one transaction: all of it commits, or none of it does. */
 export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();
+  const hooks: (() => unknown)[] = [];
+  committedHooks.set(client, hooks);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
+    committedHooks.delete(client);
+    for (const hook of hooks) void Promise.resolve().then(hook).catch(() => {});
     return result;
   } catch (err) {
+    committedHooks.delete(client);
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   } finally {

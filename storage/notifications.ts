@@ -13,15 +13,20 @@ export interface NotificationRow {
   created_at: Date;
 }
 
-/** Records an event for accountId; nobody is notified of their own actions, and one event notifies once. */
-export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
-  if (accountId === fromAccountId) return;
-  await db.query(
+/**
+ * Records an event for accountId; nobody is notified of their own actions, and one event notifies once. Returns the
+ * new notification, or null when there is none (a repeat, one's own action, a remote account).
+ */
+export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<NotificationRow | null> {
+  if (accountId === fromAccountId) return null;
+  const { rows } = await db.query<NotificationRow>(
     `INSERT INTO notifications (account_id, from_account_id, type, status_id)
      SELECT $1, $2, $3, $4 FROM accounts WHERE id = $1 AND domain IS NULL
-     ON CONFLICT DO NOTHING`,
+     ON CONFLICT DO NOTHING
+     RETURNING id, account_id, from_account_id, type, status_id, created_at`,
     [accountId, fromAccountId, type, statusId],
   );
+  return rows[0] ?? null;
 }
 
 export async function removeNotification(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {

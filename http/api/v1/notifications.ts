@@ -2,29 +2,15 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
-import type { AppContext } from '../../../context.ts';
 import { PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound } from '../../../errors.ts';
 import * as notifications from '../../../storage/notifications.ts';
 import { findMarkers } from '../../../storage/markers.ts';
-import { findAccountsByIds } from '../../../storage/accounts.ts';
-import { renderStatus } from '../../serializers/status.ts';
-import { renderNotification } from '../../serializers/notification.ts';
+import { renderNotifications } from '../../serializers/statuses.ts';
 
 const TypeName = Type.Union(notifications.NOTIFICATION_TYPES.map((t) => Type.Literal(t)));
-
-async function renderAll(ctx: AppContext, viewerId: string, rows: notifications.NotificationRow[]) {
-  const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a]));
-  const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
-  const { rows: visible, bundle } = await ctx.statusLoader.load(viewerId, statusIds);
-  const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));
-  // A notification whose status the viewer can no longer see is left out rather than shown half-empty.
-  return rows
-    .filter((n) => accounts.has(n.from_account_id) && (!n.status_id || rendered.has(n.status_id)))
-    .map((n) => renderNotification(ctx.render, n, accounts.get(n.from_account_id)!, n.status_id ? rendered.get(n.status_id)! : null));
-}
 
 export default async function notificationsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -47,7 +33,7 @@ export default async function notificationsRoutes(fastify: FastifyInstance, { ct
     if (q.account_id !== undefined && !isId(q.account_id)) return [];
     const rows = await notifications.notificationsPage(ctx.db, viewerId, { types: q.types, excludeTypes: q.exclude_types, accountId: q.account_id }, pageParams(q, 40));
     setLinkHeader(request, reply, ctx.config.publicUrl, rows[0]?.id ?? null, rows.at(-1)?.id ?? null);
-    return renderAll(ctx, viewerId, rows);
+    return renderNotifications(ctx, viewerId, rows);
   });
 
   app.get('/api/v1/notifications/unread_count', {
@@ -70,7 +56,7 @@ export default async function notificationsRoutes(fastify: FastifyInstance, { ct
   }, async (request) => {
     const viewerId = requireViewer(request);
     const row = isId(request.params.id) ? await notifications.findNotification(ctx.db, viewerId, request.params.id) : null;
-    const [rendered] = row ? await renderAll(ctx, viewerId, [row]) : [];
+    const [rendered] = row ? await renderNotifications(ctx, viewerId, [row]) : [];
     if (!rendered) throw notFound();
     return rendered;
   });

@@ -1,0 +1,52 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * What streaming sockets are told of, as it travels between processes over Redis pub/sub (Mastodon's channel
+ * names, under our prefix). Messages carry ids, not entities: each is rendered where its sockets are, for each
+ * receiver (what they may see, their favourites and boosts), once per distinct view.
+ */
+export type StreamMessage =
+  | { event: 'update'; statusId: string }
+  | { event: 'delete'; statusId: string }
+  | { event: 'notification'; notificationId: string };
+
+export const streamChannels = {
+  /** An account's home timeline: its own posts and those fanned out to it, and their deletion. */
+  home: (accountId: string) => `timeline:${accountId}`,
+  notifications: (accountId: string) => `timeline:${accountId}:notifications`,
+  public: (scope: '' | ':local' | ':remote', media: boolean) => `timeline:public${scope}${media ? ':media' : ''}`,
+  hashtag: (tag: string, local: boolean) => `timeline:hashtag:${tag.toLowerCase()}${local ? ':local' : ''}`,
+};
+
+/** The public channels a new public status belongs on, as Mastodon broadcasts them (not replies to others, not boosts). */
+export function publicChannelsOf(s: { local: boolean; hasMedia: boolean; tags: string[] }): string[] {
+  const scope = s.local ? ':local' : ':remote';
+  const channels = [streamChannels.public('', false), streamChannels.public(scope, false)];
+  if (s.hasMedia) channels.push(streamChannels.public('', true), streamChannels.public(scope, true));
+  for (const tag of new Set(s.tags.map((t) => t.toLowerCase()))) {
+    channels.push(streamChannels.hashtag(tag, false));
+    if (s.local) channels.push(streamChannels.hashtag(tag, true));
+  }
+  return channels;
+}
+
+/** Publishes stream messages; a channel nobody listens to costs Redis next to nothing. */
+export class StreamEvents {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+
+  constructor(redis: Redis, redisPrefix: string) {
+    this.redis = redis;
+    this.prefix = `${redisPrefix}stream:`;
+  }
+
+  channelName(channel: string): string {
+    return this.prefix + channel;
+  }
+
+  /** Publishes to each channel; losing a live event is no loss of data (timelines have it), so errors are dropped. */
+  async publish(channels: string | string[], message: StreamMessage): Promise<void> {
+    const text = JSON.stringify(message);
+    await Promise.all([channels].flat().map((c) => this.redis.publish(this.channelName(c), text).catch(() => 0)));
+  }
+}

@@ -58,7 +58,8 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   if (!follow.id) return;
   const target = await localActor(fed, follow.objectId);
   const follower = target ? await sender(fed, follow) : null;
-  if (!target || !follower || follower.domain === null) return;
+  // A Follow's id is its sender's to mint: one naming another server's id could stand in for that server's Follow.
+  if (!target || !follower || follower.domain === null || !ownedBy(follower, follow.id)) return;
   const outcome = await fed.data.actors.ask(follower.id, { type: 'follow', targetId: target.id, options: { uri: follow.id.href } });
   // A locked account answers when its owner decides (actors/account.ts sends the Accept or Reject then).
   if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
@@ -71,7 +72,7 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
  */
 async function answeredFollower(fed: Fed, answer: Accept | Reject, remote: AccountRow): Promise<AccountRow | null> {
   const id = answer.objectId;
-  const follow = id ? await followByUri(fed.data.db, id.href) : null;
+  const follow = id ? await followByUri(fed.data.db, id.href, { targetId: remote.id }) : null;
   if (!follow || follow.targetId !== remote.id) return null;
   const local = await findAccountById(fed.data.db, follow.accountId);
   return local && local.domain === null ? local : null;
@@ -125,7 +126,7 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
 /** Undoes the sender's boost or follow stored under this id; false when it names neither. */
 async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
   if (await undoAnnounce(fed, remote, id)) return true;
-  const follow = await followByUri(fed.data.db, id.href);
+  const follow = await followByUri(fed.data.db, id.href, { accountId: remote.id });
   if (!follow || follow.accountId !== remote.id) return false;
   await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: follow.targetId });
   return true;

@@ -28,7 +28,8 @@ export async function instanceActorOf(fed: Context<AppContext>): Promise<Applica
   const keys = await fed.getActorKeyPairs(INSTANCE_ACTOR);
   return new Application({
     id: fed.getActorUri(INSTANCE_ACTOR),
-    preferredUsername: app.config.localDomain,
+    // The host without a port: Mastodon and Misskey take only such a name as a username.
+    preferredUsername: new URL(app.config.publicUrl).hostname,
     name: app.config.localDomain,
     summary: 'The server itself: it signs requests made on behalf of no one in particular.',
     url: new URL('/', app.config.publicUrl),
@@ -48,7 +49,8 @@ export async function instanceActorOf(fed: Context<AppContext>): Promise<Applica
  * A document loader whose GETs are signed (servers in authorized-fetch mode, GoToSocial's default, answer 401 to
  * unsigned ones): as the local account acting, when one is, otherwise as the instance actor, as Mastodon does.
  */
-export function signedLoader(fed: Context<AppContext>, actingAs?: Pick<AccountRow, 'username' | 'domain'> | null): Promise<DocumentLoader> {
-  const identifier = actingAs && actingAs.domain === null ? actingAs.username : INSTANCE_ACTOR;
+export function signedLoader(fed: Context<AppContext>, actingAs?: Pick<AccountRow, 'username' | 'domain' | 'suspended_at'> | null): Promise<DocumentLoader> {
+  // A suspended account has no published key (others could not check its signature): the server signs instead.
+  const identifier = actingAs && actingAs.domain === null && !actingAs.suspended_at ? actingAs.username : INSTANCE_ACTOR;
   return fed.getDocumentLoader({ identifier });
 }

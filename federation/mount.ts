@@ -96,6 +96,12 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     }
     reply.code(response.status);
     response.headers.forEach((value, name) => void (name !== 'content-length' && reply.header(name, value)));
+    // What depends on who signed (authorized fetch, followers-only posts) must not be kept by a shared cache and
+    // handed to the next asker.
+    if (request.method !== 'POST' && (ctx.config.authorizedFetch || request.headers.signature !== undefined)) {
+      reply.header('cache-control', 'private, no-store');
+      reply.header('vary', 'Accept, Signature');
+    }
     return reply.send(await publishedBody(response));
   });
 }

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { findAccountByUri, findAccountByUsername, upsertRemoteAccount, type AccountRow, type RemoteAccount } from '../storage/accounts.ts';
 import { sanitizeRemoteHtml, escapeHtml } from '../text/render.ts';
 import { signedLoader } from './instance-actor.ts';
+import { confirmedByWebFinger, fetchById, webFingerSelf } from './fetch-object.ts';
 
 /** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
 const STALE_AFTER_MS = 24 * 3600 * 1000;
@@ -109,11 +110,21 @@ function isStale(a: AccountRow): boolean {
   return a.domain !== null && (!a.fetched_at || Date.now() - a.fetched_at.getTime() > STALE_AFTER_MS);
 }
 
-/** An actor by id or `acct:` handle, fetched with a signed GET (WebFinger itself is never signed). */
+/**
+ * An actor by id or `acct:` handle, fetched with a signed GET (WebFinger itself is never signed). By handle, the id
+ * WebFinger names is fetched; by id, WebFinger must name that id back: either way the actor is one its server vouches
+ * for, never a document that merely sits there claiming to be one.
+ */
 export async function fetchActor(fed: Context<AppContext>, idOrHandle: string, loader?: DocumentLoader): Promise<Actor | null> {
   try {
-    const found = await fed.lookupObject(idOrHandle, { documentLoader: loader ?? (await signedLoader(fed)) });
-    return isActor(found) ? found : null;
+    const documentLoader = loader ?? (await signedLoader(fed));
+    if (idOrHandle.startsWith('acct:')) {
+      const self = await webFingerSelf(fed, idOrHandle);
+      const found = self ? await fetchById(fed, self, documentLoader) : null;
+      return isActor(found) ? found : null;
+    }
+    const found = await fetchById(fed, idOrHandle, documentLoader);
+    return isActor(found) && (await confirmedByWebFinger(fed, found)) ? found : null;
   } catch {
     return null; // unreachable, refused, or not an actor: the caller answers "not found"
   }

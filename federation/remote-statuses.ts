@@ -10,6 +10,7 @@ import { receiveRemoteStatus } from '../services/statuses.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
 import { accountForActorUri } from './remote-accounts.ts';
+import { fetchById } from './fetch-object.ts';
 
 /**
  * Statuses of other servers as we take them: Notes pushed to an inbox, or fetched (signed) by their id when a reply,
@@ -121,7 +122,7 @@ export async function receiveNote(fed: Fed, note: Note, author: AccountRow, dept
 export async function fetchNote(fed: Fed, id: URL | null, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
   if (!id || fed.parseUri(id) !== null) return null;
   try {
-    const note = await fed.lookupObject(id.href, options.loader ? { documentLoader: options.loader } : {});
+    const note = await fetchById(fed, id.href, options.loader ?? fed.documentLoader);
     return note instanceof Note ? await storeFetchedNote(fed, note, options) : null;
   } catch {
     return null; // unreachable or not a note: the boost or reply goes without it

@@ -5,6 +5,7 @@ import type { StatusRow } from '../storage/statuses.ts';
 import { signedLoader } from './instance-actor.ts';
 import { storeRemoteActor } from './remote-accounts.ts';
 import { storeFetchedNote } from './remote-statuses.ts';
+import { confirmedByWebFinger, fetchById } from './fetch-object.ts';
 
 /**
  * What a link to another server names, fetched with a GET signed by the person asking (so a followers-only post
@@ -18,11 +19,12 @@ export async function resolveRemoteLink(app: AppContext, url: string, actingAs: 
   const loader = await signedLoader(fed, actingAs);
   let found: unknown;
   try {
-    found = await fed.lookupObject(url, { documentLoader: loader });
+    found = await fetchById(fed, url, loader);
   } catch {
     return null; // unreachable, refused, or not ActivityPub
   }
   if (isActor(found)) {
+    if (!(await confirmedByWebFinger(fed, found))) return null;
     const account = await storeRemoteActor(app, found);
     return account && !account.suspended_at ? { account } : null;
   }

@@ -213,12 +213,16 @@ export async function hasLocalFollowers(db: Queryable, accountId: string): Promi
   return rows[0]!.yes;
 }
 
-/** Who asked to follow whom, by the ActivityPub id of the Follow: a pending request or a follow it became. */
-export async function followByUri(db: Queryable, uri: string): Promise<{ accountId: string; targetId: string } | null> {
+/**
+ * Who asked to follow whom, by the ActivityPub id of the Follow and one of its two parties: a pending request or a
+ * follow it became. Ids are not unique (anyone can send a Follow naming any id), so a party is part of the key.
+ */
+export async function followByUri(db: Queryable, uri: string, party: { accountId: string } | { targetId: string }): Promise<{ accountId: string; targetId: string } | null> {
+  const column = 'accountId' in party ? 'account_id' : 'target_account_id';
   const { rows } = await db.query<{ account_id: string; target_account_id: string }>(
-    `SELECT account_id, target_account_id FROM follow_requests WHERE uri = $1
-     UNION ALL SELECT account_id, target_account_id FROM follows WHERE uri = $1 LIMIT 1`,
-    [uri],
+    `SELECT account_id, target_account_id FROM follow_requests WHERE uri = $1 AND ${column} = $2
+     UNION ALL SELECT account_id, target_account_id FROM follows WHERE uri = $1 AND ${column} = $2 LIMIT 1`,
+    [uri, 'accountId' in party ? party.accountId : party.targetId],
   );
   return rows[0] ? { accountId: rows[0].account_id, targetId: rows[0].target_account_id } : null;
 }

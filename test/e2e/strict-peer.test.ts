@@ -3,6 +3,7 @@ import { startHttpsInstance, until, type Instance } from '../helpers/instances.t
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { startStrictPeer, type PeerDelivery, type StrictPeer } from '../helpers/strict-peer.ts';
+import { exportSpki, generateCryptoKeyPair, signRequest } from '@fedify/fedify';
 
 // Our server (in authorized-fetch mode) against a peer that behaves like GoToSocial and snac: it answers 401 to
 // unsigned GETs, takes deliveries with 202 and checks them afterwards (draft-cavage only), and serves its keys as
@@ -45,7 +46,7 @@ describe('federating with a strict server (GoToSocial and snac behaviour)', () =
   it('serves our instance actor unsigned, and everything else only to signed requests', async () => {
     const instance = await peer.unsignedGet(`${ours.url}/users/instance.actor`);
     expect(instance.status).toBe(200);
-    expect(instance.json).toMatchObject({ type: 'Application', preferredUsername: ours.domain });
+    expect(instance.json).toMatchObject({ type: 'Application', preferredUsername: 'localhost' });
     expect((await peer.unsignedGet(aliceId())).status).toBe(401);
     expect((await peer.unsignedGet(`${aliceId()}/followers`)).status).toBe(401);
     const signed = await peer.signedGet('gus', aliceId());
@@ -154,5 +155,41 @@ describe('federating with a strict server (GoToSocial and snac behaviour)', () =
     } finally {
       await stranger.close();
     }
+  });
+
+  it('stores nothing under an id its URL does not answer with, and no actor its server does not vouch for', async () => {
+    // An "upload" naming itself gus, with another inbox: what is stored is what gus's own URL says.
+    peer.publishAt('/files/impostor.json', { '@context': ['https://www.w3.org/ns/activitystreams', 'https://w3id.org/security/v1'], id: gus, type: 'Person', preferredUsername: 'gus', inbox: 'https://evil.example/inbox' });
+    await api('GET', `/api/v2/search?q=${encodeURIComponent(`${peer.url}/files/impostor.json`)}&resolve=true`);
+    const stored = await ours.ctx.db.query('SELECT inbox_url FROM accounts WHERE uri = $1', [gus]);
+    expect(stored.rows[0].inbox_url).toBe(`${gus}/inbox`);
+    // An upload that calls itself an actor, under its own URL: WebFinger for gus names another id, so it is refused.
+    const self = `${peer.url}/files/self.json`;
+    peer.publishAt('/files/self.json', { '@context': ['https://www.w3.org/ns/activitystreams', 'https://w3id.org/security/v1'], id: self, type: 'Person', preferredUsername: 'gus', inbox: 'https://evil.example/inbox' });
+    const found = await api('GET', `/api/v2/search?q=${encodeURIComponent(self)}&resolve=true`);
+    expect(found.body.accounts).toEqual([]);
+    expect((await ours.ctx.db.query('SELECT 1 FROM accounts WHERE uri = $1', [self])).rowCount).toBe(0);
+  });
+
+  it('refuses a signed GET whose key is a document claiming an owner that does not list it', async () => {
+    const priv = (await api('POST', '/api/v1/statuses', { status: 'gus may read this', visibility: 'private' })).body;
+    await delivered('Create', (a) => (a.object as Json)?.id === priv.uri);
+    const pair = await generateCryptoKeyPair('RSASSA-PKCS1-v1_5');
+    const keyId = `${peer.url}/files/key.json`;
+    peer.publishAt('/files/key.json', { '@context': 'https://w3id.org/security/v1', id: keyId, type: 'CryptographicKey', owner: gus, publicKeyPem: await exportSpki(pair.publicKey) });
+    const request = await signRequest(new Request(priv.uri, { headers: { accept: 'application/activity+json', 'user-agent': peer.userAgent } }), pair.privateKey, new URL(keyId), { spec: 'draft-cavage-http-signatures-12' });
+    expect((await fetch(request)).status).toBe(404);
+    // gus's own key reads it, and the answer is not for shared caches.
+    const res = await fetch(await peer.sign('gus', new Request(priv.uri, { headers: { accept: 'application/activity+json', 'user-agent': peer.userAgent } })));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toContain('private');
+    expect(res.headers.get('vary')).toMatch(/Signature/);
+  });
+
+  it('takes draft-cavage signatures that cover the query string (snac, Mastodon 4.3+) on paged collections', async () => {
+    const page = `${aliceId()}/outbox?cursor=`;
+    expect((await peer.signedGetWithQuery('gus', page)).status).toBe(200);
+    expect((await peer.signedGet('gus', page)).status).toBe(200); // Fedify's way: the path alone
+    expect((await peer.unsignedGet(page)).status).toBe(401);
   });
 });

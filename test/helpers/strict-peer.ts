@@ -96,6 +96,11 @@ export class StrictPeer {
     this.objects.set(id.pathname, object);
   }
 
+  /** Serves `object` at a path of its own, whatever its id says (an upload, say), to signed GETs only. */
+  publishAt(path: string, object: Json): void {
+    this.objects.set(path, object);
+  }
+
   /** Signs with an actor's key (null: the instance actor), keyId `…/main-key`; draft-cavage adds Date, Host and Digest. */
   async sign(username: string | null, request: Request, spec: HttpMessageSignaturesSpec = CAVAGE): Promise<Request> {
     const name = username ?? INSTANCE;
@@ -113,6 +118,16 @@ export class StrictPeer {
 
   async signedGet(username: string | null, url: string): Promise<{ status: number; json: Json | null }> {
     return readJson(await fetch(await this.sign(username, this.getRequest(url))));
+  }
+
+  /** A GET signed as snac and Mastodon 4.3+ sign it: draft-cavage with the query string in `(request-target)`. */
+  async signedGetWithQuery(username: string, url: string): Promise<{ status: number; json: Json | null }> {
+    const u = new URL(url);
+    const date = new Date().toUTCString();
+    const message = `(request-target): get ${u.pathname}${u.search}\nhost: ${u.host}\ndate: ${date}`;
+    const sig = Buffer.from(await crypto.subtle.sign('RSASSA-PKCS1-v1_5', this.actor(username).keys.privateKey, new TextEncoder().encode(message))).toString('base64');
+    const signature = `keyId="${this.keyId(username)}",algorithm="rsa-sha256",headers="(request-target) host date",signature="${sig}"`;
+    return readJson(await fetch(url, { headers: { accept: AP_TYPE, 'user-agent': this.userAgent, date, signature } }));
   }
 
   async unsignedGet(url: string): Promise<{ status: number; json: Json | null }> {

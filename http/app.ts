@@ -28,6 +28,7 @@ import timelinesRoutes from './api/v1/timelines.ts';
 import markersRoutes from './api/v1/markers.ts';
 import notificationsRoutes from './api/v1/notifications.ts';
 import instanceV2Routes from './api/v2/instance.ts';
+import streamingRoutes from './streaming/routes.ts';
 
 export type App = FastifyInstance;
 
@@ -86,6 +87,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
+  await app.register(streamingRoutes, { ctx });
   return app;
 }
 

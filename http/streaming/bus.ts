@@ -1,0 +1,78 @@
+import { Redis } from 'ioredis';
+import type { StreamEvents, StreamMessage } from '../../services/stream-events.ts';
+
+export type StreamListener = (message: StreamMessage) => void;
+
+/**
+ * This process's side of the live events: one Redis connection subscribed to exactly the channels its sockets
+ * listen to (subscribed on the first listener, unsubscribed after the last), each message handed to every listener
+ * of its channel in the same turn.
+ */
+export class StreamBus {
+  private readonly listeners = new Map<string, Set<StreamListener>>();
+  private readonly events: StreamEvents;
+  private readonly redisUrl: string;
+  private connection: Redis | null = null;
+
+  constructor(redisUrl: string, events: StreamEvents) {
+    this.redisUrl = redisUrl;
+    this.events = events;
+  }
+
+  private subscriber(): Redis {
+    if (!this.connection) {
+      // ioredis subscribes again by itself after a reconnection (autoResubscribe).
+      this.connection = new Redis(this.redisUrl, { connectionName: 'streaming', maxRetriesPerRequest: null });
+      this.connection.on('error', () => {});
+      this.connection.on('message', (channel: string, text: string) => this.dispatch(channel, text));
+    }
+    return this.connection;
+  }
+
+  private dispatch(channel: string, text: string): void {
+    const set = this.listeners.get(channel);
+    if (!set) return;
+    let message: StreamMessage;
+    try {
+      message = JSON.parse(text) as StreamMessage;
+    } catch {
+      return;
+    }
+    for (const listener of set) listener(message);
+  }
+
+  async listen(channel: string, listener: StreamListener): Promise<void> {
+    const name = this.events.channelName(channel);
+    let set = this.listeners.get(name);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(name, set);
+      set.add(listener);
+      await this.subscriber().subscribe(name);
+      return;
+    }
+    set.add(listener);
+  }
+
+  unlisten(channel: string, listener: StreamListener): void {
+    const name = this.events.channelName(channel);
+    const set = this.listeners.get(name);
+    if (!set) return;
+    set.delete(listener);
+    if (set.size === 0) {
+      this.listeners.delete(name);
+      void this.connection?.unsubscribe(name).catch(() => {});
+    }
+  }
+
+  /** How many channels this process listens to (for tests and operators). */
+  get channelCount(): number {
+    return this.listeners.size;
+  }
+
+  close(): void {
+    this.connection?.disconnect();
+    this.connection = null;
+    this.listeners.clear();
+  }
+}

@@ -1,0 +1,213 @@
+import websocket from '@fastify/websocket';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import type { RouteOptions } from '../app.ts';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../errors.ts';
+import { hashSecret, findActiveAccessTokenByHash } from '../../storage/oauth.ts';
+import { invalidationChannel } from '../../services/token-cache.ts';
+import { parseScopes } from '../oauth/scopes.ts';
+import { StreamPayloads } from '../serializers/stream-payloads.ts';
+import { StreamBus } from './bus.ts';
+import { StreamError, StreamSession, type StreamOwner, type StreamParams } from './session.ts';
+
+/** A client that reads slower than events come is cut off past this much unsent data, rather than held in memory. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+const PING_EVERY_MS = 30_000;
+const SSE_HEARTBEAT_MS = 15_000;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    streamOwner?: StreamOwner;
+  }
+}
+
+/** The token, from where Mastodon's streaming server takes it: the Authorization header, `access_token`, or the WebSocket protocol. */
+async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<void> {
+  const header = request.headers.authorization;
+  const query = request.query as Record<string, unknown>;
+  const protocol = request.headers['sec-websocket-protocol']?.split(',')[0]?.trim();
+  const raw = (header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined) ?? (typeof query.access_token === 'string' ? query.access_token : undefined) ?? protocol;
+  if (!raw) throw new ApiError(401, 'Missing access token');
+  const token = await ctx.tokens.lookup(ctx.db, raw);
+  if (!token || !token.user_id || !token.account_id) throw new ApiError(401, 'Invalid access token');
+  if (token.suspended) throw new ApiError(403, 'Your login is currently disabled');
+  if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
+  request.streamOwner = { accountId: token.account_id, userId: token.user_id, tokenHash: hashSecret(raw), scopes: parseScopes(token.scopes) };
+}
+
+/** Open sessions by token and by user, so a revocation in any process closes them at once. */
+class OpenSessions {
+  private readonly all = new Map<StreamSession, () => void>();
+
+  add(session: StreamSession, close: () => void): void {
+    this.all.set(session, close);
+  }
+
+  delete(session: StreamSession): void {
+    this.all.delete(session);
+  }
+
+  get size(): number {
+    return this.all.size;
+  }
+
+  /** The server is stopping: every stream ends (clients reconnect to another process). */
+  closeAll(): void {
+    for (const close of this.all.values()) close();
+    this.all.clear();
+  }
+
+  /** A token was revoked (`token:<hash>`) or something about a user changed (`user:<id>`): close what no longer holds. */
+  async revalidate(ctx: AppContext, message: string): Promise<void> {
+    const [kind, id] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)];
+    for (const [session, close] of this.all) {
+      const o = session.owner;
+      if (kind === 'token' && o.tokenHash === id) close();
+      else if (kind === 'user' && o.userId === id) {
+        const token = await findActiveAccessTokenByHash(ctx.db, o.tokenHash).catch(() => undefined);
+        if (token === null || (token && (token.suspended || !token.approved))) close();
+      }
+    }
+  }
+}
+
+/**
+ * The streaming API, as Mastodon has it: `GET /api/v1/streaming` upgraded to a WebSocket (streams chosen by
+ * `?stream=` and by subscribe/unsubscribe messages), the same streams as server-sent events under
+ * `/api/v1/streaming/…`, and `/api/v1/streaming/health`.
+ */
+export default async function streamingRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+  await app.register(websocket, {
+    options: {
+      maxPayload: 64 * 1024,
+      // masto and others send the token as the protocol; the handshake must name it back or browsers close.
+      handleProtocols: (protocols: Set<string>) => protocols.values().next().value ?? false,
+    },
+  });
+  const bus = new StreamBus(ctx.config.redisUrl, ctx.events);
+  const payloads = new StreamPayloads(ctx);
+  const open = new OpenSessions();
+  const onInvalidation = (channel: string, message: string) => {
+    if (channel === invalidationChannel(ctx.config.redisPrefix)) void open.revalidate(ctx, message);
+  };
+  ctx.subscriber.on('message', onInvalidation);
+  // Open streams would hold the server's close forever: they are ended, and whatever connection is still open a
+  // second later (a client that keeps its socket after its stream ended) is closed.
+  app.addHook('preClose', async () => {
+    open.closeAll();
+    setTimeout(() => app.server.closeAllConnections?.(), 1000).unref();
+  });
+  app.addHook('onClose', async () => {
+    ctx.subscriber.off('message', onInvalidation);
+    bus.close();
+  });
+
+  const auth = { auth: { kind: 'anonymous' as const } };
+  const preValidation = async (request: FastifyRequest) => authenticate(ctx, request);
+
+  app.get('/api/v1/streaming/health', { config: auth }, async (_request, reply) => reply.type('text/plain').send('OK'));
+
+  app.get('/api/v1/streaming', { config: auth, preValidation, websocket: true }, (socket: WebSocket, request: FastifyRequest) => {
+    const owner = request.streamOwner!;
+    const send = (text: string) => {
+      if (socket.readyState !== socket.OPEN) return;
+      if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
+        socket.close(1008, 'Too many unread events');
+        return;
+      }
+      socket.send(text);
+    };
+    const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(JSON.stringify({ stream, event, payload })));
+    open.add(session, () => socket.close(1008, 'Access token revoked'));
+    const fail = (err: unknown) => {
+      const e = err instanceof StreamError ? err : new StreamError(500, 'Internal server error');
+      send(JSON.stringify({ error: e.message, status: e.status }));
+    };
+
+    // Dead peers are found by ping and pong, and let go.
+    let alive = true;
+    socket.on('pong', () => { alive = true; });
+    const pinger = setInterval(() => {
+      if (!alive) return socket.terminate();
+      alive = false;
+      socket.ping();
+    }, PING_EVERY_MS);
+    pinger.unref();
+    socket.on('close', () => {
+      clearInterval(pinger);
+      session.close();
+      open.delete(session);
+    });
+
+    socket.on('message', (data) => {
+      let message: { type?: unknown; stream?: unknown } & StreamParams;
+      try {
+        message = JSON.parse(String(data)) as typeof message;
+      } catch {
+        return fail(new StreamError(400, 'Invalid JSON'));
+      }
+      if (typeof message.stream !== 'string') return fail(new StreamError(400, 'Unknown stream type'));
+      const params = { tag: str(message.tag), list: str(message.list), only_media: str(message.only_media) };
+      if (message.type === 'subscribe') session.subscribe(message.stream, params).catch(fail);
+      else if (message.type === 'unsubscribe') {
+        try {
+          session.unsubscribe(message.stream, params);
+        } catch (err) {
+          fail(err);
+        }
+      }
+    });
+
+    const query = request.query as Record<string, unknown>;
+    if (typeof query.stream === 'string') {
+      session.subscribe(query.stream, { tag: str(query.tag), list: str(query.list), only_media: str(query.only_media) }).catch(fail);
+    }
+  });
+
+  // Server-sent events: one stream per connection, chosen by the path.
+  const sse = (path: string, name: string) => {
+    app.get(path, { config: auth, preValidation }, async (request: FastifyRequest, reply: FastifyReply) => {
+      const query = request.query as Record<string, unknown>;
+      const media = query.only_media === 'true' || query.only_media === '1';
+      const streamName = media && name.startsWith('public') ? `${name}:media` : name;
+      const owner = request.streamOwner!;
+      const res = reply.raw;
+      let session: StreamSession | null = null;
+      const end = () => res.end();
+      session = new StreamSession(owner, bus, payloads, (_stream, event, payload) => {
+        if (res.writableLength > MAX_BUFFERED_BYTES) return end();
+        res.write(`event: ${event}\ndata: ${payload}\n\n`);
+      });
+      try {
+        await session.subscribe(streamName, { tag: str(query.tag), list: str(query.list) });
+      } catch (err) {
+        session.close();
+        if (err instanceof StreamError) throw new ApiError(err.status, err.message);
+        throw err;
+      }
+      reply.hijack();
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-request-id': request.id });
+      res.write(':)\n');
+      const heartbeat = setInterval(() => res.write(':thump\n'), SSE_HEARTBEAT_MS);
+      heartbeat.unref();
+      open.add(session, end);
+      res.on('close', () => {
+        clearInterval(heartbeat);
+        session.close();
+        open.delete(session);
+      });
+    });
+  };
+  sse('/api/v1/streaming/user', 'user');
+  sse('/api/v1/streaming/user/notification', 'user:notification');
+  sse('/api/v1/streaming/public', 'public');
+  sse('/api/v1/streaming/public/local', 'public:local');
+  sse('/api/v1/streaming/public/remote', 'public:remote');
+  sse('/api/v1/streaming/hashtag', 'hashtag');
+  sse('/api/v1/streaming/hashtag/local', 'hashtag:local');
+  sse('/api/v1/streaming/direct', 'direct');
+  sse('/api/v1/streaming/list', 'list');
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

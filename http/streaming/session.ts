@@ -1,0 +1,144 @@
+import { grantsAny } from '../oauth/scopes.ts';
+import { streamChannels, type StreamMessage } from '../../services/stream-events.ts';
+import type { StreamBus, StreamListener } from './bus.ts';
+import type { StreamPayloads } from '../serializers/stream-payloads.ts';
+
+/** Who holds a streaming connection: the token's account, and what revoking it would name. */
+export interface StreamOwner {
+  accountId: string;
+  userId: string;
+  tokenHash: string;
+  scopes: string[];
+}
+
+/** What a client asks for, as query parameters or in a subscribe message. */
+export interface StreamParams {
+  tag?: string | undefined;
+  list?: string | undefined;
+  only_media?: string | boolean | undefined;
+}
+
+/** Writes one event to the client: `stream` as Mastodon names it (`["hashtag","foo"]`), payload as JSON text or an id. */
+export type StreamOutput = (stream: string[], event: string, payload: string) => void;
+
+export class StreamError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const PUBLIC_STREAMS = new Set(['public', 'public:media', 'public:local', 'public:local:media', 'public:remote', 'public:remote:media', 'hashtag', 'hashtag:local']);
+
+/** The Redis channels behind a stream, and the name events carry, as Mastodon's streaming server maps them. */
+export function resolveStream(owner: StreamOwner, name: string, params: StreamParams): { channels: string[]; stream: string[] } {
+  // Public streams need no scope; the others need `read`, or the granular scope of what they carry.
+  if (!PUBLIC_STREAMS.has(name) && name !== 'list') {
+    const needed = name === 'user:notification' ? ['read:notifications'] : ['read:statuses'];
+    if (!grantsAny(owner.scopes, needed)) throw new StreamError(401, 'Access token does not have the required scopes');
+  }
+  const media = params.only_media === true || params.only_media === 'true' || params.only_media === '1';
+  switch (name) {
+    case 'user': {
+      const channels = [streamChannels.home(owner.accountId)];
+      // Notifications ride on the user stream only for tokens that may read them.
+      if (grantsAny(owner.scopes, ['read:notifications'])) channels.push(streamChannels.notifications(owner.accountId));
+      return { channels, stream: ['user'] };
+    }
+    case 'user:notification':
+      return { channels: [streamChannels.notifications(owner.accountId)], stream: [name] };
+    case 'public':
+    case 'public:media':
+      return { channels: [streamChannels.public('', media || name === 'public:media')], stream: [media && name === 'public' ? 'public:media' : name] };
+    case 'public:local':
+    case 'public:local:media':
+      return { channels: [streamChannels.public(':local', media || name.endsWith(':media'))], stream: [media && !name.endsWith(':media') ? 'public:local:media' : name] };
+    case 'public:remote':
+    case 'public:remote:media':
+      return { channels: [streamChannels.public(':remote', media || name.endsWith(':media'))], stream: [media && !name.endsWith(':media') ? 'public:remote:media' : name] };
+    case 'hashtag':
+    case 'hashtag:local': {
+      const tag = params.tag?.replace(/^#/, '');
+      if (!tag) throw new StreamError(400, 'Missing tag name parameter');
+      return { channels: [streamChannels.hashtag(tag, name === 'hashtag:local')], stream: [name, tag] };
+    }
+    case 'direct':
+      // Conversations do not exist yet: the subscription stands, and carries `conversation` events once they do.
+      return { channels: [`timeline:direct:${owner.accountId}`], stream: [name] };
+    case 'list':
+      if (!params.list) throw new StreamError(400, 'Missing list name parameter');
+      // Lists do not exist yet, so no list is this account's.
+      throw new StreamError(401, 'Not authorized to stream this list');
+    default:
+      throw new StreamError(400, 'Unknown stream type');
+  }
+}
+
+/**
+ * One client connection's subscriptions. Events are written in the order they arrived, each rendered for this
+ * connection's account: an update it may not see is left out.
+ */
+export class StreamSession {
+  readonly owner: StreamOwner;
+  private readonly bus: StreamBus;
+  private readonly payloads: StreamPayloads;
+  private readonly output: StreamOutput;
+  private readonly subscriptions = new Map<string, { channels: string[]; listener: StreamListener }>();
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(owner: StreamOwner, bus: StreamBus, payloads: StreamPayloads, output: StreamOutput) {
+    this.owner = owner;
+    this.bus = bus;
+    this.payloads = payloads;
+    this.output = output;
+  }
+
+  /** Subscribes; a second subscription to the same stream is a no-op, as in Mastodon. Throws StreamError. */
+  async subscribe(name: string, params: StreamParams): Promise<void> {
+    const { channels, stream } = resolveStream(this.owner, name, params);
+    const key = channels.join(';');
+    if (this.closed || this.subscriptions.has(key)) return;
+    const listener: StreamListener = (message) => this.enqueue(stream, message);
+    this.subscriptions.set(key, { channels, listener });
+    await Promise.all(channels.map((c) => this.bus.listen(c, listener)));
+  }
+
+  unsubscribe(name: string, params: StreamParams): void {
+    const { channels } = resolveStream(this.owner, name, params);
+    this.remove(channels.join(';'));
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const key of [...this.subscriptions.keys()]) this.remove(key);
+  }
+
+  private remove(key: string): void {
+    const sub = this.subscriptions.get(key);
+    if (!sub) return;
+    for (const c of sub.channels) this.bus.unlisten(c, sub.listener);
+    this.subscriptions.delete(key);
+  }
+
+  private enqueue(stream: string[], message: StreamMessage): void {
+    // Rendering starts at once (receivers of one event are batched); writing keeps the order of arrival.
+    const payload = this.render(message);
+    this.queue = this.queue.then(async () => {
+      const text = await payload.catch(() => null);
+      if (text !== null && !this.closed) this.output(stream, message.event, text);
+    });
+  }
+
+  private render(message: StreamMessage): Promise<string | null> {
+    switch (message.event) {
+      case 'update':
+        return this.payloads.status(message.statusId, this.owner.accountId);
+      case 'delete':
+        return Promise.resolve(message.statusId);
+      case 'notification':
+        return this.payloads.notification(message.notificationId, this.owner.accountId);
+    }
+  }
+}

@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { createStreamingAPIClient, type mastodon } from 'masto';
+import { startListeningServer } from '../helpers/listen.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { expectEntity } from '../helpers/schema.ts';
+import { closeContext, createContext } from '../../server.ts';
+import { buildApp, type App } from '../../http/app.ts';
+import { freePort } from '../helpers/listen.ts';
+import type { AppContext } from '../../context.ts';
+
+// Two server processes' worth of the app on one PostgreSQL and one Redis: A runs the workers and takes the writes,
+// B only holds streaming sockets. Every event must cross from A to B through Redis.
+let a: TestServer & { url: string };
+let bCtx: AppContext;
+let bApp: App;
+let bUrl: string;
+let ana: TestUser; // posts
+let ben: TestUser; // follows ana
+let cy: TestUser; // a stranger
+
+beforeAll(async () => {
+  a = await startListeningServer();
+  bCtx = await createContext({ ...a.config, role: 'web' });
+  bApp = await buildApp(bCtx, { logger: false });
+  const port = await freePort();
+  await bApp.listen({ port, host: '127.0.0.1' });
+  bUrl = `ws://127.0.0.1:${port}`;
+  [ana, ben, cy] = await registerUsers(a.app, 'ana', 'ben', 'cy');
+  expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${ana.id}/follow`, headers: bearer(ben.token) })).statusCode).toBe(200);
+  // Home feeds are built when first read, as an app does at start.
+  for (const u of [ana, ben, cy]) await a.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(u.token) });
+}, 60_000);
+afterAll(async () => {
+  await bApp?.close();
+  if (bCtx) await closeContext(bCtx);
+  await a?.close();
+});
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
+const post = async (user: TestUser, payload: object): Promise<Json> => {
+  const res = await a.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(user.token), payload });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+};
+
+/** A raw WebSocket client that keeps every message, for what a library would hide. */
+async function rawSocket(query: string, options: { protocol?: string; headers?: Record<string, string> } = {}) {
+  const ws = new WebSocket(`${bUrl}/api/v1/streaming${query}`, options.protocol ? [options.protocol] : [], { headers: options.headers ?? {} });
+  const messages: Json[] = [];
+  ws.on('message', (d) => messages.push(JSON.parse(String(d)) as Json));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject); });
+  const waitFor = async (pred: (m: Json) => boolean, ms = 5000): Promise<Json> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const found = messages.find(pred);
+      if (found) return found;
+      if (Date.now() > end) throw new Error(`no such message; got ${JSON.stringify(messages).slice(0, 800)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  // Subscriptions are made asynchronously: a round trip proves them in place.
+  const settle = () => new Promise((r) => setTimeout(r, 150));
+  await settle();
+  return { ws, messages, closed, waitFor, settle };
+}
+
+/** Reads a masto subscription in the background (it subscribes when first read), keeping every event. */
+function collect(subscription: mastodon.streaming.Subscription) {
+  const events: mastodon.streaming.Event[] = [];
+  void (async () => {
+    try {
+      for await (const e of subscription) events.push(e);
+    } catch {
+      // the client was closed
+    }
+  })();
+  return async (pred: (e: mastodon.streaming.Event) => boolean, ms = 5000): Promise<mastodon.streaming.Event> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const found = events.find(pred);
+      if (found) return found;
+      if (Date.now() > end) throw new Error(`timed out waiting for a streaming event; got ${JSON.stringify(events.map((e) => e.event))}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+}
+
+describe('the streaming API across processes', () => {
+  it('brings a followed account\'s post, its deletion and a mention to a masto client on the other process', async () => {
+    const client = createStreamingAPIClient({ streamingApiUrl: bUrl, accessToken: ben.token, retry: false });
+    try {
+    const user = collect(client.user.subscribe());
+    const notifications = collect(client.user.notification.subscribe());
+    // masto subscribes once its connection is up: a probe post that arrives shows the subscription in place.
+    for (let i = 0; ; i++) {
+      const probe = await post(ana, { status: `probe ${i}` });
+      if (await user((e) => e.event === 'update' && e.payload.id === probe.id, 300).catch(() => null)) break;
+      if (i > 20) throw new Error('the masto client never got a post');
+    }
+    const status = await post(ana, { status: 'live from A' });
+    const update = await user((e) => e.event === 'update' && e.payload.id === status.id);
+    // masto hands over entities with camelCase keys; the raw payloads are checked against the schema below.
+    expect(update.payload).toMatchObject({ content: expect.stringContaining('live from A'), favourited: false, account: { username: 'ana' } });
+
+    expect((await a.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${status.id}`, headers: bearer(ana.token) })).statusCode).toBe(200);
+    const deleted = await user((e) => e.event === 'delete');
+    expect(deleted.payload).toBe(status.id);
+
+    const mention = await post(cy, { status: '@ben hello there' });
+    const note = await notifications((e) => e.event === 'notification');
+    expect(note.payload).toMatchObject({ type: 'mention', status: { id: mention.id }, account: { username: 'cy' } });
+    } finally {
+      client.close();
+    }
+  });
+
+  it('sends public posts on the public streams, rendered with the receiver\'s own flags', async () => {
+    const s = await rawSocket('?stream=public:local', { protocol: cy.token });
+    const tagged = await rawSocket('?stream=hashtag&tag=Streams', { headers: bearer(cy.token) });
+    const status = await post(ana, { status: 'public and #streams' });
+    const event = await s.waitFor((m) => m.event === 'update');
+    expect(event.stream).toEqual(['public:local']);
+    expect(typeof event.payload).toBe('string');
+    expectEntity('Status', JSON.parse(event.payload));
+    expect((await tagged.waitFor((m) => m.event === 'update')).stream).toEqual(['hashtag', 'Streams']);
+
+    // ben favourites it, then ana boosts it: ben's home stream shows the boost with ben's favourite on it.
+    const benSocket = await rawSocket(`?stream=user&access_token=${ben.token}`);
+    await a.app.inject({ method: 'POST', url: `/api/v1/statuses/${status.id}/favourite`, headers: bearer(ben.token) });
+    await a.app.inject({ method: 'POST', url: `/api/v1/statuses/${status.id}/reblog`, headers: bearer(ana.token) });
+    const boost = await benSocket.waitFor((m) => m.event === 'update' && JSON.parse(m.payload).reblog?.id === status.id);
+    expect(JSON.parse(boost.payload)).toMatchObject({ favourited: true, reblog: { favourited: true } });
+    // ...while cy's view of the same boost (if cy followed) would not: the public stream is not sent boosts at all.
+    expect(s.messages.filter((m) => m.event === 'update').map((m) => JSON.parse(m.payload).id)).toEqual([status.id]);
+    for (const c of [s, tagged, benSocket]) c.ws.close();
+  });
+
+  it('sends a followers-only post to a follower and to nobody else', async () => {
+    const follower = await rawSocket('?stream=user', { protocol: ben.token });
+    const stranger = await rawSocket('?stream=user', { protocol: cy.token });
+    const publicSocket = await rawSocket('?stream=public', { protocol: cy.token });
+    const status = await post(ana, { status: 'only followers', visibility: 'private' });
+    const got = await follower.waitFor((m) => m.event === 'update');
+    expect(JSON.parse(got.payload)).toMatchObject({ id: status.id, visibility: 'private' });
+    const later = await post(ana, { status: 'a public one after it' });
+    await publicSocket.waitFor((m) => m.event === 'update' && JSON.parse(m.payload).id === later.id);
+    expect(stranger.messages.filter((m) => m.event === 'update')).toEqual([]);
+    expect(publicSocket.messages.some((m) => m.event === 'update' && JSON.parse(m.payload).id === status.id)).toBe(false);
+    for (const c of [follower, stranger, publicSocket]) c.ws.close();
+  });
+
+  it('closes a socket at once when its token is revoked through the other process', async () => {
+    const client = await createApp(a.app);
+    const dee = await registerUser(a.app, client, 'dee');
+    const s = await rawSocket('?stream=user', { protocol: dee.token });
+    const revoked = await a.app.inject({ method: 'POST', url: '/oauth/revoke', payload: { client_id: client.client_id, client_secret: client.client_secret, token: dee.token } });
+    expect(revoked.statusCode).toBe(200);
+    const closed = await Promise.race([s.closed, new Promise<null>((r) => setTimeout(() => r(null), 3000))]);
+    expect(closed).not.toBeNull();
+  });
+
+  it('answers like Mastodon\'s streaming server: 401 before the upgrade, errors as messages, health as OK', async () => {
+    const refused = new WebSocket(`${bUrl}/api/v1/streaming?stream=user`);
+    const status = await new Promise<number>((resolve) => refused.on('unexpected-response', (req, res) => { resolve(res.statusCode ?? 0); req.destroy(); }));
+    expect(status).toBe(401);
+    const bad = new WebSocket(`${bUrl}/api/v1/streaming?stream=user&access_token=nope`);
+    expect(await new Promise<number>((resolve) => bad.on('unexpected-response', (req, res) => { resolve(res.statusCode ?? 0); req.destroy(); }))).toBe(401);
+
+    const s = await rawSocket('', { protocol: cy.token });
+    s.ws.send(JSON.stringify({ type: 'subscribe', stream: 'nonsense' }));
+    expect(await s.waitFor((m) => 'error' in m)).toEqual({ error: 'Unknown stream type', status: 400 });
+    s.ws.send(JSON.stringify({ type: 'subscribe', stream: 'hashtag' }));
+    expect(await s.waitFor((m) => m.error === 'Missing tag name parameter')).toMatchObject({ status: 400 });
+    s.ws.send('not json');
+    await s.waitFor((m) => m.error === 'Invalid JSON');
+    expect(s.ws.readyState).toBe(WebSocket.OPEN);
+    s.ws.close();
+
+    const health = await fetch(`${bUrl.replace('ws', 'http')}/api/v1/streaming/health`);
+    expect(await health.text()).toBe('OK');
+  });
+
+  it('streams as server-sent events too', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${bUrl.replace('ws', 'http')}/api/v1/streaming/public/local`, { headers: bearer(cy.token), signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const reader = res.body!.getReader();
+    await new Promise((r) => setTimeout(r, 150));
+    const status = await post(ana, { status: 'as an event' });
+    let text = '';
+    const end = Date.now() + 5000;
+    while (!text.includes(status.id) && Date.now() < end) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).toMatch(/event: update\ndata: \{/);
+    controller.abort();
+    const unauthorized = await fetch(`${bUrl.replace('ws', 'http')}/api/v1/streaming/user`);
+    expect(unauthorized.status).toBe(401);
+    expect(await unauthorized.json()).toEqual({ error: 'Missing access token' });
+  });
+});

@@ -8,6 +8,7 @@ import { findStatusByUri } from '../../storage/statuses.ts';
 import sharp from 'sharp';
 import { multipart } from '../helpers/multipart.ts';
 import { startTestServer } from '../helpers/server.ts';
+import WebSocket from 'ws';
 
 // Two instances of this server (one in authorized-fetch mode) with different domains, separate databases and Redis prefixes, federating over
 // real https on loopback. Every step is observed through each side's Mastodon API.
@@ -95,6 +96,26 @@ describe('two servers federating', () => {
     await until(async () => (await api(a, alice, 'GET', `/api/v1/statuses/${postOnA.id}`)).status, (s) => s === 404, 'a: the status is gone');
     const home = (await api(a, alice, 'GET', '/api/v1/timelines/home')).body as Json[];
     expect(home.some((s) => s.uri === postOnB.uri || s.reblog?.uri === postOnB.uri)).toBe(false);
+  });
+
+  it('streams a post received through the inbox to a local follower\'s socket, and its deletion', async () => {
+    // alice (on a) follows bob (on b): her WebSocket on a hears of what bob's server delivers.
+    const socket = new WebSocket(`${a.url.replace('https', 'wss')}/api/v1/streaming?stream=user`, [alice.token]);
+    const messages: Json[] = [];
+    socket.on('message', (d) => messages.push(JSON.parse(String(d)) as Json));
+    await new Promise<void>((resolve, reject) => { socket.once('open', () => resolve()); socket.once('error', reject); });
+    await new Promise((r) => setTimeout(r, 200));
+    try {
+      const posted = (await api(b, bob, 'POST', '/api/v1/statuses', { status: 'streamed across servers' })).body;
+      const update = await until(async () => messages.find((m) => m.event === 'update' && JSON.parse(m.payload).uri === posted.uri), (m) => m !== undefined, 'a: the update on alice\'s socket');
+      const status = JSON.parse(update!.payload) as Json;
+      expectEntity('Status', status);
+      expect(status.account.acct).toBe(`bob@${b.domain}`);
+      await api(b, bob, 'DELETE', `/api/v1/statuses/${posted.id}`);
+      await until(async () => messages.find((m) => m.event === 'delete' && m.payload === status.id), (m) => m !== undefined, 'a: the delete on alice\'s socket');
+    } finally {
+      socket.close();
+    }
   });
 
   it('follows a locked account by request, accepted when its owner authorizes', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createStreamingAPIClient, type mastodon } from 'masto';
+import generator from 'megalodon';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
@@ -117,6 +118,24 @@ describe('the streaming API across processes', () => {
     }
   });
 
+  it('brings an update to megalodon\'s streaming client, which sends its token as ?access_token=', async () => {
+    const client = generator('mastodon', a.url, ben.token);
+    const stream = await client.userStreaming();
+    const updates: { id: string; content: string }[] = [];
+    stream.on('update', (status: { id: string; content: string }) => updates.push(status));
+    await new Promise<void>((resolve) => stream.on('connect', () => resolve()));
+    try {
+      for (let i = 0; updates.length === 0; i++) {
+        await post(ana, { status: `for megalodon ${i}` });
+        await new Promise((r) => setTimeout(r, 250));
+        if (i > 20) throw new Error('megalodon never got an update');
+      }
+      expect(updates[0]!.content).toContain('for megalodon');
+    } finally {
+      stream.stop();
+    }
+  });
+
   it('sends public posts on the public streams, rendered with the receiver\'s own flags', async () => {
     const s = await rawSocket('?stream=public:local', { protocol: cy.token });
     const tagged = await rawSocket('?stream=hashtag&tag=Streams', { headers: bearer(cy.token) });
@@ -135,6 +154,10 @@ describe('the streaming API across processes', () => {
     expect(JSON.parse(boost.payload)).toMatchObject({ favourited: true, reblog: { favourited: true } });
     // ...while cy's view of the same boost (if cy followed) would not: the public stream is not sent boosts at all.
     expect(s.messages.filter((m) => m.event === 'update').map((m) => JSON.parse(m.payload).id)).toEqual([status.id]);
+    // A notification on the user stream, as the raw payload a client parses.
+    await post(cy, { status: '@ben look' });
+    const note = await benSocket.waitFor((m) => m.event === 'notification');
+    expectEntity('Notification', JSON.parse(note.payload));
     for (const c of [s, tagged, benSocket]) c.ws.close();
   });
 

@@ -11,7 +11,7 @@ export class ConfigError extends Error {
 }
 
 export type RegistrationsMode = 'open' | 'approved' | 'none';
-export type Role = 'web' | 'worker' | 'all';
+export type Role = 'web' | 'worker' | 'streaming' | 'all';
 
 export interface Config {
   port: number;
@@ -24,7 +24,10 @@ export interface Config {
   /** Prefix for every Redis key and BullMQ queue, so installs (and test runs) sharing a Redis never collide. */
   redisPrefix: string;
   dataDir: string;
-  /** What this process runs: the web server, the job workers, or both (one machine). */
+  /**
+   * What this process runs: the web server (API, ActivityPub and streaming), only the streaming sockets (as
+   * Mastodon's separate streaming server), the job workers, or web and workers together (one machine).
+   */
   role: Role;
   logLevel: string;
   registrationsMode: RegistrationsMode;
@@ -143,7 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REDIS_PREFIX', 'fedi:'),
     dataDir: str(env, 'DATA_DIR', './data'),
-    role: oneOf(env, 'ROLE', 'all', ['web', 'worker', 'all'] as const),
+    role: oneOf(env, 'ROLE', 'all', ['web', 'worker', 'streaming', 'all'] as const),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     registrationsMode: oneOf(env, 'REGISTRATIONS_MODE', 'open', ['open', 'approved', 'none'] as const),
     instanceTitle: str(env, 'INSTANCE_TITLE', localDomain),

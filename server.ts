@@ -97,11 +97,11 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   ctx.redis.disconnect();
 }
 
-/** Starts the roles this process plays: the web server (listening), the job workers, or both. */
+/** Starts the roles this process plays: the web server or streaming sockets (listening), the job workers, or both. */
 export async function startServer(config: Config, options: { logger?: boolean } = {}) {
   const ctx = await createContext(config);
   const app = await buildApp(ctx, options);
-  const workers = config.role === 'web' ? null : startWorkers(ctx);
+  const workers = config.role === 'web' || config.role === 'streaming' ? null : startWorkers(ctx);
   if (config.role !== 'worker') await app.listen({ port: config.port, host: config.bind });
   return {
     app,

@@ -65,6 +65,12 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(bodyPlugin, { maxFileBytes: Math.max(ctx.config.maxImageBytes, ctx.config.maxVideoBytes) });
   // Health checks and static files are registered before the rate limiter, which only sees later routes.
   await app.register(healthRoutes, { ctx });
+  if (ctx.config.role === 'streaming') {
+    // A process of its own for the sockets (ROLE=streaming): health and the streaming API, nothing else.
+    await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
+    await app.register(streamingRoutes, { ctx });
+    return app;
+  }
   await app.register(fileRoutes, { ctx });
   // ActivityPub first (Fedify); what it does not handle falls through to the routes below.
   await app.register(federationHook, { ctx });

@@ -12,7 +12,7 @@ import { freePort } from '../helpers/listen.ts';
 import type { AppContext } from '../../context.ts';
 
 // Two server processes' worth of the app on one PostgreSQL and one Redis: A runs the workers and takes the writes,
-// B only holds streaming sockets. Every event must cross from A to B through Redis.
+// B (ROLE=streaming) only holds streaming sockets. Every event must cross from A to B through Redis.
 let a: TestServer & { url: string };
 let bCtx: AppContext;
 let bApp: App;
@@ -23,7 +23,8 @@ let cy: TestUser; // a stranger
 
 beforeAll(async () => {
   a = await startListeningServer();
-  bCtx = await createContext({ ...a.config, role: 'web' });
+  // B runs as a streaming process of its own (ROLE=streaming), as Mastodon's streaming server does.
+  bCtx = await createContext({ ...a.config, role: 'streaming' });
   bApp = await buildApp(bCtx, { logger: false });
   const port = await freePort();
   await bApp.listen({ port, host: '127.0.0.1' });
@@ -204,6 +205,8 @@ describe('the streaming API across processes', () => {
 
     const health = await fetch(`${bUrl.replace('ws', 'http')}/api/v1/streaming/health`);
     expect(await health.text()).toBe('OK');
+    // A streaming process serves nothing else.
+    expect((await fetch(`${bUrl.replace('ws', 'http')}/api/v1/instance`)).status).toBe(404);
   });
 
   it('streams as server-sent events too', async () => {

@@ -132,6 +132,9 @@ export async function fetchActor(fed: Context<AppContext>, idOrHandle: string, l
 
 async function refreshInBackground(app: AppContext, fed: Context<AppContext>, uri: string): Promise<void> {
   try {
+    // One refresh at a time per actor across processes, and not again within a minute if it fails: every request
+    // that meets a stale account would otherwise start one.
+    if ((await app.redis.set(`${app.config.redisPrefix}actor-refresh:${uri}`, '1', 'PX', 60_000, 'NX')) !== 'OK') return;
     const actor = await fetchActor(fed, uri);
     if (actor && actor.id?.href === uri) await storeRemoteActor(app, actor);
   } catch {

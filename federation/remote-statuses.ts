@@ -119,8 +119,23 @@ export async function receiveNote(fed: Fed, note: Note, author: AccountRow, dept
  * author. The GET is signed by `loader` (the acting local account's key), else by the context's own loader (in an
  * inbox, the recipient's or the instance actor's), so servers that refuse unsigned fetches answer it.
  */
-export async function fetchNote(fed: Fed, id: URL | null, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
-  if (!id || fed.parseUri(id) !== null) return null;
+export function fetchNote(fed: Fed, id: URL | null, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
+  if (!id || fed.parseUri(id) !== null) return Promise.resolve(null);
+  // A post boosted by many at once is fetched once by this process, not once per Announce (fetches made as a
+  // particular person are their own: what they may see differs).
+  if (options.loader) return fetchNoteNow(fed, id, options);
+  const key = `${id.href} ${options.depth ?? 0}`;
+  let pending = fetching.get(key);
+  if (!pending) {
+    pending = fetchNoteNow(fed, id, options).finally(() => fetching.delete(key));
+    fetching.set(key, pending);
+  }
+  return pending;
+}
+
+const fetching = new Map<string, Promise<StatusRow | null>>();
+
+async function fetchNoteNow(fed: Fed, id: URL, options: { depth?: number; loader?: DocumentLoader }): Promise<StatusRow | null> {
   try {
     const note = await fetchById(fed, id.href, options.loader ?? fed.documentLoader);
     return note instanceof Note ? await storeFetchedNote(fed, note, options) : null;

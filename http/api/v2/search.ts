@@ -76,7 +76,7 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
       if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
     }
     // A link to another server's account or post not seen yet: fetched, when asked to resolve.
-    if (viewer && /^https?:\/\//i.test(q) && offset === 0 && result.statuses.length === 0) {
+    if (viewer && (wants('accounts') || wants('statuses')) && /^https?:\/\//i.test(q) && offset === 0 && result.statuses.length === 0) {
       const found = await resolveRemoteLink(ctx, q, viewer);
       if (found?.status && wants('statuses')) result.statuses = await renderStatuses(ctx, viewerId, [found.status.id]);
       if (found?.account && wants('accounts')) result.accounts = [renderAccount(ctx.render, found.account)];

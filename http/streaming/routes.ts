@@ -103,6 +103,15 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
     bus.close();
   });
 
+  /**
+   * Fan-out skips home feeds that are not built (their owners have not read home lately); someone listening to
+   * their home stream is reading it, so the feed is built (by its owner's actor) if it is not.
+   */
+  const subscribe = async (session: StreamSession, name: string, params: StreamParams) => {
+    await session.subscribe(name, params);
+    if (name === 'user') void ctx.actors.ask(session.owner.accountId, { type: 'rebuildHomeFeed' }).catch(() => {});
+  };
+
   const auth = { auth: { kind: 'anonymous' as const } };
   const preValidation = async (request: FastifyRequest) => authenticate(ctx, request);
 
@@ -149,7 +158,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
       }
       if (typeof message.stream !== 'string') return fail(new StreamError(400, 'Unknown stream type'));
       const params = { tag: str(message.tag), list: str(message.list), only_media: str(message.only_media) };
-      if (message.type === 'subscribe') session.subscribe(message.stream, params).catch(fail);
+      if (message.type === 'subscribe') subscribe(session, message.stream, params).catch(fail);
       else if (message.type === 'unsubscribe') {
         try {
           session.unsubscribe(message.stream, params);
@@ -161,7 +170,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
 
     const query = request.query as Record<string, unknown>;
     if (typeof query.stream === 'string') {
-      session.subscribe(query.stream, { tag: str(query.tag), list: str(query.list), only_media: str(query.only_media) }).catch(fail);
+      subscribe(session, query.stream, { tag: str(query.tag), list: str(query.list), only_media: str(query.only_media) }).catch(fail);
     }
   });
 
@@ -180,7 +189,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
         res.write(`event: ${event}\ndata: ${payload}\n\n`);
       });
       try {
-        await session.subscribe(streamName, { tag: str(query.tag), list: str(query.list) });
+        await subscribe(session, streamName, { tag: str(query.tag), list: str(query.list) });
       } catch (err) {
         session.close();
         if (err instanceof StreamError) throw new ApiError(err.status, err.message);

@@ -176,6 +176,16 @@ describe('the streaming API across processes', () => {
     for (const c of [follower, stranger, publicSocket]) c.ws.close();
   });
 
+  it('builds the home feed of someone who listens to it before ever reading it, so fan-out reaches them', async () => {
+    const [eli] = await registerUsers(a.app, 'eli');
+    await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${ana.id}/follow`, headers: bearer(eli.token) });
+    const s = await rawSocket('?stream=user', { protocol: eli.token });
+    await new Promise((r) => setTimeout(r, 300));
+    const status = await post(ana, { status: 'to a feed built on demand' });
+    await s.waitFor((m) => m.event === 'update' && JSON.parse(m.payload).id === status.id);
+    s.ws.close();
+  });
+
   it('closes a socket at once when its token is revoked through the other process', async () => {
     const client = await createApp(a.app);
     const dee = await registerUser(a.app, client, 'dee');

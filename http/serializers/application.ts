@@ -1,7 +1,7 @@
 import type { ApplicationRow } from '../../storage/oauth.ts';
 
-/** Mastodon's Application entity. There is no Web Push yet, so there is no VAPID key to show. */
-export function renderApplication(app: ApplicationRow) {
+/** Mastodon's Application entity; `vapid_key` is the server's Web Push key (services/web-push.ts). */
+export function renderApplication(app: ApplicationRow, vapidKey: string) {
   return {
     id: app.id,
     name: app.name,
@@ -9,14 +9,14 @@ export function renderApplication(app: ApplicationRow) {
     scopes: app.scopes.split(' '),
     redirect_uri: app.redirect_uris.join('\n'),
     redirect_uris: app.redirect_uris,
-    vapid_key: '',
+    vapid_key: vapidKey,
   };
 }
 
 /** CredentialApplication: the one time the client secret is shown. */
-export function renderCredentialApplication(app: ApplicationRow, clientSecret: string) {
+export function renderCredentialApplication(app: ApplicationRow, vapidKey: string, clientSecret: string) {
   return {
-    ...renderApplication(app),
+    ...renderApplication(app, vapidKey),
     client_id: app.client_id,
     client_secret: clientSecret,
     client_secret_expires_at: 0,

@@ -67,7 +67,7 @@ export function renderInstanceV1(ctx: RenderContext, config: Config, stats: Inst
   };
 }
 
-export function renderInstanceV2(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null) {
+export function renderInstanceV2(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null, vapidPublicKey: string) {
   return {
     domain: config.localDomain,
     title: config.instanceTitle,
@@ -80,7 +80,7 @@ export function renderInstanceV2(ctx: RenderContext, config: Config, stats: Inst
     languages: ['en'],
     configuration: {
       urls: { streaming: streamingUrl(config.publicUrl), status: null },
-      vapid: { public_key: '' },
+      vapid: { public_key: vapidPublicKey },
       translation: { enabled: false },
       timelines_access: {
         live_feeds: { local: 'public', remote: 'public' },

@@ -7,6 +7,7 @@ import { insertApplication, findApplicationById } from '../../../storage/oauth.t
 import { renderApplication, renderCredentialApplication } from '../../serializers/application.ts';
 import { DEFAULT_SCOPES, parseScopes, validScopes } from '../../oauth/scopes.ts';
 import { unprocessable, ApiError } from '../../../errors.ts';
+import { vapidPublicKey } from '../../../services/web-push.ts';
 
 export const OOB_REDIRECT_URI = 'urn:ietf:wg:oauth:2.0:oob';
 
@@ -57,12 +58,12 @@ export default async function appsRoutes(fastify: FastifyInstance, { ctx }: Rout
       clientId: randomBytes(32).toString('base64url'),
       clientSecret,
     });
-    return renderCredentialApplication(row, clientSecret);
+    return renderCredentialApplication(row, await vapidPublicKey(ctx.db), clientSecret);
   });
 
   app.get('/api/v1/apps/verify_credentials', { config: { auth: { kind: 'app', scopes: [] } } }, async (request) => {
     const row = await findApplicationById(ctx.db, request.token!.application_id);
     if (!row) throw new ApiError(401, 'The access token is invalid');
-    return renderApplication(row);
+    return renderApplication(row, await vapidPublicKey(ctx.db));
   });
 }

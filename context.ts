@@ -9,6 +9,7 @@ import type { JobQueues } from './jobs/queues.ts';
 import type { TokenCache } from './services/token-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
 import type { StreamEvents } from './services/stream-events.ts';
+import type { FilterCache } from './services/filters.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
 import type { KeyTracking } from './storage/key-tracking.ts';
@@ -33,6 +34,8 @@ export interface AppContext {
   /** Live events for streaming sockets, published over Redis pub/sub. */
   events: StreamEvents;
   statusLoader: StatusLoader;
+  /** Each viewer's filters, compiled, kept while their version holds. */
+  filters: FilterCache;
   /** Rendered home timeline pages, per viewer and paging. */
   homePages: RenderedPageCache;
   /** Redis client tracking: reads that tell this process when what they read changes. */

@@ -22,6 +22,7 @@ import { BullMqMessageQueue } from './federation/queue.ts';
 import { resolveAcct } from './federation/remote-accounts.ts';
 import { findAccountById } from './storage/accounts.ts';
 import { StreamEvents } from './services/stream-events.ts';
+import { FilterCache } from './services/filters.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -65,6 +66,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     versions,
     events,
     statusLoader,
+    filters: new FilterCache(db, versions),
     homePages,
     tracking,
     subscriber,

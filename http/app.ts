@@ -30,6 +30,8 @@ import notificationsRoutes from './api/v1/notifications.ts';
 import pushRoutes from './api/v1/push.ts';
 import instanceV2Routes from './api/v2/instance.ts';
 import streamingRoutes from './streaming/routes.ts';
+import filtersV1Routes from './api/v1/filters.ts';
+import filtersV2Routes from './api/v2/filters.ts';
 
 export type App = FastifyInstance;
 
@@ -92,6 +94,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });
   await app.register(searchRoutes, { ctx });
+  await app.register(filtersV1Routes, { ctx });
+  await app.register(filtersV2Routes, { ctx });
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });

@@ -4,6 +4,7 @@ import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } from '../storage/statuses.ts';
 import { mediaOfStatuses, type MediaRow } from '../storage/media.ts';
 import { visibleTo } from './visibility.ts';
+import type { FilterMatch } from './filters.ts';
 
 /** Everything needed to render a set of statuses. */
 export interface StatusBundle {
@@ -15,6 +16,8 @@ export interface StatusBundle {
   favourited: Set<string>;
   reblogged: Set<string>;
   viewerId: string | null;
+  /** The viewer's filters that match a status shown (services/filters.ts applyFilters), by status id. */
+  filtered?: Map<string, FilterMatch[]>;
 }
 
 interface Entry<T> {
@@ -164,7 +167,8 @@ export class StatusLoader {
         addFacts(this.statuses.peek(e.status.reblog_of_id));
       }
     }
-    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewerId ? [viewerId] : [] });
+    // The viewer's filter version comes in the same read: renderings that apply filters depend on it too.
+    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewerId ? [viewerId] : [], f: viewerId ? [viewerId] : [] });
 
     const found = await this.statusesById([...new Set(ids)], known.s);
     const originals = [...found.values()].map((e) => e.status.reblog_of_id).filter((id): id is string => !!id && !found.has(id));

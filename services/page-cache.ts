@@ -4,6 +4,8 @@ export interface RenderedPage {
   /** The cache versions it was rendered under: Redis keys and their values (CacheVersions.keysOf). */
   versions: { keys: string[]; values: string[] };
   body: Buffer;
+  /** When it stops being what a rendering would show without any change being made (a filter that expires). */
+  notAfter?: number | undefined;
 }
 
 interface Entry extends RenderedPage {
@@ -60,7 +62,8 @@ export class RenderedPageCache {
     const size = page.body.length;
     if (size > this.maxBytes) return;
     while (this.bytes + size > this.maxBytes) this.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { ids: page.ids, versions: page.versions, body: page.body, expires: Date.now() + this.ttlMs, tracked });
+    const expires = Math.min(Date.now() + this.ttlMs, page.notAfter ?? Infinity);
+    this.entries.set(key, { ids: page.ids, versions: page.versions, body: page.body, notAfter: page.notAfter, expires, tracked });
     this.bytes += size;
     for (const k of tracked ?? []) {
       let pages = this.byKey.get(k);

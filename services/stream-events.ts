@@ -8,7 +8,9 @@ import type { Redis } from 'ioredis';
 export type StreamMessage =
   | { event: 'update'; statusId: string }
   | { event: 'delete'; statusId: string }
-  | { event: 'notification'; notificationId: string };
+  | { event: 'notification'; notificationId: string }
+  /** The account's filters changed: clients fetch them again (no payload). */
+  | { event: 'filters_changed' };
 
 export const streamChannels = {
   /** An account's home timeline: its own posts and those fanned out to it, and their deletion. */

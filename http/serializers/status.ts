@@ -4,6 +4,7 @@ import type { RenderContext } from './context.ts';
 import { statusUri } from '../../services/uris.ts';
 import { renderAccount } from './account.ts';
 import { renderMedia } from './media.ts';
+import { renderFilterResult } from './filter.ts';
 
 /** The fields of a Status that are the same for every viewer, without `reblog`. */
 function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {
@@ -65,8 +66,10 @@ function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
 /** Mastodon's Status entity. The internal deleted flag is never part of it. */
 export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, options: { withSource?: boolean } = {}): Record<string, unknown> {
   const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+  const filtered = b.filtered?.get(s.id);
   return {
     ...baseFields(ctx, b, s),
+    ...(filtered ? { filtered: filtered.map(renderFilterResult) } : {}),
     reblog: original ? renderStatus(ctx, b, original) : null,
     ...viewerFields(b, s),
     ...(options.withSource ? { text: s.text } : {}),
@@ -106,6 +109,11 @@ function viewerBytes(b: StatusBundle, s: StatusRow): Buffer {
 
 /** The same entity as renderStatus, as JSON bytes appended to `out`, built from cached pieces: what timelines send. */
 export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow, out: Buffer[] = []): Buffer[] {
+  // A status a filter matched carries its results; the cached pieces say `"filtered":[]`, so it is encoded whole.
+  if (b.filtered?.has(s.id)) {
+    out.push(Buffer.from(JSON.stringify(renderStatus(ctx, b, s))));
+    return out;
+  }
   const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
   out.push(cachedBase(ctx, b, s), viewerBytes(b, s));
   if (!original) {

@@ -3,26 +3,43 @@ import type { NotificationRow } from '../../storage/notifications.ts';
 import { findAccountsByIds } from '../../storage/accounts.ts';
 import { renderStatus, renderStatusListJson } from './status.ts';
 import { renderNotification } from './notification.ts';
+import type { FilterContext } from '../../storage/filters.ts';
+import { applyFilters } from '../../services/filters.ts';
 
 // Loading and rendering together, so that routes share one path instead of importing each other.
 
-/** A timeline page as JSON text, in the order given, without what the viewer may not see. */
-export async function renderTimeline(ctx: AppContext, viewerId: string | null, ids: string[]): Promise<Buffer> {
-  const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
+/**
+ * Statuses loaded for a viewer (what they may not see left out) with their filters of `context` applied: what a
+ * `hide` filter matches left out too, what others match carrying the results. `notAfter`: when a filter that
+ * applied expires (a rendering kept must not outlive it).
+ */
+export async function loadForViewer(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | null) {
+  const loaded = await ctx.statusLoader.load(viewerId, ids);
+  if (!viewerId || !context) return { ...loaded, notAfter: undefined };
+  const filters = await ctx.filters.forViewer(viewerId, loaded.versions.f.get(viewerId));
+  return { ...loaded, ...applyFilters(filters, context, viewerId, loaded.rows, loaded.bundle), notAfter: filters.notAfter };
+}
+
+/** A timeline page as JSON text, in the order given, without what the viewer may not see or has filtered out. */
+export async function renderTimeline(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | null): Promise<Buffer> {
+  const { rows, bundle } = await loadForViewer(ctx, viewerId, ids, context);
   return renderStatusListJson(ctx.render, bundle, rows);
 }
 
-/** Renders statuses in the order given, dropping what the viewer may not see. */
-export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[]) {
-  const { rows, bundle } = await ctx.statusLoader.load(viewerId, ids);
+/** Renders statuses in the order given, dropping what the viewer may not see (or has filtered out in `context`). */
+export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | null = null) {
+  const { rows, bundle } = await loadForViewer(ctx, viewerId, ids, context);
   return rows.map((s) => renderStatus(ctx.render, bundle, s));
 }
 
-/** Notifications with their accounts and statuses; one whose status the viewer can no longer see is left out. */
+/**
+ * Notifications with their accounts and statuses; one whose status the viewer can no longer see, or has filtered
+ * out of notifications, is left out.
+ */
 export async function renderNotifications(ctx: AppContext, viewerId: string, rows: NotificationRow[]) {
   const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a]));
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
-  const { rows: visible, bundle } = await ctx.statusLoader.load(viewerId, statusIds);
+  const { rows: visible, bundle } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));
   return rows
     .filter((n) => accounts.has(n.from_account_id) && (!n.status_id || rendered.has(n.status_id)))

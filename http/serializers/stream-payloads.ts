@@ -1,5 +1,8 @@
 import type { AppContext } from '../../context.ts';
 import type { StatusBundle } from '../../services/hydrate.ts';
+import type { StatusRow } from '../../storage/statuses.ts';
+import type { FilterContext } from '../../storage/filters.ts';
+import { applyFilters } from '../../services/filters.ts';
 import { flagsOfViewers } from '../../storage/statuses.ts';
 import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
@@ -20,13 +23,15 @@ export class StreamPayloads {
     this.ctx = ctx;
   }
 
-  status(statusId: string, viewerId: string): Promise<string | null> {
+  /** A status for a receiver, with their filters of `context` applied (null: shown unfiltered, as on a direct stream). */
+  status(statusId: string, viewerId: string, context: FilterContext | null = null): Promise<string | null> {
     return new Promise((resolve) => {
       let viewers = this.pending.get(statusId);
       if (!viewers) this.pending.set(statusId, (viewers = new Map()));
-      const waiting = viewers.get(viewerId);
+      const key = `${viewerId} ${context ?? ''}`;
+      const waiting = viewers.get(key);
       if (waiting) waiting.push(resolve);
-      else viewers.set(viewerId, [resolve]);
+      else viewers.set(key, [resolve]);
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -53,15 +58,43 @@ export class StreamPayloads {
     }
   }
 
-  private async renderFor(statusId: string, viewerIds: string[]): Promise<Map<string, string>> {
+  /** Payloads by receiver key (`<viewer> <context>`), with each receiver's filters applied. */
+  private async renderFor(statusId: string, keys: string[]): Promise<Map<string, string>> {
+    const receivers = keys.map((key) => {
+      const [viewerId, context] = key.split(' ') as [string, string];
+      return { key, viewerId, context: (context || null) as FilterContext | null };
+    });
+    const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
+    const unfiltered = await this.unfilteredFor(statusId, viewerIds);
     const out = new Map<string, string>();
+    const versions = await this.ctx.versions.get('f', viewerIds);
+    const filtersOf = new Map(await Promise.all(viewerIds.map(async (v, i) => [v, await this.ctx.filters.forViewer(v, versions[i])] as const)));
+    for (const r of receivers) {
+      const view = unfiltered.get(r.viewerId);
+      if (!view) continue;
+      const filters = filtersOf.get(r.viewerId)!;
+      if (!r.context || filters.filters.length === 0) {
+        out.set(r.key, view.json);
+        continue;
+      }
+      const applied = applyFilters(filters, r.context, r.viewerId, [view.row], view.bundle);
+      const row = applied.rows[0];
+      if (!row) continue; // a filter hides it
+      out.set(r.key, applied.bundle === view.bundle ? view.json : JSON.stringify(renderStatus(this.ctx.render, applied.bundle, row)));
+    }
+    return out;
+  }
+
+  /** Each receiver's view of the status before filters, with what rendering it took. */
+  private async unfilteredFor(statusId: string, viewerIds: string[]): Promise<Map<string, { json: string; row: StatusRow; bundle: StatusBundle }>> {
+    const out = new Map<string, { json: string; row: StatusRow; bundle: StatusBundle }>();
     const open = await this.ctx.statusLoader.load(null, [statusId]);
     const row = open.rows[0];
     if (!row) {
       // Followers-only or direct: seen by few, each checked as a REST read would check them.
       for (const viewerId of viewerIds) {
         const { rows, bundle } = await this.ctx.statusLoader.load(viewerId, [statusId]);
-        if (rows[0]) out.set(viewerId, JSON.stringify(renderStatus(this.ctx.render, bundle, rows[0])));
+        if (rows[0]) out.set(viewerId, { json: JSON.stringify(renderStatus(this.ctx.render, bundle, rows[0])), row: rows[0], bundle });
       }
       return out;
     }
@@ -69,18 +102,18 @@ export class StreamPayloads {
     const proper = row.reblog_of_id ?? row.id;
     const author = open.bundle.statuses.get(proper)?.account_id;
     const flags = await flagsOfViewers(this.ctx.db, viewerIds, [proper]);
-    const views = new Map<string, string>();
+    const views = new Map<string, { json: string; row: StatusRow; bundle: StatusBundle }>();
     for (const viewerId of viewerIds) {
       const f = flags.get(viewerId)!;
       const key = `${f.favourited.has(proper)}:${f.reblogged.has(proper)}:${viewerId === row.account_id || viewerId === author}`;
-      let json = views.get(key);
-      if (json === undefined) {
+      let view = views.get(key);
+      if (view === undefined) {
         const bundle: StatusBundle = { ...open.bundle, favourited: f.favourited, reblogged: f.reblogged, viewerId };
-        json = JSON.stringify(renderStatus(this.ctx.render, bundle, row));
+        view = { json: JSON.stringify(renderStatus(this.ctx.render, bundle, row)), row, bundle };
         // Whose own post it is shows in the entity (pinned); such views are not shared with others.
-        if (!key.endsWith('true')) views.set(key, json);
+        if (!key.endsWith('true')) views.set(key, view);
       }
-      out.set(viewerId, json);
+      out.set(viewerId, view);
     }
     return out;
   }

@@ -127,7 +127,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
       }
       socket.send(text);
     };
-    const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(JSON.stringify({ stream, event, payload })));
+    const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(JSON.stringify(payload === undefined ? { stream, event } : { stream, event, payload })));
     open.add(session, () => socket.close(1008, 'Access token revoked'));
     const fail = (err: unknown) => {
       const e = err instanceof StreamError ? err : new StreamError(500, 'Internal server error');
@@ -186,7 +186,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
       const end = () => res.end();
       session = new StreamSession(owner, bus, payloads, (_stream, event, payload) => {
         if (res.writableLength > MAX_BUFFERED_BYTES) return end();
-        res.write(`event: ${event}\ndata: ${payload}\n\n`);
+        res.write(`event: ${event}\ndata: ${payload ?? ''}\n\n`);
       });
       try {
         await subscribe(session, streamName, { tag: str(query.tag), list: str(query.list) });

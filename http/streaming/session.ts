@@ -2,6 +2,7 @@ import { grantsAny } from '../oauth/scopes.ts';
 import { streamChannels, type StreamMessage } from '../../services/stream-events.ts';
 import type { StreamBus, StreamListener } from './bus.ts';
 import type { StreamPayloads } from '../serializers/stream-payloads.ts';
+import type { FilterContext } from '../../storage/filters.ts';
 
 /** Who holds a streaming connection: the token's account, and what revoking it would name. */
 export interface StreamOwner {
@@ -18,8 +19,18 @@ export interface StreamParams {
   only_media?: string | boolean | undefined;
 }
 
-/** Writes one event to the client: `stream` as Mastodon names it (`["hashtag","foo"]`), payload as JSON text or an id. */
-export type StreamOutput = (stream: string[], event: string, payload: string) => void;
+/**
+ * Writes one event to the client: `stream` as Mastodon names it (`["hashtag","foo"]`), payload as JSON text or an
+ * id (none for `filters_changed`).
+ */
+export type StreamOutput = (stream: string[], event: string, payload: string | undefined) => void;
+
+/** Where a stream's statuses are shown, for the viewer's filters: home for the user stream, public for the others. */
+function filterContext(stream: string[]): FilterContext | null {
+  const name = stream[0] ?? '';
+  if (name === 'user') return 'home';
+  return name.startsWith('public') || name.startsWith('hashtag') ? 'public' : null;
+}
 
 export class StreamError extends Error {
   readonly status: number;
@@ -124,21 +135,28 @@ export class StreamSession {
 
   private enqueue(stream: string[], message: StreamMessage): void {
     // Rendering starts at once (receivers of one event are batched); writing keeps the order of arrival.
-    const payload = this.render(message);
+    const payload = this.render(message, filterContext(stream));
     this.queue = this.queue.then(async () => {
       const text = await payload.catch(() => null);
-      if (text !== null && !this.closed) this.output(stream, message.event, text);
+      if (text !== null && !this.closed) this.output(stream, message.event, text.payload);
     });
   }
 
-  private render(message: StreamMessage): Promise<string | null> {
+  /** The event's payload for this connection's account; null when it is not to be sent. */
+  private async render(message: StreamMessage, context: FilterContext | null): Promise<{ payload?: string } | null> {
     switch (message.event) {
-      case 'update':
-        return this.payloads.status(message.statusId, this.owner.accountId);
+      case 'update': {
+        const payload = await this.payloads.status(message.statusId, this.owner.accountId, context);
+        return payload === null ? null : { payload };
+      }
       case 'delete':
-        return Promise.resolve(message.statusId);
-      case 'notification':
-        return this.payloads.notification(message.notificationId, this.owner.accountId);
+        return { payload: message.statusId };
+      case 'notification': {
+        const payload = await this.payloads.notification(message.notificationId, this.owner.accountId);
+        return payload === null ? null : { payload };
+      }
+      case 'filters_changed':
+        return {};
     }
   }
 }

@@ -186,6 +186,29 @@ describe('the streaming API across processes', () => {
     s.ws.close();
   });
 
+  it('applies the receiver\'s filters to streamed posts, and says when they change', async () => {
+    const s = await rawSocket('?stream=user', { protocol: ben.token });
+    const made = await a.app.inject({ method: 'POST', url: '/api/v2/filters', headers: bearer(ben.token), payload: { title: 'Greens', context: ['home'], filter_action: 'hide', keywords_attributes: [{ keyword: 'kale' }, { keyword: 'chard' }] } });
+    expect(made.statusCode).toBe(200);
+    expect(await s.waitFor((m) => m.event === 'filters_changed')).toEqual({ stream: ['user'], event: 'filters_changed' });
+    await a.app.inject({ method: 'PUT', url: `/api/v2/filters/${made.json().id}`, headers: bearer(ben.token), payload: { filter_action: 'warn', keywords_attributes: [{ id: made.json().keywords[1].id, _destroy: true }] } });
+    const hidden = await post(ana, { status: 'kale smoothie' });
+    const shown = await post(ana, { status: 'a plain one' });
+    await s.waitFor((m) => m.event === 'update' && JSON.parse(m.payload).id === shown.id);
+    const warned = JSON.parse(s.messages.find((m) => m.event === 'update' && JSON.parse(m.payload).id === hidden.id)!.payload);
+    expect(warned.filtered).toEqual([expect.objectContaining({ keyword_matches: ['kale'] })]);
+    await a.app.inject({ method: 'PUT', url: `/api/v2/filters/${made.json().id}`, headers: bearer(ben.token), payload: { filter_action: 'hide' } });
+    const gone = await post(ana, { status: 'more kale' });
+    const after = await post(ana, { status: 'after the kale' }); // "kale" whole-word matches here too
+    const last = await post(ana, { status: 'plain again' });
+    await s.waitFor((m) => m.event === 'update' && JSON.parse(m.payload).id === last.id);
+    const updates = s.messages.filter((m) => m.event === 'update').map((m) => JSON.parse(m.payload).id);
+    expect(updates).not.toContain(gone.id);
+    expect(updates).not.toContain(after.id);
+    await a.app.inject({ method: 'DELETE', url: `/api/v2/filters/${made.json().id}`, headers: bearer(ben.token) });
+    s.ws.close();
+  });
+
   it('closes a socket at once when its token is revoked through the other process', async () => {
     const client = await createApp(a.app);
     const dee = await registerUser(a.app, client, 'dee');

@@ -260,7 +260,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, onlyMedia: q.only_media, tagged: q.tagged,
     }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids));
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, ids, 'account'));
   });
 
   app.post('/api/v1/accounts/:id/follow', {

@@ -11,7 +11,7 @@ import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
 import { canSee } from '../../../services/visibility.ts';
 import { renderStatus } from '../../serializers/status.ts';
-import { renderStatuses } from '../../serializers/statuses.ts';
+import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
@@ -118,7 +118,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     const viewerId = request.viewerId;
     const status = await visibleStatus(ctx, viewerId, request.params.id);
     const thread = await statuses.threadIds(ctx.db, status);
-    const ancestors = await renderStatuses(ctx, viewerId, thread.ancestors);
+    const ancestors = await renderStatuses(ctx, viewerId, thread.ancestors, 'thread');
     // Depth-first, oldest reply first at each level: the order people read a thread in.
     const children = new Map<string, string[]>();
     for (const d of thread.descendants) children.set(d.parent, [...(children.get(d.parent) ?? []), d.id]);
@@ -130,8 +130,8 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       }
     };
     walk(status.id);
-    const { rows, bundle } = await ctx.statusLoader.load(viewerId, order);
-    // A reply hidden from the viewer hides its subtree too, as Mastodon does.
+    const { rows, bundle } = await loadForViewer(ctx, viewerId, order, 'thread');
+    // A reply hidden from the viewer (or by a filter) hides its subtree too, as Mastodon does.
     const shown = new Set([status.id]);
     const parentOf = new Map(thread.descendants.map((d) => [d.id, d.parent]));
     const visibleIds = new Set(rows.map((r) => r.id));

@@ -6,7 +6,7 @@ import { Bool, PagingQuery } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { publicTimelineIds } from '../../../storage/statuses.ts';
-import { renderTimeline } from '../../serializers/statuses.ts';
+import { loadForViewer, renderTimeline } from '../../serializers/statuses.ts';
 import { renderStatusListJson } from '../../serializers/status.ts';
 import { RenderedPageCache } from '../../../services/page-cache.ts';
 import type { AppContext } from '../../../context.ts';
@@ -50,8 +50,9 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
       ctx.homePages.set(key, cached, trackedKeys(ctx, ticket, viewerId, cached.versions.keys));
       return cached;
     }
-    const { rows, bundle, versions } = await ctx.statusLoader.load(viewerId, ids);
-    const page = { ids, body: renderStatusListJson(ctx.render, bundle, rows), versions: ctx.versions.keysOf(versions) };
+    // The viewer's filter version is among the versions read, so a change to their filters is a change to the page.
+    const { rows, bundle, versions, notAfter } = await loadForViewer(ctx, viewerId, ids, 'home');
+    const page = { ids, body: renderStatusListJson(ctx.render, bundle, rows), versions: ctx.versions.keysOf(versions), notAfter };
     ctx.homePages.set(key, page, trackedKeys(ctx, ticket, viewerId, page.versions.keys));
     return page;
   } finally {
@@ -85,7 +86,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     const q = request.query;
     const ids = await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false, onlyMedia: q.only_media ?? false }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids));
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids, 'public'));
   });
 
   app.get('/api/v1/timelines/tag/:hashtag', {
@@ -96,6 +97,6 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     const tag = request.params.hashtag.replace(/^#/, '');
     const ids = await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false, tag, onlyMedia: q.only_media ?? false }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids));
+    return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids, 'public'));
   });
 }

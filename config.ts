@@ -63,6 +63,8 @@ export interface Config {
   s3: { bucket: string; region: string; endpoint: string; accessKeyId: string; secretAccessKey: string; publicUrl: string; forcePathStyle: boolean };
   /** The first wait before a failed delivery to another server is tried again; it doubles each time, up to 6 h. */
   deliveryRetryBaseMs: number;
+  /** Who push services may contact about our Web Push (the VAPID `sub` claim): a mailto: or https: URL. */
+  vapidSubject: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -131,6 +133,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (new URL(databaseUrl).pathname.replace(/^\//, '') === '') {
     throw new ConfigError('DATABASE_URL', 'must name a database, e.g. postgres://postgres@127.0.0.1:5432/fedi_server');
   }
+  const contactEmail = str(env, 'INSTANCE_CONTACT_EMAIL', '');
   const fileHost = oneOf(env, 'FILE_HOST', 'local', ['local', 's3'] as const);
   if (fileHost === 's3') {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PUBLIC_URL']) {
@@ -151,7 +154,7 @@ export function loadConfig(env: Env = process.env): Config {
     registrationsMode: oneOf(env, 'REGISTRATIONS_MODE', 'open', ['open', 'approved', 'none'] as const),
     instanceTitle: str(env, 'INSTANCE_TITLE', localDomain),
     instanceDescription: str(env, 'INSTANCE_DESCRIPTION', 'A Mastodon-compatible, federated microblogging server.'),
-    contactEmail: str(env, 'INSTANCE_CONTACT_EMAIL', ''),
+    contactEmail,
     contactUsername: str(env, 'INSTANCE_CONTACT_USERNAME', '').replace(/^@/, ''),
     sourceUrl: str(env, 'SOURCE_URL', ''),
     maxStatusChars: int(env, 'MAX_STATUS_CHARS', 500, 1, 100_000),
@@ -166,6 +169,8 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKeyFile,
     softwareVersion: SOFTWARE_VERSION,
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+    // Mastodon signs with its contact email; without one, our https URL; on plain http (local trials), a placeholder.
+    vapidSubject: url(env, 'VAPID_SUBJECT', contactEmail ? `mailto:${contactEmail}` : https ? `https://${localDomain}` : 'mailto:contact-not-set@example.invalid', ['mailto:', 'https:']),
     fileHost,
     s3: {
       bucket: str(env, 'S3_BUCKET', ''),

@@ -10,6 +10,7 @@ export type FanoutJob =
   | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
   | ({ kind: 'deliver'; outboxId: string } & Delivery)
   | { kind: 'processMedia'; outboxId: string; mediaId: string }
+  | { kind: 'webPush'; outboxId: string; subscriptionId: string; notificationId: string }
   | { kind: 'cleanMedia'; outboxId?: undefined };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */

@@ -6,6 +6,7 @@ import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, removeFromOutbox } from '../storage/outbox.ts';
 import { deliverActivity } from '../federation/outbound.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
+import { deliverWebPush } from './web-push.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
@@ -29,6 +30,7 @@ export function startWorkers(ctx: AppContext): Workers {
       else if (data.kind === 'deliver') await deliverActivity(ctx, data);
       else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
       else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
+      else if (data.kind === 'webPush') await deliverWebPush(ctx, data, log);
       if (data.outboxId) await removeFromOutbox(ctx.db, data.outboxId);
     },
     { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },

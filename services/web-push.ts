@@ -1,6 +1,14 @@
 import webpush from 'web-push';
+import sanitizeHtml from 'sanitize-html';
 import type { Queryable } from '../storage/db.ts';
-import { findVapidKeys, saveVapidKeys, type VapidKeys } from '../storage/web-push.ts';
+import { afterCommit } from '../storage/db.ts';
+import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
+import { findVapidKeys, saveVapidKeys, pushableSubscriptionIds, type VapidKeys, type PushTarget } from '../storage/web-push.ts';
+import type { NotificationRow, NotificationType } from '../storage/notifications.ts';
+import type { AccountRow } from '../storage/accounts.ts';
+import type { StatusRow } from '../storage/statuses.ts';
+import type { FileHost } from '../storage/filehost/index.ts';
+import type { JobQueues } from '../jobs/queues.ts';
 
 /** The alert names of Mastodon's WebPushSubscription (4.3): the notification types a subscription can ask for. */
 export const PUSH_ALERTS = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report'] as const;
@@ -30,4 +38,80 @@ export function vapidKeys(db: Queryable): Promise<VapidKeys> {
 /** The public key apps subscribe with (`server_key`, the Application's `vapid_key`, the v2 instance's `vapid.public_key`). */
 export async function vapidPublicKey(db: Queryable): Promise<string> {
   return (await vapidKeys(db)).public_key;
+}
+
+/**
+ * Queues a push of a new notification to each of the account's subscriptions that take it (its type among their
+ * alerts, the sender admitted by their policy), through the outbox of the notification's own transaction; the jobs
+ * are queued once it commits (the outbox sweeper queues them if this process dies first).
+ */
+export async function queueWebPush(deps: { jobs: JobQueues }, tx: Queryable, n: NotificationRow): Promise<void> {
+  const ids = await pushableSubscriptionIds(tx, n.account_id, n.type, n.from_account_id);
+  if (ids.length === 0) return;
+  const rows: OutboxRow[] = [];
+  for (const id of ids) rows.push(await addToOutbox(tx, 'webPush', { subscriptionId: id, notificationId: n.id }));
+  afterCommit(tx, () => Promise.all(rows.map((r) => deps.jobs.enqueue(r).catch(() => {}))));
+}
+
+// Mastodon's English notification_mailer subjects, which its push titles are.
+const TITLES: Record<NotificationType, (name: string) => string> = {
+  mention: (name) => `You were mentioned by ${name}`,
+  status: (name) => `${name} just posted`,
+  reblog: (name) => `${name} boosted your post`,
+  follow: (name) => `${name} is now following you`,
+  follow_request: (name) => `Pending follower: ${name}`,
+  favourite: (name) => `${name} favorited your post`,
+  poll: (name) => `A poll by ${name} has ended`,
+  update: (name) => `${name} edited a post`,
+};
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** HTML to plain text: tags dropped (line and paragraph breaks kept as line breaks), entities decoded. */
+function plainText(html: string): string {
+  const text = sanitizeHtml(html.replace(/<br\s*\/?>/gi, '\n').replace(/<\/p>\s*<p[^>]*>/gi, '\n\n'), { allowedTags: [], allowedAttributes: {} });
+  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
+    if (name[0] === '#') {
+      const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    }
+    return ENTITIES[name.toLowerCase()] ?? whole;
+  });
+}
+
+/** Rails' `truncate(length: 140)`: at most 140 characters, the last three "..." when cut. */
+function truncate(text: string, length = 140): string {
+  const chars = [...text];
+  return chars.length <= length ? text : `${chars.slice(0, length - 3).join('')}...`;
+}
+
+export interface PushPayloadInput {
+  subscription: PushTarget;
+  notification: NotificationRow;
+  from: AccountRow;
+  status: StatusRow | null;
+  server: { publicUrl: string; fileHost: FileHost };
+}
+
+/**
+ * The JSON a push carries, as Mastodon's Web::NotificationSerializer renders it: access_token, preferred_locale,
+ * notification_id, notification_type, icon, title and body. The notification id is a JSON number there (apps decode
+ * it as a 64-bit integer), so it is written as its digits rather than through a JavaScript number, which would round it.
+ * (Not an API entity: jobs render it, and jobs never import http/.)
+ */
+export function renderPushPayload({ subscription, notification, from, status, server }: PushPayloadInput): string {
+  const name = from.display_name.trim() || from.username;
+  const icon = from.avatar_file ? server.fileHost.url(from.avatar_file) : (from.avatar_remote_url ?? `${server.publicUrl}/avatars/original/missing.png`);
+  const source = status ? (status.spoiler_text || status.text || plainText(status.content)) : plainText(from.note_html);
+  const idDigits = /^\d+$/.test(notification.id) ? notification.id : JSON.stringify(notification.id);
+  const fields = [
+    `"access_token":${JSON.stringify(subscription.access_token)}`,
+    `"preferred_locale":${JSON.stringify(subscription.locale || 'en')}`,
+    `"notification_id":${idDigits}`,
+    `"notification_type":${JSON.stringify(notification.type)}`,
+    `"icon":${JSON.stringify(icon)}`,
+    `"title":${JSON.stringify(TITLES[notification.type](name))}`,
+    `"body":${JSON.stringify(truncate(source.trim()))}`,
+  ];
+  return `{${fields.join(',')}}`;
 }

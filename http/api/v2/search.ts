@@ -9,6 +9,8 @@ import { resolveAcct } from '../../../federation/remote-accounts.ts';
 import { resolveRemoteLink } from '../../../federation/resolve.ts';
 import { findAccountById } from '../../../storage/accounts.ts';
 import { renderStatuses } from '../../serializers/statuses.ts';
+import { pageParams } from '../../paging.ts';
+import { isWordQuery, searchStatuses } from '../../../services/status-search.ts';
 
 const SearchQuery = Type.Object({
   q: Type.String({ minLength: 1, maxLength: 500 }),
@@ -74,6 +76,11 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
       const own = isId(ownId) ? ownId : undefined;
       const id = own ?? (await statusIdByLink(ctx.db, q));
       if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
+    }
+    // Words: full-text search, for signed-in users only (as Mastodon); the loader checks visibility once more.
+    if (wants('statuses') && viewerId && isWordQuery(q)) {
+      const ids = await searchStatuses(ctx, viewerId, q, { accountId: request.query.account_id, page: pageParams(request.query, 20), offset });
+      result.statuses = await renderStatuses(ctx, viewerId, ids);
     }
     // A link to another server's account or post not seen yet: fetched, when asked to resolve.
     if (viewer && (wants('accounts') || wants('statuses')) && /^https?:\/\//i.test(q) && offset === 0 && result.statuses.length === 0) {

@@ -11,6 +11,7 @@ import { hashPassword } from '../services/passwords.ts';
 import { ApiError, ValidationFailed } from '../errors.ts';
 import { createRedis, connectRedis } from '../storage/redis.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from '../services/token-cache.ts';
+import { featureAccount, listFeatured, unfeatureAccount } from '../storage/suggestions.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -21,7 +22,13 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   accounts approve <username>
       Approves an account that registered while registrations needed approval.
   accounts reset-password <username> [--password <pw>]
-      Sets a new password (generated and printed when not given) and signs the account out of every app.`;
+      Sets a new password (generated and printed when not given) and signs the account out of every app.
+  suggestions feature <username | username@domain>
+      Features an account in everyone's follow suggestions (GET /api/v2/suggestions, source "featured").
+  suggestions unfeature <username | username@domain>
+      Stops featuring it.
+  suggestions list
+      Prints the featured accounts, one per line, with what keeps any of them from being suggested.`;
 
 class UsageError extends Error {}
 
@@ -49,7 +56,8 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
     },
   });
   const [group, command, username] = positionals;
-  if (values.help || group !== 'accounts' || !command) throw new UsageError(values.help ? '' : 'unknown command');
+  if (values.help || (group !== 'accounts' && group !== 'suggestions') || !command) throw new UsageError(values.help ? '' : 'unknown command');
+  if (group === 'suggestions') return suggestionsCommand(db, command, username, out);
 
   switch (command) {
     case 'create': {
@@ -89,6 +97,44 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
     }
     default:
       throw new UsageError(`unknown command: accounts ${command}`);
+  }
+}
+
+/** An account of this server (`alice`) or one of another server already known here (`bob@example.com`). */
+async function accountByName(db: Db, name: string | undefined) {
+  if (!name) throw new UsageError('an account name is required');
+  const [username, domain] = name.replace(/^@/, '').split('@', 2) as [string, string | undefined];
+  const account = await findAccountByUsername(db, username, domain ?? null);
+  if (!account) throw new Error(`no account named ${name}`);
+  return account;
+}
+
+const acct = (a: { username: string; domain: string | null }) => (a.domain ? `${a.username}@${a.domain}` : a.username);
+
+async function suggestionsCommand(db: Db, command: string, name: string | undefined, out: (line: string) => void): Promise<void> {
+  switch (command) {
+    case 'feature': {
+      const account = await accountByName(db, name);
+      const added = await featureAccount(db, account.id);
+      out(added ? `${acct(account)} is featured in suggestions` : `${acct(account)} was already featured`);
+      if (account.discoverable === false) out(`note: ${acct(account)} has opted out of discovery and will not be suggested`);
+      return;
+    }
+    case 'unfeature': {
+      const account = await accountByName(db, name);
+      const removed = await unfeatureAccount(db, account.id);
+      out(removed ? `${acct(account)} is no longer featured` : `${acct(account)} was not featured`);
+      return;
+    }
+    case 'list': {
+      for (const f of await listFeatured(db)) {
+        const why = [f.suspended && 'suspended', !f.approved && 'not approved', f.discoverable === false && 'opted out of discovery'].filter(Boolean);
+        out(why.length ? `${acct(f)} (not suggested: ${why.join(', ')})` : acct(f));
+      }
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: suggestions ${command}`);
   }
 }
 

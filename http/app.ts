@@ -7,6 +7,7 @@ import federationHook from '../federation/mount.ts';
 import pageRoutes from './pages.ts';
 import adminQueueRoutes from './admin/queues.ts';
 import searchRoutes from './api/v2/search.ts';
+import discoveryRoutes from './api/discovery.ts';
 import mediaV1Routes from './api/v1/media.ts';
 import mediaV2Routes from './api/v2/media.ts';
 import { readFileSync } from 'node:fs';
@@ -94,6 +95,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });
   await app.register(searchRoutes, { ctx });
+  await app.register(discoveryRoutes, { ctx });
   await app.register(filtersV1Routes, { ctx });
   await app.register(filtersV2Routes, { ctx });
   await app.register(mediaV1Routes, { ctx });

@@ -6,16 +6,15 @@ import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
-import { closeContext, createContext } from '../../server.ts';
-import { buildApp, type App } from '../../http/app.ts';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/listen.ts';
-import type { AppContext } from '../../context.ts';
 
-// Two server processes' worth of the app on one PostgreSQL and one Redis: A runs the workers and takes the writes,
-// B (ROLE=streaming) only holds streaming sockets. Every event must cross from A to B through Redis.
+// Two server processes on one PostgreSQL and one Redis: A (in this process) runs the workers and takes the writes,
+// B (a `node main.ts` child with ROLE=streaming) only holds streaming sockets. Every event must cross from A to B through Redis.
 let a: TestServer & { url: string };
-let bCtx: AppContext;
-let bApp: App;
+let b: ChildProcess;
+let bOutput = '';
 let bUrl: string;
 let ana: TestUser; // posts
 let ben: TestUser; // follows ana
@@ -23,20 +22,36 @@ let cy: TestUser; // a stranger
 
 beforeAll(async () => {
   a = await startListeningServer();
-  // B runs as a streaming process of its own (ROLE=streaming), as Mastodon's streaming server does.
-  bCtx = await createContext({ ...a.config, role: 'streaming' });
-  bApp = await buildApp(bCtx, { logger: false });
+  // B is a real server process (`node main.ts`, as `npm start` runs it) with ROLE=streaming, as Mastodon's
+  // streaming server is, on the same PostgreSQL and Redis.
   const port = await freePort();
-  await bApp.listen({ port, host: '127.0.0.1' });
+  b = spawn(process.execPath, ['main.ts'], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    env: {
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ROLE: 'streaming', PORT: String(port), BIND: '127.0.0.1',
+      DATABASE_URL: a.config.databaseUrl, REDIS_URL: a.config.redisUrl, REDIS_PREFIX: a.config.redisPrefix,
+      LOCAL_DOMAIN: a.config.localDomain, DATA_DIR: a.config.dataDir, LOG_LEVEL: 'warn', RATE_LIMITS: 'false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  b.stdout!.on('data', (d) => (bOutput += d));
+  b.stderr!.on('data', (d) => (bOutput += d));
   bUrl = `ws://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) break;
+    if (i > 200 || b.exitCode !== null) throw new Error(`the streaming process did not start:\n${bOutput}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   [ana, ben, cy] = await registerUsers(a.app, 'ana', 'ben', 'cy');
   expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${ana.id}/follow`, headers: bearer(ben.token) })).statusCode).toBe(200);
   // Home feeds are built when first read, as an app does at start.
   for (const u of [ana, ben, cy]) await a.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(u.token) });
 }, 60_000);
 afterAll(async () => {
-  await bApp?.close();
-  if (bCtx) await closeContext(bCtx);
+  if (b && b.exitCode === null) {
+    b.kill('SIGTERM');
+    await new Promise((r) => b.once('exit', r));
+  }
   await a?.close();
 });
 

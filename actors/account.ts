@@ -31,7 +31,8 @@ export type AccountMessage =
   | { type: 'unfavourite'; status: StatusRow }
   | { type: 'reblog'; status: StatusRow; visibility: Visibility; uri?: string }
   | { type: 'unreblog'; status: StatusRow }
-  | { type: 'addToHomeFeed'; statusId: string }
+  /** `accepting`: the sender has just found that the feed takes statuses (fan-out checks a thousand at once). */
+  | { type: 'addToHomeFeed'; statusId: string; accepting?: boolean }
   | { type: 'removeFromHomeFeed'; statusIds: string[] }
   | { type: 'rebuildHomeFeed' };
 
@@ -170,8 +171,13 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     // The home feed is this account's own: fan-out and deletions of others' statuses reach it through here, so
     // they take turns with its follows, unfollows and rebuilds.
     case 'addToHomeFeed':
-      await deps.feeds.addIfAccepting(accountId, msg.statusId);
-      await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: msg.statusId });
+      if (msg.accepting || (await deps.feeds.accepts(accountId))) {
+        // Sent together, in this order, on one connection: a socket told of the status finds it in the feed.
+        await Promise.all([
+          deps.feeds.addToMany([accountId], msg.statusId),
+          deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: msg.statusId }),
+        ]);
+      }
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);

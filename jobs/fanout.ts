@@ -27,7 +27,7 @@ async function publicChannels(db: Db, s: StatusRow): Promise<string[]> {
 
 /** Each follower's actor adds the status to its own feed; the job ends when all of them have. */
 async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId: string): Promise<void> {
-  await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId })));
+  await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId, accepting: true })));
 }
 
 /**

@@ -13,6 +13,8 @@ export class StreamBus {
   private readonly events: StreamEvents;
   private readonly redisUrl: string;
   private connection: Redis | null = null;
+  /** Channels whose SUBSCRIBE has not been answered yet. */
+  private readonly subscribing = new Map<string, Promise<void>>();
 
   constructor(redisUrl: string, events: StreamEvents) {
     this.redisUrl = redisUrl;
@@ -21,12 +23,19 @@ export class StreamBus {
 
   private subscriber(): Redis {
     if (!this.connection) {
-      // ioredis subscribes again by itself after a reconnection (autoResubscribe).
-      this.connection = new Redis(this.redisUrl, { connectionName: 'streaming', maxRetriesPerRequest: null });
+      // ioredis subscribes again by itself after a reconnection (autoResubscribe). Its connect-time INFO and CLIENT
+      // SETINFO are not subscriber commands: sent after a SUBSCRIBE queued while connecting, they fail it
+      // (ioredis#2037), so neither is sent, and the connection is opened before the first socket (start()).
+      this.connection = new Redis(this.redisUrl, { connectionName: 'streaming', maxRetriesPerRequest: null, enableReadyCheck: false, disableClientInfo: true, lazyConnect: true });
       this.connection.on('error', () => {});
       this.connection.on('message', (channel: string, text: string) => this.dispatch(channel, text));
     }
     return this.connection;
+  }
+
+  /** Opens the subscriber connection (before sockets are taken, so that no subscription waits on it). */
+  async start(): Promise<void> {
+    await this.subscriber().connect().catch(() => {}); // retried by ioredis; subscriptions wait for it
   }
 
   private dispatch(channel: string, text: string): void {
@@ -47,11 +56,21 @@ export class StreamBus {
     if (!set) {
       set = new Set();
       this.listeners.set(name, set);
-      set.add(listener);
-      await this.subscriber().subscribe(name);
-      return;
+      const subscribing = this.subscriber().subscribe(name).then(() => undefined);
+      this.subscribing.set(name, subscribing);
+      void subscribing.then(() => this.subscribing.delete(name), () => {
+        // Not subscribed: the channel is forgotten, so the next listener tries again rather than waiting on nothing.
+        this.subscribing.delete(name);
+        if (this.listeners.get(name) === set) this.listeners.delete(name);
+      });
     }
     set.add(listener);
+    try {
+      await this.subscribing.get(name);
+    } catch (err) {
+      set.delete(listener);
+      throw err;
+    }
   }
 
   unlisten(channel: string, listener: StreamListener): void {

@@ -36,6 +36,34 @@ async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<v
   request.streamOwner = { accountId: token.account_id, userId: token.user_id, tokenHash: hashSecret(raw), scopes: parseScopes(token.scopes) };
 }
 
+/**
+ * WebSocket messages as bytes, made once per turn for each (payload, stream, event): an event going to many sockets
+ * with the same view (services share payload strings) is encoded once, not once per socket.
+ */
+class EventFrames {
+  private byPayload = new Map<string, Map<string, Buffer>>();
+  private clearing = false;
+
+  of(stream: string[], event: string, payload: string | undefined): Buffer {
+    if (payload === undefined) return Buffer.from(JSON.stringify({ stream, event }));
+    let byStream = this.byPayload.get(payload);
+    if (!byStream) {
+      this.byPayload.set(payload, (byStream = new Map()));
+      if (!this.clearing) {
+        this.clearing = true;
+        setImmediate(() => {
+          this.byPayload = new Map();
+          this.clearing = false;
+        });
+      }
+    }
+    const key = `${stream.join('\u0001')}\u0000${event}`;
+    let frame = byStream.get(key);
+    if (!frame) byStream.set(key, (frame = Buffer.from(JSON.stringify({ stream, event, payload }))));
+    return frame;
+  }
+}
+
 /** Open sessions by token and by user, so a revocation in any process closes them at once. */
 class OpenSessions {
   private readonly all = new Map<StreamSession, () => void>();
@@ -86,6 +114,8 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
     },
   });
   const bus = new StreamBus(ctx.config.redisUrl, ctx.events);
+  await bus.start();
+  const frames = new EventFrames();
   const payloads = new StreamPayloads(ctx);
   const open = new OpenSessions();
   const onInvalidation = (channel: string, message: string) => {
@@ -119,19 +149,19 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
 
   app.get('/api/v1/streaming', { config: auth, preValidation, websocket: true }, (socket: WebSocket, request: FastifyRequest) => {
     const owner = request.streamOwner!;
-    const send = (text: string) => {
+    const send = (frame: Buffer) => {
       if (socket.readyState !== socket.OPEN) return;
       if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
         socket.close(1008, 'Too many unread events');
         return;
       }
-      socket.send(text);
+      socket.send(frame, { binary: false });
     };
-    const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(JSON.stringify(payload === undefined ? { stream, event } : { stream, event, payload })));
+    const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(frames.of(stream, event, payload)));
     open.add(session, () => socket.close(1008, 'Access token revoked'));
     const fail = (err: unknown) => {
       const e = err instanceof StreamError ? err : new StreamError(500, 'Internal server error');
-      send(JSON.stringify({ error: e.message, status: e.status }));
+      send(Buffer.from(JSON.stringify({ error: e.message, status: e.status })));
     };
 
     // Dead peers are found by ping and pong, and let go.

@@ -171,13 +171,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     // The home feed is this account's own: fan-out and deletions of others' statuses reach it through here, so
     // they take turns with its follows, unfollows and rebuilds.
     case 'addToHomeFeed':
-      if (msg.accepting || (await deps.feeds.accepts(accountId))) {
-        // Sent together, in this order, on one connection: a socket told of the status finds it in the feed.
-        await Promise.all([
-          deps.feeds.addToMany([accountId], msg.statusId),
-          deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: msg.statusId }),
-        ]);
-      }
+      // The home stream has been told by the fan-out job (jobs/fanout.ts).
+      if (msg.accepting || (await deps.feeds.accepts(accountId))) await deps.feeds.addToMany([accountId], msg.statusId);
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);

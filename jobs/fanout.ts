@@ -4,7 +4,7 @@ import type { ActorRegistry } from '../actors/registry.ts';
 import { findStatus, findStatusRecord, tagsOf, type StatusRow } from '../storage/statuses.ts';
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
-import { publicChannelsOf, type StreamEvents } from '../services/stream-events.ts';
+import { publicChannelsOf, streamChannels, type StreamEvents } from '../services/stream-events.ts';
 
 const BATCH = 1000;
 
@@ -25,8 +25,14 @@ async function publicChannels(db: Db, s: StatusRow): Promise<string[]> {
   return publicChannelsOf({ local: s.uri === null, hasMedia: (media.get(s.id) ?? []).length > 0, tags: tags.get(s.id) ?? [] });
 }
 
-/** Each follower's actor adds the status to its own feed; the job ends when all of them have. */
-async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId: string): Promise<void> {
+/**
+ * Each follower's actor adds the status to its own feed; the job ends when all of them have. Their home streams are
+ * told first, in one pipeline: an app inserts the status it is sent without reading the feed, and waiting for a
+ * thousand actors' writes would put their time between the post and every socket.
+ */
+async function addToFeeds(actors: ActorRegistry, events: StreamEvents, accountIds: string[], statusId: string): Promise<void> {
+  if (accountIds.length === 0) return;
+  await events.publish(accountIds.map((id) => streamChannels.home(id)), { event: 'update', statusId });
   await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId, accepting: true })));
 }
 
@@ -47,7 +53,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
     const accepting = await feeds.acceptingAmong([...followers]);
-    await addToFeeds(actors, accepting, statusId);
+    await addToFeeds(actors, events, accepting, statusId);
     return accepting.length;
   }
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
@@ -63,7 +69,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
       targets = targets.filter((id) => alsoFollow.has(id) || id === replyToOther);
     }
     const accepting = await feeds.acceptingAmong(targets);
-    await addToFeeds(actors, accepting, statusId);
+    await addToFeeds(actors, events, accepting, statusId);
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }

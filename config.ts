@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { isLanguage } from './services/languages.ts';
 // Every setting is an environment variable; README.md lists them with their defaults.
 // A bad value throws ConfigError naming the setting, and start-up prints that one line.
 
@@ -37,6 +38,18 @@ export interface Config {
   contactUsername: string;
   /** Where this server's source code is published (the v2 instance entity's source_url). */
   sourceUrl: string;
+  /** HTML for the about page (/api/v1/instance/extended_description), sanitised when shown; '' uses the description. */
+  instanceExtendedDescription: string;
+  /** An image file shown as the instance's thumbnail (processed at start); '' uses a plain generated banner. */
+  instanceThumbnail: string;
+  /** The thumbnail's alt text; '' for none. */
+  instanceThumbnailDescription: string;
+  /** ISO 639 codes of the instance's main languages, in order. */
+  instanceLanguages: string[];
+  /** HTML shown to people who want to sign up while registrations are closed; '' for none. */
+  registrationsClosedMessage: string;
+  /** A status page for the server (the v2 instance entity's configuration.urls.status); '' for none. */
+  statusPageUrl: string;
   maxStatusChars: number;
   maxImageBytes: number;
   /** Largest accepted video or audio upload. */
@@ -89,6 +102,25 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(name, `expected true or false, got "${raw}"`);
+}
+
+function languages(env: Env, name: string, fallback: string): string[] {
+  const codes = str(env, name, fallback).split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
+  const unknown = codes.find((c) => !isLanguage(c));
+  if (unknown !== undefined) throw new ConfigError(name, `not an ISO 639 language code: "${unknown}"`);
+  if (codes.length === 0) throw new ConfigError(name, 'name at least one language, e.g. en');
+  return [...new Set(codes)];
+}
+
+function file(env: Env, name: string): string {
+  const path = str(env, name, '');
+  if (path === '') return '';
+  try {
+    if (statSync(path).isFile()) return path;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(name, `no such file: "${path}"`);
 }
 
 function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
@@ -157,6 +189,12 @@ export function loadConfig(env: Env = process.env): Config {
     contactEmail,
     contactUsername: str(env, 'INSTANCE_CONTACT_USERNAME', '').replace(/^@/, ''),
     sourceUrl: str(env, 'SOURCE_URL', ''),
+    instanceExtendedDescription: str(env, 'INSTANCE_EXTENDED_DESCRIPTION', ''),
+    instanceThumbnail: file(env, 'INSTANCE_THUMBNAIL'),
+    instanceThumbnailDescription: str(env, 'INSTANCE_THUMBNAIL_DESCRIPTION', ''),
+    instanceLanguages: languages(env, 'INSTANCE_LANGUAGES', 'en'),
+    registrationsClosedMessage: str(env, 'REGISTRATIONS_CLOSED_MESSAGE', ''),
+    statusPageUrl: env.STATUS_PAGE_URL ? url(env, 'STATUS_PAGE_URL', '', ['http:', 'https:']) : '',
     maxStatusChars: int(env, 'MAX_STATUS_CHARS', 500, 1, 100_000),
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxVideoBytes: int(env, 'MAX_VIDEO_BYTES', 99 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),

@@ -12,6 +12,8 @@ import { ApiError, ValidationFailed } from '../errors.ts';
 import { createRedis, connectRedis } from '../storage/redis.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from '../services/token-cache.ts';
 import { featureAccount, listFeatured, unfeatureAccount } from '../storage/suggestions.ts';
+import { deleteRule, insertRule, listRules, RULE_HINT_LIMIT, RULE_TEXT_LIMIT } from '../storage/rules.ts';
+import { isId } from '../storage/ids.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -23,6 +25,13 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Approves an account that registered while registrations needed approval.
   accounts reset-password <username> [--password <pw>]
       Sets a new password (generated and printed when not given) and signs the account out of every app.
+  rules add <text> [--hint <text>] [--priority=<n>]
+      Adds a rule of this server (shown in the instance entity and /api/v1/instance/rules) and prints its id.
+      Rules are shown by priority (lowest first, 0 by default), then in the order they were added.
+  rules list
+      Prints the rules in the order they are shown: id, text, and the hint in parentheses.
+  rules remove <id>
+      Removes a rule.
   suggestions feature <username | username@domain>
       Features an account in everyone's follow suggestions (GET /api/v2/suggestions, source "featured").
   suggestions unfeature <username | username@domain>
@@ -52,10 +61,13 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       password: { type: 'string' },
       admin: { type: 'boolean', default: false },
       revoke: { type: 'boolean', default: false },
+      hint: { type: 'string' },
+      priority: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   const [group, command, username] = positionals;
+  if (group === 'rules' && command && !values.help) return rulesCommand(db, command, positionals.slice(2), values, out);
   if (values.help || (group !== 'accounts' && group !== 'suggestions') || !command) throw new UsageError(values.help ? '' : 'unknown command');
   if (group === 'suggestions') return suggestionsCommand(db, command, username, out);
 
@@ -135,6 +147,35 @@ async function suggestionsCommand(db: Db, command: string, name: string | undefi
     }
     default:
       throw new UsageError(`unknown command: suggestions ${command}`);
+  }
+}
+
+async function rulesCommand(db: Db, command: string, args: string[], options: { hint?: string | undefined; priority?: string | undefined }, out: (line: string) => void): Promise<void> {
+  switch (command) {
+    case 'add': {
+      if (args.length !== 1) throw new UsageError('rules add takes the rule as one argument (quote it)');
+      const text = args[0]!.trim();
+      const hint = (options.hint ?? '').trim();
+      if (text === '' || [...text].length > RULE_TEXT_LIMIT) throw new Error(`a rule is 1 to ${RULE_TEXT_LIMIT} characters`);
+      if ([...hint].length > RULE_HINT_LIMIT) throw new Error(`a hint is at most ${RULE_HINT_LIMIT} characters`);
+      if (options.priority !== undefined && !/^-?\d{1,6}$/.test(options.priority)) throw new UsageError('--priority takes a whole number');
+      const rule = await insertRule(db, { text, hint, priority: Number(options.priority ?? 0) });
+      out(rule.id);
+      return;
+    }
+    case 'list': {
+      for (const r of await listRules(db)) out(r.hint ? `${r.id}  ${r.text}  (${r.hint})` : `${r.id}  ${r.text}`);
+      return;
+    }
+    case 'remove': {
+      const id = args[0];
+      if (!id) throw new UsageError('rules remove takes the id of a rule (see rules list)');
+      if (!isId(id) || !(await deleteRule(db, id))) throw new Error(`no rule with id ${id}`);
+      out(`rule ${id} removed`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command: rules ${command}`);
   }
 }
 

@@ -59,10 +59,13 @@ const IMAGE_FORMATS: Record<string, { contentType: string; extension: string }> 
   heif: { contentType: 'image/avif', extension: 'avif' },
 };
 
+/** What uploads may be, by content (the instance entity's supported_mime_types). */
+export const SUPPORTED_MIME_TYPES: readonly string[] = [...Object.values(IMAGE_FORMATS).map((f) => f.contentType), ...Object.keys(AV_TYPES)];
+
 /** Decompression bombs are refused before decoding. */
 const MAX_INPUT_PIXELS = 16_384 * 16_384;
 /** Mastodon's caps: originals to 3840×2160 worth of pixels, previews to 480×480 worth. */
-const ORIGINAL_PIXELS = 3840 * 2160;
+export const ORIGINAL_PIXELS = 3840 * 2160;
 const SMALL_PIXELS = 480 * 480;
 
 export interface UploadDetails {

@@ -4,14 +4,25 @@ import type { RenderContext } from './context.ts';
 import { renderAccount } from './account.ts';
 import type { AccountRow } from '../../storage/accounts.ts';
 import { ALL_SCOPES } from '../oauth/scopes.ts';
+import type { RuleRow } from '../../storage/rules.ts';
+import { ORIGINAL_PIXELS, SUPPORTED_MIME_TYPES } from '../../services/media.ts';
+import { thumbnailUrl, type InstanceThumbnail } from '../../services/instance-thumbnail.ts';
+import { operatorHtml } from '../../services/instance.ts';
 import pkg from '../../package.json' with { type: 'json' };
 
 /** Mastodon apps read the version to decide which features exist; we speak the 4.3 API. */
 export const VERSION = `4.3.0 (compatible; ${pkg.name} ${pkg.version})`;
-// What POST /api/v2/media takes (services/media.ts), by content.
-const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/avif',
-  'video/mp4', 'video/webm', 'video/quicktime', 'audio/mpeg', 'audio/ogg', 'audio/wav', 'audio/flac', 'audio/mp4', 'audio/webm'];
-
+/**
+ * The limits this server enforces (test/http/instance-extras.test.ts checks each at its limit and one past it):
+ * - accounts: display name, bio and fields as PATCH /api/v1/accounts/update_credentials takes them. Featured tags
+ *   and pinned statuses do not exist yet; Mastodon's figures are shown, as the entity requires them.
+ * - statuses: MAX_STATUS_CHARS with every URL counted as 23 characters (services/statuses.ts), four attachments.
+ * - media: what POST /api/v2/media takes, by content (services/media.ts); images of any size up to 16384×16384 are
+ *   taken and scaled down to 3840×2160 worth of pixels, which is the matrix limit shown (Mastodon's too), so that
+ *   clients scale down before sending. Video is stored as sent: its matrix and frame-rate limits are Mastodon's,
+ *   shown as advice and not checked.
+ * - polls: this server refuses polls (422), but both entities require the object: Mastodon's limits are shown.
+ */
 function limits(config: Config) {
   return {
     accounts: {
@@ -25,16 +36,27 @@ function limits(config: Config) {
     },
     statuses: { max_characters: config.maxStatusChars, max_media_attachments: 4, characters_reserved_per_url: 23 },
     media_attachments: {
-      supported_mime_types: MEDIA_TYPES,
+      supported_mime_types: SUPPORTED_MIME_TYPES,
       image_size_limit: config.maxImageBytes,
-      image_matrix_limit: 7680 * 4320,
+      image_matrix_limit: ORIGINAL_PIXELS,
       video_size_limit: config.maxVideoBytes,
-      video_frame_rate_limit: 60,
-      video_matrix_limit: 2304000,
+      video_frame_rate_limit: 120,
+      video_matrix_limit: 3840 * 2160,
       description_limit: 1500,
     },
     polls: { max_options: 4, max_characters_per_option: 50, min_expiration: 300, max_expiration: 2629746 },
   };
+}
+
+/** What the instance entities show besides settings and counts. */
+export interface InstanceExtras {
+  rules: RuleRow[];
+  thumbnail: InstanceThumbnail;
+}
+
+/** Mastodon's Rule entity. */
+export function renderRule(r: RuleRow) {
+  return { id: r.id, text: r.text, hint: r.hint };
 }
 
 const streamingUrl = (publicUrl: string) => publicUrl.replace(/^http/, 'ws');
@@ -46,7 +68,7 @@ const NO_CONTACT_EMAIL = 'contact-not-set@example.invalid';
 const NO_SOURCE_URL = 'about:blank';
 const contactEmail = (config: Config) => config.contactEmail || NO_CONTACT_EMAIL;
 
-export function renderInstanceV1(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null) {
+export function renderInstanceV1(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null, extras: InstanceExtras) {
   return {
     uri: config.localDomain,
     title: config.instanceTitle,
@@ -56,18 +78,19 @@ export function renderInstanceV1(ctx: RenderContext, config: Config, stats: Inst
     version: VERSION,
     urls: { streaming_api: streamingUrl(config.publicUrl) },
     stats: { user_count: stats.userCount, status_count: stats.statusCount, domain_count: stats.domainCount },
-    thumbnail: `${config.publicUrl}/thumbnail.png`,
-    languages: ['en'],
+    thumbnail: thumbnailUrl(config, extras.thumbnail, '@1x'),
+    languages: config.instanceLanguages,
     registrations: config.registrationsMode !== 'none',
     approval_required: config.registrationsMode === 'approved',
     invites_enabled: false,
     configuration: limits(config),
     contact_account: contact ? renderAccount(ctx, contact) : null,
-    rules: [],
+    rules: extras.rules.map(renderRule),
   };
 }
 
-export function renderInstanceV2(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null, vapidPublicKey: string) {
+export function renderInstanceV2(ctx: RenderContext, config: Config, stats: InstanceStats, contact: AccountRow | null, vapidPublicKey: string, extras: InstanceExtras) {
+  const closed = config.registrationsMode === 'none';
   return {
     domain: config.localDomain,
     title: config.instanceTitle,
@@ -75,11 +98,16 @@ export function renderInstanceV2(ctx: RenderContext, config: Config, stats: Inst
     source_url: config.sourceUrl || NO_SOURCE_URL,
     description: config.instanceDescription,
     usage: { users: { active_month: stats.activeMonth } },
-    thumbnail: { url: `${config.publicUrl}/thumbnail.png`, blurhash: null, versions: {} },
+    thumbnail: {
+      url: thumbnailUrl(config, extras.thumbnail, '@1x'),
+      blurhash: extras.thumbnail.blurhash,
+      description: config.instanceThumbnailDescription || null,
+      versions: { '@1x': thumbnailUrl(config, extras.thumbnail, '@1x'), '@2x': thumbnailUrl(config, extras.thumbnail, '@2x') },
+    },
     icon: [],
-    languages: ['en'],
+    languages: config.instanceLanguages,
     configuration: {
-      urls: { streaming: streamingUrl(config.publicUrl), status: null },
+      urls: { streaming: streamingUrl(config.publicUrl), status: config.statusPageUrl || null },
       vapid: { public_key: vapidPublicKey },
       translation: { enabled: false },
       timelines_access: {
@@ -90,16 +118,22 @@ export function renderInstanceV2(ctx: RenderContext, config: Config, stats: Inst
       ...limits(config),
     },
     registrations: {
-      enabled: config.registrationsMode !== 'none',
+      enabled: !closed,
       approval_required: config.registrationsMode === 'approved',
       reason_required: config.registrationsMode === 'approved',
-      message: null,
+      // As Mastodon: the operator's message to would-be members, only while registrations are closed.
+      message: closed && config.registrationsClosedMessage ? operatorHtml(config.registrationsClosedMessage) : null,
       url: null,
       min_age: null,
     },
     api_versions: { mastodon: 2 },
     contact: { email: contactEmail(config), account: contact ? renderAccount(ctx, contact) : null },
-    rules: [],
+    rules: extras.rules.map(renderRule),
     oauth_scopes: ALL_SCOPES,
   };
+}
+
+/** Mastodon's ExtendedDescription entity. */
+export function renderExtendedDescription(d: { content: string; updatedAt: Date }) {
+  return { updated_at: d.updatedAt.toISOString(), content: d.content };
 }

@@ -1,17 +1,59 @@
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../../app.ts';
 import { instanceStats } from '../../../storage/instance.ts';
-import { findAccountByUsername } from '../../../storage/accounts.ts';
-import { renderInstanceV1 } from '../../serializers/instance.ts';
+import { listRules } from '../../../storage/rules.ts';
+import { renderExtendedDescription, renderInstanceV1, renderRule, type InstanceExtras } from '../../serializers/instance.ts';
 import type { AppContext } from '../../../context.ts';
+import { activity, contactAccount, extendedDescription, peers } from '../../../services/instance.ts';
+import { instanceThumbnail } from '../../../services/instance-thumbnail.ts';
+import { LANGUAGES } from '../../../services/languages.ts';
 
-export async function contactAccount(ctx: AppContext) {
-  return ctx.config.contactUsername ? findAccountByUsername(ctx.db, ctx.config.contactUsername, null) : null;
+export { contactAccount };
+
+/** Rules and thumbnail, shown by both instance entities. */
+export async function instanceExtras(ctx: AppContext): Promise<InstanceExtras> {
+  const [rules, thumbnail] = await Promise.all([listRules(ctx.db), instanceThumbnail(ctx.config)]);
+  return { rules, thumbnail };
 }
 
+const LANGUAGE_LIST = [...LANGUAGES].map(([code, name]) => ({ code, name }));
+
+// As Mastodon's instance controllers, these do not look at tokens at all (`anonymous`).
 export default async function instanceV1Routes(app: FastifyInstance, { ctx }: RouteOptions) {
+  // A thumbnail file that is not an image stops start-up with a line naming INSTANCE_THUMBNAIL.
+  if (ctx.config.instanceThumbnail) await instanceThumbnail(ctx.config);
+
   app.get('/api/v1/instance', { config: { auth: { kind: 'anonymous' } } }, async () => {
-    const [stats, contact] = await Promise.all([instanceStats(ctx.db), contactAccount(ctx)]);
-    return renderInstanceV1(ctx.render, ctx.config, stats, contact);
+    const [stats, contact, extras] = await Promise.all([instanceStats(ctx.db), contactAccount(ctx), instanceExtras(ctx)]);
+    return renderInstanceV1(ctx.render, ctx.config, stats, contact, extras);
   });
+
+  app.get('/api/v1/instance/peers', { config: { auth: { kind: 'anonymous' } } }, async () => peers(ctx));
+
+  app.get('/api/v1/instance/activity', { config: { auth: { kind: 'anonymous' } } }, async () => activity(ctx));
+
+  app.get('/api/v1/instance/rules', { config: { auth: { kind: 'anonymous' } } }, async () =>
+    (await listRules(ctx.db)).map(renderRule));
+
+  app.get('/api/v1/instance/extended_description', { config: { auth: { kind: 'anonymous' } } }, async () =>
+    renderExtendedDescription(await extendedDescription(ctx)));
+
+  app.get('/api/v1/instance/languages', { config: { auth: { kind: 'anonymous' } } }, async () => LANGUAGE_LIST);
+
+  // No translation service: no pairs of languages to translate between.
+  app.get('/api/v1/instance/translation_languages', { config: { auth: { kind: 'anonymous' } } }, async () => ({}));
+
+  // The thumbnail both instance entities name, from memory; its URL carries a digest of it, so it can be kept long.
+  for (const size of ['@1x', '@2x'] as const) {
+    app.get(`/instance/thumbnail${size}.:ext`, async (request, reply) => {
+      const thumbnail = await instanceThumbnail(ctx.config);
+      const image = thumbnail[size];
+      const ext = image.contentType === 'image/png' ? 'png' : 'jpg';
+      if ((request.params as { ext: string }).ext !== ext) return reply.code(404).send({ error: 'Record not found' });
+      return reply
+        .type(image.contentType)
+        .header('cache-control', 'public, max-age=86400')
+        .send(image.data);
+    });
+  }
 }

@@ -1,0 +1,65 @@
+import { Type } from 'typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../../app.ts';
+import { trendingStatuses, trendingTagsWithHistory } from '../../../services/instance.ts';
+import { renderTag } from '../../serializers/tag.ts';
+import { renderTimeline } from '../../serializers/statuses.ts';
+
+const TrendsQuery = (defaultLimit: number, maxLimit: number) => Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, default: defaultLimit, maximumClamp: maxLimit })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, default: 0 })),
+});
+
+/** Mastodon's offset paging: `next` while the page was full, `prev` after the first page. */
+function setOffsetLinks(request: FastifyRequest, reply: FastifyReply, publicUrl: string, offset: number, limit: number, count: number): void {
+  const path = request.url.split('?')[0];
+  const links: string[] = [];
+  if (count === limit) links.push(`<${publicUrl}${path}?limit=${limit}&offset=${offset + limit}>; rel="next"`);
+  if (offset > 0) links.push(`<${publicUrl}${path}?limit=${limit}&offset=${Math.max(0, offset - limit)}>; rel="prev"`);
+  if (links.length > 0) reply.header('link', links.join(', '));
+}
+
+/**
+ * Trends from recent public activity, local and remote (services/instance.ts): hashtags by the accounts that used
+ * them in the last two days, statuses of the last day by favourites and reblogs. Links would need preview cards,
+ * which this server does not make: that list is honestly empty. Anyone may read them, as on Mastodon.
+ */
+export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  const tags = async (request: FastifyRequest, reply: FastifyReply, q: { limit?: number | undefined; offset?: number | undefined }) => {
+    const limit = q.limit ?? 10;
+    const offset = q.offset ?? 0;
+    const page = (await trendingTagsWithHistory(ctx)).slice(offset, offset + limit).map((t) => renderTag(ctx.config.publicUrl, t));
+    setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, page.length);
+    return page;
+  };
+  app.get('/api/v1/trends/tags', {
+    schema: { querystring: TrendsQuery(10, 20) },
+    config: { auth: { kind: 'public' } },
+  }, async (request, reply) => tags(request, reply, request.query));
+  // Mastodon's older path for the same list.
+  app.get('/api/v1/trends', {
+    schema: { querystring: TrendsQuery(10, 20) },
+    config: { auth: { kind: 'public' } },
+  }, async (request, reply) => tags(request, reply, request.query));
+
+  app.get('/api/v1/trends/statuses', {
+    schema: { querystring: TrendsQuery(20, 40) },
+    config: { auth: { kind: 'public' } },
+  }, async (request, reply) => {
+    const limit = request.query.limit ?? 20;
+    const offset = request.query.offset ?? 0;
+    const ids = (await trendingStatuses(ctx)).slice(offset, offset + limit);
+    // Rendered for the viewer (their favourites and reblogs, their filters of public timelines, as Mastodon's explore).
+    const body = await renderTimeline(ctx, request.viewerId, ids, 'public');
+    setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, ids.length);
+    return reply.type('application/json; charset=utf-8').send(body);
+  });
+
+  app.get('/api/v1/trends/links', {
+    schema: { querystring: TrendsQuery(10, 20) },
+    config: { auth: { kind: 'public' } },
+  }, async () => []);
+}

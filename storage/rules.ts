@@ -1,0 +1,35 @@
+import type { Queryable } from './db.ts';
+
+/** One of the server's rules, as its operator wrote it. */
+export interface RuleRow {
+  id: string;
+  text: string;
+  hint: string;
+  priority: number;
+  created_at: Date;
+}
+
+/** Mastodon's limit on a rule's text; the hint is kept to a paragraph. */
+export const RULE_TEXT_LIMIT = 300;
+export const RULE_HINT_LIMIT = 1000;
+
+/** Every rule, in the order they are shown: by priority, then as they were added (a short list: operators write them). */
+export async function listRules(db: Queryable): Promise<RuleRow[]> {
+  const { rows } = await db.query<RuleRow>(
+    `SELECT id::text, text, hint, priority, created_at FROM instance_rules ORDER BY priority, id LIMIT 1000`,
+  );
+  return rows;
+}
+
+export async function insertRule(db: Queryable, r: { text: string; hint: string; priority: number }): Promise<RuleRow> {
+  const { rows } = await db.query<RuleRow>(
+    `INSERT INTO instance_rules (text, hint, priority) VALUES ($1, $2, $3) RETURNING id::text, text, hint, priority, created_at`,
+    [r.text, r.hint, r.priority],
+  );
+  return rows[0]!;
+}
+
+export async function deleteRule(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM instance_rules WHERE id = $1`, [id]);
+  return (rowCount ?? 0) > 0;
+}

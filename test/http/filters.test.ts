@@ -88,6 +88,7 @@ describe('filters (v2)', () => {
     expect(fs.status).toBe(200);
     expectEntity('FilterStatus', fs.body);
     expect((await call(fay, 'GET', `/api/v2/filter_statuses/${fs.body.id}`)).body).toEqual({ id: fs.body.id, status_id: target.id });
+    await untilHome(fay, target.id);
     const home = (await call(fay, 'GET', '/api/v1/timelines/home')).body as Json[];
     expect(home.find((x) => x.id === target.id)!.filtered).toEqual([expect.objectContaining({ status_matches: [target.id], keyword_matches: null })]);
     expect((await call(fay, 'DELETE', `/api/v2/filters/statuses/${fs.body.id}`)).status).toBe(200);

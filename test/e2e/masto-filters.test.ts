@@ -1,6 +1,7 @@
 // Filters as a Mastodon app manages them with masto: v2 filters with keywords and statuses, and the v1 API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto';
+import type { mastodon } from 'masto';
+import { mastoAccounts } from '../helpers/masto.ts';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -10,15 +11,7 @@ let sol: mastodon.rest.Client;
 
 beforeAll(async () => {
   s = await startListeningServer();
-  const anonymous = createRestAPIClient({ url: s.url });
-  const app = await anonymous.v1.apps.create({ clientName: 'masto filters', redirectUris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' });
-  const oauth = createOAuthAPIClient({ url: s.url });
-  const appToken = await oauth.token.create({ grantType: 'client_credentials', clientId: app.clientId!, clientSecret: app.clientSecret!, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', scope: 'read write follow' });
-  const asApp = createRestAPIClient({ url: s.url, accessToken: appToken.accessToken });
-  const t1 = await asApp.v1.accounts.create({ username: 'rae', email: 'rae@example.com', password: 'rae password', agreement: true, locale: 'en' });
-  const t2 = await asApp.v1.accounts.create({ username: 'sol', email: 'sol@example.com', password: 'sol password', agreement: true, locale: 'en' });
-  rae = createRestAPIClient({ url: s.url, accessToken: t1.accessToken });
-  sol = createRestAPIClient({ url: s.url, accessToken: t2.accessToken });
+  ({ rae, sol } = (await mastoAccounts(s.url, 'masto filters', 'rae', 'sol')) as { rae: mastodon.rest.Client; sol: mastodon.rest.Client });
 });
 afterAll(async () => s?.close());
 

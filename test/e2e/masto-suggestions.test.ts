@@ -1,6 +1,7 @@
 // Finding people through masto: follow suggestions (v2 and v1, and dismissing one) and account search.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto';
+import type { mastodon } from 'masto';
+import { mastoAccounts } from '../helpers/masto.ts';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { runCli } from '../../cli/admin.ts';
@@ -12,15 +13,9 @@ const ids: Record<string, string> = {};
 
 beforeAll(async () => {
   s = await startListeningServer();
-  const anonymous = createRestAPIClient({ url: s.url });
-  const app = await anonymous.v1.apps.create({ clientName: 'masto people', redirectUris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' });
-  const oauth = createOAuthAPIClient({ url: s.url });
-  const appToken = await oauth.token.create({ grantType: 'client_credentials', clientId: app.clientId!, clientSecret: app.clientSecret!, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', scope: 'read write follow' });
-  const asApp = createRestAPIClient({ url: s.url, accessToken: appToken.accessToken });
+  Object.assign(clients, await mastoAccounts(s.url, 'masto people', 'rhea', 'sol', 'tam', 'uma'));
   for (const username of ['rhea', 'sol', 'tam', 'uma']) {
-    const token = await asApp.v1.accounts.create({ username, email: `${username}@example.com`, password: `${username} password`, agreement: true, locale: 'en' });
-    clients[username] = createRestAPIClient({ url: s.url, accessToken: token.accessToken });
-    ids[username] = (await clients[username].v1.accounts.updateCredentials({ discoverable: true, displayName: `${username} of the Moons` })).id;
+    ids[username] = (await clients[username]!.v1.accounts.updateCredentials({ discoverable: true, displayName: `${username} of the Moons` })).id;
   }
   // rhea follows sol; sol follows tam: tam is a friend of a friend. uma is featured by the operator.
   await clients.rhea!.v1.accounts.$select(ids.sol!).follow();

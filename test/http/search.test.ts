@@ -243,3 +243,20 @@ describe('with 10,000 statuses', () => {
     console.log(`status search over 10,000 statuses: ${timings.join('; ')}`);
   });
 });
+
+describe('accounts in /api/v2/search', () => {
+  it('finds accounts by display-name words for a signed-in person, and only followed ones with following', async () => {
+    const [ned, ozzy, pam] = await registerUsers(s.app, 'ned', 'ozzy', 'pam');
+    expect((await call(ozzy, 'PATCH', '/api/v1/accounts/update_credentials', { display_name: 'Ozymandias Fernwood' })).status).toBe(200);
+    expect((await call(pam, 'PATCH', '/api/v1/accounts/update_credentials', { display_name: 'Fernwood Pam' })).status).toBe(200);
+    expect((await call(ned, 'POST', `/api/v1/accounts/${ozzy.id}/follow`)).status).toBe(200);
+    const accounts = async (user: TestUser | null, q: string, extra = '') =>
+      ((await call(user, 'GET', `/api/v2/search?type=accounts&q=${encodeURIComponent(q)}${extra}`)).body.accounts as Json[]).map((a) => a.username as string);
+    expect((await accounts(ned, 'fernwood')).sort()).toEqual(['ozzy', 'pam']);
+    expect(await accounts(ned, 'fernwood', '&following=true')).toEqual(['ozzy']);
+    expect(await accounts(ned, 'ozyman')).toEqual(['ozzy']);
+    // Without signing in, handles and username prefixes only, as before.
+    expect(await accounts(null, 'fernwood')).toEqual([]);
+    expect(await accounts(null, 'oz')).toEqual(['ozzy']);
+  });
+});

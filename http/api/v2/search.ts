@@ -5,7 +5,7 @@ import type { RouteOptions } from '../../app.ts';
 import { Bool, isId } from '../../params.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
-import { resolveAcct } from '../../../federation/remote-accounts.ts';
+import { findAccounts } from '../../../services/account-search.ts';
 import { resolveRemoteLink } from '../../../federation/resolve.ts';
 import { findAccountById } from '../../../storage/accounts.ts';
 import { renderStatuses } from '../../serializers/statuses.ts';
@@ -49,17 +49,18 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     const result = { accounts: [] as unknown[], statuses: [] as unknown[], hashtags: [] as unknown[] };
 
     if (wants('accounts')) {
-      const handle = HANDLE.exec(q);
-      if (handle) {
-        const [, username, domain] = handle as unknown as [string, string, string | undefined];
-        const local = !domain || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
-        const found = await searchAccounts(ctx.db, username, local ? null : domain, limit, offset);
-        // `@user@domain` of another server, not known yet: WebFinger, when asked to resolve.
-        if (!local && resolve && offset === 0 && !found.some((a) => a.username.toLowerCase() === username.toLowerCase())) {
-          const resolved = await resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain!.toLowerCase(), viewer);
-          if (resolved && !resolved.suspended_at) found.unshift(resolved);
+      if (viewerId !== null) {
+        // Signed in: usernames, display-name words and handles, accounts followed first (and only those with
+        // `following`), resolving `user@domain` when asked.
+        const found = await findAccounts(ctx, viewerId, q, { limit, offset, following: request.query.following ?? false, resolve });
+        result.accounts = found.map((a) => renderAccount(ctx.render, a));
+      } else {
+        const handle = HANDLE.exec(q);
+        if (handle) {
+          const [, username, domain] = handle as unknown as [string, string, string | undefined];
+          const local = !domain || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
+          result.accounts = (await searchAccounts(ctx.db, username, local ? null : domain, limit, offset)).map((a) => renderAccount(ctx.render, a));
         }
-        result.accounts = found.slice(0, limit).map((a) => renderAccount(ctx.render, a));
       }
     }
     if (wants('hashtags')) {

@@ -25,6 +25,7 @@ export interface ViewerFilters {
 }
 
 const WORD = '[\\p{L}\\p{N}\\p{M}_]';
+const NO_FILTERS: ViewerFilters = { filters: [], notAfter: undefined };
 
 /**
  * A keyword as Mastodon matches it: case-insensitive; a whole-word keyword must not touch a word character at an
@@ -67,6 +68,8 @@ export class FilterCache {
 
   async forViewer(viewerId: string, version?: string): Promise<ViewerFilters> {
     const v = version ?? (await this.versions.get('f', [viewerId]))[0]!;
+    // Filter versions never expire (storage/cache-versions.ts): 0 is someone who has never had a filter.
+    if (v === '0') return NO_FILTERS;
     const hit = this.entries.get(viewerId);
     if (hit && hit.version === v) return hit.value;
     const rows = await filtersOf(this.db, viewerId);

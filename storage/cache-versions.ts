@@ -68,7 +68,11 @@ export class CacheVersions {
     if (keys.length === 0) return;
     const pipeline = this.redis.pipeline();
     // Entries cached in processes live far shorter than a week, so a counter that expires unused is never mistaken.
-    for (const key of keys) pipeline.incr(key).expire(key, 7 * 24 * 3600);
+    // Filter versions are kept: version 0 then means "never had filters", which readers take without asking.
+    for (const key of keys) {
+      pipeline.incr(key);
+      if (!key.startsWith(`${this.prefix}ver:f:`)) pipeline.expire(key, 7 * 24 * 3600);
+    }
     await pipeline.exec();
   }
 }

@@ -284,6 +284,10 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   const sockets: WebSocket[] = [];
   let server: ChildProcess | null = null;
+  // BENCH_STREAMING_SPLIT=1: the latency sockets are held by a process of its own (ROLE=streaming, as Mastodon runs
+  // its streaming server), while the first process takes the posts and runs the workers.
+  const split = process.env.BENCH_STREAMING_SPLIT === '1';
+  let streamer: ChildProcess | null = null;
 
   const stop = async () => {
     const s = server;
@@ -339,8 +343,16 @@ async function main(): Promise<void> {
     // 1. Latency: a user socket (token in the header) and a public:local socket (token in the query) per account.
     t = performance.now();
     const channelPrefix = `${config.redisPrefix}stream:`;
-    const userSockets = await pool(tokens, OPEN_CONCURRENCY, (token, i) => latencySocket(`${wsBase}/api/v1/streaming?stream=user`, `${channelPrefix}timeline:${accountIds[i]}`, { authorization: `Bearer ${token}` }));
-    const publicSockets = await pool(tokens, OPEN_CONCURRENCY, (token) => latencySocket(`${wsBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, `${channelPrefix}timeline:public:local`));
+    let socketBase = wsBase;
+    if (split) {
+      const streamingBase = base.replace(`:${PORT}`, `:${PORT + 1}`);
+      streamer = startServer({ ...env, PORT: String(PORT + 1) }, { role: 'streaming' });
+      await waitHealthy(streamingBase);
+      socketBase = streamingBase.replace(/^http/, 'ws');
+      console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid})`);
+    }
+    const userSockets = await pool(tokens, OPEN_CONCURRENCY, (token, i) => latencySocket(`${socketBase}/api/v1/streaming?stream=user`, `${channelPrefix}timeline:${accountIds[i]}`, { authorization: `Bearer ${token}` }));
+    const publicSockets = await pool(tokens, OPEN_CONCURRENCY, (token) => latencySocket(`${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, `${channelPrefix}timeline:public:local`));
     const latencySockets = [...userSockets, ...publicSockets];
     sockets.push(...latencySockets.map((l) => l.ws));
     const openMs = performance.now() - t;
@@ -495,6 +507,10 @@ async function main(): Promise<void> {
   } finally {
     for (const ws of sockets) ws.terminate();
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    if (streamer && streamer.exitCode === null) {
+      streamer.kill('SIGTERM');
+      await new Promise((r) => streamer!.once('exit', r));
+    }
     await stop();
     await deleteKeysWithPrefix(redis, config.redisPrefix);
     redis.disconnect();

@@ -6,7 +6,8 @@ import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto'
  */
 export async function mastoAccounts(url: string, clientName: string, ...usernames: string[]): Promise<Record<string, mastodon.rest.Client>> {
   const anonymous = createRestAPIClient({ url });
-  const app = await anonymous.v1.apps.create({ clientName, redirectUris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow' });
+  // Registration's token has the app's scopes: `push` included, for the Web Push routes.
+  const app = await anonymous.v1.apps.create({ clientName, redirectUris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write follow push' });
   const oauth = createOAuthAPIClient({ url });
   const appToken = await oauth.token.create({ grantType: 'client_credentials', clientId: app.clientId!, clientSecret: app.clientSecret!, redirectUri: 'urn:ietf:wg:oauth:2.0:oob', scope: 'read write follow' });
   const asApp = createRestAPIClient({ url, accessToken: appToken.accessToken });

@@ -66,36 +66,44 @@ class EventFrames {
 
 /** Open sessions by token and by user, so a revocation in any process closes them at once. */
 class OpenSessions {
-  private readonly all = new Map<StreamSession, () => void>();
+  private readonly closers = new Map<StreamSession, () => void>();
+  private readonly byToken = new Map<string, Set<StreamSession>>();
+  private readonly byUser = new Map<string, Set<StreamSession>>();
 
   add(session: StreamSession, close: () => void): void {
-    this.all.set(session, close);
+    this.closers.set(session, close);
+    for (const [index, key] of [[this.byToken, session.owner.tokenHash], [this.byUser, session.owner.userId]] as const) {
+      let set = index.get(key);
+      if (!set) index.set(key, (set = new Set()));
+      set.add(session);
+    }
   }
 
   delete(session: StreamSession): void {
-    this.all.delete(session);
-  }
-
-  get size(): number {
-    return this.all.size;
+    this.closers.delete(session);
+    for (const [index, key] of [[this.byToken, session.owner.tokenHash], [this.byUser, session.owner.userId]] as const) {
+      const set = index.get(key);
+      set?.delete(session);
+      if (set?.size === 0) index.delete(key);
+    }
   }
 
   /** The server is stopping: every stream ends (clients reconnect to another process). */
   closeAll(): void {
-    for (const close of this.all.values()) close();
-    this.all.clear();
+    for (const close of [...this.closers.values()]) close();
   }
 
   /** A token was revoked (`token:<hash>`) or something about a user changed (`user:<id>`): close what no longer holds. */
   async revalidate(ctx: AppContext, message: string): Promise<void> {
-    const [kind, id] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)];
-    for (const [session, close] of this.all) {
-      const o = session.owner;
-      if (kind === 'token' && o.tokenHash === id) close();
-      else if (kind === 'user' && o.userId === id) {
-        const token = await findActiveAccessTokenByHash(ctx.db, o.tokenHash).catch(() => undefined);
-        if (token === null || (token && (token.suspended || !token.approved))) close();
-      }
+    const kind = message.slice(0, message.indexOf(':'));
+    const id = message.slice(message.indexOf(':') + 1);
+    const close = (sessions: Iterable<StreamSession>) => { for (const s of [...sessions]) this.closers.get(s)?.(); };
+    if (kind === 'token') return close(this.byToken.get(id) ?? []);
+    if (kind !== 'user') return;
+    // Each of the user's tokens is asked about once, however many sockets it holds.
+    for (const hash of new Set([...(this.byUser.get(id) ?? [])].map((s) => s.owner.tokenHash))) {
+      const token = await findActiveAccessTokenByHash(ctx.db, hash).catch(() => undefined);
+      if (token === null || (token && (token.suspended || !token.approved))) close(this.byToken.get(hash) ?? []);
     }
   }
 }

@@ -61,13 +61,14 @@ export function resolveStream(owner: StreamOwner, name: string, params: StreamPa
       return { channels: [streamChannels.notifications(owner.accountId)], stream: [name] };
     case 'public':
     case 'public:media':
-      return { channels: [streamChannels.public('', media || name === 'public:media')], stream: [media && name === 'public' ? 'public:media' : name] };
     case 'public:local':
     case 'public:local:media':
-      return { channels: [streamChannels.public(':local', media || name.endsWith(':media'))], stream: [media && !name.endsWith(':media') ? 'public:local:media' : name] };
     case 'public:remote':
-    case 'public:remote:media':
-      return { channels: [streamChannels.public(':remote', media || name.endsWith(':media'))], stream: [media && !name.endsWith(':media') ? 'public:remote:media' : name] };
+    case 'public:remote:media': {
+      const scope = name.includes(':local') ? ':local' : name.includes(':remote') ? ':remote' : '';
+      const withMedia = media || name.endsWith(':media');
+      return { channels: [streamChannels.public(scope, withMedia)], stream: [`public${scope}${withMedia ? ':media' : ''}`] };
+    }
     case 'hashtag':
     case 'hashtag:local': {
       const tag = params.tag?.replace(/^#/, '');

@@ -6,6 +6,10 @@ export const GRANULAR_SCOPES = [
   'write:filters', 'write:follows', 'write:lists', 'write:media', 'write:mutes', 'write:notifications',
   'write:reports', 'write:statuses',
   'admin:read', 'admin:write',
+  'admin:read:accounts', 'admin:read:reports', 'admin:read:domain_allows', 'admin:read:domain_blocks',
+  'admin:read:ip_blocks', 'admin:read:email_domain_blocks', 'admin:read:canonical_email_blocks',
+  'admin:write:accounts', 'admin:write:reports', 'admin:write:domain_allows', 'admin:write:domain_blocks',
+  'admin:write:ip_blocks', 'admin:write:email_domain_blocks', 'admin:write:canonical_email_blocks',
 ] as const;
 
 export const TOP_SCOPES = ['read', 'write', 'follow', 'push', 'profile'] as const;
@@ -28,6 +32,9 @@ export function grants(held: string[], needed: string): boolean {
   if (held.includes(needed)) return true;
   const [parent] = needed.split(':');
   if (parent && parent !== needed && (parent === 'read' || parent === 'write') && held.includes(parent)) return true;
+  // `admin:read` and `admin:write` grant every admin scope under them.
+  const adminParent = /^(admin:(?:read|write)):/.exec(needed)?.[1];
+  if (adminParent && held.includes(adminParent)) return true;
   if (held.includes('follow') && FOLLOW_GRANTS.has(needed)) return true;
   // `profile` is a narrower `read:accounts` for verify_credentials only; routes ask for it by name.
   return false;

@@ -13,11 +13,12 @@ import type { Db } from '../../storage/db.ts';
  * - `anonymous`: the token is not even looked at (Mastodon's instance and app-registration endpoints).
  * - `app`: any valid token (an app's own, from client_credentials, or a user's) with one of `scopes`.
  * - `user`: a user's token with one of `scopes`.
+ * - `admin`: a user's token with one of `scopes`, whose user is an administrator (Mastodon's admin API).
  */
 export type RouteAuth =
   | { kind: 'anonymous' }
   | { kind: 'public'; scopes?: readonly string[] }
-  | { kind: 'app' | 'user'; scopes: readonly string[] };
+  | { kind: 'app' | 'user' | 'admin'; scopes: readonly string[] };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -76,10 +77,11 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
     if (scopes.length > 0 && !grantsAny(parseScopes(token.scopes), scopes)) {
       throw new ApiError(403, 'This action is outside the authorized scopes');
     }
-    if (policy.kind === 'user') {
+    if (policy.kind === 'user' || policy.kind === 'admin') {
       if (!token.user_id) throw new ApiError(422, 'This method requires an authenticated user');
       if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
     }
+    if (policy.kind === 'admin' && !token.admin) throw new ApiError(403, 'This action is not allowed');
   });
 }
 

@@ -13,6 +13,8 @@ import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
 import { fetchNote, isPublic, localActor, receiveNote, statusByUri } from './remote-statuses.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
+import { Flag } from '@fedify/vocab';
+import { onFlag } from './flag.ts';
 
 type Fed = InboxContext<AppContext>;
 
@@ -34,6 +36,7 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Delete, onDelete)
     .on(Like, onLike)
     .on(Announce, onAnnounce)
+    .on(Flag, onFlag)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))

@@ -2,7 +2,7 @@ import { createExponentialBackoffPolicy, createFederation, type Context, type Re
 import { Create, Note, type Announce } from '@fedify/vocab';
 import type { AppContext, AppFederation } from '../context.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
-import { publishedLocalAccount } from '../services/local-accounts.ts';
+import { publishedLocalAccount, signingLocalAccount } from '../services/local-accounts.ts';
 import { accountStatusIds, findStatus } from '../storage/statuses.ts';
 import { instanceStats, activeUsers } from '../storage/instance.ts';
 import { followersPage, followingPage } from '../storage/follows.ts';
@@ -71,7 +71,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
   federation
     .setActorDispatcher('/users/{identifier}', async (fed, identifier) => {
       if (identifier === INSTANCE_ACTOR) return instanceActorOf(fed);
-      const account = await publishedLocalAccount(fed.data, identifier);
+      const account = await signingLocalAccount(fed.data, identifier);
       return account ? personOf(fed, account) : null;
     })
     .authorize((fed, identifier) => authorized(fed, identifier))
@@ -83,7 +83,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     })
     .setKeyPairsDispatcher(async (fed, identifier) => {
       if (identifier === INSTANCE_ACTOR) return (await fed.data.keyRing.instanceKeyPairs()).pairs;
-      const account = await publishedLocalAccount(fed.data, identifier);
+      const account = await signingLocalAccount(fed.data, identifier);
       return account ? fed.data.keyRing.keyPairs(account.id) : [];
     });
 

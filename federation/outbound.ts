@@ -8,6 +8,8 @@ import { findStatus, findStatusRecord } from '../storage/statuses.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { announceOf, audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
+import { flagOf } from './flag.ts';
+import { INSTANCE_ACTOR } from './instance-actor.ts';
 
 const BATCH = 1000;
 
@@ -77,6 +79,22 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const id = announce.id!;
       const activity = d.activity === 'Announce' ? announce : new Undo({ id: new URL(`${id.href}#undo`), actor: actorId(app, me), object: announce });
       await sendToAudience(app, fed, me, true, [author], activity, id.href);
+      return;
+    }
+    case 'Flag': {
+      const built = await flagOf(fed, d.reportId);
+      if (built && (await deliverable(app, built.target))) {
+        await fed.sendActivity({ identifier: INSTANCE_ACTOR }, recipientOf(app, built.target), built.flag, { preferSharedInbox: true });
+      }
+      return;
+    }
+    case 'DeleteActor': {
+      // Signed by the account itself: a suspended account's key is still published (federation/index.ts).
+      const me = await findAccountById(app.db, d.accountId);
+      if (!me || me.domain !== null || !me.suspended_at) return;
+      const id = actorId(app, me);
+      const del = new Delete({ id: new URL(`${id.href}#delete`), actor: id, object: id, tos: [PUBLIC_COLLECTION] });
+      await sendToAudience(app, fed, me, true, [], del, null);
       return;
     }
     case 'UpdatePerson': {

@@ -36,6 +36,9 @@ import preferencesRoutes from './api/v1/preferences.ts';
 import streamingRoutes from './streaming/routes.ts';
 import filtersV1Routes from './api/v1/filters.ts';
 import filtersV2Routes from './api/v2/filters.ts';
+import reportsRoutes from './api/v1/reports.ts';
+import adminReportsRoutes from './api/v1/admin/reports.ts';
+import adminAccountsRoutes from './api/v1/admin/accounts.ts';
 
 export type App = FastifyInstance;
 
@@ -104,6 +107,9 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(discoveryRoutes, { ctx });
   await app.register(filtersV1Routes, { ctx });
   await app.register(filtersV2Routes, { ctx });
+  await app.register(reportsRoutes, { ctx });
+  await app.register(adminReportsRoutes, { ctx });
+  await app.register(adminAccountsRoutes, { ctx });
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });

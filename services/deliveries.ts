@@ -12,7 +12,11 @@ export type Delivery =
   | { activity: 'Create' | 'Delete'; statusId: string }
   | { activity: 'Like' | 'UndoLike'; accountId: string; statusId: string; /** Makes each like's id its own, so a like after an unlike is not taken for a repeat. */ likeId?: string | null }
   | { activity: 'Announce' | 'UndoAnnounce'; reblogId: string }
-  | { activity: 'UpdatePerson'; accountId: string };
+  | { activity: 'UpdatePerson'; accountId: string }
+  /** A report forwarded to the reported account's server, signed by the instance actor (federation/flag.ts). */
+  | { activity: 'Flag'; reportId: string }
+  /** A suspended local account, sent to its followers' servers as a Delete of its actor. */
+  | { activity: 'DeleteActor'; accountId: string };
 
 export function queueDelivery(db: Queryable, delivery: Delivery): Promise<OutboxRow> {
   return addToOutbox(db, 'deliver', delivery);

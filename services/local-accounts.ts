@@ -9,3 +9,13 @@ export async function publishedLocalAccount(app: AppContext, username: string): 
   if ((await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
   return account;
 }
+
+/**
+ * A local account whose actor and key are served: published ones, and suspended ones in a reduced form, as Mastodon
+ * does, so that the `Delete` of a suspended actor can be checked by the servers it is sent to.
+ */
+export async function signingLocalAccount(app: AppContext, username: string): Promise<AccountRow | null> {
+  const account = await findAccountByUsername(app.db, username, null);
+  if (!account || (await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
+  return account;
+}

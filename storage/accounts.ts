@@ -32,6 +32,10 @@ export interface AccountRow {
   statuses_count: number;
   last_status_at: Date | null;
   suspended_at: Date | null;
+  /** Limited by a moderator: kept out of public timelines (storage/moderation.ts). */
+  silenced_at: Date | null;
+  /** Its media is always shown as sensitive. */
+  sensitized_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -48,7 +52,7 @@ const COLUMNS = `id, username, domain, display_name, note_source, note_html, fie
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
   uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
   followers_count, following_count,
-  statuses_count, last_status_at, suspended_at, created_at, updated_at`;
+  statuses_count, last_status_at, suspended_at, silenced_at, sensitized_at, created_at, updated_at`;
 
 export async function findAccountById(db: Queryable, id: string): Promise<AccountRow | null> {
   const { rows } = await db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE id = $1`, [id]);

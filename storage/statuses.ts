@@ -231,7 +231,7 @@ export async function publicTimelineIds(db: Queryable, o: { local: boolean; remo
   const c = pageClause('s.id', p, values);
   const { rows } = await db.query<{ id: string }>(
     `SELECT s.id FROM statuses s JOIN accounts a ON a.id = s.account_id
-      WHERE s.deleted_at IS NULL AND s.visibility = 'public' AND s.reblog_of_id IS NULL AND a.suspended_at IS NULL${extra} AND ${c.where}
+      WHERE s.deleted_at IS NULL AND s.visibility = 'public' AND s.reblog_of_id IS NULL AND a.suspended_at IS NULL AND a.silenced_at IS NULL${extra} AND ${c.where}
       ORDER BY ${c.order} ${c.limit}`,
     values,
   );

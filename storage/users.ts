@@ -7,6 +7,8 @@ export interface UserRow {
   password_hash: string;
   admin: boolean;
   approved: boolean;
+  /** Sign-in refused and tokens refused, by a moderator. */
+  disabled: boolean;
   locale: string | null;
   default_privacy: string;
   default_sensitive: boolean;
@@ -14,7 +16,7 @@ export interface UserRow {
   created_at: Date;
 }
 
-const COLUMNS = `id, account_id, email, password_hash, admin, approved, locale,
+const COLUMNS = `id, account_id, email, password_hash, admin, approved, disabled, locale,
   default_privacy, default_sensitive, default_language, created_at`;
 
 export async function findUserByEmail(db: Queryable, email: string): Promise<UserRow | null> {

@@ -117,6 +117,7 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
       return page(401, 'Invalid e-mail address or password.');
     }
     if (!user.approved) return page(403, 'Your account is pending approval.');
+    if (user.disabled) return page(403, 'Your login is currently disabled.');
 
     const oauthRequest = new Request({
       method: 'POST',

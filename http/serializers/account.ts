@@ -47,11 +47,12 @@ export function renderAccount(ctx: RenderContext, a: AccountRow) {
     roles: [],
     fields: a.fields.map((f) => ({ name: f.name, value: f.value_html, verified_at: f.verified_at })),
     ...(a.suspended_at ? { suspended: true } : {}),
+    ...(a.silenced_at ? { limited: true } : {}),
   };
 }
 
-const EVERYONE_ROLE = { id: '-99', name: '', permissions: '0', color: '', highlighted: false };
-const ADMIN_ROLE = { id: '3', name: 'Admin', permissions: '1', color: '', highlighted: true };
+export const EVERYONE_ROLE = { id: '-99', name: '', permissions: '0', color: '', highlighted: false };
+export const ADMIN_ROLE = { id: '3', name: 'Admin', permissions: '1', color: '', highlighted: true };
 
 /** The signed-in user's own account: Account plus `source` and `role`. */
 export function renderCredentialAccount(ctx: RenderContext, a: AccountRow, user: UserRow, followRequestsCount: number) {

@@ -21,7 +21,8 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
     account: renderAccount(ctx, author),
     content: s.content,
     visibility: s.visibility,
-    sensitive: s.sensitive,
+    // An account a moderator marked sensitive has all its posts shown as sensitive (Mastodon's sensitized).
+    sensitive: s.sensitive || !!author.sensitized_at,
     spoiler_text: s.spoiler_text,
     language: s.language,
     in_reply_to_id: s.in_reply_to_id,

@@ -1,0 +1,196 @@
+import type { AppContext } from '../context.ts';
+import type { Db } from '../storage/db.ts';
+import { transaction } from '../storage/db.ts';
+import type { CacheVersions } from '../storage/cache-versions.ts';
+import type { OutboxRow } from '../storage/outbox.ts';
+import { findAccountById, type AccountRow } from '../storage/accounts.ts';
+import { setApproved } from '../storage/users.ts';
+import * as moderation from '../storage/moderation.ts';
+import * as reports from '../storage/reports.ts';
+import { listRules } from '../storage/rules.ts';
+import { forbidden, notFound, unprocessable } from '../errors.ts';
+import { publishTokenInvalidation, type TokenInvalidation } from './token-cache.ts';
+import { queueDelivery } from './deliveries.ts';
+
+/**
+ * What moderation needs: the database, cache versions to bump after each change, a way to tell every process that a
+ * user's tokens answer differently now, and (in a server) the job queue; the CLI has none, so the outbox sweeper of a
+ * running server sends what the CLI queued.
+ */
+export interface ModerationDeps {
+  db: Db;
+  versions: Pick<CacheVersions, 'bump'>;
+  invalidate: (what: TokenInvalidation) => Promise<void>;
+  jobs?: { enqueue(row: OutboxRow): Promise<void> } | null;
+}
+
+export function moderationDeps(ctx: AppContext): ModerationDeps {
+  return {
+    db: ctx.db,
+    versions: ctx.versions,
+    invalidate: (what) => publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, what),
+    jobs: ctx.jobs,
+  };
+}
+
+async function enqueue(deps: ModerationDeps, rows: OutboxRow[]): Promise<void> {
+  if (!deps.jobs) return;
+  await Promise.all(rows.map((r) => deps.jobs!.enqueue(r).catch(() => {})));
+}
+
+export type AccountActionType = 'none' | 'sensitive' | 'disable' | 'silence' | 'suspend';
+
+/** An administrator's own account, or another's, is not for moderators to act on (Mastodon's AccountPolicy). */
+async function actionable(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  if (target.domain !== null) return;
+  const user = (await moderation.usersOfAccounts(deps.db, [target.id])).get(target.id);
+  if (user?.admin) throw forbidden();
+}
+
+async function userIdOf(deps: ModerationDeps, accountId: string): Promise<string | null> {
+  return (await moderation.usersOfAccounts(deps.db, [accountId])).get(accountId)?.id ?? null;
+}
+
+/**
+ * Suspends an account: its tokens are refused (storage/oauth.ts), its statuses leave every feed and read path
+ * (services/hydrate.ts hides a suspended author's statuses; the account's version bump invalidates cached pages),
+ * and a local one is sent out as a `Delete` of its actor to its followers' servers, as Mastodon does.
+ */
+export async function suspendAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  const outbox = await transaction(deps.db, async (tx) => {
+    await moderation.setAccountFlag(tx, target.id, 'suspended', true);
+    return target.domain === null && !target.suspended_at ? [await queueDelivery(tx, { activity: 'DeleteActor', accountId: target.id })] : [];
+  });
+  await afterAccountChange(deps, target);
+  await enqueue(deps, outbox);
+}
+
+export async function unsuspendAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  if (!target.suspended_at) throw forbidden();
+  const outbox = await transaction(deps.db, async (tx) => {
+    await moderation.setAccountFlag(tx, target.id, 'suspended', false);
+    // Servers that heard of the suspension learn the actor is back (Mastodon sends an Update of it).
+    return target.domain === null ? [await queueDelivery(tx, { activity: 'UpdatePerson', accountId: target.id })] : [];
+  });
+  await afterAccountChange(deps, target);
+  await enqueue(deps, outbox);
+}
+
+export async function setSilenced(deps: ModerationDeps, target: AccountRow, on: boolean): Promise<void> {
+  await moderation.setAccountFlag(deps.db, target.id, 'silenced', on);
+  await afterAccountChange(deps, target);
+}
+
+export async function setSensitized(deps: ModerationDeps, target: AccountRow, on: boolean): Promise<void> {
+  await moderation.setAccountFlag(deps.db, target.id, 'sensitized', on);
+  await afterAccountChange(deps, target);
+}
+
+/** A disabled user cannot sign in and its tokens are refused; a remote account has no user, so nothing changes. */
+export async function setDisabled(deps: ModerationDeps, target: AccountRow, on: boolean): Promise<void> {
+  if (target.domain !== null) return;
+  await moderation.setUserDisabled(deps.db, target.id, on);
+  await afterAccountChange(deps, target);
+}
+
+async function afterAccountChange(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  await deps.versions.bump({ accounts: [target.id] });
+  const userId = target.domain === null ? await userIdOf(deps, target.id) : null;
+  if (userId) await deps.invalidate({ userId });
+}
+
+/** A local account waiting for approval (403 otherwise, as Mastodon answers). */
+async function pendingUser(deps: ModerationDeps, target: AccountRow) {
+  const user = target.domain === null ? (await moderation.usersOfAccounts(deps.db, [target.id])).get(target.id) : undefined;
+  if (!user || user.approved) throw forbidden();
+  return user;
+}
+
+export async function approveAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  const user = await pendingUser(deps, target);
+  await setApproved(deps.db, user.id, true);
+  await deps.invalidate({ userId: user.id });
+  await deps.versions.bump({ accounts: [target.id] });
+}
+
+/** A rejected sign-up is removed with everything of it (its name is free again). */
+export async function rejectAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  const user = await pendingUser(deps, target);
+  await moderation.deletePendingAccount(deps.db, target.id);
+  await deps.invalidate({ userId: user.id });
+  await deps.versions.bump({ accounts: [target.id] });
+}
+
+/** Removes a suspended account's data for good (DELETE /api/v1/admin/accounts/:id); the account stays suspended. */
+export async function purgeAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+  if (!target.suspended_at) throw forbidden();
+  const userId = await userIdOf(deps, target.id);
+  const touched = await transaction(deps.db, (tx) => moderation.purgeAccountData(tx, target.id));
+  await deps.versions.bump({ accounts: [target.id, ...touched] });
+  if (userId) await deps.invalidate({ userId });
+}
+
+/**
+ * Mastodon's Admin::AccountAction: the action, then the report it came from resolved; any action but `none` resolves
+ * every open report about the account.
+ */
+export async function takeAccountAction(deps: ModerationDeps, moderatorId: string, target: AccountRow, type: AccountActionType, reportId?: string): Promise<void> {
+  const report = reportId ? await reports.findReport(deps.db, reportId) : null;
+  if (reportId && !report) throw notFound();
+  if (type !== 'none') await actionable(deps, target);
+  switch (type) {
+    case 'sensitive': await setSensitized(deps, target, true); break;
+    case 'disable': await setDisabled(deps, target, true); break;
+    case 'silence': await setSilenced(deps, target, true); break;
+    case 'suspend': await suspendAccount(deps, target); break;
+    case 'none': break;
+  }
+  if (report) await reports.resolveReport(deps.db, report.id, moderatorId);
+  if (type !== 'none') await reports.resolveReportsAbout(deps.db, target.id, moderatorId);
+}
+
+export const COMMENT_LIMIT = 1000;
+
+export interface ReportInput {
+  accountId: string;
+  statusIds: string[];
+  ruleIds: string[];
+  comment: string;
+  category: reports.ReportCategory;
+  forward: boolean;
+}
+
+/**
+ * A person's report (POST /api/v1/reports): the account must be one shown here, the statuses its own, the rules this
+ * server's; naming rules makes it a `violation`. Forwarded only when the account is remote: a `Flag` goes to its
+ * server through the outbox of the same transaction (federation/flag.ts).
+ */
+export async function fileReport(deps: ModerationDeps, reporter: AccountRow, input: ReportInput): Promise<reports.ReportRow> {
+  const target = await findAccountById(deps.db, input.accountId);
+  if (!target) throw notFound();
+  if (target.domain === null && (await moderation.usersOfAccounts(deps.db, [target.id])).get(target.id)?.approved === false) throw notFound();
+  const statusIds = [...new Set(input.statusIds)];
+  const owned = await reports.statusIdsOfAccount(deps.db, target.id, statusIds);
+  if (statusIds.some((id) => !owned.has(id))) throw notFound();
+  const ruleIds = [...new Set(input.ruleIds)];
+  if (ruleIds.length > 0) {
+    const known = new Set((await listRules(deps.db)).map((r) => r.id));
+    if (ruleIds.some((id) => !known.has(id))) throw unprocessable('Validation failed: Rule ids contains an unknown rule');
+  }
+  if ([...input.comment].length > COMMENT_LIMIT) throw unprocessable(`Validation failed: Comment is too long (maximum is ${COMMENT_LIMIT} characters)`);
+  const forwarded = input.forward && target.domain !== null;
+  const { report, outbox } = await transaction(deps.db, async (tx) => {
+    const report = (await reports.insertReport(tx, {
+      accountId: reporter.id,
+      targetAccountId: target.id,
+      statusIds,
+      ruleIds,
+      comment: input.comment,
+      category: ruleIds.length > 0 ? 'violation' : input.category,
+      forwarded,
+    }))!;
+    return { report, outbox: forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : [] };
+  });
+  await enqueue(deps, outbox);
+  return report;
+}

@@ -1,0 +1,136 @@
+import type { Queryable } from './db.ts';
+import { pageClause, pageRows, type PageParams } from './paging.ts';
+
+/** What moderators see of a local user beside its account (Admin::Account). */
+export interface ModeratedUser {
+  id: string;
+  account_id: string;
+  email: string;
+  admin: boolean;
+  approved: boolean;
+  disabled: boolean;
+  locale: string | null;
+  reason: string | null;
+  created_by_application_id: string | null;
+  created_at: Date;
+}
+
+const USER_COLUMNS = `id::text, account_id::text, email, admin, approved, disabled, locale, reason,
+  created_by_application_id::text, created_at`;
+
+export async function usersOfAccounts(db: Queryable, accountIds: string[]): Promise<Map<string, ModeratedUser>> {
+  if (accountIds.length === 0) return new Map();
+  const { rows } = await db.query<ModeratedUser>(
+    `SELECT ${USER_COLUMNS} FROM users WHERE account_id = ANY($1::bigint[])`,
+    [accountIds],
+  );
+  return new Map(rows.map((u) => [u.account_id, u]));
+}
+
+export type AccountFlag = 'suspended' | 'silenced' | 'sensitized';
+const FLAG_COLUMN: Record<AccountFlag, string> = { suspended: 'suspended_at', silenced: 'silenced_at', sensitized: 'sensitized_at' };
+
+/** Sets or clears a moderation mark; returns whether the account exists. A mark already set keeps its time. */
+export async function setAccountFlag(db: Queryable, accountId: string, flag: AccountFlag, on: boolean): Promise<boolean> {
+  const column = FLAG_COLUMN[flag];
+  const { rowCount } = await db.query(
+    `UPDATE accounts SET ${column} = CASE WHEN $2::boolean THEN coalesce(${column}, now()) END, updated_at = now() WHERE id = $1`,
+    [accountId, on],
+  );
+  return rowCount === 1;
+}
+
+export async function setUserDisabled(db: Queryable, accountId: string, disabled: boolean): Promise<void> {
+  await db.query(`UPDATE users SET disabled = $2, updated_at = now() WHERE account_id = $1`, [accountId, disabled]);
+}
+
+/** A local account that never was approved, removed with everything that hangs off it (a rejected sign-up). */
+export async function deletePendingAccount(db: Queryable, accountId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM accounts a USING users u WHERE a.id = $1 AND u.account_id = a.id AND a.domain IS NULL AND NOT u.approved`,
+    [accountId],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * A suspended account's data removed for good (Mastodon's DeleteAccountService, keeping the account as a placeholder
+ * so its name is not taken again): its statuses are flagged deleted, its follows both ways and requests removed with
+ * the counts they moved, its profile emptied, and a local user (and so its tokens) deleted. Returns the accounts whose
+ * counts changed.
+ */
+export async function purgeAccountData(db: Queryable, accountId: string): Promise<string[]> {
+  await db.query(`UPDATE statuses SET deleted_at = now() WHERE account_id = $1 AND deleted_at IS NULL`, [accountId]);
+  const { rows } = await db.query<{ account_id: string; target_account_id: string }>(
+    `DELETE FROM follows WHERE account_id = $1 OR target_account_id = $1 RETURNING account_id::text, target_account_id::text`, [accountId],
+  );
+  await db.query(`DELETE FROM follow_requests WHERE account_id = $1 OR target_account_id = $1`, [accountId]);
+  const followed = rows.filter((r) => r.account_id === accountId).map((r) => r.target_account_id);
+  const followers = rows.filter((r) => r.target_account_id === accountId).map((r) => r.account_id);
+  if (followed.length > 0) await db.query(`UPDATE accounts SET followers_count = greatest(followers_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followed]);
+  if (followers.length > 0) await db.query(`UPDATE accounts SET following_count = greatest(following_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followers]);
+  await db.query(
+    `UPDATE accounts SET display_name = '', note_source = '', note_html = '', fields = '[]', avatar_file = NULL,
+            avatar_content_type = NULL, header_file = NULL, header_content_type = NULL, avatar_remote_url = NULL,
+            header_remote_url = NULL, followers_count = 0, following_count = 0, statuses_count = 0, updated_at = now()
+      WHERE id = $1`,
+    [accountId],
+  );
+  await db.query(`DELETE FROM users WHERE account_id = $1`, [accountId]);
+  return [...followed, ...followers];
+}
+
+/** Mastodon's admin account filters (v1 names; v2's origin/status/permissions map onto them). */
+export interface AdminAccountFilters {
+  local?: boolean | undefined;
+  remote?: boolean | undefined;
+  active?: boolean | undefined;
+  pending?: boolean | undefined;
+  disabled?: boolean | undefined;
+  silenced?: boolean | undefined;
+  suspended?: boolean | undefined;
+  sensitized?: boolean | undefined;
+  staff?: boolean | undefined;
+  username?: string | undefined;
+  displayName?: string | undefined;
+  byDomain?: string | undefined;
+  email?: string | undefined;
+  ip?: string | undefined;
+}
+
+const likePrefix = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * Account ids for the admin list, newest first, paged by id. Each true filter narrows the walk down the primary key
+ * (or a partial index on the mark); a page is bounded by its limit.
+ */
+export async function adminAccountIds(db: Queryable, f: AdminAccountFilters, p: PageParams): Promise<string[]> {
+  const values: unknown[] = [];
+  const where: string[] = [];
+  const add = (sql: string, value?: unknown) => {
+    if (value !== undefined) values.push(value);
+    where.push(sql.replace('$?', `$${values.length}`));
+  };
+  if (f.local) add('a.domain IS NULL');
+  if (f.remote) add('a.domain IS NOT NULL');
+  if (f.byDomain) add('lower(a.domain) = lower($?)', f.byDomain);
+  if (f.active) add('a.suspended_at IS NULL');
+  if (f.suspended) add('a.suspended_at IS NOT NULL');
+  if (f.silenced) add('a.silenced_at IS NOT NULL');
+  if (f.sensitized) add('a.sensitized_at IS NOT NULL');
+  if (f.pending) add('u.id IS NOT NULL AND NOT u.approved');
+  if (f.disabled) add('u.disabled');
+  if (f.staff) add('u.admin');
+  if (f.username) add(`lower(a.username) LIKE lower($?)`, likePrefix(f.username));
+  if (f.displayName) add(`a.display_name ILIKE $?`, `%${f.displayName.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  if (f.email) add(`lower(u.email) LIKE lower($?)`, likePrefix(f.email));
+  // No sign-in addresses are kept, so none matches.
+  if (f.ip) add('FALSE');
+  const c = pageClause('a.id', p, values);
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT a.id::text FROM accounts a LEFT JOIN users u ON u.account_id = a.id
+      WHERE ${[...where, c.where].join(' AND ')} ORDER BY ${c.order} ${c.limit}`,
+    values,
+  );
+  return pageRows(rows, p).map((r) => r.id);
+}

@@ -93,8 +93,8 @@ export async function assignReport(db: Queryable, id: string, accountId: string 
   return rows[0] ?? null;
 }
 
-/** Resolves a report (by a moderator's account); a resolved one keeps its first resolution. */
-export async function resolveReport(db: Queryable, id: string, byAccountId: string): Promise<ReportRow | null> {
+/** Resolves a report (by a moderator's account, null from the CLI); a resolved one keeps its first resolution. */
+export async function resolveReport(db: Queryable, id: string, byAccountId: string | null): Promise<ReportRow | null> {
   const { rows } = await db.query<ReportRow>(
     `UPDATE reports SET action_taken_at = coalesce(action_taken_at, now()),
                         action_taken_by_account_id = CASE WHEN action_taken_at IS NULL THEN $2 ELSE action_taken_by_account_id END,

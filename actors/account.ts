@@ -13,6 +13,8 @@ import { randomUUID } from 'node:crypto';
 import { homeFeedSourceIds } from '../storage/statuses.ts';
 import { FEED_SIZE } from '../storage/feeds.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
+import { blockedEitherWay, blocksAccountOrDomain, type MuteOptions } from '../storage/blocks.ts';
+import * as blockService from '../services/blocks.ts';
 
 /**
  * What an account's actor is asked to do. Each message changes what the account owns (its follows, its
@@ -34,7 +36,14 @@ export type AccountMessage =
   /** `accepting`: the sender has just found that the feed takes statuses (fan-out checks a thousand at once). */
   | { type: 'addToHomeFeed'; statusId: string; accepting?: boolean }
   | { type: 'removeFromHomeFeed'; statusIds: string[] }
-  | { type: 'rebuildHomeFeed' };
+  | { type: 'rebuildHomeFeed' }
+  /** `uri`: the id of a Block received from another server, whose account is then the blocker. */
+  | { type: 'block'; targetId: string; uri?: string | null }
+  | { type: 'unblock'; targetId: string }
+  | { type: 'mute'; targetId: string; options: MuteOptions }
+  | { type: 'unmute'; targetId: string }
+  | { type: 'blockDomain'; domain: string }
+  | { type: 'unblockDomain'; domain: string };
 
 export type AccountReply<M extends AccountMessage> =
   M extends { type: 'follow' } ? follows.FollowOutcome :
@@ -76,6 +85,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
         if (msg.targetId === accountId) throw new ApiError(403, 'This action is not allowed');
         const target = await findAccountById(tx, msg.targetId);
         if (!target || target.suspended_at) throw notFound();
+        // Mastodon's FollowService#following_not_allowed?: not between accounts either blocks, nor into a blocked server.
+        if ((await blockedEitherWay(tx, accountId, target.id)) || (await blocksAccountOrDomain(tx, accountId, target.id))) throw new ApiError(403, 'This action is not allowed');
         // Our Follow of a remote account gets an id of its own, which its Accept or Reject will name.
         const remoteTarget = target.domain !== null;
         const options = remoteTarget ? { ...msg.options, uri: msg.options.uri ?? `${deps.config.publicUrl}/follows/${randomUUID()}` } : msg.options;
@@ -178,6 +189,18 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       await deps.feeds.remove([accountId], msg.statusIds);
       for (const statusId of msg.statusIds) await deps.events.publish(streamChannels.home(accountId), { event: 'delete', statusId });
       return undefined;
+    case 'block':
+      return blockService.blockAccount(deps, accountId, msg.targetId, msg.uri ?? null);
+    case 'unblock':
+      return blockService.unblockAccount(deps, accountId, msg.targetId);
+    case 'mute':
+      return blockService.muteAccount(deps, accountId, msg.targetId, msg.options);
+    case 'unmute':
+      return blockService.unmuteAccount(deps, accountId, msg.targetId);
+    case 'blockDomain':
+      return blockService.blockDomain(deps, accountId, msg.domain);
+    case 'unblockDomain':
+      return blockService.unblockDomain(deps, accountId, msg.domain);
     case 'rebuildHomeFeed':
       // Readers that found the feed missing at once all ask; the first rebuilds it, the others find it built.
       if (!(await deps.feeds.isReady(accountId))) await deps.feeds.rebuild(accountId, () => homeFeedSourceIds(deps.db, accountId, FEED_SIZE));

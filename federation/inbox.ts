@@ -1,4 +1,4 @@
-import { Accept, Announce, Create, Delete, Follow, Like, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
+import { Accept, Announce, Block, Create, Delete, Follow, Like, Mention, Note, Reject, Undo, Update, isActor } from '@fedify/vocab';
 import type { Federation, InboxContext } from '@fedify/fedify';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
@@ -13,6 +13,8 @@ import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
 import { fetchNote, isPublic, localActor, receiveNote, statusByUri } from './remote-statuses.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
+import { blockByUri, blocksAccountOrDomain } from '../storage/blocks.ts';
+import { queueDelivery } from '../services/deliveries.ts';
 import { Flag } from '@fedify/vocab';
 import { onFlag } from './flag.ts';
 
@@ -37,6 +39,7 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Like, onLike)
     .on(Announce, onAnnounce)
     .on(Flag, onFlag)
+    .on(Block, onBlock)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
@@ -65,6 +68,12 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   if (!target || !follower || follower.domain === null || !ownedBy(follower, follow.id)) return;
   const outcome = await fed.data.actors.ask(follower.id, { type: 'follow', targetId: target.id, options: { uri: follow.id.href } });
   // A locked account answers when its owner decides (actors/account.ts sends the Accept or Reject then).
+  // Someone the target blocks (or whose server they block) is refused at once, as Mastodon's Follow handler does.
+  if (await blocksAccountOrDomain(fed.data.db, target.id, follower.id)) {
+    const delivery = await queueDelivery(fed.data.db, { activity: 'RejectFollow', accountId: target.id, requesterId: follower.id, followUri: follow.id.href });
+    await fed.data.jobs.enqueue(delivery).catch(() => {});
+    return;
+  }
   if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
 }
 
@@ -125,12 +134,20 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
     await undoAnnounce(fed, remote, object.id);
   }
 }
+  } else if (object instanceof Block) {
+    const local = await localActor(fed, object.objectId);
+    if (local) await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: local.id });
 
 /** Undoes the sender's boost or follow stored under this id; false when it names neither. */
 async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
   if (await undoAnnounce(fed, remote, id)) return true;
   const follow = await followByUri(fed.data.db, id.href, { accountId: remote.id });
   if (!follow || follow.accountId !== remote.id) return false;
+  const block = await blockByUri(fed.data.db, id.href, remote.id);
+  if (block) {
+    await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: block.targetId });
+    return true;
+  }
   await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: follow.targetId });
   return true;
 }
@@ -146,6 +163,14 @@ async function undoAnnounce(fed: Fed, remote: AccountRow, id: URL): Promise<bool
 
 async function onCreate(fed: Fed, create: Create): Promise<void> {
   const note = await create.getObject();
+/** A remote account blocks someone here: as Mastodon, follows both ways end, and what it posts is kept from them. */
+async function onBlock(fed: Fed, block: Block): Promise<void> {
+  const remote = await sender(fed, block);
+  const local = remote ? await localActor(fed, block.objectId) : null;
+  if (!remote || !local || remote.domain === null || (block.id && !ownedBy(remote, block.id))) return;
+  await fed.data.actors.ask(remote.id, { type: 'block', targetId: local.id, uri: block.id?.href ?? null });
+}
+
   if (!(note instanceof Note) || !note.id) return;
   const author = await sender(fed, create);
   if (!author || author.domain === null) return;

@@ -1,4 +1,4 @@
-import { Accept, Announce, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Recipient } from '@fedify/vocab';
+import { Accept, Announce, Block, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
@@ -82,6 +82,16 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       return;
     }
     case 'Flag': {
+    case 'Block':
+    case 'UndoBlock': {
+      const [me, target] = await pair(app, d.accountId, d.targetId);
+      if (!me || !target || me.domain !== null || target.domain === null) return;
+      const id = new URL(d.blockUri ?? `${actorId(app, me).href}#blocks/${target.id}`);
+      const block = new Block({ id, actor: actorId(app, me), object: actorId(app, target) });
+      const activity = d.activity === 'Block' ? block : new Undo({ id: new URL(`${id.href}#undo`), actor: actorId(app, me), object: block });
+      await sendTo(app, fed, me, target, activity);
+      return;
+    }
       const built = await flagOf(fed, d.reportId);
       if (built && (await deliverable(app, built.target))) {
         await fed.sendActivity({ identifier: INSTANCE_ACTOR }, recipientOf(app, built.target), built.flag, { preferSharedInbox: true });
@@ -122,7 +132,7 @@ async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
 }
 
 /** Sends to one remote account, if its inboxes may be delivered to. */
-async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like): Promise<void> {
+async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like | Block): Promise<void> {
   if (!(await deliverable(app, to))) return;
   await fed.sendActivity({ identifier: sender.username }, recipientOf(app, to), activity);
 }

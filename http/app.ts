@@ -39,6 +39,7 @@ import filtersV2Routes from './api/v2/filters.ts';
 import reportsRoutes from './api/v1/reports.ts';
 import adminReportsRoutes from './api/v1/admin/reports.ts';
 import adminAccountsRoutes from './api/v1/admin/accounts.ts';
+import blocksRoutes from './api/v1/blocks.ts';
 
 export type App = FastifyInstance;
 
@@ -113,6 +114,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
+  await app.register(blocksRoutes, { ctx });
   await app.register(streamingRoutes, { ctx });
   return app;
 }

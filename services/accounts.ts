@@ -2,10 +2,11 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../storage/db.ts';
-import { emailTaken, insertUser, type UserRow } from '../storage/users.ts';
-import { insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
+import { emailTaken, insertUser, pendingAccountIds, type UserRow } from '../storage/users.ts';
+import { findAccountById, insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
+import { isId } from '../storage/ids.ts';
 import { hashPassword } from './passwords.ts';
-import { ValidationFailed } from '../errors.ts';
+import { notFound, ValidationFailed } from '../errors.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -101,4 +102,14 @@ export async function registerLocalAccount<T = undefined>(
     }
     throw err;
   }
+}
+
+/**
+ * An account that exists and may be shown through the API, or a 404: a local account still waiting for approval is
+ * shown to nobody (Mastodon's check_account_approval).
+ */
+export async function visibleAccount(db: Db, id: string): Promise<AccountRow> {
+  const account = isId(id) ? await findAccountById(db, id) : null;
+  if (!account || (account.domain === null && (await pendingAccountIds(db, [account.id])).has(account.id))) throw notFound();
+  return account;
 }

@@ -16,7 +16,8 @@ export type Delivery =
   /** A report forwarded to the reported account's server, signed by the instance actor (federation/flag.ts). */
   | { activity: 'Flag'; reportId: string }
   /** A suspended local account, sent to its followers' servers as a Delete of its actor. */
-  | { activity: 'DeleteActor'; accountId: string };
+  | { activity: 'DeleteActor'; accountId: string }
+  | { activity: 'Block' | 'UndoBlock'; accountId: string; targetId: string; blockUri: string | null };
 
 export function queueDelivery(db: Queryable, delivery: Delivery): Promise<OutboxRow> {
   return addToOutbox(db, 'deliver', delivery);

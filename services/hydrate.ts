@@ -5,6 +5,7 @@ import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } fr
 import { mediaOfStatuses, type MediaRow } from '../storage/media.ts';
 import { visibleTo } from './visibility.ts';
 import type { FilterMatch } from './filters.ts';
+import { RelationsCache, type ViewerRelations } from './relations.ts';
 
 /** Everything needed to render a set of statuses. */
 export interface StatusBundle {
@@ -73,10 +74,13 @@ export class StatusLoader {
   private readonly viewers = new VersionedCache<{ known: Set<string>; favourited: Set<string>; reblogged: Set<string> }>(20_000, 10 * 60_000);
   private readonly db: Queryable;
   private readonly versions: CacheVersions;
+  /** Each viewer's blocks and mutes: whom they may not see, and whom their listings leave out. */
+  readonly relations: RelationsCache;
 
   constructor(db: Queryable, versions: CacheVersions) {
     this.db = db;
     this.versions = versions;
+    this.relations = new RelationsCache(db, versions);
   }
 
   /**
@@ -148,7 +152,7 @@ export class StatusLoader {
   /**
    * Statuses (and what reblogs point at) by id, in the order asked, without what is deleted or hidden from the viewer.
    */
-  async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle; versions: VersionsUsed }> {
+  async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle; versions: VersionsUsed; relations: ViewerRelations }> {
     // Every version a page needs is asked for in one round trip: the statuses, what they reblog, their authors
     // and mentioned accounts (facts that no edit changes, so any cached copy tells them) and the viewer's.
     // Whatever was not cached yet costs a second round trip, once.
@@ -167,15 +171,17 @@ export class StatusLoader {
         addFacts(this.statuses.peek(e.status.reblog_of_id));
       }
     }
-    // The viewer's filter version comes in the same read: renderings that apply filters depend on it too.
-    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewerId ? [viewerId] : [], f: viewerId ? [viewerId] : [] });
+    // The viewer's filter and relation versions come in the same read: renderings depend on them too.
+    const viewer = viewerId ? [viewerId] : [];
+    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewer, f: viewer, r: viewer });
 
     const found = await this.statusesById([...new Set(ids)], known.s);
     const originals = [...found.values()].map((e) => e.status.reblog_of_id).filter((id): id is string => !!id && !found.has(id));
     for (const [id, e] of await this.statusesById([...new Set(originals)], known.s)) found.set(id, e);
 
     const all = [...found.values()].map((e) => e.status);
-    const visible = await visibleTo(this.db, viewerId, all);
+    const relations = await this.relations.forViewer(viewerId, viewerId ? known.r.get(viewerId) : undefined);
+    const visible = await visibleTo(this.db, viewerId, all, relations.blockedBy);
     const rows = ids
       .map((id) => found.get(id)?.status)
       .filter((s): s is StatusRow => !!s && visible.has(s.id) && (!s.reblog_of_id || visible.has(s.reblog_of_id)));
@@ -195,6 +201,7 @@ export class StatusLoader {
     const authorShown = (statusId: string) => !accounts.get(found.get(statusId)!.status.account_id)?.suspended_at;
     return {
       rows: rows.filter((st) => authorShown(st.id) && (!st.reblog_of_id || authorShown(st.reblog_of_id))),
+      relations,
       versions: known,
       bundle: {
         statuses: new Map([...found].map(([id, e]) => [id, e.status])),

@@ -1,6 +1,7 @@
 import type { Queryable } from '../storage/db.ts';
 import { afterCommit } from '../storage/db.ts';
 import { notify, type NotificationType } from '../storage/notifications.ts';
+import { notificationsBlocked } from '../storage/blocks.ts';
 import type { JobQueues } from '../jobs/queues.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { queueWebPush } from './web-push.ts';
@@ -8,9 +9,11 @@ import { queueWebPush } from './web-push.ts';
 /**
  * Notifies a local account of what another did, in the transaction of the change, and tells its streaming sockets
  * once that transaction has committed (never of a change that was rolled back). Its Web Push subscriptions that take
- * the notification get a push, queued through the outbox of the same transaction.
+ * the notification get a push, queued through the outbox of the same transaction. Nothing is made when either blocks
+ * the other, or the recipient mutes the sender's notifications or blocks their server (Mastodon's NotifyService).
  */
 export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueues }, tx: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
+  if (await notificationsBlocked(tx, accountId, fromAccountId)) return;
   const row = await notify(tx, accountId, fromAccountId, type, statusId);
   if (row) {
     afterCommit(tx, () => deps.events.publish(streamChannels.notifications(accountId), { event: 'notification', notificationId: row.id }));

@@ -10,6 +10,7 @@ import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { findUserByAccountId } from '../storage/users.ts';
 import { removeNotification } from '../storage/notifications.ts';
 import { notifyAccount } from './notifications.ts';
+import { blockedEitherWay } from '../storage/blocks.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } from '../text/status.ts';
 import { ApiError, notFound, unprocessable } from '../errors.ts';
@@ -173,7 +174,13 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
   return status;
 }
 
+/** Mastodon's StatusPolicy#favourite? and #reblog?: not between an author and someone either blocks. */
+async function refuseBlocked(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
+  if (status.account_id !== accountId && (await blockedEitherWay(deps.db, accountId, status.account_id))) throw new ApiError(403, 'This action is not allowed');
+}
+
 export async function favouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
+  await refuseBlocked(deps, accountId, status);
   const delivery = await transaction(deps.db, async (tx) => {
     if (!(await statuses.favourite(tx, accountId, status.id))) return null;
     await notifyAccount(deps, tx, status.account_id, accountId, 'favourite', status.id);
@@ -201,6 +208,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
   }
   const existing = await statuses.findReblog(deps.db, accountId, status.id);
   if (existing) return existing.id;
+  await refuseBlocked(deps, accountId, status);
   try {
     const { reblog, outbox } = await transaction(deps.db, async (tx) => {
       const reblog = await statuses.insertStatus(tx, {

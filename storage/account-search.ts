@@ -64,6 +64,7 @@ export async function searchAccountsFor(db: Queryable, s: AccountSearch): Promis
        FROM (${branches.map((b) => `(${b})`).join(' UNION ')}) c
       WHERE c.suspended_at IS NULL ${exclude}
         AND (c.domain IS NOT NULL OR EXISTS (SELECT 1 FROM users u WHERE u.account_id = c.id AND u.approved))
+        AND NOT EXISTS (SELECT 1 FROM blocks b WHERE (b.account_id = $1 AND b.target_account_id = c.id) OR (b.account_id = c.id AND b.target_account_id = $1))
       ORDER BY (lower(c.username) = ${exact}) DESC,
                EXISTS (SELECT 1 FROM follows f WHERE f.account_id = $1 AND f.target_account_id = c.id) DESC,
                c.followers_count DESC, c.id

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 
-type Kind = 's' | 'a' | 'v' | 'f';
+type Kind = 's' | 'a' | 'v' | 'f' | 'r';
 /** The versions a rendering was made under, by kind and id: while they are current, so is the rendering. */
 export type VersionsUsed = Record<Kind, Map<string, string>>;
 type Ids = (string | null | undefined)[] | undefined;
@@ -23,7 +23,7 @@ export class CacheVersions {
     this.reader = reader;
   }
 
-  /** s: a status, a: an account, v: a viewer's own favourites and reblogs, f: a viewer's filters. */
+  /** s: a status, a: an account, v: a viewer's own favourites and reblogs, f: a viewer's filters, r: their blocks and mutes. */
   private key(kind: Kind, id: string): string {
     return `${this.prefix}ver:${kind}:${id}`;
   }
@@ -36,11 +36,11 @@ export class CacheVersions {
 
   /** Versions of several kinds in one round trip, as maps from id to version. */
   async getMany(wanted: Partial<Record<Kind, string[]>>): Promise<VersionsUsed> {
-    const kinds: Kind[] = ['s', 'a', 'v', 'f'];
+    const kinds: Kind[] = ['s', 'a', 'v', 'f', 'r'];
     const keys = kinds.flatMap((kind) => (wanted[kind] ?? []).map((id) => this.key(kind, id)));
     const values = keys.length > 0 ? await this.reader.mget(keys) : [];
     let i = 0;
-    const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map() };
+    const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map(), r: new Map() };
     for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, values[i++] ?? '0');
     return out;
   }
@@ -49,7 +49,7 @@ export class CacheVersions {
   keysOf(used: VersionsUsed): { keys: string[]; values: string[] } {
     const keys: string[] = [];
     const values: string[] = [];
-    for (const kind of ['s', 'a', 'v', 'f'] as const) {
+    for (const kind of ['s', 'a', 'v', 'f', 'r'] as const) {
       for (const [id, version] of used[kind]) {
         keys.push(this.key(kind, id));
         values.push(version);
@@ -58,20 +58,21 @@ export class CacheVersions {
     return { keys, values };
   }
 
-  async bump(changed: { statuses?: Ids; accounts?: Ids; viewers?: Ids; filters?: Ids }): Promise<void> {
+  async bump(changed: { statuses?: Ids; accounts?: Ids; viewers?: Ids; filters?: Ids; relations?: Ids }): Promise<void> {
     const keys = [
       ...unique(changed.statuses).map((id) => this.key('s', id)),
       ...unique(changed.accounts).map((id) => this.key('a', id)),
       ...unique(changed.viewers).map((id) => this.key('v', id)),
       ...unique(changed.filters).map((id) => this.key('f', id)),
+      ...unique(changed.relations).map((id) => this.key('r', id)),
     ];
     if (keys.length === 0) return;
     const pipeline = this.redis.pipeline();
     // Entries cached in processes live far shorter than a week, so a counter that expires unused is never mistaken.
-    // Filter versions are kept: version 0 then means "never had filters", which readers take without asking.
+    // Filter and relation versions are kept: version 0 then means "never had any", which readers take without asking.
     for (const key of keys) {
       pipeline.incr(key);
-      if (!key.startsWith(`${this.prefix}ver:f:`)) pipeline.expire(key, 7 * 24 * 3600);
+      if (!key.startsWith(`${this.prefix}ver:f:`) && !key.startsWith(`${this.prefix}ver:r:`)) pipeline.expire(key, 7 * 24 * 3600);
     }
     await pipeline.exec();
   }

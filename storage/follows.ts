@@ -19,11 +19,18 @@ export interface RelationshipRow {
   followed_by: boolean;
   requested: boolean;
   requested_by: boolean;
+  blocking: boolean;
+  blocked_by: boolean;
+  muting: boolean;
+  muting_notifications: boolean;
+  muting_expires_at: Date | null;
+  domain_blocking: boolean;
 }
 
 /**
  * The viewer's relation to each target, in one query; unknown ids come back with every flag false.
  * While a follow is only requested, its options show as showing_reblogs/notifying/languages, as in Mastodon's RelationshipSerializer.
+ * A timed mute past its end is no mute.
  */
 export async function relationships(db: Queryable, viewerId: string, targetIds: string[]): Promise<Map<string, RelationshipRow>> {
   const { rows } = await db.query<RelationshipRow>(
@@ -34,10 +41,18 @@ export async function relationships(db: Queryable, viewerId: string, targetIds: 
             CASE WHEN f.id IS NOT NULL THEN f.languages ELSE fr.languages END AS languages,
             EXISTS (SELECT 1 FROM follows WHERE account_id = t.id AND target_account_id = $1) AS followed_by,
             fr.id IS NOT NULL AS requested,
-            EXISTS (SELECT 1 FROM follow_requests WHERE account_id = t.id AND target_account_id = $1) AS requested_by
+            EXISTS (SELECT 1 FROM follow_requests WHERE account_id = t.id AND target_account_id = $1) AS requested_by,
+            EXISTS (SELECT 1 FROM blocks WHERE account_id = $1 AND target_account_id = t.id) AS blocking,
+            EXISTS (SELECT 1 FROM blocks WHERE account_id = t.id AND target_account_id = $1) AS blocked_by,
+            m.id IS NOT NULL AS muting,
+            coalesce(m.hide_notifications, false) AS muting_notifications,
+            m.expires_at AS muting_expires_at,
+            EXISTS (SELECT 1 FROM accounts a JOIN account_domain_blocks d ON d.account_id = $1 AND d.domain = lower(a.domain)
+                     WHERE a.id = t.id) AS domain_blocking
        FROM unnest($2::bigint[]) AS t(id)
        LEFT JOIN follows f ON f.account_id = $1 AND f.target_account_id = t.id
-       LEFT JOIN follow_requests fr ON fr.account_id = $1 AND fr.target_account_id = t.id`,
+       LEFT JOIN follow_requests fr ON fr.account_id = $1 AND fr.target_account_id = t.id
+       LEFT JOIN mutes m ON m.account_id = $1 AND m.target_account_id = t.id AND (m.expires_at IS NULL OR m.expires_at > now())`,
     [viewerId, targetIds],
   );
   return new Map(rows.map((r) => [r.id, r]));

@@ -25,7 +25,9 @@ function suggestible(a: string): string {
   return `${a}.id <> $1 AND ${a}.suspended_at IS NULL AND (${a}.domain IS NOT NULL OR u.approved)
     AND NOT EXISTS (SELECT 1 FROM follows x WHERE x.account_id = $1 AND x.target_account_id = ${a}.id)
     AND NOT EXISTS (SELECT 1 FROM follow_requests x WHERE x.account_id = $1 AND x.target_account_id = ${a}.id)
-    AND NOT EXISTS (SELECT 1 FROM suggestion_dismissals x WHERE x.account_id = $1 AND x.target_account_id = ${a}.id)`;
+    AND NOT EXISTS (SELECT 1 FROM suggestion_dismissals x WHERE x.account_id = $1 AND x.target_account_id = ${a}.id)
+    AND NOT EXISTS (SELECT 1 FROM blocks x WHERE (x.account_id = $1 AND x.target_account_id = ${a}.id) OR (x.account_id = ${a}.id AND x.target_account_id = $1))
+    AND NOT EXISTS (SELECT 1 FROM mutes x WHERE x.account_id = $1 AND x.target_account_id = ${a}.id)`;
 }
 
 /**

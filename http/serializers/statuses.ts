@@ -5,19 +5,24 @@ import { renderStatus, renderStatusListJson } from './status.ts';
 import { renderNotification } from './notification.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { applyFilters } from '../../services/filters.ts';
+import { applyRelations, silencesNotificationsFrom } from '../../services/relations.ts';
 
 // Loading and rendering together, so that routes share one path instead of importing each other.
 
 /**
- * Statuses loaded for a viewer (what they may not see left out) with their filters of `context` applied: what a
- * `hide` filter matches left out too, what others match carrying the results. `notAfter`: when a filter that
- * applied expires (a rendering kept must not outlive it).
+ * Statuses loaded for a viewer (what they may not see left out), without what their blocks and mutes leave out of
+ * `context` (services/relations.ts), with their filters of `context` applied: what a `hide` filter matches left
+ * out too, what others match carrying the results. `notAfter`: when a filter or a timed mute that applied ends (a
+ * rendering kept must not outlive it).
  */
-export async function loadForViewer(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | null) {
+export async function loadForViewer(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | 'search' | null) {
   const loaded = await ctx.statusLoader.load(viewerId, ids);
   if (!viewerId || !context) return { ...loaded, notAfter: undefined };
+  const rows = applyRelations(loaded.relations, context, viewerId, loaded.rows, loaded.bundle);
+  if (context === 'search') return { ...loaded, rows, notAfter: loaded.relations.notAfter };
   const filters = await ctx.filters.forViewer(viewerId, loaded.versions.f.get(viewerId));
-  return { ...loaded, ...applyFilters(filters, context, viewerId, loaded.rows, loaded.bundle), notAfter: filters.notAfter };
+  const notAfter = [filters.notAfter, loaded.relations.notAfter].reduce<number | undefined>((min, t) => (t !== undefined && (min === undefined || t < min) ? t : min), undefined);
+  return { ...loaded, ...applyFilters(filters, context, viewerId, rows, loaded.bundle), notAfter };
 }
 
 /** A timeline page as JSON text, in the order given, without what the viewer may not see or has filtered out. */
@@ -27,7 +32,7 @@ export async function renderTimeline(ctx: AppContext, viewerId: string | null, i
 }
 
 /** Renders statuses in the order given, dropping what the viewer may not see (or has filtered out in `context`). */
-export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | null = null) {
+export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | 'search' | null = null) {
   const { rows, bundle } = await loadForViewer(ctx, viewerId, ids, context);
   return rows.map((s) => renderStatus(ctx.render, bundle, s));
 }
@@ -39,9 +44,11 @@ export async function renderStatuses(ctx: AppContext, viewerId: string | null, i
 export async function renderNotifications(ctx: AppContext, viewerId: string, rows: NotificationRow[]) {
   const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a]));
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
-  const { rows: visible, bundle } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
+  const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));
+  // Those made before a block, a domain block or a mute of notifications are shown no more.
+  const silenced = (id: string) => silencesNotificationsFrom(relations, accounts.get(id), id);
   return rows
-    .filter((n) => accounts.has(n.from_account_id) && (!n.status_id || rendered.has(n.status_id)))
+    .filter((n) => accounts.has(n.from_account_id) && !silenced(n.from_account_id) && (!n.status_id || rendered.has(n.status_id)))
     .map((n) => renderNotification(ctx.render, n, accounts.get(n.from_account_id)!, n.status_id ? rendered.get(n.status_id)! : null));
 }

@@ -13,7 +13,7 @@ import { findUserByAccountId, pendingAccountIds } from '../../../storage/users.t
 import { resolveAcct } from '../../../federation/remote-accounts.ts';
 import { findApplicationById, insertAccessToken } from '../../../storage/oauth.ts';
 import * as follows from '../../../storage/follows.ts';
-import { registerLocalAccount } from '../../../services/accounts.ts';
+import { registerLocalAccount, visibleAccount } from '../../../services/accounts.ts';
 import { updateAccountProfile } from '../../../services/profile.ts';
 import { renderAccount, renderCredentialAccount } from '../../serializers/account.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
@@ -67,18 +67,6 @@ const UpdateCredentials = Type.Object({
   })),
 });
 
-
-/** Whether a local account still waits for approval: Mastodon shows such accounts to nobody (check_account_approval). */
-async function pending(ctx: AppContext, account: AccountRow): Promise<boolean> {
-  return account.domain === null && (await pendingAccountIds(ctx.db, [account.id])).has(account.id);
-}
-
-/** An account that exists and is visible, or a 404. */
-async function visibleAccount(ctx: AppContext, id: string): Promise<AccountRow> {
-  const account = isId(id) ? await findAccountById(ctx.db, id) : null;
-  if (!account || await pending(ctx, account)) throw notFound();
-  return account;
-}
 
 async function relationshipOf(ctx: AppContext, viewerId: string, targetId: string) {
   const rels = await follows.relationships(ctx.db, viewerId, [targetId]);
@@ -200,8 +188,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const account = local
       ? await findAccountByUsername(ctx.db, username, null)
       : await resolveRemoteAcct(ctx, username, domain);
-    if (!account || account.suspended_at || await pending(ctx, account)) throw notFound();
-    return renderAccount(r, account);
+    if (!account || account.suspended_at) throw notFound();
+    return renderAccount(r, await visibleAccount(ctx.db, account.id));
   });
 
   app.get('/api/v1/accounts', {
@@ -217,14 +205,14 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
   app.get('/api/v1/accounts/:id', {
     schema: { params: AccountIdParams },
     config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
-  }, async (request) => renderAccount(r, await visibleAccount(ctx, request.params.id)));
+  }, async (request) => renderAccount(r, await visibleAccount(ctx.db, request.params.id)));
 
   for (const list of ['followers', 'following'] as const) {
     app.get(`/api/v1/accounts/:id/${list}`, {
       schema: { params: AccountIdParams, querystring: Type.Object(PagingQuery(40, 80)) },
       config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
     }, async (request, reply) => {
-      const account = await visibleAccount(ctx, request.params.id);
+      const account = await visibleAccount(ctx.db, request.params.id);
       // An account that hides its collections shows them to itself only; others get an empty list, as in Mastodon.
       if (account.hide_collections && request.viewerId !== account.id) return [];
       const p = pageParams(request.query, 40);
@@ -248,7 +236,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     },
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
-    const account = await visibleAccount(ctx, request.params.id);
+    const account = await visibleAccount(ctx.db, request.params.id);
     const q = request.query;
     const viewerId = request.viewerId;
     // Nothing is pinned yet: that filter finds nothing until pins land.
@@ -275,7 +263,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'user', scopes: ['follow', 'write:follows'] } },
   }, async (request) => {
     const viewerId = requireViewer(request);
-    const target = await visibleAccount(ctx, request.params.id);
+    const target = await visibleAccount(ctx.db, request.params.id);
     if (target.id === viewerId) throw forbidden();
     const body = request.body ?? {};
     await ctx.actors.ask(viewerId, { type: 'follow', targetId: target.id, options: { reblogs: body.reblogs, notify: body.notify, languages: body.languages } });
@@ -287,7 +275,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'user', scopes: ['follow', 'write:follows'] } },
   }, async (request) => {
     const viewerId = requireViewer(request);
-    const target = await visibleAccount(ctx, request.params.id);
+    const target = await visibleAccount(ctx.db, request.params.id);
     await ctx.actors.ask(viewerId, { type: 'unfollow', targetId: target.id });
     return relationshipOf(ctx, viewerId, target.id);
   });

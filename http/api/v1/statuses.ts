@@ -8,7 +8,8 @@ import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound, unprocessable } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
-import { findAccountsByIds } from '../../../storage/accounts.ts';
+import { findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
+import { blocksAccount } from '../../../services/relations.ts';
 import { canSee } from '../../../services/visibility.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
@@ -173,8 +174,11 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       const status = await visibleStatus(ctx, request.viewerId, request.params.id);
       const page = await statuses.actorsOf(ctx.db, list, status.id, pageParams(request.query, 40));
       const byId = new Map((await findAccountsByIds(ctx.db, page.accountIds)).map((a) => [a.id, a]));
+      // Neither side of a block sees the other here (Mastodon's without_blocking / domain blocks).
+      const relations = await ctx.statusLoader.relations.forViewer(request.viewerId);
+      const shown = (a: AccountRow) => !relations.blockedBy.has(a.id) && !blocksAccount(relations, a, a.id);
       setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
-      return page.accountIds.map((id) => byId.get(id)).filter((a) => !!a).map((a) => renderAccount(ctx.render, a));
+      return page.accountIds.map((id) => byId.get(id)).filter((a) => !!a && shown(a)).map((a) => renderAccount(ctx.render, a!));
     });
   }
 }

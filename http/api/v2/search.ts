@@ -81,7 +81,7 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     // Words: full-text search, for signed-in users only (as Mastodon); the loader checks visibility once more.
     if (wants('statuses') && viewerId && isWordQuery(q)) {
       const ids = await searchStatuses(ctx, viewerId, q, { accountId: request.query.account_id, page: pageParams(request.query, 20), offset });
-      result.statuses = await renderStatuses(ctx, viewerId, ids);
+      result.statuses = await renderStatuses(ctx, viewerId, ids, 'search');
     }
     // A link to another server's account or post not seen yet: fetched, when asked to resolve.
     if (viewer && (wants('accounts') || wants('statuses')) && /^https?:\/\//i.test(q) && offset === 0 && result.statuses.length === 0) {

@@ -38,9 +38,9 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Delete, onDelete)
     .on(Like, onLike)
     .on(Announce, onAnnounce)
-    .on(Flag, onFlag)
     .on(Block, onBlock)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
+    .on(Flag, onFlag)
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
     .onError((_fed, err) => log.warn({ err }, 'inbox activity failed'));
@@ -66,8 +66,6 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   const follower = target ? await sender(fed, follow) : null;
   // A Follow's id is its sender's to mint: one naming another server's id could stand in for that server's Follow.
   if (!target || !follower || follower.domain === null || !ownedBy(follower, follow.id)) return;
-  const outcome = await fed.data.actors.ask(follower.id, { type: 'follow', targetId: target.id, options: { uri: follow.id.href } });
-  // A locked account answers when its owner decides (actors/account.ts sends the Accept or Reject then).
   // Someone the target blocks (or whose server they block) is refused at once, as Mastodon's Follow handler does.
   if (await blocksAccountOrDomain(fed.data.db, target.id, follower.id)) {
     const delivery = await queueDelivery(fed.data.db, { activity: 'RejectFollow', accountId: target.id, requesterId: follower.id, followUri: follow.id.href });
@@ -76,6 +74,8 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   }
   if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
 }
+  const outcome = await fed.data.actors.ask(follower.id, { type: 'follow', targetId: target.id, options: { uri: follow.id.href } });
+  // A locked account answers when its owner decides (actors/account.ts sends the Accept or Reject then).
 
 /**
  * The local account whose Follow an Accept or Reject from `remote` answers. The Follow is ours: it is found by its
@@ -132,17 +132,15 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
     if (status) await fed.data.actors.ask(remote.id, { type: 'unfavourite', status });
   } else if (object instanceof Announce && object.id) {
     await undoAnnounce(fed, remote, object.id);
-  }
-}
   } else if (object instanceof Block) {
     const local = await localActor(fed, object.objectId);
     if (local) await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: local.id });
 
 /** Undoes the sender's boost or follow stored under this id; false when it names neither. */
+  }
+}
 async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
   if (await undoAnnounce(fed, remote, id)) return true;
-  const follow = await followByUri(fed.data.db, id.href, { accountId: remote.id });
-  if (!follow || follow.accountId !== remote.id) return false;
   const block = await blockByUri(fed.data.db, id.href, remote.id);
   if (block) {
     await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: block.targetId });
@@ -150,6 +148,8 @@ async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<b
   }
   await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: follow.targetId });
   return true;
+  const follow = await followByUri(fed.data.db, id.href, { accountId: remote.id });
+  if (!follow || follow.accountId !== remote.id) return false;
 }
 
 async function undoAnnounce(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
@@ -161,8 +161,6 @@ async function undoAnnounce(fed: Fed, remote: AccountRow, id: URL): Promise<bool
   return true;
 }
 
-async function onCreate(fed: Fed, create: Create): Promise<void> {
-  const note = await create.getObject();
 /** A remote account blocks someone here: as Mastodon, follows both ways end, and what it posts is kept from them. */
 async function onBlock(fed: Fed, block: Block): Promise<void> {
   const remote = await sender(fed, block);
@@ -173,6 +171,8 @@ async function onBlock(fed: Fed, block: Block): Promise<void> {
 
   if (!(note instanceof Note) || !note.id) return;
   const author = await sender(fed, create);
+async function onCreate(fed: Fed, create: Create): Promise<void> {
+  const note = await create.getObject();
   if (!author || author.domain === null) return;
   // A Note is its author's to create: a Create that puts words in another actor's mouth, or names its Note with
   // another server's id (to take that id before the real one arrives), is ignored.

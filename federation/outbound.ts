@@ -81,7 +81,6 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       await sendToAudience(app, fed, me, true, [author], activity, id.href);
       return;
     }
-    case 'Flag': {
     case 'Block':
     case 'UndoBlock': {
       const [me, target] = await pair(app, d.accountId, d.targetId);
@@ -93,6 +92,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       return;
     }
       const built = await flagOf(fed, d.reportId);
+    case 'Flag': {
       if (built && (await deliverable(app, built.target))) {
         await fed.sendActivity({ identifier: INSTANCE_ACTOR }, recipientOf(app, built.target), built.flag, { preferSharedInbox: true });
       }

@@ -39,8 +39,8 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Like, onLike)
     .on(Announce, onAnnounce)
     .on(Block, onBlock)
-    // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     .on(Flag, onFlag)
+    // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
     .onError((_fed, err) => log.warn({ err }, 'inbox activity failed'));
@@ -72,10 +72,10 @@ async function onFollow(fed: Fed, follow: Follow): Promise<void> {
     await fed.data.jobs.enqueue(delivery).catch(() => {});
     return;
   }
-  if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
-}
   const outcome = await fed.data.actors.ask(follower.id, { type: 'follow', targetId: target.id, options: { uri: follow.id.href } });
   // A locked account answers when its owner decides (actors/account.ts sends the Accept or Reject then).
+  if (outcome !== 'requested') await fed.data.actors.ask(target.id, { type: 'acceptRemoteFollow', requesterId: follower.id, followUri: follow.id.href });
+}
 
 /**
  * The local account whose Follow an Accept or Reject from `remote` answers. The Follow is ours: it is found by its
@@ -135,10 +135,10 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   } else if (object instanceof Block) {
     const local = await localActor(fed, object.objectId);
     if (local) await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: local.id });
-
-/** Undoes the sender's boost or follow stored under this id; false when it names neither. */
   }
 }
+
+/** Undoes the sender's boost or follow stored under this id; false when it names neither. */
 async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
   if (await undoAnnounce(fed, remote, id)) return true;
   const block = await blockByUri(fed.data.db, id.href, remote.id);
@@ -146,10 +146,10 @@ async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<b
     await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: block.targetId });
     return true;
   }
-  await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: follow.targetId });
-  return true;
   const follow = await followByUri(fed.data.db, id.href, { accountId: remote.id });
   if (!follow || follow.accountId !== remote.id) return false;
+  await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: follow.targetId });
+  return true;
 }
 
 async function undoAnnounce(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
@@ -169,10 +169,10 @@ async function onBlock(fed: Fed, block: Block): Promise<void> {
   await fed.data.actors.ask(remote.id, { type: 'block', targetId: local.id, uri: block.id?.href ?? null });
 }
 
-  if (!(note instanceof Note) || !note.id) return;
-  const author = await sender(fed, create);
 async function onCreate(fed: Fed, create: Create): Promise<void> {
   const note = await create.getObject();
+  if (!(note instanceof Note) || !note.id) return;
+  const author = await sender(fed, create);
   if (!author || author.domain === null) return;
   // A Note is its author's to create: a Create that puts words in another actor's mouth, or names its Note with
   // another server's id (to take that id before the real one arrives), is ignored.

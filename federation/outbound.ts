@@ -91,8 +91,8 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       await sendTo(app, fed, me, target, activity);
       return;
     }
-      const built = await flagOf(fed, d.reportId);
     case 'Flag': {
+      const built = await flagOf(fed, d.reportId);
       if (built && (await deliverable(app, built.target))) {
         await fed.sendActivity({ identifier: INSTANCE_ACTOR }, recipientOf(app, built.target), built.flag, { preferSharedInbox: true });
       }

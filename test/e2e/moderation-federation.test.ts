@@ -43,22 +43,22 @@ describe('moderation between two servers', () => {
     expect((await api(b, bob, 'POST', `/api/v1/accounts/${aliceOnB.id}/follow`)).status).toBe(200);
     await until(async () => (await api(b, bob, 'GET', `/api/v1/accounts/relationships?id[]=${aliceOnB.id}`)).body[0], (r) => r.following === true, 'b: bob follows alice');
     postOnA = (await api(a, alice, 'POST', '/api/v1/statuses', { status: 'spam spam spam', visibility: 'public' })).body;
-    postOnB = await until(async () => ((await api(b, bob, 'GET', '/api/v1/timelines/home')).body as Json[]).find((s) => s.uri === postOnA.uri), (s) => s !== undefined, 'b: alice\'s post');
+    postOnB = (await until(async () => ((await api(b, bob, 'GET', '/api/v1/timelines/home')).body as Json[]).find((s) => s.uri === postOnA.uri), (s) => s !== undefined, 'b: alice\'s post'))!;
 
     const filed = await api(b, bob, 'POST', '/api/v1/reports', { account_id: aliceOnB.id, status_ids: [postOnB.id], comment: 'spam from a', category: 'spam', forward: true });
     expect(filed.status, JSON.stringify(filed.body)).toBe(200);
     expectEntity('Report', filed.body);
     expect(filed.body).toMatchObject({ forwarded: true, status_ids: [postOnB.id] });
 
-    const reports = await until(async () => (await api(a, admin, 'GET', '/api/v1/admin/reports')).body as Json[], (l) => l.length === 1, 'a: the forwarded report');
+    const [report] = await until(async () => (await api(a, admin, 'GET', '/api/v1/admin/reports')).body as Json[], (l) => l.length === 1, 'a: the forwarded report');
     // A remote reporter has no user: Mastodon sends its email, locale and role as null, which the OpenAPI schema
     // does not allow for; the rest of the entity is checked against it.
-    expectEntity('AdminReport', { ...reports[0], account: reports[0].target_account });
-    expect(reports[0].account).toMatchObject({ email: null, locale: null, role: null, confirmed: false });
-    expect(reports[0]).toMatchObject({ comment: 'spam from a', forwarded: false, target_account: { id: alice.id } });
-    expect(reports[0].statuses.map((s: Json) => s.id)).toEqual([postOnA.id]);
+    expectEntity('AdminReport', { ...report!, account: report!.target_account });
+    expect(report!.account).toMatchObject({ email: null, locale: null, role: null, confirmed: false });
+    expect(report!).toMatchObject({ comment: 'spam from a', forwarded: false, target_account: { id: alice.id } });
+    expect(report!.statuses.map((s: Json) => s.id)).toEqual([postOnA.id]);
     // Filed by the other server (its instance actor), not by the person there.
-    expect(reports[0].account).toMatchObject({ domain: b.domain, username: 'localhost' });
+    expect(report!.account).toMatchObject({ domain: b.domain, username: 'localhost' });
     // The same Flag again files nothing more (reports are keyed by the Flag's id).
     const again = await a.ctx.db.query('SELECT count(*)::int AS n FROM reports WHERE uri IS NOT NULL');
     expect(again.rows[0].n).toBe(1);

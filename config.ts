@@ -67,6 +67,13 @@ export interface Config {
    * by another server's actor (the instance actor stays open: others need its key to check our signatures).
    */
   authorizedFetch: boolean;
+  /**
+   * Mastodon's LIMITED_FEDERATION_MODE: only servers on the allow list (domains allows: admin API, CLI) may federate.
+   */
+  limitedFederationMode: boolean;
+  /** Who may read GET /api/v1/instance/domain_blocks (Mastodon's show_domain_blocks), and see its comments. */
+  showDomainBlocks: 'all' | 'users' | 'disabled';
+  showDomainBlocksRationale: 'all' | 'users' | 'disabled';
   /** TLS certificate and key (PEM files) to serve https directly; without them, run behind a TLS-terminating proxy. */
   tlsCertFile: string;
   tlsKeyFile: string;
@@ -203,6 +210,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: bool(env, 'RATE_LIMITS', true),
     allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
     authorizedFetch: bool(env, 'AUTHORIZED_FETCH', false),
+    limitedFederationMode: bool(env, 'LIMITED_FEDERATION_MODE', false),
+    showDomainBlocks: oneOf(env, 'SHOW_DOMAIN_BLOCKS', 'all', ['all', 'users', 'disabled'] as const),
+    showDomainBlocksRationale: oneOf(env, 'SHOW_DOMAIN_BLOCKS_RATIONALE', 'all', ['all', 'users', 'disabled'] as const),
     tlsCertFile,
     tlsKeyFile,
     softwareVersion: SOFTWARE_VERSION,

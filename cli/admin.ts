@@ -14,6 +14,7 @@ import { publishTokenInvalidation, type TokenInvalidation } from '../services/to
 import { featureAccount, listFeatured, unfeatureAccount } from '../storage/suggestions.ts';
 import { deleteRule, insertRule, listRules, RULE_HINT_LIMIT, RULE_TEXT_LIMIT } from '../storage/rules.ts';
 import { isId } from '../storage/ids.ts';
+import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps } from './domains.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -37,7 +38,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   suggestions unfeature <username | username@domain>
       Stops featuring it.
   suggestions list
-      Prints the featured accounts, one per line, with what keeps any of them from being suggested.`;
+      Prints the featured accounts, one per line, with what keeps any of them from being suggested.
+${DOMAINS_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -52,7 +54,14 @@ async function localUser(db: Db, username: string | undefined) {
 /** Tells running servers that a user's tokens may answer differently now (approval, password reset). */
 export type Invalidate = (what: TokenInvalidation) => Promise<void>;
 
-export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate): Promise<void> {
+export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'>): Promise<void> {
+  if (argv[0] === 'domains' && services && !argv.includes('--help') && !argv.includes('-h')) {
+    try {
+      return await domainsCommand(argv.slice(1), { db, ...services }, out);
+    } catch (err) {
+      throw err instanceof DomainsUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -195,7 +204,7 @@ async function main() {
     await migrate(config.databaseUrl);
     await connectRedis(redis, config.redisUrl);
     db = createPool(config.databaseUrl, 2);
-    await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what));
+    await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what), { redis, redisPrefix: config.redisPrefix });
   } catch (err) {
     if (err instanceof UsageError) {
       if (err.message) console.error(`error: ${err.message}\n`);

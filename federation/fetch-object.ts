@@ -2,6 +2,7 @@ import type { Context } from '@fedify/fedify';
 import type { Object as APObject, Actor } from '@fedify/vocab';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
 
 /** How long one remote fetch may take before it is given up (a slow server must not hold a request or a job). */
 export const FETCH_TIMEOUT_MS = 10_000;
@@ -14,16 +15,19 @@ const AP_TYPES = ['application/activity+json', 'application/ld+json'];
  * name itself, so nothing is ever stored under an id its own URL does not answer with.
  */
 export async function fetchById(fed: Context<AppContext>, url: string, loader: DocumentLoader): Promise<APObject | null> {
+  if (await domainPolicy(fed.data).refuses(url)) return null; // nothing is fetched from a suspended server
   const lookup = (u: string) => fed.lookupObject(u, { documentLoader: loader, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   const first = await lookup(url);
   if (!first?.id) return null;
   if (first.id.href === url) return first;
+  if (await domainPolicy(fed.data).refuses(first.id.href)) return null;
   const again = await lookup(first.id.href);
   return again?.id?.href === first.id.href ? again : null;
 }
 
 /** The ActivityPub id a WebFinger handle names (its `self` link), or null. */
 export async function webFingerSelf(fed: Context<AppContext>, acct: string): Promise<string | null> {
+  if (await domainPolicy(fed.data).refuses(acct.split('@').at(-1))) return null;
   const jrd = await fed.lookupWebFinger(acct, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   const self = jrd?.links?.find((l) => l.rel === 'self' && (!l.type || AP_TYPES.some((t) => l.type!.startsWith(t))));
   return self?.href ?? null;

@@ -15,6 +15,7 @@ import { fetchNote, isPublic, localActor, receiveNote, statusByUri } from './rem
 import { INSTANCE_ACTOR } from './instance-actor.ts';
 import { blockByUri, blocksAccountOrDomain } from '../storage/blocks.ts';
 import { queueDelivery } from '../services/deliveries.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
 import { Flag } from '@fedify/vocab';
 import { onFlag } from './flag.ts';
 
@@ -49,6 +50,7 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
 /** The sender's account (stored or fetched). Null when its actor cannot be had. */
 async function sender(fed: Fed, activity: { actorId: URL | null }): Promise<AccountRow | null> {
   if (!activity.actorId) return null;
+  if (await domainPolicy(fed.data).refuses(activity.actorId.href)) return null; // a suspended server's, queued before
   const account = await accountForActorUri(fed.data, fed, activity.actorId.href);
   // A deleted or suspended actor's late or retried activities change nothing (its key may still verify).
   return account && !account.suspended_at ? account : null;

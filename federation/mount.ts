@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
+import { refusedInboxPost } from './domain-policy.ts';
 
 /** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
 const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|inbox$)/;
@@ -77,6 +78,8 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     if (!FEDERATION_PATH.test(path) || (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'POST')) return;
     let body: Buffer | undefined;
     if (request.method === 'POST') {
+      // A suspended server's deliveries are refused before anything is read or fetched (federation/domain-policy.ts).
+      if (await refusedInboxPost(ctx, request.headers)) return reply.code(403).send({ error: 'Domain not allowed' });
       try {
         body = await readBody(request.raw);
       } catch (err) {

@@ -7,6 +7,7 @@ import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/
 import { findStatus, findStatusRecord } from '../storage/statuses.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
 import { announceOf, audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
 import { flagOf } from './flag.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
@@ -123,6 +124,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
  * loopback or private address. Fedify checks addresses when it fetches, not when it sends.
  */
 async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
+  if (await domainPolicy(app).refuses(a.domain)) return false; // a suspended server gets nothing
   for (const url of [a.inbox_url, a.shared_inbox_url]) {
     if (!url) continue;
     if (!/^https?:\/\//i.test(url)) return false;

@@ -6,6 +6,7 @@ import { findAccountByUri, findAccountByUsername, upsertRemoteAccount, type Acco
 import { sanitizeRemoteHtml, escapeHtml } from '../text/render.ts';
 import { signedLoader } from './instance-actor.ts';
 import { confirmedByWebFinger, fetchById, webFingerSelf } from './fetch-object.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
 
 /** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
 const STALE_AFTER_MS = 24 * 3600 * 1000;
@@ -62,6 +63,8 @@ export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | n
 export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<AccountRow | null> {
   const data = await remoteAccountFrom(actor);
   if (!data) return null;
+  // A server whose media is rejected has no avatars or headers shown here (Mastodon's reject_media).
+  if (await domainPolicy(app).rejectsMedia(data.domain)) Object.assign(data, { avatarUrl: null, headerUrl: null });
   // Our own accounts are never overwritten by what another server says about them.
   if (new URL(data.uri).origin === new URL(app.config.publicUrl).origin) return null;
   let row: AccountRow;

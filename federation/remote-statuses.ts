@@ -11,6 +11,7 @@ import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
 import { accountForActorUri } from './remote-accounts.ts';
 import { fetchById } from './fetch-object.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
 
 /**
  * Statuses of other servers as we take them: Notes pushed to an inbox, or fetched (signed) by their id when a reply,
@@ -86,6 +87,8 @@ export async function receiveNote(fed: Fed, note: Note, author: AccountRow, dept
   }
   // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
   const media: RemoteMedia[] = [];
+  // A server whose media is rejected has its attachments kept as links only (`unknown`), never shown inline.
+  const rejectMedia = await domainPolicy(app).rejectsMedia(author.domain);
   for await (const attachment of note.getAttachments()) {
     if (media.length >= 4) break;
     if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
@@ -93,7 +96,7 @@ export async function receiveNote(fed: Fed, note: Note, author: AccountRow, dept
     if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) continue;
     const contentType = attachment.mediaType ?? null;
     const type = contentType?.startsWith('image/') ? 'image' : contentType?.startsWith('video/') ? 'video' : contentType?.startsWith('audio/') ? 'audio' : 'unknown';
-    media.push({ type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
+    media.push({ type: rejectMedia ? 'unknown' : type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
   }
   const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, { depth: depth + 1, loader }) : null);
   const id = await receiveRemoteStatus(app.actors.deps, {

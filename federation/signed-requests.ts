@@ -8,6 +8,7 @@ import { INSTANCE_ACTOR, signedLoader } from './instance-actor.ts';
 import { accountForActorUri } from './remote-accounts.ts';
 import { RedisKvStore } from './kv.ts';
 import { FETCH_TIMEOUT_MS } from './fetch-object.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
 
 const DAY = Temporal.Duration.from({ hours: 24 });
 /** A key or signer that could not be had is not asked for again this soon (each try is work a stranger can cause). */
@@ -62,6 +63,7 @@ async function findSigner(fed: RequestContext<AppContext>): Promise<AccountRow |
   const kv = new RedisKvStore(fed.data.redis, fed.data.config.redisPrefix);
   const keyId = /keyId="([^"]+)"/i.exec(request.headers.get('signature') ?? '')?.[1] ?? /keyid="([^"]+)"/i.exec(request.headers.get('signature-input') ?? '')?.[1];
   if (!keyId || !URL.canParse(keyId)) return null;
+  if (await domainPolicy(fed.data).refuses(keyId)) return null; // a suspended server's signature counts for nothing
   if (await kv.get(['signed-get-failed', keyId])) return null;
 
   const loader = withTimeout(await signedLoader(fed, null));

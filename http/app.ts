@@ -39,6 +39,9 @@ import filtersV2Routes from './api/v2/filters.ts';
 import reportsRoutes from './api/v1/reports.ts';
 import adminReportsRoutes from './api/v1/admin/reports.ts';
 import adminAccountsRoutes from './api/v1/admin/accounts.ts';
+import adminDomainBlocksRoutes from './api/v1/admin/domain_blocks.ts';
+import adminDomainAllowsRoutes from './api/v1/admin/domain_allows.ts';
+import instanceDomainBlocksRoutes from './api/v1/instance_domain_blocks.ts';
 import blocksRoutes from './api/v1/blocks.ts';
 
 export type App = FastifyInstance;
@@ -111,10 +114,13 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(reportsRoutes, { ctx });
   await app.register(adminReportsRoutes, { ctx });
   await app.register(adminAccountsRoutes, { ctx });
+  await app.register(adminDomainBlocksRoutes, { ctx });
+  await app.register(adminDomainAllowsRoutes, { ctx });
+  await app.register(instanceDomainBlocksRoutes, { ctx });
+  await app.register(blocksRoutes, { ctx });
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
-  await app.register(blocksRoutes, { ctx });
   await app.register(streamingRoutes, { ctx });
   return app;
 }

@@ -11,6 +11,7 @@ export type FanoutJob =
   | ({ kind: 'deliver'; outboxId: string } & Delivery)
   | { kind: 'processMedia'; outboxId: string; mediaId: string }
   | { kind: 'webPush'; outboxId: string; subscriptionId: string; notificationId: string }
+  | { kind: 'domainBlock'; outboxId: string; domain: string; createdAt: string }
   | { kind: 'cleanMedia'; outboxId?: undefined };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */

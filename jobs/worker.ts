@@ -7,6 +7,8 @@ import { pendingOutbox, removeFromOutbox } from '../storage/outbox.ts';
 import { deliverActivity } from '../federation/outbound.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 import { deliverWebPush } from './web-push.ts';
+import { applyDomainBlock } from './domain-blocks.ts';
+import { refusedDelivery } from '../federation/domain-policy.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
@@ -31,6 +33,7 @@ export function startWorkers(ctx: AppContext): Workers {
       else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
       else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
       else if (data.kind === 'webPush') await deliverWebPush(ctx, data, log);
+      else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
       if (data.outboxId) await removeFromOutbox(ctx.db, data.outboxId);
     },
     { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },
@@ -51,7 +54,11 @@ export function startWorkers(ctx: AppContext): Workers {
   // here rather than through startQueue, which runs once per Federation object and could not start again.
   const federationStop = new AbortController();
   void ctx.federationQueue
-    .listen((message) => ctx.federation.processQueuedTask(ctx, message as Parameters<typeof ctx.federation.processQueuedTask>[1]), { signal: federationStop.signal })
+    .listen(async (message) => {
+      // A delivery queued before its server was suspended is dropped (federation/domain-policy.ts).
+      if (await refusedDelivery(ctx, message)) return;
+      await ctx.federation.processQueuedTask(ctx, message as Parameters<typeof ctx.federation.processQueuedTask>[1]);
+    }, { signal: federationStop.signal })
     .catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();

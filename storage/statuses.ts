@@ -1,5 +1,6 @@
 import type { Queryable } from './db.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
+import { notSilencedSql } from './instance-domain-blocks.ts';
 
 export type Visibility = 'public' | 'unlisted' | 'private' | 'direct';
 
@@ -218,7 +219,7 @@ export async function accountStatusIds(db: Queryable, accountId: string, f: Acco
   return pageRows(rows, p).map((r) => r.id);
 }
 
-export async function publicTimelineIds(db: Queryable, o: { local: boolean; remote: boolean; tag?: string; onlyMedia?: boolean }, p: PageParams): Promise<string[]> {
+export async function publicTimelineIds(db: Queryable, o: { local: boolean; remote: boolean; tag?: string; onlyMedia?: boolean; viewerId?: string | null }, p: PageParams): Promise<string[]> {
   const values: unknown[] = [];
   let extra = '';
   if (o.onlyMedia) extra += ` AND EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id)`;
@@ -227,6 +228,11 @@ export async function publicTimelineIds(db: Queryable, o: { local: boolean; remo
   if (o.tag) {
     values.push(o.tag.toLowerCase());
     extra += ` AND EXISTS (SELECT 1 FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id AND lower(t.name) = $${values.length})`;
+  }
+  // Silenced servers' posts only for their followers (storage/instance-domain-blocks.ts).
+  if (!o.local) {
+    values.push(o.viewerId ?? null);
+    extra += ` AND ${notSilencedSql('a', `$${values.length}::bigint`)}`;
   }
   const c = pageClause('s.id', p, values);
   const { rows } = await db.query<{ id: string }>(

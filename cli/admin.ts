@@ -14,6 +14,7 @@ import { publishTokenInvalidation, type TokenInvalidation } from '../services/to
 import { featureAccount, listFeatured, unfeatureAccount } from '../storage/suggestions.ts';
 import { deleteRule, insertRule, listRules, RULE_HINT_LIMIT, RULE_TEXT_LIMIT } from '../storage/rules.ts';
 import { isId } from '../storage/ids.ts';
+import { isModerationCommand, moderationCommand, ModerationUsageError, MODERATION_USAGE } from './moderation.ts';
 import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps } from './domains.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -39,6 +40,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Stops featuring it.
   suggestions list
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
+${MODERATION_USAGE}
 ${DOMAINS_USAGE}`;
 
 class UsageError extends Error {}
@@ -60,6 +62,14 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       return await domainsCommand(argv.slice(1), { db, ...services }, out);
     } catch (err) {
       throw err instanceof DomainsUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
+  if (isModerationCommand(argv) && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services) throw new Error('moderation commands need Redis');
+    try {
+      return await moderationCommand(argv, { db, invalidate, ...services }, out);
+    } catch (err) {
+      throw err instanceof ModerationUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   const { values, positionals } = parseArgs({

@@ -7,6 +7,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { setAdmin, setApproved } from '../../storage/users.ts';
 import { insertRule } from '../../storage/rules.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { runCli } from '../../cli/admin.ts';
 
 let s: TestServer;
 let client: RegisteredApp;
@@ -20,6 +21,8 @@ let bobPost: string;
 let ruleId: string;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
+// Token changes reach the token cache through Redis pub/sub: checked until they show.
+const signedIn = (user: TestUser, want: number) => eventually(async () => (await api(user, 'GET', '/api/v1/accounts/verify_credentials')).status, want);
 const api = async (user: TestUser | string | null, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) => {
   const token = typeof user === 'string' ? user : user?.token;
   const res = await s.app.inject({ method, url, headers: token ? bearer(token) : {}, ...(payload ? { payload } : {}) });
@@ -210,13 +213,13 @@ describe('POST /api/v1/reports', () => {
     });
 
     it('disables: sign-in and tokens refused, until enabled', async () => {
-      expect((await api(carol, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(200);
+      expect(await signedIn(carol, 200)).toBe(200);
       await api(mod, 'POST', `/api/v1/admin/accounts/${carol.id}/action`, { type: 'disable' });
-      expect((await api(carol, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(403);
+      expect(await signedIn(carol, 403)).toBe(403);
       expect((await api(mod, 'GET', '/api/v1/admin/accounts?disabled=true')).body.map((a: Json) => a.username)).toEqual(['carol']);
       const enabled = await api(mod, 'POST', `/api/v1/admin/accounts/${carol.id}/enable`);
       expect(enabled.body.disabled).toBe(false);
-      expect((await api(carol, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(200);
+      expect(await signedIn(carol, 200)).toBe(200);
     });
 
     it('suspends with a report: the report resolved, tokens refused, posts gone from every read path; unsuspends', async () => {
@@ -228,7 +231,7 @@ describe('POST /api/v1/reports', () => {
       expect((await api(mod, 'GET', `/api/v1/admin/reports/${reportId}`)).body).toMatchObject({ action_taken: true });
       // Every other open report about carol is resolved too.
       expect((await api(mod, 'GET', `/api/v1/admin/reports?target_account_id=${carol.id}`)).body).toEqual([]);
-      expect((await api(carol, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(403);
+      expect(await signedIn(carol, 403)).toBe(403);
       expect((await api(dave, 'GET', '/api/v1/timelines/home')).body.map((x: Json) => x.id)).not.toContain(carolPost);
       expect((await api(dave, 'GET', '/api/v1/timelines/public')).body.map((x: Json) => x.id)).not.toContain(carolPost);
       expect((await api(dave, 'GET', `/api/v1/statuses/${carolPost}`)).status).toBe(404);
@@ -245,7 +248,7 @@ describe('POST /api/v1/reports', () => {
 
       const back = await api(mod, 'POST', `/api/v1/admin/accounts/${carol.id}/unsuspend`);
       expect(back.body.suspended).toBe(false);
-      expect((await api(carol, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(200);
+      expect(await signedIn(carol, 200)).toBe(200);
       expect((await api(dave, 'GET', '/api/v1/timelines/home')).body.map((x: Json) => x.id)).toContain(carolPost);
     });
 
@@ -261,7 +264,7 @@ describe('POST /api/v1/reports', () => {
       expect(rejected.status).toBe(200);
       expectEntity('AdminAccount', rejected.body);
       expect((await api(mod, 'GET', `/api/v1/admin/accounts/${fay.id}`)).status).toBe(404);
-      expect((await api(fay, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(401);
+      expect(await signedIn(fay, 401)).toBe(401);
     });
 
     it('deletes the data of a suspended account', async () => {
@@ -272,7 +275,45 @@ describe('POST /api/v1/reports', () => {
       const { rows } = await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses WHERE account_id = $1 AND deleted_at IS NULL', [carol.id]);
       expect(rows[0].n).toBe(0);
       expect((await api(null, 'GET', `/api/v1/accounts/${dave.id}`)).body.following_count).toBe(0);
-      expect((await api(carol, 'GET', '/api/v1/accounts/verify_credentials')).status).toBe(401);
+      expect(await signedIn(carol, 401)).toBe(401);
     });
+  });
+});
+
+describe('npm run cli: accounts and reports', () => {
+  const cli = async (...args: string[]) => {
+    const lines: string[] = [];
+    await runCli(args, s.ctx.db, (line) => lines.push(line), (what) => publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, what), { redis: s.ctx.redis, redisPrefix: s.config.redisPrefix });
+    return lines;
+  };
+
+  it('suspends, silences, disables and lists and resolves reports', async () => {
+    const gus = await registerUser(s.app, client, 'gus');
+    const post = (await api(gus, 'POST', '/api/v1/statuses', { status: 'gus here', visibility: 'public' })).body.id;
+    expect(await cli('accounts', 'suspend', 'gus')).toEqual(['gus is suspended']);
+    expect(await signedIn(gus, 403)).toBe(403);
+    expect((await api(null, 'GET', '/api/v1/timelines/public')).body.map((x: Json) => x.id)).not.toContain(post);
+    // The Delete of its actor waits in the outbox for the server's sweeper.
+    const { rows } = await s.ctx.db.query(`SELECT count(*)::int AS n FROM outbox WHERE payload->>'activity' = 'DeleteActor' AND payload->>'accountId' = $1`, [gus.id]);
+    expect(rows[0].n).toBe(1);
+    expect(await cli('accounts', 'unsuspend', 'gus')).toEqual(['gus is no longer suspended']);
+    expect(await signedIn(gus, 200)).toBe(200);
+
+    expect(await cli('accounts', 'silence', 'gus')).toEqual(['gus is silenced']);
+    expect((await api(null, 'GET', `/api/v1/accounts/${gus.id}`)).body.limited).toBe(true);
+    await cli('accounts', 'unsilence', 'gus');
+    expect(await cli('accounts', 'disable', 'gus')).toEqual(['gus is disabled']);
+    expect(await signedIn(gus, 403)).toBe(403);
+    await cli('accounts', 'enable', 'gus');
+    expect(await signedIn(gus, 200)).toBe(200);
+    await expect(cli('accounts', 'suspend', 'nobody')).rejects.toThrow(/no account named nobody/);
+
+    const report = (await api(dave, 'POST', '/api/v1/reports', { account_id: gus.id, status_ids: [post], comment: 'odd' })).body;
+    const listed = await cli('reports', 'list');
+    expect(listed.find((l) => l.startsWith(report.id))).toBe(`${report.id}  dave -> gus  other (1 status(es))  "odd"`);
+    expect(await cli('reports', 'resolve', report.id)).toEqual([`report ${report.id} resolved`]);
+    expect((await api(mod, 'GET', `/api/v1/admin/reports/${report.id}`)).body).toMatchObject({ action_taken: true, action_taken_by_account: null });
+    expect((await cli('reports', 'list', '--resolved')).some((l) => l.startsWith(report.id))).toBe(true);
+    await expect(cli('reports', 'resolve', '123')).rejects.toThrow(/no report/);
   });
 });

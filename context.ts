@@ -28,6 +28,8 @@ export interface AppContext {
   fileHost: FileHost;
   actors: ActorRegistry;
   feeds: HomeFeeds;
+  /** Each list's feed, by list id. */
+  listFeeds: HomeFeeds;
   jobs: JobQueues;
   tokens: TokenCache;
   versions: CacheVersions;

@@ -42,6 +42,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   const homePages = new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000);
   tracking.onInvalidate((keys) => homePages.invalidate(keys));
   const feeds = new HomeFeeds(redis, config.redisPrefix, tracking.reader);
+  const listFeeds = new HomeFeeds(redis, config.redisPrefix, redis, 'list');
   const versions = new CacheVersions(redis, config.redisPrefix, tracking.reader);
   const statusLoader = new StatusLoader(db, versions);
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
@@ -53,7 +54,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
   };
   const events = new StreamEvents(redis, config.redisPrefix);
-  const actors = new ActorRegistry({ db, feeds, jobs, config, versions, events, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   const ctx = {
     config,
     db,
@@ -61,6 +62,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     fileHost,
     actors,
     feeds,
+    listFeeds,
     jobs,
     tokens,
     versions,

@@ -15,6 +15,8 @@ import { FEED_SIZE } from '../storage/feeds.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import { blockedEitherWay, blocksAccountOrDomain, type MuteOptions } from '../storage/blocks.ts';
 import * as blockService from '../services/blocks.ts';
+import * as listService from '../services/lists.ts';
+import type { ListRow } from '../storage/lists.ts';
 
 /**
  * What an account's actor is asked to do. Each message changes what the account owns (its follows, its
@@ -43,7 +45,15 @@ export type AccountMessage =
   | { type: 'mute'; targetId: string; options: MuteOptions }
   | { type: 'unmute'; targetId: string }
   | { type: 'blockDomain'; domain: string }
-  | { type: 'unblockDomain'; domain: string };
+  | { type: 'unblockDomain'; domain: string }
+  | { type: 'createList'; list: listService.ListChanges }
+  | { type: 'updateList'; listId: string; list: listService.ListChanges }
+  | { type: 'deleteList'; listId: string }
+  | { type: 'addListMembers'; listId: string; accountIds: string[] }
+  | { type: 'removeListMembers'; listId: string; accountIds: string[] }
+  /** Fan-out: a status by a member of these lists (all this account's, already judged by their replies policy). */
+  | { type: 'addToListFeeds'; listIds: string[]; statusId: string }
+  | { type: 'rebuildListFeed'; listId: string };
 
 export type AccountReply<M extends AccountMessage> =
   M extends { type: 'follow' } ? follows.FollowOutcome :
@@ -52,6 +62,7 @@ export type AccountReply<M extends AccountMessage> =
   M extends { type: 'updateProfile' } ? ProfileUpdateResult :
   M extends { type: 'postStatus' | 'reblog' } ? string :
   M extends { type: 'deleteStatus' } ? StatusRow :
+  M extends { type: 'createList' | 'updateList' } ? ListRow :
   void;
 
 export type AccountActorDeps = statusService.StatusDeps;
@@ -201,6 +212,21 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return blockService.blockDomain(deps, accountId, msg.domain);
     case 'unblockDomain':
       return blockService.unblockDomain(deps, accountId, msg.domain);
+    case 'createList':
+      return listService.createList(deps, accountId, msg.list);
+    case 'updateList':
+      return listService.updateList(deps, accountId, msg.listId, msg.list);
+    case 'deleteList':
+      return listService.deleteList(deps, accountId, msg.listId);
+    case 'addListMembers':
+      return listService.addMembers(deps, accountId, msg.listId, msg.accountIds);
+    case 'removeListMembers':
+      return listService.removeMembers(deps, accountId, msg.listId, msg.accountIds);
+    case 'addToListFeeds':
+      for (const listId of msg.listIds) await deps.listFeeds.addIfAccepting(listId, msg.statusId);
+      return undefined;
+    case 'rebuildListFeed':
+      return listService.rebuildListFeed(deps, accountId, msg.listId);
     case 'rebuildHomeFeed':
       // Readers that found the feed missing at once all ask; the first rebuilds it, the others find it built.
       if (!(await deps.feeds.isReady(accountId))) await deps.feeds.rebuild(accountId, () => homeFeedSourceIds(deps.db, accountId, FEED_SIZE));

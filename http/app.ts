@@ -43,6 +43,7 @@ import adminDomainBlocksRoutes from './api/v1/admin/domain_blocks.ts';
 import adminDomainAllowsRoutes from './api/v1/admin/domain_allows.ts';
 import instanceDomainBlocksRoutes from './api/v1/instance_domain_blocks.ts';
 import blocksRoutes from './api/v1/blocks.ts';
+import listsRoutes from './api/v1/lists.ts';
 
 export type App = FastifyInstance;
 
@@ -118,6 +119,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(adminDomainAllowsRoutes, { ctx });
   await app.register(instanceDomainBlocksRoutes, { ctx });
   await app.register(blocksRoutes, { ctx });
+  await app.register(listsRoutes, { ctx });
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });

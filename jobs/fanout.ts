@@ -3,6 +3,7 @@ import type { HomeFeeds } from '../storage/feeds.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
 import { findStatus, findStatusRecord, tagsOf, type StatusRow } from '../storage/statuses.ts';
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
+import { listsAlsoHolding, listsWithMember } from '../storage/lists.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { publicChannelsOf, streamChannels, type StreamEvents } from '../services/stream-events.ts';
 
@@ -73,7 +74,31 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }
+  await fanOutToLists(db, actors, status);
   return delivered;
+}
+
+/**
+ * Puts a status into the feeds of the lists its author is in, through each list owner's actor, with Mastodon's
+ * replies policies: a reply to someone else goes to a list only when it answers the list's owner, or under `followed`
+ * (members are followed), or under `list` when the one answered is in the list too; never under `none`.
+ */
+async function fanOutToLists(db: Db, actors: ActorRegistry, status: StatusRow): Promise<void> {
+  const replyTo = status.in_reply_to_account_id && status.in_reply_to_account_id !== status.account_id ? status.in_reply_to_account_id : null;
+  let after = '0';
+  for (;;) {
+    const batch = await listsWithMember(db, status.account_id, after, BATCH);
+    if (batch.length === 0) break;
+    after = batch.at(-1)!.id;
+    const replyTargetIn = replyTo ? await listsAlsoHolding(db, batch.filter((l) => l.repliesPolicy === 'list').map((l) => l.id), replyTo) : new Set<string>();
+    const byOwner = new Map<string, string[]>();
+    for (const l of batch) {
+      const shown = !replyTo || replyTo === l.ownerId || l.repliesPolicy === 'followed' || replyTargetIn.has(l.id);
+      if (shown) byOwner.set(l.ownerId, [...(byOwner.get(l.ownerId) ?? []), l.id]);
+    }
+    await Promise.all([...byOwner].map(([ownerId, listIds]) => actors.ask(ownerId, { type: 'addToListFeeds', listIds, statusId: status.id })));
+    if (batch.length < BATCH) break;
+  }
 }
 
 /** Takes a deleted status (and its reblogs) out of every local feed it may be in, through each owner's actor. */

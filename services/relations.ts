@@ -16,6 +16,8 @@ export interface ViewerRelations {
   muting: Map<string, boolean>;
   /** Domains the viewer blocks, lower-cased. */
   domains: Set<string>;
+  /** Members of the viewer's exclusive lists: their posts and boosts are read in those lists, not in home. */
+  exclusive: Set<string>;
   notAfter: number | undefined;
 }
 
@@ -24,6 +26,7 @@ export const NO_RELATIONS: ViewerRelations = Object.freeze({
   blockedBy: new Set<string>(),
   muting: new Map<string, boolean>(),
   domains: new Set<string>(),
+  exclusive: new Set<string>(),
   notAfter: undefined,
 });
 
@@ -56,6 +59,7 @@ export class RelationsCache {
       blockedBy: new Set(rows.blockedBy),
       muting: new Map(rows.muting.map((m) => [m.id, m.notifications])),
       domains: new Set(rows.domains),
+      exclusive: new Set(rows.exclusive),
       notAfter: rows.muting.reduce<number | undefined>((min, m) => (m.expiresAt && (min === undefined || m.expiresAt.getTime() < min) ? m.expiresAt.getTime() : min), undefined),
     };
     this.entries.delete(viewerId);
@@ -93,12 +97,13 @@ interface Rendering {
 /**
  * Statuses a listing leaves out for a viewer who blocks or mutes someone, as Mastodon's feeds and StatusFilter do
  * (never the viewer's own):
- * - home: by or boosting an excluded account, a boost of one, or mentioning someone the viewer blocks or mutes;
+ * - home (and lists): by or boosting an excluded account, a boost of one, or mentioning someone the viewer blocks or mutes; and
+ *   by or boosted by a member of one of the viewer's exclusive lists (Mastodon's exclusive_list_users);
  * - public, thread, and search: by an excluded account, or a boost of one;
  * - account (someone's profile): boosts of excluded accounts (the profile's own posts stay: they were asked for);
  * - notifications are filtered by who sent them (see silencesNotificationsFrom).
  */
-export function applyRelations(r: ViewerRelations, context: FilterContext | 'search' | null, viewerId: string, rows: StatusRow[], b: Rendering): StatusRow[] {
+export function applyRelations(r: ViewerRelations, context: FilterContext | 'search' | 'list' | null, viewerId: string, rows: StatusRow[], b: Rendering): StatusRow[] {
   if (!hasRelations(r) || context === null || context === 'notifications') return rows;
   const excluded = (accountId: string) => accountId !== viewerId && excludesAccount(r, b.accounts.get(accountId), accountId);
   return rows.filter((s) => {
@@ -106,7 +111,8 @@ export function applyRelations(r: ViewerRelations, context: FilterContext | 'sea
     if (original && excluded(original.account_id)) return false;
     if (context === 'account') return true;
     if (excluded(s.account_id)) return false;
-    if (context !== 'home') return true;
+    if (context !== 'home' && context !== 'list') return true;
+    if (context === 'home' && r.exclusive.has(s.account_id)) return false;
     const proper = original ?? s;
     return !(b.mentions.get(proper.id) ?? []).some((m) => m !== viewerId && (r.blocking.has(m) || r.muting.has(m)));
   });

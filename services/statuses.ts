@@ -21,6 +21,8 @@ import { attachMedia, insertRemoteMedia, mediaProblem, type RemoteMedia } from '
 export interface StatusDeps {
   db: Db;
   feeds: HomeFeeds;
+  /** List feeds, by list id (storage/feeds.ts under the `list` kind). */
+  listFeeds: HomeFeeds;
   jobs: JobQueues;
   config: Config;
   versions: CacheVersions;

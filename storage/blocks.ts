@@ -129,6 +129,8 @@ export interface ViewerRelationRows {
   blockedBy: string[];
   muting: { id: string; notifications: boolean; expiresAt: Date | null }[];
   domains: string[];
+  /** Members of the viewer's exclusive lists (kept out of their home timeline). */
+  exclusive: string[];
 }
 
 /** A viewer's relations, each kind bounded (the newest first, should someone exceed the bound). */
@@ -142,14 +144,18 @@ export async function viewerRelations(db: Queryable, viewerId: string): Promise<
      (SELECT 'm', m.target_account_id::text, m.hide_notifications, m.expires_at FROM mutes m
        WHERE m.account_id = $1 AND ${MUTE_ACTIVE} ORDER BY m.id DESC LIMIT $2)
      UNION ALL
-     (SELECT 'd', domain, NULL, NULL FROM account_domain_blocks WHERE account_id = $1 ORDER BY id DESC LIMIT $2)`,
+     (SELECT 'd', domain, NULL, NULL FROM account_domain_blocks WHERE account_id = $1 ORDER BY id DESC LIMIT $2)
+     UNION ALL
+     (SELECT DISTINCT 'x', m.account_id::text, NULL::boolean, NULL::timestamptz FROM lists l JOIN list_accounts m ON m.list_id = l.id
+       WHERE l.account_id = $1 AND l.exclusive LIMIT $2)`,
     [viewerId, RELATIONS_LIMIT],
   );
-  const out: ViewerRelationRows = { blocking: [], blockedBy: [], muting: [], domains: [] };
+  const out: ViewerRelationRows = { blocking: [], blockedBy: [], muting: [], domains: [], exclusive: [] };
   for (const r of rows) {
     if (r.kind === 'b') out.blocking.push(r.id);
     else if (r.kind === 'B') out.blockedBy.push(r.id);
     else if (r.kind === 'm') out.muting.push({ id: r.id, notifications: r.notifications ?? true, expiresAt: r.expires_at });
+    else if (r.kind === 'x') out.exclusive.push(r.id);
     else out.domains.push(r.id);
   }
   return out;

@@ -14,19 +14,22 @@ export class HomeFeeds {
   private readonly prefix: string;
   /** Where pages are read: a connection under client tracking (storage/key-tracking.ts) when there is one. */
   private readonly reader: Redis;
+  private readonly kind: string;
 
-  constructor(redis: Redis, prefix: string, reader: Redis = redis) {
+  /** `kind`: `home` (by account id), or `list` (list feeds, by list id: the same sets under other keys). */
+  constructor(redis: Redis, prefix: string, reader: Redis = redis, kind: 'home' | 'list' = 'home') {
     this.redis = redis;
     this.prefix = prefix;
     this.reader = reader;
+    this.kind = kind;
   }
 
   key(accountId: string): string {
-    return `${this.prefix}feed:home:${accountId}`;
+    return `${this.prefix}feed:${this.kind}:${accountId}`;
   }
 
   private readyKey(accountId: string): string {
-    return `${this.prefix}feed:home:${accountId}:ready`;
+    return `${this.prefix}feed:${this.kind}:${accountId}:ready`;
   }
 
   /** The keys a page read depends on. */
@@ -35,7 +38,12 @@ export class HomeFeeds {
   }
 
   private buildingKey(accountId: string): string {
-    return `${this.prefix}feed:home:${accountId}:building`;
+    return `${this.prefix}feed:${this.kind}:${accountId}:building`;
+  }
+
+  /** Forgets a feed altogether (a deleted list's). */
+  async drop(id: string): Promise<void> {
+    await this.redis.del(this.key(id), this.readyKey(id), this.buildingKey(id));
   }
 
   /** True when the feed is built. */

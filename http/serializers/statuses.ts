@@ -15,14 +15,15 @@ import { applyRelations, silencesNotificationsFrom } from '../../services/relati
  * out too, what others match carrying the results. `notAfter`: when a filter or a timed mute that applied ends (a
  * rendering kept must not outlive it).
  */
-export async function loadForViewer(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | 'search' | null) {
+export async function loadForViewer(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | 'search' | 'list' | null) {
   const loaded = await ctx.statusLoader.load(viewerId, ids);
   if (!viewerId || !context) return { ...loaded, notAfter: undefined };
   const rows = applyRelations(loaded.relations, context, viewerId, loaded.rows, loaded.bundle);
   if (context === 'search') return { ...loaded, rows, notAfter: loaded.relations.notAfter };
   const filters = await ctx.filters.forViewer(viewerId, loaded.versions.f.get(viewerId));
   const notAfter = [filters.notAfter, loaded.relations.notAfter].reduce<number | undefined>((min, t) => (t !== undefined && (min === undefined || t < min) ? t : min), undefined);
-  return { ...loaded, ...applyFilters(filters, context, viewerId, rows, loaded.bundle), notAfter };
+  // A list is read with the viewer's home filters, as on Mastodon.
+  return { ...loaded, ...applyFilters(filters, context === 'list' ? 'home' : context, viewerId, rows, loaded.bundle), notAfter };
 }
 
 /** A timeline page as JSON text, in the order given, without what the viewer may not see or has filtered out. */
@@ -32,7 +33,7 @@ export async function renderTimeline(ctx: AppContext, viewerId: string | null, i
 }
 
 /** Renders statuses in the order given, dropping what the viewer may not see (or has filtered out in `context`). */
-export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | 'search' | null = null) {
+export async function renderStatuses(ctx: AppContext, viewerId: string | null, ids: string[], context: FilterContext | 'search' | 'list' | null = null) {
   const { rows, bundle } = await loadForViewer(ctx, viewerId, ids, context);
   return rows.map((s) => renderStatus(ctx.render, bundle, s));
 }

@@ -136,8 +136,8 @@ describe('an ActorRegistry of its own (idleMs 50) over the same database', () =>
   let registry: ActorRegistry;
 
   beforeAll(() => {
-    const { db, feeds, jobs, config, versions, events } = s.ctx;
-    registry = new ActorRegistry({ db, feeds, jobs, config, versions, events }, { idleMs: 50, queryTimeoutMs: 5000 });
+    const { db, feeds, listFeeds, jobs, config, versions, events } = s.ctx;
+    registry = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events }, { idleMs: 50, queryTimeoutMs: 5000 });
   });
   afterAll(() => registry?.stop());
 
@@ -161,7 +161,7 @@ describe('an ActorRegistry of its own (idleMs 50) over the same database', () =>
   });
 
   it('refuses work once stopped', async () => {
-    const other = new ActorRegistry({ db: s.ctx.db, feeds: s.ctx.feeds, jobs: s.ctx.jobs, config: s.ctx.config, versions: s.ctx.versions, events: s.ctx.events }, { idleMs: 50, queryTimeoutMs: 1000 });
+    const other = new ActorRegistry({ db: s.ctx.db, feeds: s.ctx.feeds, listFeeds: s.ctx.listFeeds, jobs: s.ctx.jobs, config: s.ctx.config, versions: s.ctx.versions, events: s.ctx.events }, { idleMs: 50, queryTimeoutMs: 1000 });
     expect(await other.ask(ben.id, { type: 'unfollow', targetId: '1' })).toBe(false);
     other.stop();
     expect(other.size).toBe(0);

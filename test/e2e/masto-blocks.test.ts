@@ -16,7 +16,7 @@ let umaId: string;
 beforeAll(async () => {
   s = await startListeningServer();
   ({ uma, vic, wes } = (await mastoAccounts(s.url, 'masto blocks', 'uma', 'vic', 'wes')) as Record<'uma' | 'vic' | 'wes', mastodon.rest.Client>);
-  [umaId, vicId, wesId] = await Promise.all([uma, vic, wes].map(async (c) => (await c.v1.accounts.verifyCredentials()).id));
+  [umaId, vicId, wesId] = (await Promise.all([uma, vic, wes].map(async (c) => (await c.v1.accounts.verifyCredentials()).id))) as [string, string, string];
 });
 afterAll(async () => s?.close());
 

@@ -1,5 +1,12 @@
 import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto';
 
+const tokens = new WeakMap<object, string>();
+
+/** The access token a client made by mastoAccounts signs in with (for raw requests beside it). */
+export function tokenOf(client: mastodon.rest.Client): string {
+  return tokens.get(client)!;
+}
+
 /**
  * Accounts registered the way an app registers them with masto (an app, its client-credentials token, then
  * POST /api/v1/accounts for each), returned as signed-in masto clients by username.
@@ -15,6 +22,7 @@ export async function mastoAccounts(url: string, clientName: string, ...username
   for (const username of usernames) {
     const token = await asApp.v1.accounts.create({ username, email: `${username}@example.com`, password: `${username} password`, agreement: true, locale: 'en' });
     clients[username] = createRestAPIClient({ url, accessToken: token.accessToken });
+    tokens.set(clients[username], token.accessToken);
   }
   return clients;
 }

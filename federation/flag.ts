@@ -1,3 +1,4 @@
+import { domainPolicy } from '../services/domain-policy.ts';
 import { Flag } from '@fedify/vocab';
 import type { Context, InboxContext } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
@@ -40,6 +41,8 @@ export async function onFlag(fed: InboxContext<AppContext>, flag: Flag): Promise
   if (!flag.actorId || !flag.id) return;
   const reporter = await accountForActorUri(fed.data, fed, flag.actorId.href);
   if (!reporter || reporter.domain === null || reporter.suspended_at) return;
+  // A server whose reports the operator rejects (an instance domain block with reject_reports) files none here.
+  if (await domainPolicy(fed.data).rejectsReports(reporter.domain)) return;
   // A Flag's id is its sender's to mint.
   if (!reporter.uri || new URL(reporter.uri).origin !== flag.id.origin) return;
   const targets = new Map<string, AccountRow>();

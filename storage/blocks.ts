@@ -1,6 +1,7 @@
 import type { Queryable } from './db.ts';
 import { findAccountsByIds, type AccountRow } from './accounts.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
+import { notSilencedSql } from './instance-domain-blocks.ts';
 
 // Blocks, mutes and a person's domain blocks (Mastodon's Block, Mute and AccountDomainBlock).
 
@@ -163,13 +164,17 @@ export async function viewerRelations(db: Queryable, viewerId: string): Promise<
 
 /**
  * Whether `recipient` takes notifications from `sender`: not when either blocks the other, when the recipient mutes
- * the sender's notifications, or blocks the sender's domain (Mastodon's NotifyService blocked? checks).
+ * the sender's notifications, or blocks the sender's domain (Mastodon's NotifyService blocked? checks); nor from a
+ * limited (silenced) account, or one of a silenced server, that the recipient does not follow (Mastodon files those
+ * as notification requests; there are none here yet, so they are not made).
  */
 export async function notificationsBlocked(db: Queryable, recipientId: string, senderId: string): Promise<boolean> {
   const { rows } = await db.query<{ blocked: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM blocks WHERE (account_id = $1 AND target_account_id = $2) OR (account_id = $2 AND target_account_id = $1))
          OR EXISTS (SELECT 1 FROM mutes m WHERE m.account_id = $1 AND m.target_account_id = $2 AND m.hide_notifications AND ${MUTE_ACTIVE})
          OR EXISTS (SELECT 1 FROM account_domain_blocks d JOIN accounts a ON a.id = $2 WHERE d.account_id = $1 AND d.domain = lower(a.domain))
+         OR EXISTS (SELECT 1 FROM accounts a WHERE a.id = $2 AND (a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', '$1')})
+                     AND NOT EXISTS (SELECT 1 FROM follows f WHERE f.account_id = $1 AND f.target_account_id = $2))
          AS blocked`,
     [recipientId, senderId],
   );

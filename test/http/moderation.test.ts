@@ -199,6 +199,11 @@ describe('POST /api/v1/reports', () => {
       expect(ids).toContain(bobPost);
       expect(ids).not.toContain(carolPost);
       expect((await api(mod, 'GET', '/api/v1/admin/accounts?silenced=true')).body.map((a: Json) => a.username)).toEqual(['carol']);
+      // A limited account's mentions reach those who follow it (dave) and nobody else (bob), as Mastodon filters them.
+      const mention = (await api(carol, 'POST', '/api/v1/statuses', { status: '@bob @dave limited hello' })).body.id;
+      const mentioned = async (u: TestUser) => (await api(u, 'GET', '/api/v1/notifications?types[]=mention')).body.map((n: Json) => n.status.id);
+      expect(await mentioned(dave)).toContain(mention);
+      expect(await mentioned(bob)).not.toContain(mention);
       const back = await api(mod, 'POST', `/api/v1/admin/accounts/${carol.id}/unsilence`);
       expectEntity('AdminAccount', back.body);
       expect(back.body.silenced).toBe(false);

@@ -17,6 +17,7 @@ import { blockedEitherWay, blocksAccountOrDomain, type MuteOptions } from '../st
 import * as blockService from '../services/blocks.ts';
 import * as listService from '../services/lists.ts';
 import type { ListRow } from '../storage/lists.ts';
+import * as statusMarks from '../services/status-marks.ts';
 
 /**
  * What an account's actor is asked to do. Each message changes what the account owns (its follows, its
@@ -53,7 +54,9 @@ export type AccountMessage =
   | { type: 'removeListMembers'; listId: string; accountIds: string[] }
   /** Fan-out: a status by a member of these lists (all this account's, already judged by their replies policy). */
   | { type: 'addToListFeeds'; listIds: string[]; statusId: string }
-  | { type: 'rebuildListFeed'; listId: string };
+  | { type: 'rebuildListFeed'; listId: string }
+  /** Bookmarks, pins and muted conversations (services/status-marks.ts). */
+  | { type: 'bookmark' | 'unbookmark' | 'pin' | 'unpin' | 'muteConversation' | 'unmuteConversation'; status: StatusRow };
 
 export type AccountReply<M extends AccountMessage> =
   M extends { type: 'follow' } ? follows.FollowOutcome :
@@ -227,6 +230,13 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return undefined;
     case 'rebuildListFeed':
       return listService.rebuildListFeed(deps, accountId, msg.listId);
+    case 'bookmark':
+    case 'unbookmark':
+    case 'pin':
+    case 'unpin':
+    case 'muteConversation':
+    case 'unmuteConversation':
+      return statusMarks[msg.type](deps, accountId, msg.status);
     case 'rebuildHomeFeed':
       // Readers that found the feed missing at once all ask; the first rebuilds it, the others find it built.
       if (!(await deps.feeds.isReady(accountId))) await deps.feeds.rebuild(accountId, () => homeFeedSourceIds(deps.db, accountId, FEED_SIZE));

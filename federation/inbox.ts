@@ -18,6 +18,8 @@ import { queueDelivery } from '../services/deliveries.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { Flag } from '@fedify/vocab';
 import { onFlag } from './flag.ts';
+import { Add, Remove } from '@fedify/vocab';
+import { onAdd, onRemove } from './featured.ts';
 
 type Fed = InboxContext<AppContext>;
 
@@ -41,6 +43,9 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Announce, onAnnounce)
     .on(Block, onBlock)
     .on(Flag, onFlag)
+    // Pins of remote accounts: Add to and Remove from their featured collection (federation/featured.ts).
+    .on(Add, onAdd)
+    .on(Remove, onRemove)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))

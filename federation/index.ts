@@ -18,6 +18,7 @@ import { INSTANCE_ACTOR, instanceActorOf, namesInstanceActor } from './instance-
 import { signedRequester } from './signed-requests.ts';
 import { CavageFirstKvStore } from './signature-specs.ts';
 import { serverHoldsStatus } from '../storage/audience.ts';
+import { featuredItems } from './featured.ts';
 
 const PAGE = 40;
 const PAGE_OF_STATUSES = 20;
@@ -135,9 +136,9 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     .setFirstCursor(() => '')
     .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.statuses_count ?? null)
     .authorize((fed, identifier) => authorized(fed, identifier));
-  // Pinned statuses do not exist yet, so the featured collection is empty.
+  // Pinned statuses, newest pin first, as Notes (federation/featured.ts).
   federation
-    .setFeaturedDispatcher('/users/{identifier}/collections/featured', async (fed, identifier) => ((await publishedLocalAccount(fed.data, identifier)) ? { items: [] } : null))
+    .setFeaturedDispatcher('/users/{identifier}/collections/featured', (fed, identifier) => featuredItems(fed, identifier))
     .authorize((fed, identifier) => authorized(fed, identifier));
 
   // Each status at its uri, as a Note: public and unlisted ones to anyone (to signed requests in authorized-fetch

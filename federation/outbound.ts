@@ -1,4 +1,4 @@
-import { Accept, Announce, Block, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Recipient } from '@fedify/vocab';
+import { Accept, Announce, Block, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Add, type Recipient, type Remove } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
@@ -11,6 +11,7 @@ import { domainPolicy } from '../services/domain-policy.ts';
 import { announceOf, audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
 import { flagOf } from './flag.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
+import { pinActivityOf } from './featured.ts';
 
 const BATCH = 1000;
 
@@ -108,6 +109,16 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       await sendToAudience(app, fed, me, true, [], del, null);
       return;
     }
+    case 'AddPin':
+    case 'RemovePin': {
+      // To the account's followers' servers, as Mastodon sends pins; only public and unlisted statuses are pinned.
+      const status = await findStatusRecord(app.db, d.statusId);
+      const me = await findAccountById(app.db, d.accountId);
+      if (!status || !me || me.domain !== null || status.account_id !== me.id) return;
+      if (d.activity === 'AddPin' && status.deleted_at) return;
+      await sendToAudience(app, fed, me, true, [], pinActivityOf(fed, me, status, d.activity), null);
+      return;
+    }
     case 'UpdatePerson': {
       const me = await findAccountById(app.db, d.accountId);
       if (!me || me.domain !== null) return;
@@ -152,7 +163,7 @@ async function pair(app: AppContext, a: string, b: string): Promise<[AccountRow 
  * Sends to the sender's remote followers (not for direct statuses) and the remote accounts named, a thousand
  * followers at a time, each account once. The ordering key keeps a Delete behind its Create.
  */
-async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender: AccountRow, toFollowers: boolean, named: AccountRow[], activity: Create | Delete | Announce | Undo | Update, orderingKey: string | null): Promise<void> {
+async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender: AccountRow, toFollowers: boolean, named: AccountRow[], activity: Create | Delete | Announce | Undo | Update | Add | Remove, orderingKey: string | null): Promise<void> {
   const options = { preferSharedInbox: true, ...(orderingKey ? { orderingKey } : {}) };
   const seen = new Set<string>();
   // A shared inbox takes one delivery for all its server's followers, across batches too.

@@ -7,6 +7,7 @@ import { sanitizeRemoteHtml, escapeHtml } from '../text/render.ts';
 import { signedLoader } from './instance-actor.ts';
 import { confirmedByWebFinger, fetchById, webFingerSelf } from './fetch-object.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
+import { afterRemoteActorStored } from './featured.ts';
 
 /** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
 const STALE_AFTER_MS = 24 * 3600 * 1000;
@@ -77,6 +78,8 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
     throw err;
   }
   await app.versions.bump({ accounts: [row.id] });
+  // Its pinned posts: the featured collection, read in the background (federation/featured.ts).
+  await afterRemoteActorStored(app, row, actor).catch(() => {});
   return row;
 }
 

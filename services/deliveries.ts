@@ -17,7 +17,9 @@ export type Delivery =
   | { activity: 'Flag'; reportId: string }
   /** A suspended local account, sent to its followers' servers as a Delete of its actor. */
   | { activity: 'DeleteActor'; accountId: string }
-  | { activity: 'Block' | 'UndoBlock'; accountId: string; targetId: string; blockUri: string | null };
+  | { activity: 'Block' | 'UndoBlock'; accountId: string; targetId: string; blockUri: string | null }
+  /** A local account's pin or unpin, sent to its followers' servers as an Add to (Remove from) its featured collection. */
+  | { activity: 'AddPin' | 'RemovePin'; accountId: string; statusId: string };
 
 export function queueDelivery(db: Queryable, delivery: Delivery): Promise<OutboxRow> {
   return addToOutbox(db, 'deliver', delivery);

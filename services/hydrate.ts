@@ -2,10 +2,15 @@ import type { Queryable } from '../storage/db.ts';
 import type { CacheVersions, VersionsUsed } from '../storage/cache-versions.ts';
 import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } from '../storage/statuses.ts';
+import { viewerMarks } from '../storage/status-marks.ts';
 import { mediaOfStatuses, type MediaRow } from '../storage/media.ts';
 import { visibleTo } from './visibility.ts';
 import type { FilterMatch } from './filters.ts';
 import { RelationsCache, type ViewerRelations } from './relations.ts';
+
+const FLAG_KINDS = ['favourited', 'reblogged', 'bookmarked', 'pinned', 'muted'] as const;
+type ViewerFlags = Record<(typeof FLAG_KINDS)[number], Set<string>>;
+const noFlags = (): ViewerFlags => ({ favourited: new Set(), reblogged: new Set(), bookmarked: new Set(), pinned: new Set(), muted: new Set() });
 
 /** Everything needed to render a set of statuses. */
 export interface StatusBundle {
@@ -16,6 +21,10 @@ export interface StatusBundle {
   media: Map<string, MediaRow[]>;
   favourited: Set<string>;
   reblogged: Set<string>;
+  /** The viewer's bookmarks, pins and muted conversations among these statuses (absent: none). */
+  bookmarked?: Set<string>;
+  pinned?: Set<string>;
+  muted?: Set<string>;
   viewerId: string | null;
   /** The viewer's filters that match a status shown (services/filters.ts applyFilters), by status id. */
   filtered?: Map<string, FilterMatch[]>;
@@ -70,8 +79,11 @@ interface CachedStatus {
 export class StatusLoader {
   private readonly statuses = new VersionedCache<CachedStatus>(50_000, 10 * 60_000);
   private readonly accounts = new VersionedCache<AccountRow>(20_000, 10 * 60_000);
-  /** Per viewer: which statuses they favourited or reblogged, as far as asked. Only their own actions change it. */
-  private readonly viewers = new VersionedCache<{ known: Set<string>; favourited: Set<string>; reblogged: Set<string> }>(20_000, 10 * 60_000);
+  /**
+   * Per viewer: which statuses they favourited, reblogged, bookmarked or pinned, or whose conversation they muted, as far
+   * as asked. Only their own actions change it.
+   */
+  private readonly viewers = new VersionedCache<ViewerFlags & { known: Set<string> }>(20_000, 10 * 60_000);
   private readonly db: Queryable;
   private readonly versions: CacheVersions;
   /** Each viewer's blocks and mutes: whom they may not see, and whom their listings leave out. */
@@ -130,23 +142,24 @@ export class StatusLoader {
     return this.current('a', this.accounts, ids, known, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
   }
 
-  /** The viewer's favourited/reblogged flags for these statuses, asking PostgreSQL only about statuses not seen before. */
-  private async flagsOf(viewerId: string, ids: string[], version: string): Promise<{ favourited: Set<string>; reblogged: Set<string> }> {
+  /** The viewer's flags for these statuses, asking PostgreSQL only about statuses not seen before. */
+  private async flagsOf(viewerId: string, ids: string[], version: string): Promise<ViewerFlags> {
     let entry = this.viewers.get(viewerId, version);
     if (!entry) {
-      entry = { known: new Set(), favourited: new Set(), reblogged: new Set() };
+      entry = { known: new Set(), ...noFlags() };
       this.viewers.set(viewerId, version, entry);
     }
     const unknown = ids.filter((id) => !entry.known.has(id));
     if (unknown.length > 0) {
-      const found = await viewerFlags(this.db, viewerId, unknown);
+      const [found, marks] = await Promise.all([viewerFlags(this.db, viewerId, unknown), viewerMarks(this.db, viewerId, unknown)]);
       for (const id of unknown) entry.known.add(id);
-      for (const id of found.favourited) entry.favourited.add(id);
-      for (const id of found.reblogged) entry.reblogged.add(id);
+      for (const kind of FLAG_KINDS) for (const id of { ...found, ...marks }[kind]) entry[kind].add(id);
       // Bounded: a viewer who scrolls far starts over rather than growing without end.
-      if (entry.known.size > 5000) this.viewers.set(viewerId, '', { known: new Set(), favourited: new Set(), reblogged: new Set() });
+      if (entry.known.size > 5000) this.viewers.set(viewerId, '', { known: new Set(), ...noFlags() });
     }
-    return { favourited: new Set(ids.filter((id) => entry.favourited.has(id))), reblogged: new Set(ids.filter((id) => entry.reblogged.has(id))) };
+    const out = noFlags();
+    for (const kind of FLAG_KINDS) for (const id of ids) if (entry[kind].has(id)) out[kind].add(id);
+    return out;
   }
 
   /**
@@ -195,7 +208,7 @@ export class StatusLoader {
     }
     const [accounts, flags] = await Promise.all([
       this.accountsById([...accountIds], known.a),
-      viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve({ favourited: new Set<string>(), reblogged: new Set<string>() }),
+      viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve(noFlags()),
     ]);
     // A suspended author's statuses (a remote actor deleted by its server, say) are shown nowhere, boosted or not.
     const authorShown = (statusId: string) => !accounts.get(found.get(statusId)!.status.account_id)?.suspended_at;
@@ -209,8 +222,7 @@ export class StatusLoader {
         mentions: new Map([...found].map(([id, e]) => [id, e.mentions])),
         tags: new Map([...found].map(([id, e]) => [id, e.tags])),
         media: new Map([...found].map(([id, e]) => [id, e.media])),
-        favourited: flags.favourited,
-        reblogged: flags.reblogged,
+        ...flags,
         viewerId,
       },
     };

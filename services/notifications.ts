@@ -2,6 +2,7 @@ import type { Queryable } from '../storage/db.ts';
 import { afterCommit } from '../storage/db.ts';
 import { notify, type NotificationType } from '../storage/notifications.ts';
 import { notificationsBlocked } from '../storage/blocks.ts';
+import { inMutedConversations } from '../storage/status-marks.ts';
 import type { JobQueues } from '../jobs/queues.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { queueWebPush } from './web-push.ts';
@@ -14,6 +15,8 @@ import { queueWebPush } from './web-push.ts';
  */
 export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueues }, tx: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
   if (await notificationsBlocked(tx, accountId, fromAccountId)) return;
+  // Nothing from a conversation the recipient muted (Mastodon's NotifyService#conversation_muted?).
+  if (statusId && (await inMutedConversations(tx, accountId, [statusId])).size > 0) return;
   const row = await notify(tx, accountId, fromAccountId, type, statusId);
   if (row) {
     afterCommit(tx, () => deps.events.publish(streamChannels.notifications(accountId), { event: 'notification', notificationId: row.id }));

@@ -50,7 +50,8 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
 /**
  * The viewer's own relation to a status; absent without a signed-in viewer, as in Mastodon. A reblog carries
  * the viewer's flags of its original (Mastodon's `favourited?`/`reblogged?` look at `status.proper`): one
- * cannot favourite or reblog a reblog itself.
+ * cannot favourite or reblog a reblog itself. Bookmarks and muted conversations are the original's too; `pinned` only on
+ * the viewer's own statuses, as Mastodon shows it.
  */
 function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
   if (!b.viewerId) return {};
@@ -58,9 +59,9 @@ function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
   return {
     favourited: b.favourited.has(proper),
     reblogged: b.reblogged.has(proper),
-    muted: false,
-    bookmarked: false,
-    ...(s.account_id === b.viewerId && !s.reblog_of_id ? { pinned: false } : {}),
+    muted: b.muted?.has(proper) ?? false,
+    bookmarked: b.bookmarked?.has(proper) ?? false,
+    ...(s.account_id === b.viewerId && !s.reblog_of_id ? { pinned: b.pinned?.has(s.id) ?? false } : {}),
   };
 }
 

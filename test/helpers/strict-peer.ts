@@ -60,6 +60,8 @@ export class StrictPeer {
   readonly userAgent: string;
   private readonly actors = new Map<string, Actor>();
   private readonly objects = new Map<string, Json>();
+  /** Actors' featured collections (pinned posts), when set: ids or inlined objects, newest first. */
+  private readonly featuredOf = new Map<string, unknown[]>();
   // Successes only: Fedify would otherwise remember a failed fetch (null) and never try that key again.
   private readonly keys = new Map<string, CryptographicKey | Multikey>();
   private readonly keyCache: KeyCache = {
@@ -94,6 +96,12 @@ export class StrictPeer {
     const id = new URL(String(object.id));
     if (id.origin !== this.url) throw new Error(`${id.href} is not under ${this.url}`);
     this.objects.set(id.pathname, object);
+  }
+
+  /** Gives an actor a featured collection (`/users/<u>/collections/featured`) of these items, served to signed GETs. */
+  feature(username: string, items: unknown[]): void {
+    this.actor(username);
+    this.featuredOf.set(username, items);
   }
 
   /** Serves `object` at a path of its own, whatever its id says (an upload, say), to signed GETs only. */
@@ -231,6 +239,11 @@ export class StrictPeer {
   private protectedDocument(path: string): Json | null {
     const m = /^\/users\/([^/]+)(?:\/(outbox|followers|following))?$/.exec(path);
     const a = m && this.actors.get(m[1]!);
+    const featured = /^\/users\/([^/]+)\/collections\/featured$/.exec(path)?.[1];
+    if (featured && this.featuredOf.has(featured)) {
+      const items = this.featuredOf.get(featured)!;
+      return { '@context': AS, id: `${this.actorId(featured)}/collections/featured`, type: 'OrderedCollection', totalItems: items.length, orderedItems: items };
+    }
     if (!a) return this.objects.get(path) ?? null;
     if (!m[2]) return this.actorDocument(a);
     const items = m[2] === 'followers' ? [...a.followers] : m[2] === 'outbox' ? [...this.objects.values()].filter((o) => idOf(o.attributedTo) === this.actorId(a.username)) : [];
@@ -240,10 +253,13 @@ export class StrictPeer {
   private actorDocument(a: Actor): Json {
     const id = this.actorId(a.username);
     return {
-      '@context': CONTEXT, id, type: a.type, preferredUsername: a.username, name: a.username,
+      // Mastodon's term for it: `featured` is not in the ActivityStreams context.
+      '@context': this.featuredOf.has(a.username) ? [...CONTEXT, { toot: 'http://joinmastodon.org/ns#', featured: { '@id': 'toot:featured', '@type': '@id' } }] : CONTEXT,
+      id, type: a.type, preferredUsername: a.username, name: a.username,
       inbox: `${id}/inbox`, outbox: `${id}/outbox`, followers: `${id}/followers`, following: `${id}/following`,
       endpoints: { sharedInbox: `${this.url}/inbox` }, manuallyApprovesFollowers: a.locked, url: `${this.url}/@${a.username}`,
       publicKey: { id: this.keyId(a.username), owner: id, publicKeyPem: a.pem },
+      ...(this.featuredOf.has(a.username) ? { featured: `${id}/collections/featured` } : {}),
     };
   }
 

@@ -21,6 +21,7 @@ import { renderToken } from '../../serializers/application.ts';
 import type { AppContext } from '../../../context.ts';
 import { accountStatusIds, type Visibility } from '../../../storage/statuses.ts';
 import { renderTimeline } from '../../serializers/statuses.ts';
+import { pinnedStatusIds } from '../../../storage/status-marks.ts';
 
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 
@@ -239,11 +240,14 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const account = await visibleAccount(ctx.db, request.params.id);
     const q = request.query;
     const viewerId = request.viewerId;
-    // Nothing is pinned yet: that filter finds nothing until pins land.
-    if (q.pinned) return [];
     const visibilities: Visibility[] = viewerId === account.id ? ['public', 'unlisted', 'private', 'direct']
       : viewerId && (await follows.relationships(ctx.db, viewerId, [account.id])).get(account.id)?.following
         ? ['public', 'unlisted', 'private'] : ['public', 'unlisted'];
+    // Pins: all of them on the first page, newest pin first, without paging (Mastodon's apps ask once).
+    if (q.pinned) {
+      const pinned = q.max_id || q.min_id || q.since_id ? [] : await pinnedStatusIds(ctx.db, account.id, { visibilities, mentionedViewerId: viewerId, limit: q.limit ?? 20 });
+      return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, pinned, 'account'));
+    }
     const ids = await accountStatusIds(ctx.db, account.id, {
       visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, onlyMedia: q.only_media, tagged: q.tagged,
     }, pageParams(q, 20));

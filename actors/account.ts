@@ -7,6 +7,7 @@ import { streamChannels } from '../services/stream-events.ts';
 import type { StatusRow, Visibility } from '../storage/statuses.ts';
 import * as follows from '../storage/follows.ts';
 import * as statusService from '../services/statuses.ts';
+import * as pollService from '../services/polls.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { queueDelivery } from '../services/deliveries.ts';
 import { randomUUID } from 'node:crypto';
@@ -32,6 +33,8 @@ export type AccountMessage =
   | { type: 'updateProfile'; profile: ProfileChanges; source: SourceDefaults }
   | { type: 'postStatus'; params: statusService.PostParams }
   | { type: 'deleteStatus'; statusId: string }
+  | { type: 'editStatus'; statusId: string; params: statusService.EditParams }
+  | { type: 'votePoll'; pollId: string; choices: number[] }
   | { type: 'favourite'; status: StatusRow }
   | { type: 'unfavourite'; status: StatusRow }
   | { type: 'reblog'; status: StatusRow; visibility: Visibility; uri?: string }
@@ -185,6 +188,10 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return statusService.postStatus(deps, accountId, msg.params);
     case 'deleteStatus':
       return statusService.deleteStatus(deps, accountId, msg.statusId);
+    case 'editStatus':
+      return statusService.editStatus(deps, accountId, msg.statusId, msg.params);
+    case 'votePoll':
+      return pollService.vote(deps, accountId, msg.pollId, msg.choices);
     case 'favourite':
       return statusService.favouriteStatus(deps, accountId, msg.status);
     case 'unfavourite':

@@ -11,7 +11,10 @@ import { sanitizeRemoteHtml } from '../text/render.ts';
 import { transaction } from '../storage/db.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
-import { fetchNote, isPublic, localActor, receiveNote, statusByUri } from './remote-statuses.ts';
+import { fetchNote, isPublic, localActor, receiveNote, remotePollOf, statusByUri } from './remote-statuses.ts';
+import { Question } from '@fedify/vocab';
+import { pollOfStatus } from '../storage/polls.ts';
+import { receiveRemoteVote } from '../services/polls.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
 import { blockByUri, blocksAccountOrDomain } from '../storage/blocks.ts';
 import { queueDelivery } from '../services/deliveries.ts';
@@ -178,14 +181,28 @@ async function onBlock(fed: Fed, block: Block): Promise<void> {
 
 async function onCreate(fed: Fed, create: Create): Promise<void> {
   const note = await create.getObject();
-  if (!(note instanceof Note) || !note.id) return;
+  if (!(note instanceof Note || note instanceof Question) || !note.id) return;
   const author = await sender(fed, create);
   if (!author || author.domain === null) return;
   // A Note is its author's to create: a Create that puts words in another actor's mouth, or names its Note with
   // another server's id (to take that id before the real one arrives), is ignored.
   if (!note.attributionId || note.attributionId.href !== author.uri || !ownedBy(author, create.id, note.id)) return;
+  if (note instanceof Note && (await onVote(fed, note, author))) return;
   if (!(await concernsUs(fed, note, author))) return;
   await receiveNote(fed, note, author);
+}
+
+/**
+ * A vote on one of our polls, as Mastodon sends it: a Note with a `name` (the option) and no content, answering the
+ * Question. True when the Note was one (counted or not), so that it is not stored as a reply.
+ */
+async function onVote(fed: Fed, note: Note, voter: AccountRow): Promise<boolean> {
+  if (!note.name || !note.replyTargetId || note.content) return false;
+  const status = await statusByUri(fed, note.replyTargetId);
+  const poll = status && status.uri === null ? await pollOfStatus(fed.data.db, status.id) : null;
+  if (!status || !poll) return false;
+  if (await canSee(fed.data.db, voter.id, status)) await receiveRemoteVote(fed.data.actors.deps, poll.id, voter.id, String(note.name), note.id!.href);
+  return true;
 }
 
 /**
@@ -193,7 +210,7 @@ async function onCreate(fed: Fed, create: Create): Promise<void> {
  * follower here, or it is addressed to or mentions someone here, or it answers a post by someone here or by someone
  * followed from here. Anything else is unsolicited (spam would otherwise reach the federated timeline).
  */
-async function concernsUs(fed: Fed, note: Note, author: AccountRow): Promise<boolean> {
+async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): Promise<boolean> {
   const db = fed.data.db;
   if (await hasLocalFollowers(db, author.id)) return true;
   const addressed = [...note.toIds, ...note.ccIds].slice(0, 50);
@@ -215,14 +232,17 @@ async function onUpdate(fed: Fed, update: Update): Promise<void> {
   if (!remote || remote.domain === null || !object) return;
   if (isActor(object)) {
     if (object.id?.href === remote.uri) await storeRemoteActor(fed.data, object);
-  } else if (object instanceof Note && object.id) {
+  } else if ((object instanceof Note || object instanceof Question) && object.id) {
     const status = await findStatusByUri(fed.data.db, object.id.href);
     if (!status || status.account_id !== remote.id) return;
+    const question = object instanceof Question;
     await editRemoteStatus(fed.data.actors.deps, status, {
       content: sanitizeRemoteHtml(String(object.content ?? '')),
       spoilerText: String(object.summary ?? '').slice(0, 1000),
       sensitive: object.sensitive ?? false,
-      editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : new Date(),
+      // A Question updated without `updated` only brings its poll's counts (Mastodon's Update after votes).
+      editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : question ? null : new Date(),
+      poll: question ? await remotePollOf(object) : null,
     });
   }
 }

@@ -11,7 +11,7 @@ import { accountUri, statusUri } from '../services/uris.ts';
 import { RedisKvStore } from './kv.ts';
 import { isId } from '../storage/ids.ts';
 import type { BullMqMessageQueue } from './queue.ts';
-import { announceOf, noteOf, personOf, recipientOf } from './objects.ts';
+import { announceOf, personOf, recipientOf, statusObjectOf } from './objects.ts';
 import { registerInboxListeners } from './inbox.ts';
 import { routeFedifyLogs } from './logging.ts';
 import { INSTANCE_ACTOR, instanceActorOf, namesInstanceActor } from './instance-actor.ts';
@@ -34,7 +34,7 @@ async function activityOf(fed: Context<AppContext>, account: AccountRow, id: str
     if (!original || !author || (original.visibility !== 'public' && original.visibility !== 'unlisted')) return null;
     return announceOf(fed, account, status, author, original);
   }
-  const { note } = await noteOf(fed, account, status);
+  const { note } = await statusObjectOf(fed, account, status);
   return new Create({ id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: note, tos: note.toIds, ccs: note.ccIds, published: note.published });
 }
 
@@ -156,7 +156,8 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
         const mayRead = (await canSee(fed.data.db, signer.id, status)) || (signer.domain !== null && (await serverHoldsStatus(fed.data.db, status, signer.domain)));
         if (!mayRead) return null;
       }
-      return (await noteOf(fed, account, status)).note;
+      // A status with a poll is a Question (served at the same address: Fedify does not check the class).
+      return (await statusObjectOf(fed, account, status)).note as Note;
     })
     .authorize((fed) => authorized(fed, null));
 

@@ -1,5 +1,5 @@
 import { Temporal } from '@js-temporal/polyfill';
-import { Announce, Document, Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Tombstone, type Recipient } from '@fedify/vocab';
+import { Announce, Collection, Document, Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Question, Tombstone, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
@@ -7,6 +7,7 @@ import type { StatusRow } from '../storage/statuses.ts';
 import { findAccountsByIds } from '../storage/accounts.ts';
 import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
+import { pollOfStatus, pollExpired, type PollRow } from '../storage/polls.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 
 const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
@@ -101,6 +102,17 @@ export function announceOf(fed: Context<AppContext>, reblogger: AccountRow, rebl
 
 /** A status of a local account as a Note, with what the wire needs and nothing internal (no deleted flag). */
 export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): Promise<{ note: Note; mentioned: AccountRow[] }> {
+  const { values, mentioned } = await noteValues(fed, author, s);
+  return { note: new Note(values), mentioned };
+}
+
+/** A status as other servers are sent it: its Note, or a Question when it has a poll (as Mastodon sends polls). */
+export async function statusObjectOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): Promise<{ note: Note | Question; mentioned: AccountRow[] }> {
+  const [{ values, mentioned }, poll] = await Promise.all([noteValues(fed, author, s), pollOfStatus(fed.data.db, s.id)]);
+  return { note: poll ? new Question({ ...values, ...questionFields(poll) }) : new Note(values), mentioned };
+}
+
+async function noteValues(fed: Context<AppContext>, author: AccountRow, s: StatusRow) {
   const app = fed.data;
   const [mentionIds, tagNames, parent, media] = await Promise.all([
     mentionsOf(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
@@ -112,7 +124,7 @@ export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: St
   const mentioned = related.filter((a) => mentionIds.includes(a.id));
   const parentAuthor = parent ? related.find((a) => a.id === parent.account_id) : undefined;
   const { to, cc } = audienceOf(fed, author, s, mentioned);
-  const note = new Note({
+  const values = {
     id: new URL(statusUri(app.render, s, author.username)),
     url: new URL(`/@${author.username}/${s.id}`, app.config.publicUrl),
     attribution: fed.getActorUri(author.username),
@@ -135,8 +147,20 @@ export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: St
       ...mentioned.map((a) => new Mention({ href: new URL(accountUri(app.render, a)), name: `@${a.username}@${a.domain ?? app.config.localDomain}` })),
       ...tagNames.map((name) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(name.toLowerCase())}`, app.config.publicUrl), name: `#${name}` })),
     ],
-  });
-  return { note, mentioned };
+  };
+  return { values, mentioned };
+}
+
+/** A poll as Mastodon writes it in a Question: its options with their tallies, when it ends, how many voted. */
+function questionFields(p: PollRow) {
+  const options = p.options.map((name, i) => new Note({ name, replies: new Collection({ totalItems: p.cached_tallies[i] ?? 0 }) }));
+  const end = p.expires_at ? instant(p.expires_at) : null;
+  return {
+    ...(p.multiple ? { inclusiveOptions: options } : { exclusiveOptions: options }),
+    endTime: end,
+    closed: end && pollExpired(p) ? end : null,
+    voters: p.voters_count ?? 0,
+  };
 }
 
 /** What replaces a deleted status on the wire: a Tombstone with its id, never the status with a flag. */

@@ -1,14 +1,17 @@
 import { Accept, Announce, Block, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Add, type Recipient, type Remove } from '@fedify/vocab';
+import { Note } from '@fedify/vocab';
+import { Temporal } from '@js-temporal/polyfill';
 import type { Context } from '@fedify/fedify';
 import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import type { Delivery } from '../services/deliveries.ts';
 import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatus, findStatusRecord } from '../storage/statuses.ts';
+import { findPoll, ownVotes } from '../storage/polls.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
-import { announceOf, audienceOf, noteOf, personOf, recipientOf, tombstoneOf } from './objects.ts';
+import { announceOf, audienceOf, personOf, recipientOf, statusObjectOf, tombstoneOf } from './objects.ts';
 import { flagOf } from './flag.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
 import { pinActivityOf } from './featured.ts';
@@ -49,7 +52,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       if (!status || !author || author.domain !== null || status.reblog_of_id) return;
       // A status deleted before its Create went out is not announced at all.
       if (d.activity === 'Create' && status.deleted_at) return;
-      const { note, mentioned } = await noteOf(fed, author, status);
+      const { note, mentioned } = await statusObjectOf(fed, author, status);
       const { to, cc } = audienceOf(fed, author, status, mentioned);
       const uri = new URL(statusUri(app.render, status, author.username));
       const activity = d.activity === 'Create'
@@ -58,6 +61,35 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       // The author replied to hears of the reply too (unless it is direct and they are not mentioned), as in Mastodon.
       const parent = status.in_reply_to_account_id && status.visibility !== 'direct' ? await findAccountById(app.db, status.in_reply_to_account_id) : null;
       await sendToAudience(app, fed, author, status.visibility !== 'direct', parent ? [...mentioned, parent] : mentioned, activity, uri.href);
+      return;
+    }
+    case 'Update': {
+      // The status as it is now: edited text (with `updated`), or a poll's latest counts.
+      const status = await findStatus(app.db, d.statusId);
+      const author = status ? await findAccountById(app.db, status.account_id) : null;
+      if (!status || !author || author.domain !== null || status.reblog_of_id) return;
+      const { note, mentioned } = await statusObjectOf(fed, author, status);
+      const { to, cc } = audienceOf(fed, author, status, mentioned);
+      const uri = new URL(statusUri(app.render, status, author.username));
+      const update = new Update({ id: new URL(`${uri.href}#updates/${Date.now()}`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.updated ?? null });
+      const parent = status.in_reply_to_account_id && status.visibility !== 'direct' ? await findAccountById(app.db, status.in_reply_to_account_id) : null;
+      await sendToAudience(app, fed, author, status.visibility !== 'direct', parent ? [...mentioned, parent] : mentioned, update, uri.href);
+      return;
+    }
+    case 'Vote': {
+      // As Mastodon votes on another server's poll: a Note per choice, named by the option, answering the Question,
+      // to its author alone.
+      const poll = await findPoll(app.db, d.pollId);
+      const status = poll ? await findStatus(app.db, poll.status_id) : null;
+      const [me, author] = poll ? await pair(app, d.accountId, poll.account_id) : [null, null];
+      if (!poll || !status?.uri || !me || !author || me.domain !== null || author.domain === null) return;
+      const choices = (await ownVotes(app.db, me.id, [poll.id])).get(poll.id) ?? [];
+      const authorId = actorId(app, author);
+      for (const choice of choices) {
+        const id = new URL(`${actorId(app, me).href}#votes/${poll.id}/${choice}`);
+        const vote = new Note({ id, attribution: actorId(app, me), name: poll.options[choice] ?? '', replyTarget: new URL(status.uri), tos: [authorId] });
+        await sendTo(app, fed, me, author, new Create({ id: new URL(`${id.href}/activity`), actor: actorId(app, me), object: vote, tos: [authorId], published: Temporal.Now.instant() }));
+      }
       return;
     }
     case 'Like':
@@ -145,7 +177,7 @@ async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
 }
 
 /** Sends to one remote account, if its inboxes may be delivered to. */
-async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like | Block): Promise<void> {
+async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like | Block | Create): Promise<void> {
   if (!(await deliverable(app, to))) return;
   await fed.sendActivity({ identifier: sender.username }, recipientOf(app, to), activity);
 }

@@ -1,4 +1,4 @@
-import { Document, Hashtag, Link, Mention, Note } from '@fedify/vocab';
+import { Collection, Document, Hashtag, Link, Mention, Note, Question } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
@@ -6,7 +6,7 @@ import { findAccountByUri, type AccountRow } from '../storage/accounts.ts';
 import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
 import type { RemoteMedia } from '../storage/media.ts';
 import { isId } from '../storage/ids.ts';
-import { receiveRemoteStatus } from '../services/statuses.ts';
+import { receiveRemoteStatus, type RemotePoll } from '../services/statuses.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
 import { accountForActorUri } from './remote-accounts.ts';
@@ -43,7 +43,7 @@ export async function localActor(fed: Fed, uri: URL | null): Promise<AccountRow 
 export async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow | null> {
   if (!uri) return null;
   const parsed = fed.parseUri(uri);
-  if (parsed?.type === 'object' && parsed.class === Note) {
+  if (parsed?.type === 'object' && (parsed.class === Note || parsed.class === Question)) {
     const id = parsed.values.id;
     const status = id && isId(id) ? await findStatus(fed.data.db, id) : null;
     // The URL names its author too: a status is found only under its own author's name.
@@ -53,8 +53,41 @@ export async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow 
   return findStatusByUri(fed.data.db, uri.href);
 }
 
+/**
+ * A Question's poll: its options (`oneOf`, or `anyOf` for a multiple-choice poll) with their counts
+ * (`replies.totalItems`), its end (`endTime`, or `closed`) and voters (`votersCount`). Null when it has no options.
+ */
+export async function remotePollOf(q: Question): Promise<RemotePoll | null> {
+  const multiple = q.inclusiveOptionIds.length > 0 || (await hasAny(q.getInclusiveOptions()));
+  const options: string[] = [];
+  const tallies: number[] = [];
+  for await (const option of multiple ? q.getInclusiveOptions() : q.getExclusiveOptions()) {
+    if (options.length >= 32) break;
+    if (!(option instanceof Note) || !option.name) continue;
+    const name = String(option.name).slice(0, 200);
+    if (options.includes(name)) continue;
+    // Inlined counts only: an option whose replies are named by id alone counts 0 (nothing is fetched for it).
+    const replies = option.repliesId ? null : await option.getReplies().catch(() => null);
+    options.push(name);
+    tallies.push(replies instanceof Collection && typeof replies.totalItems === 'number' ? Math.max(0, Math.min(replies.totalItems, 2 ** 31 - 1)) : 0);
+  }
+  if (options.length === 0) return null;
+  const closed = q.closed;
+  const end = q.endTime ?? (closed && typeof closed === 'object' ? closed : null);
+  return {
+    options, tallies, multiple,
+    votersCount: typeof q.voters === 'number' ? Math.max(0, Math.min(q.voters, 2 ** 31 - 1)) : null,
+    expiresAt: end ? new Date(end.epochMilliseconds) : closed === true ? new Date() : null,
+  };
+}
+
+async function hasAny(items: AsyncIterable<unknown>): Promise<boolean> {
+  for await (const _ of items) return true;
+  return false;
+}
+
 /** How a Note is addressed, in Mastodon's terms. */
-export function visibilityOf(note: Note, author: AccountRow): Visibility {
+export function visibilityOf(note: Note | Question, author: AccountRow): Visibility {
   const to = note.toIds;
   const cc = note.ccIds;
   const pub = (u: URL) => isPublic(u, note.id);
@@ -66,7 +99,7 @@ export function visibilityOf(note: Note, author: AccountRow): Visibility {
 }
 
 /** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */
-export async function receiveNote(fed: Fed, note: Note, author: AccountRow, depth = 0, loader?: DocumentLoader): Promise<StatusRow | null> {
+export async function receiveNote(fed: Fed, note: Note | Question, author: AccountRow, depth = 0, loader?: DocumentLoader): Promise<StatusRow | null> {
   const app = fed.data;
   const known = await findStatusByUri(app.db, note.id!.href);
   if (known) return known;
@@ -113,6 +146,7 @@ export async function receiveNote(fed: Fed, note: Note, author: AccountRow, dept
     tags,
     media,
     createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
+    poll: note instanceof Question ? await remotePollOf(note) : null,
   });
   return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);
 }
@@ -141,14 +175,14 @@ const fetching = new Map<string, Promise<StatusRow | null>>();
 async function fetchNoteNow(fed: Fed, id: URL, options: { depth?: number; loader?: DocumentLoader }): Promise<StatusRow | null> {
   try {
     const note = await fetchById(fed, id.href, options.loader ?? fed.documentLoader);
-    return note instanceof Note ? await storeFetchedNote(fed, note, options) : null;
+    return note instanceof Note || note instanceof Question ? await storeFetchedNote(fed, note, options) : null;
   } catch {
     return null; // unreachable or not a note: the boost or reply goes without it
   }
 }
 
 /** A Note fetched from its server, stored with its author (fetched too when unknown) unless either is refused. */
-export async function storeFetchedNote(fed: Fed, note: Note, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
+export async function storeFetchedNote(fed: Fed, note: Note | Question, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
   if (!note.id || !note.attributionId || note.id.origin !== note.attributionId.origin) return null;
   const author = await accountForActorUri(fed.data, fed, note.attributionId.href, options.loader);
   if (!author || author.domain === null || author.suspended_at) return null;

@@ -31,9 +31,11 @@ async function publicChannels(db: Db, s: StatusRow): Promise<string[]> {
  * told first, in one pipeline: an app inserts the status it is sent without reading the feed, and waiting for a
  * thousand actors' writes would put their time between the post and every socket.
  */
-async function addToFeeds(actors: ActorRegistry, events: StreamEvents, accountIds: string[], statusId: string): Promise<void> {
+async function addToFeeds(actors: ActorRegistry, events: StreamEvents, accountIds: string[], statusId: string, edit = false): Promise<void> {
   if (accountIds.length === 0) return;
-  await events.publish(accountIds.map((id) => streamChannels.home(id)), { event: 'update', statusId });
+  await events.publish(accountIds.map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
+  // An edited status is in the feeds it was put in: only the streams hear of it.
+  if (edit) return;
   await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId, accepting: true })));
 }
 
@@ -43,18 +45,18 @@ async function addToFeeds(actors: ActorRegistry, events: StreamEvents, accountId
  * skipped, found in one Redis round trip per batch: they are rebuilt from PostgreSQL when next read. Adding is
  * idempotent, so a retried job does no harm.
  */
-export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, statusId: string): Promise<number> {
+export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, statusId: string, edit = false): Promise<number> {
   const status = await findStatus(db, statusId);
   if (!status) return 0;
   // Public streams first: they are one message each, whatever the number of followers.
-  if (broadcastable(status)) await events.publish(await publicChannels(db, status), { event: 'update', statusId });
+  if (broadcastable(status)) await events.publish(await publicChannels(db, status), { event: edit ? 'status.update' : 'update', statusId });
   let delivered = 0;
   if (status.visibility === 'direct') {
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
     const accepting = await feeds.acceptingAmong([...followers]);
-    await addToFeeds(actors, events, accepting, statusId);
+    await addToFeeds(actors, events, accepting, statusId, edit);
     return accepting.length;
   }
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
@@ -70,11 +72,11 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
       targets = targets.filter((id) => alsoFollow.has(id) || id === replyToOther);
     }
     const accepting = await feeds.acceptingAmong(targets);
-    await addToFeeds(actors, events, accepting, statusId);
+    await addToFeeds(actors, events, accepting, statusId, edit);
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }
-  await fanOutToLists(db, actors, status);
+  if (!edit) await fanOutToLists(db, actors, status);
   return delivered;
 }
 

@@ -6,12 +6,15 @@ import type { Delivery } from '../services/deliveries.ts';
 export const FANOUT_QUEUE = 'fanout';
 
 export type FanoutJob =
-  | { kind: 'fanOutStatus'; outboxId: string; statusId: string }
+  /** `edit`: the status was edited; streams that had it are told (`status.update`), feeds stay as they are. */
+  | { kind: 'fanOutStatus'; outboxId: string; statusId: string; edit?: boolean }
   | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
   | ({ kind: 'deliver'; outboxId: string } & Delivery)
   | { kind: 'processMedia'; outboxId: string; mediaId: string }
   | { kind: 'webPush'; outboxId: string; subscriptionId: string; notificationId: string }
   | { kind: 'domainBlock'; outboxId: string; domain: string; createdAt: string }
+  /** A poll's end (services/polls.ts), delayed until its `expires_at`. */
+  | { kind: 'endPoll'; outboxId: string; pollId: string; runAt: string }
   | { kind: 'cleanMedia'; outboxId?: undefined };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */
@@ -31,11 +34,17 @@ export class JobQueues {
     this.fanout = new Queue(FANOUT_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
   }
 
-  /** Queues an outbox row's job; its id is the outbox row's, so queueing twice (sweeper and poster) runs it once. */
+  /**
+   * Queues an outbox row's job; its id is the outbox row's, so queueing twice (sweeper and poster) runs it once.
+   * A payload's `runAt` (an ISO date, storage/outbox.ts) makes it a delayed job, kept in Redis until then: one
+   * whose time passed while no worker ran is run when one starts.
+   */
   async enqueue(row: OutboxRow): Promise<void> {
     const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
+    const runAt = typeof row.payload.runAt === 'string' ? Date.parse(row.payload.runAt) : NaN;
     await this.fanout.add(row.kind, data, {
       jobId: `outbox-${row.id}`,
+      ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
       attempts: 10,
       backoff: { type: 'exponential', delay: 1000 },
       removeOnComplete: true,

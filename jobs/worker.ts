@@ -9,6 +9,7 @@ import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 import { deliverWebPush } from './web-push.ts';
 import { applyDomainBlock } from './domain-blocks.ts';
 import { refusedDelivery } from '../federation/domain-policy.ts';
+import { endPoll } from '../services/polls.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
@@ -27,13 +28,14 @@ export function startWorkers(ctx: AppContext): Workers {
     FANOUT_QUEUE,
     async (job: Job<FanoutJob>) => {
       const data = job.data;
-      if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId);
+      if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
       else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
       else if (data.kind === 'deliver') await deliverActivity(ctx, data);
       else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
       else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
       else if (data.kind === 'webPush') await deliverWebPush(ctx, data, log);
       else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
+      else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
       if (data.outboxId) await removeFromOutbox(ctx.db, data.outboxId);
     },
     { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },

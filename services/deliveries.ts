@@ -10,6 +10,10 @@ export type Delivery =
   | { activity: 'Follow' | 'UndoFollow'; accountId: string; targetId: string; followUri: string | null }
   | { activity: 'AcceptFollow' | 'RejectFollow'; accountId: string; requesterId: string; followUri: string | null }
   | { activity: 'Create' | 'Delete'; statusId: string }
+  /** A local status as it now is: an edit (Update of its Note, with `updated`), or its poll's counts (of its Question). */
+  | { activity: 'Update'; statusId: string }
+  /** A local account's vote on another server's poll: a Note per choice, to the poll's author only. */
+  | { activity: 'Vote'; accountId: string; pollId: string }
   | { activity: 'Like' | 'UndoLike'; accountId: string; statusId: string; /** Makes each like's id its own, so a like after an unlike is not taken for a repeat. */ likeId?: string | null }
   | { activity: 'Announce' | 'UndoAnnounce'; reblogId: string }
   | { activity: 'UpdatePerson'; accountId: string }

@@ -4,6 +4,7 @@ import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } from '../storage/statuses.ts';
 import { viewerMarks } from '../storage/status-marks.ts';
 import { mediaOfStatuses, type MediaRow } from '../storage/media.ts';
+import { ownVotes, pollsOfStatuses, type PollRow } from '../storage/polls.ts';
 import { visibleTo } from './visibility.ts';
 import type { FilterMatch } from './filters.ts';
 import { RelationsCache, type ViewerRelations } from './relations.ts';
@@ -19,6 +20,9 @@ export interface StatusBundle {
   mentions: Map<string, string[]>;
   tags: Map<string, string[]>;
   media: Map<string, MediaRow[]>;
+  /** Polls by status id; and the viewer's choices in them, by poll id (absent: no viewer, or no polls). */
+  polls?: Map<string, PollRow>;
+  ownVotes?: Map<string, number[]>;
   favourited: Set<string>;
   reblogged: Set<string>;
   /** The viewer's bookmarks, pins and muted conversations among these statuses (absent: none). */
@@ -69,6 +73,7 @@ interface CachedStatus {
   mentions: string[];
   tags: string[];
   media: MediaRow[];
+  poll: PollRow | null;
 }
 
 /**
@@ -131,10 +136,12 @@ export class StatusLoader {
 
   private statusesById(ids: string[], known: Map<string, string>): Promise<Map<string, CachedStatus>> {
     return this.current('s', this.statuses, ids, known, async (missing) => {
-      const [rows, mentions, tags, media] = await Promise.all([
-        findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing), mediaOfStatuses(this.db, missing),
+      const [rows, mentions, tags, media, polls] = await Promise.all([
+        findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing), mediaOfStatuses(this.db, missing), pollsOfStatuses(this.db, missing),
       ]);
-      return rows.map((status) => [status.id, { status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [], media: media.get(status.id) ?? [] }]);
+      return rows.map((status) => [status.id, {
+        status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [], media: media.get(status.id) ?? [], poll: polls.get(status.id) ?? null,
+      }]);
     });
   }
 
@@ -206,9 +213,12 @@ export class StatusLoader {
       accountIds.add(e.status.account_id);
       for (const m of e.mentions) accountIds.add(m);
     }
-    const [accounts, flags] = await Promise.all([
+    // The viewer's votes, asked only when a poll is shown (a vote bumps the status's version: see services/polls.ts).
+    const pollIds = renderedIds.map((id) => found.get(id)!.poll?.id).filter((id): id is string => !!id);
+    const [accounts, flags, votes] = await Promise.all([
       this.accountsById([...accountIds], known.a),
       viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve(noFlags()),
+      viewerId && pollIds.length > 0 ? ownVotes(this.db, viewerId, pollIds) : Promise.resolve(undefined),
     ]);
     // A suspended author's statuses (a remote actor deleted by its server, say) are shown nowhere, boosted or not.
     const authorShown = (statusId: string) => !accounts.get(found.get(statusId)!.status.account_id)?.suspended_at;
@@ -222,6 +232,8 @@ export class StatusLoader {
         mentions: new Map([...found].map(([id, e]) => [id, e.mentions])),
         tags: new Map([...found].map(([id, e]) => [id, e.tags])),
         media: new Map([...found].map(([id, e]) => [id, e.media])),
+        polls: new Map([...found].flatMap(([id, e]) => (e.poll ? [[id, e.poll] as const] : []))),
+        ...(votes ? { ownVotes: votes } : {}),
         ...flags,
         viewerId,
       },

@@ -16,7 +16,10 @@ import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } f
 import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
 import { queueDelivery } from './deliveries.ts';
-import { attachMedia, insertRemoteMedia, mediaProblem, type RemoteMedia } from '../storage/media.ts';
+import { attachMedia, insertRemoteMedia, mediaOfStatuses, mediaProblem, reattachMedia, updateMediaDetails, type RemoteMedia } from '../storage/media.ts';
+import { createLocalPoll, validatePoll, type PollParams } from './polls.ts';
+import * as polls from '../storage/polls.ts';
+import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -45,6 +48,30 @@ export interface PostParams {
   mediaIds: string[];
   idempotencyKey: string | null;
   applicationId: string | null;
+  poll?: PollParams | null;
+}
+
+/** PUT /api/v1/statuses/:id: the status as it is to be (what is left out goes, as in Mastodon; the language stays). */
+export interface EditParams {
+  text: string;
+  spoilerText: string;
+  sensitive: boolean;
+  language: string | null | undefined;
+  mediaIds: string[];
+  /** Descriptions and focal points of attachments, changed with the edit. */
+  mediaAttributes: { id: string; description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined }[];
+  poll: PollParams | null;
+}
+
+/** What posting and editing refuse alike: too many attachments, media with a poll, blank or too long text. */
+function checkContent(config: Config, p: { text: string; spoilerText: string; poll?: PollParams | null | undefined }, mediaIds: string[]): void {
+  if (mediaIds.length > 4) throw unprocessable('Cannot attach more than 4 files');
+  if (p.poll && mediaIds.length > 0) throw unprocessable('Validation failed: Cannot attach files to a status with a poll');
+  if (p.poll) validatePoll(p.poll);
+  if (p.text.trim() === '' && mediaIds.length === 0) throw unprocessable("Validation failed: Text can't be blank");
+  if (statusLength(p.text, p.spoilerText) > config.maxStatusChars) {
+    throw unprocessable(`Validation failed: Text character limit of ${config.maxStatusChars} exceeded`);
+  }
 }
 
 /** Mastodon counts every URL as 23 characters, whatever its length. */
@@ -88,14 +115,10 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     if (existing) return existing;
   }
   const mediaIds = [...new Set(p.mediaIds)];
-  if (mediaIds.length > 4) throw unprocessable('Cannot attach more than 4 files');
+  checkContent(config, p, mediaIds);
   if (mediaIds.length > 0) {
     const problem = await mediaProblem(db, accountId, mediaIds);
     if (problem) throw unprocessable(problem);
-  }
-  if (p.text.trim() === '' && mediaIds.length === 0) throw unprocessable("Validation failed: Text can't be blank");
-  if (statusLength(p.text, p.spoilerText) > config.maxStatusChars) {
-    throw unprocessable(`Validation failed: Text character limit of ${config.maxStatusChars} exceeded`);
   }
   let parent: statuses.StatusRow | null = null;
   if (p.inReplyToId) {
@@ -123,6 +146,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     await statuses.insertTags(tx, status.id, tags);
     for (const a of mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
     const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }), await queueDelivery(tx, { activity: 'Create', statusId: status.id })];
+    if (p.poll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
     return { status, outbox };
   }).catch(async (err: unknown) => {
     // Another process took the key between our check and our insert: answer with its status.
@@ -284,6 +308,7 @@ export interface RemoteStatus {
   tags: string[];
   media: RemoteMedia[];
   createdAt: Date | null;
+  poll?: RemotePoll | null;
 }
 
 /**
@@ -301,6 +326,12 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
       await statuses.insertMentions(tx, status.id, r.mentioned.map((a) => a.id));
       await statuses.insertTags(tx, status.id, r.tags);
       await insertRemoteMedia(tx, status.id, r.accountId, r.media);
+      if (r.poll) {
+        await polls.insertPoll(tx, {
+          statusId: status.id, accountId: r.accountId, options: r.poll.options, multiple: r.poll.multiple, hideTotals: false,
+          expiresAt: r.poll.expiresAt, tallies: r.poll.tallies, votersCount: r.poll.votersCount,
+        });
+      }
       for (const a of r.mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, r.accountId, 'mention', status.id);
       return { status, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }) };
     });
@@ -313,8 +344,106 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
   }
 }
 
-/** An Update of a remote Note: its text and warnings change in place; readers see the edit at once. */
-export async function editRemoteStatus(deps: StatusDeps, status: statuses.StatusRow, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date }): Promise<void> {
-  await statuses.updateRemoteStatus(deps.db, status.id, u);
+/** A status's current version as a history row (status_edits), dated `at`. */
+async function snapshot(tx: PoolClient, status: statuses.StatusRow, at: Date): Promise<void> {
+  const [media, poll] = await Promise.all([mediaOfStatuses(tx, [status.id]), polls.pollOfStatus(tx, status.id)]);
+  await insertStatusEdit(tx, {
+    statusId: status.id, accountId: status.account_id, text: status.text, content: status.content, spoilerText: status.spoiler_text,
+    sensitive: status.sensitive, media: (media.get(status.id) ?? []).map((m) => ({ id: m.id, description: m.description })),
+    pollOptions: poll?.options ?? null, createdAt: at,
+  });
+}
+
+/** Records an edit in the history: the first edit also keeps the version as first posted. `apply` makes the edit. */
+async function withHistory(tx: PoolClient, before: statuses.StatusRow, apply: () => Promise<statuses.StatusRow | null>): Promise<statuses.StatusRow | null> {
+  if (!(await hasEdits(tx, before.id))) await snapshot(tx, before, before.created_at);
+  const after = await apply();
+  if (after) await snapshot(tx, after, after.edited_at ?? new Date());
+  return after;
+}
+
+/**
+ * PUT /api/v1/statuses/:id, inside the author's actor: the status takes its new text (mentions and hashtags parsed
+ * again), warnings, attachments and poll, its previous version kept in its history. A poll whose options or
+ * kind change starts over (its votes go), as in Mastodon. Newly mentioned local accounts are notified, local
+ * accounts that reblogged it get an `update` notification; other servers get an Update, open streams
+ * `status.update`.
+ */
+export async function editStatus(deps: StatusDeps, accountId: string, statusId: string, p: EditParams): Promise<void> {
+  const { db, config } = deps;
+  const status = await statuses.findStatus(db, statusId);
+  if (!status || status.account_id !== accountId || status.reblog_of_id) throw notFound();
+  const mediaIds = [...new Set(p.mediaIds)];
+  checkContent(config, p, mediaIds);
+  const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, accountId, deps.resolveRemote);
+  const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
+  const outbox = await transaction(db, async (tx) => {
+    const outbox: OutboxRow[] = [];
+    const edited = await withHistory(tx, status, async () => {
+      if ((await reattachMedia(tx, status.id, accountId, mediaIds)) !== mediaIds.length) {
+        throw unprocessable('Validation failed: media_ids names media that does not exist or is attached to another status');
+      }
+      for (const m of p.mediaAttributes) {
+        if (!mediaIds.includes(m.id)) continue;
+        await updateMediaDetails(tx, m.id, accountId, { description: m.description?.slice(0, 1500), focusX: m.focusX, focusY: m.focusY });
+      }
+      const previous = await polls.pollOfStatus(tx, status.id);
+      const samePoll = previous && p.poll && p.poll.multiple === previous.multiple && p.poll.options.join('\u0000') === previous.options.join('\u0000');
+      if (previous && !samePoll) await polls.deletePollOfStatus(tx, status.id);
+      if (p.poll && !samePoll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
+      if (samePoll && previous.hide_totals !== p.poll!.hideTotals) await tx.query(`UPDATE polls SET hide_totals = $2 WHERE id = $1`, [previous.id, p.poll!.hideTotals]);
+      return statuses.updateLocalStatus(tx, status.id, {
+        text: p.text, content, spoilerText: p.spoilerText, sensitive: p.sensitive || p.spoilerText !== '',
+        language: p.language === undefined ? status.language : p.language,
+      });
+    });
+    if (!edited) throw notFound();
+    const added = await statuses.replaceMentions(tx, status.id, mentioned.map((a) => a.id));
+    await statuses.replaceTags(tx, status.id, tags);
+    for (const a of mentioned) if (a.domain === null && added.includes(a.id)) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
+    // Each edit notifies afresh (one notification per reblogger and status, the latest).
+    for (const reblogger of await statuses.localRebloggers(tx, status.id)) {
+      await removeNotification(tx, reblogger, accountId, 'update', status.id);
+      await notifyAccount(deps, tx, reblogger, accountId, 'update', status.id);
+    }
+    outbox.push(await addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true }), await queueDelivery(tx, { activity: 'Update', statusId: status.id }));
+    return outbox;
+  });
   await deps.versions.bump({ statuses: [status.id] });
+  await deps.events.publish(streamChannels.home(accountId), { event: 'status.update', statusId: status.id });
+  await enqueueAll(deps.jobs, outbox);
+}
+
+/**
+ * An Update of a remote Note or Question: an edit (its `updated` is later than the last we have) changes its text and
+ * warnings in place, the version before kept in its history, and its local rebloggers are notified; a poll's counts
+ * are refreshed whether it was edited or not. Readers see it at once.
+ */
+export async function editRemoteStatus(deps: StatusDeps, status: statuses.StatusRow, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date | null; poll?: RemotePoll | null }): Promise<void> {
+  const outbox = await transaction(deps.db, async (tx) => {
+    if (u.poll) {
+      const poll = await polls.pollOfStatus(tx, status.id);
+      if (poll) await polls.updateRemoteTallies(tx, poll.id, u.poll.tallies, u.poll.votersCount, u.poll.expiresAt);
+    }
+    if (!u.editedAt) return null;
+    const editedAt = u.editedAt;
+    const edited = await withHistory(tx, status, () => statuses.updateRemoteStatus(tx, status.id, { ...u, editedAt }));
+    if (!edited) return null;
+    for (const reblogger of await statuses.localRebloggers(tx, status.id)) {
+      await removeNotification(tx, reblogger, status.account_id, 'update', status.id);
+      await notifyAccount(deps, tx, reblogger, status.account_id, 'update', status.id);
+    }
+    return addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true });
+  });
+  await deps.versions.bump({ statuses: [status.id] });
+  if (outbox) await enqueueAll(deps.jobs, [outbox]);
+}
+
+/** A poll of another server as its Question says it. */
+export interface RemotePoll {
+  options: string[];
+  tallies: number[];
+  multiple: boolean;
+  votersCount: number | null;
+  expiresAt: Date | null;
 }

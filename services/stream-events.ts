@@ -7,6 +7,8 @@ import type { Redis } from 'ioredis';
  */
 export type StreamMessage =
   | { event: 'update'; statusId: string }
+  /** An edited status, to the streams that had it (Mastodon's `status.update`, the Status entity as payload). */
+  | { event: 'status.update'; statusId: string }
   | { event: 'delete'; statusId: string }
   | { event: 'notification'; notificationId: string }
   /** The account's filters changed: clients fetch them again (no payload). */

@@ -110,10 +110,35 @@ export async function mediaOfStatuses(db: Queryable, statusIds: string[]): Promi
   const out = new Map<string, MediaRow[]>();
   if (statusIds.length === 0) return out;
   const { rows } = await db.query<MediaRow>(
-    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id = ANY($1::bigint[]) ORDER BY status_id, position, id LIMIT 400`, [statusIds],
+    // Position 0: taken off its status by an edit, kept for the status's history (storage/status-edits.ts).
+    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id = ANY($1::bigint[]) AND position > 0 ORDER BY status_id, position, id LIMIT 400`, [statusIds],
   );
   for (const r of rows) out.set(r.status_id!, [...(out.get(r.status_id!) ?? []), r]);
   return out;
+}
+
+/** Media by id, attached or not, whatever their status (a status's history shows what it had). */
+export async function findMediaByIds(db: Queryable, ids: string[]): Promise<Map<string, MediaRow>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.query<MediaRow>(`SELECT ${COLUMNS} FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids]);
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * The attachments of an edited status: these ids, in this order (the status's own, or the account's ready uploads
+ * not attached anywhere), and the status's others set aside (position 0) for its history. Returns how many of
+ * the ids were taken; fewer than asked means one was not the account's to attach.
+ */
+export async function reattachMedia(db: Queryable, statusId: string, accountId: string, ids: string[]): Promise<number> {
+  await db.query(`UPDATE media_attachments SET position = 0, updated_at = now() WHERE status_id = $1 AND NOT (id = ANY($2::bigint[]))`, [statusId, ids]);
+  if (ids.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE media_attachments m SET status_id = $1, position = o.position, updated_at = now()
+       FROM unnest($3::bigint[]) WITH ORDINALITY AS o(id, position)
+      WHERE m.id = o.id AND m.account_id = $2 AND (m.status_id = $1 OR (m.status_id IS NULL AND m.state = 'ready'))`,
+    [statusId, accountId, ids],
+  );
+  return rowCount ?? 0;
 }
 
 /** Unattached uploads older than the cut-off, oldest first (the clean-up's work list). */

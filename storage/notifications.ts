@@ -14,11 +14,12 @@ export interface NotificationRow {
 }
 
 /**
- * Records an event for accountId; nobody is notified of their own actions, and one event notifies once. Returns the
+ * Records an event for accountId; nobody is notified of their own actions (but of their poll's end), and one event notifies once. Returns the
  * new notification, or null when there is none (a repeat, one's own action, a remote account).
  */
 export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<NotificationRow | null> {
-  if (accountId === fromAccountId) return null;
+  // A poll's end is the one event its author hears of from themselves, as in Mastodon.
+  if (accountId === fromAccountId && type !== 'poll') return null;
   const { rows } = await db.query<NotificationRow>(
     `INSERT INTO notifications (account_id, from_account_id, type, status_id)
      SELECT $1, $2, $3, $4 FROM accounts WHERE id = $1 AND domain IS NULL

@@ -4,6 +4,8 @@ import type { Queryable } from './db.ts';
  * Work that must follow a commit (fan-out of a new status, its removal): the row is written in the same
  * transaction as the change, the job is queued after the commit, and the row is deleted when the job is done.
  * Rows left by a crash between commit and queueing are found by `pendingOutbox` and queued again.
+ * A payload may carry `runAt` (an ISO date): its job is delayed until then (jobs/queues.ts), and the sweeper leaves
+ * the row alone until a minute before, so that rows waiting for weeks do not fill its every pass.
  */
 export interface OutboxRow {
   id: string;
@@ -20,7 +22,8 @@ export async function addToOutbox(db: Queryable, kind: string, payload: Record<s
 
 export async function pendingOutbox(db: Queryable, olderThanMs: number, limit: number): Promise<OutboxRow[]> {
   const { rows } = await db.query<OutboxRow>(
-    `SELECT id, kind, payload FROM outbox WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2`,
+    `SELECT id, kind, payload FROM outbox WHERE created_at < now() - make_interval(secs => $1)
+        AND (NOT (payload ? 'runAt') OR (payload->>'runAt')::timestamptz < now() + interval '1 minute') ORDER BY id LIMIT $2`,
     [olderThanMs / 1000, limit],
   );
   return rows;

@@ -334,13 +334,51 @@ export async function findStatusByUri(db: Queryable, uri: string): Promise<Statu
 }
 
 /** An edit of a remote status: new text and flags, kept in place. */
-export async function updateRemoteStatus(db: Queryable, id: string, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date }): Promise<void> {
-  await db.query(
+export async function updateRemoteStatus(db: Queryable, id: string, u: { content: string; spoilerText: string; sensitive: boolean; editedAt: Date }): Promise<StatusRow | null> {
+  const { rows } = await db.query<StatusRow>(
     // An older edit arriving after a newer one changes nothing; an edit dated in the future counts as now.
     `UPDATE statuses SET content = $2, spoiler_text = $3, sensitive = $4, edited_at = least($5::timestamptz, now()), updated_at = now()
-      WHERE id = $1 AND deleted_at IS NULL AND (edited_at IS NULL OR edited_at < least($5::timestamptz, now()))`,
+      WHERE id = $1 AND deleted_at IS NULL AND (edited_at IS NULL OR edited_at < least($5::timestamptz, now())) RETURNING ${COLUMNS}`,
     [id, u.content, u.spoilerText, u.sensitive, u.editedAt],
   );
+  return rows[0] ?? null;
+}
+
+/** An edit of a local status: its new text and flags (the edit's time is the commit's). */
+export async function updateLocalStatus(db: Queryable, id: string, u: { text: string; content: string; spoilerText: string; sensitive: boolean; language: string | null }): Promise<StatusRow | null> {
+  const { rows } = await db.query<StatusRow>(
+    `UPDATE statuses SET text = $2, content = $3, spoiler_text = $4, sensitive = $5, language = $6, edited_at = now(), updated_at = now()
+      WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [id, u.text, u.content, u.spoilerText, u.sensitive, u.language],
+  );
+  return rows[0] ?? null;
+}
+
+/** A status's mentions become these accounts; returns the accounts newly mentioned. */
+export async function replaceMentions(db: Queryable, statusId: string, accountIds: string[]): Promise<string[]> {
+  await db.query(`DELETE FROM mentions WHERE status_id = $1 AND NOT (account_id = ANY($2::bigint[]))`, [statusId, accountIds]);
+  if (accountIds.length === 0) return [];
+  const { rows } = await db.query<{ account_id: string }>(
+    `INSERT INTO mentions (status_id, account_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING RETURNING account_id`,
+    [statusId, accountIds],
+  );
+  return rows.map((r) => r.account_id);
+}
+
+/** A status's hashtags become these. */
+export async function replaceTags(db: Queryable, statusId: string, names: string[]): Promise<void> {
+  await db.query(`DELETE FROM statuses_tags WHERE status_id = $1`, [statusId]);
+  await insertTags(db, statusId, names);
+}
+
+/** Local accounts with a live reblog of a status (who hear of its edits). */
+export async function localRebloggers(db: Queryable, statusId: string): Promise<string[]> {
+  const { rows } = await db.query<{ account_id: string }>(
+    `SELECT s.account_id FROM statuses s JOIN accounts a ON a.id = s.account_id
+      WHERE s.reblog_of_id = $1 AND s.deleted_at IS NULL AND a.domain IS NULL LIMIT 10000`,
+    [statusId],
+  );
+  return rows.map((r) => r.account_id);
 }
 
 /** The id of an account's favourite of a status (what the Like we send is named after), or null. */

@@ -5,6 +5,7 @@ import { statusUri } from '../../services/uris.ts';
 import { renderAccount } from './account.ts';
 import { renderMedia } from './media.ts';
 import { renderFilterResult } from './filter.ts';
+import { renderPoll } from './poll.ts';
 
 /** The fields of a Status that are the same for every viewer, without `reblog`. */
 function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {
@@ -38,7 +39,7 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
     tags: (b.tags.get(s.id) ?? []).map((name) => ({ name: name.toLowerCase(), url: `${ctx.publicUrl}/tags/${encodeURIComponent(name.toLowerCase())}` })),
     emojis: [],
     card: null,
-    poll: null,
+    poll: pollOf(b, s),
     replies_count: s.replies_count,
     reblogs_count: s.reblogs_count,
     favourites_count: s.favourites_count,
@@ -63,6 +64,13 @@ function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
     bookmarked: b.bookmarked?.has(proper) ?? false,
     ...(s.account_id === b.viewerId && !s.reblog_of_id ? { pinned: b.pinned?.has(s.id) ?? false } : {}),
   };
+}
+
+/** The status's poll as its viewer sees it (their votes), or null. */
+function pollOf(b: StatusBundle, s: StatusRow): Record<string, unknown> | null {
+  const poll = b.polls?.get(s.id);
+  if (!poll) return null;
+  return renderPoll(poll, b.viewerId ? { accountId: b.viewerId, choices: b.ownVotes?.get(poll.id) ?? [] } : null);
 }
 
 /** Mastodon's Status entity. The internal deleted flag is never part of it. */
@@ -112,7 +120,8 @@ function viewerBytes(b: StatusBundle, s: StatusRow): Buffer {
 /** The same entity as renderStatus, as JSON bytes appended to `out`, built from cached pieces: what timelines send. */
 export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow, out: Buffer[] = []): Buffer[] {
   // A status a filter matched carries its results; the cached pieces say `"filtered":[]`, so it is encoded whole.
-  if (b.filtered?.has(s.id)) {
+  // So is one with a poll: the poll shows the viewer's votes, and whether it has ended by now.
+  if (b.filtered?.has(s.id) || b.polls?.has(s.id) || (s.reblog_of_id && b.polls?.has(s.reblog_of_id))) {
     out.push(Buffer.from(JSON.stringify(renderStatus(ctx, b, s))));
     return out;
   }

@@ -146,7 +146,8 @@ export class StreamSession {
   /** The event's payload for this connection's account; null when it is not to be sent. */
   private async render(message: StreamMessage, context: FilterContext | null): Promise<{ payload?: string } | null> {
     switch (message.event) {
-      case 'update': {
+      case 'update':
+      case 'status.update': {
         const payload = await this.payloads.status(message.statusId, this.owner.accountId, context);
         return payload === null ? null : { payload };
       }

@@ -14,6 +14,11 @@ import { canSee } from '../../../services/visibility.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
+import { parseBoolean } from '../../plugins/validation.ts';
+import type { PollParams } from '../../../services/polls.ts';
+import { editsOf } from '../../../storage/status-edits.ts';
+import { findMediaByIds } from '../../../storage/media.ts';
+import { renderStatusEdits } from '../../serializers/status-edit.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const VisibilityParam = Type.Union([Type.Literal('public'), Type.Literal('unlisted'), Type.Literal('private'), Type.Literal('direct')]);
@@ -26,13 +31,55 @@ const PostStatus = Type.Object({
   visibility: Type.Optional(VisibilityParam),
   language: Type.Optional(Type.Union([Type.String({ pattern: '^[a-zA-Z]{2,3}([-_][a-zA-Z]{2,4})?$' }), Type.Null()])),
   media_ids: Type.Optional(IdList(4)),
-  // Declared only so that they are seen (the validator removes unknown properties) and refused below.
+  // Read by parsePoll (forms send it as strings, JSON as numbers and booleans; empty means none).
   poll: Type.Optional(Type.Unknown()),
+  // Declared only so that they are seen (the validator removes unknown properties) and refused below.
   scheduled_at: Type.Optional(Type.Unknown()),
   quoted_status_id: Type.Optional(Type.Unknown()),
 });
 
-const NOT_YET_SUPPORTED = ['poll', 'scheduled_at', 'quoted_status_id'] as const;
+const NOT_YET_SUPPORTED = ['scheduled_at', 'quoted_status_id'] as const;
+
+/** PUT /api/v1/statuses/:id: the status as it is to be. */
+const EditStatus = Type.Object({
+  status: Type.Optional(Type.String({ maxLength: 100_000 })),
+  sensitive: Type.Optional(Bool()),
+  spoiler_text: Type.Optional(Type.String({ maxLength: 10_000 })),
+  language: Type.Optional(Type.Union([Type.String({ pattern: '^[a-zA-Z]{2,3}([-_][a-zA-Z]{2,4})?$' }), Type.Null()])),
+  media_ids: Type.Optional(IdList(4)),
+  media_attributes: Type.Optional(Type.Array(Type.Object({
+    id: Type.String({ maxLength: 40 }),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    // "x,y" as in Mastodon's media API, each between -1 and 1.
+    focus: Type.Optional(Type.String({ maxLength: 40 })),
+  }), { maxItems: 4 })),
+  poll: Type.Optional(Type.Unknown()),
+});
+
+/** `poll[options][]`, `poll[expires_in]`, `poll[multiple]`, `poll[hide_totals]` as PollParams; null for no poll. */
+function parsePoll(value: unknown): PollParams | null {
+  if (isEmpty(value)) return null;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw unprocessable('Validation failed: poll is not a poll');
+  const p = value as Record<string, unknown>;
+  const rawOptions = p.options === undefined ? [] : Array.isArray(p.options) ? p.options : typeof p.options === 'object' && p.options !== null ? Object.values(p.options) : [p.options];
+  if (rawOptions.length > 50 || rawOptions.some((o) => typeof o !== 'string')) throw unprocessable('Validation failed: Poll options must be text');
+  const expiresIn = typeof p.expires_in === 'number' ? p.expires_in : typeof p.expires_in === 'string' && /^\d{1,10}$/.test(p.expires_in) ? Number(p.expires_in) : NaN;
+  const flag = (v: unknown, name: string) => {
+    if (v === undefined || v === null || v === '') return false;
+    const b = parseBoolean(v);
+    if (b === undefined) throw unprocessable(`Validation failed: poll[${name}] is not a boolean`);
+    return b;
+  };
+  return { options: rawOptions as string[], expiresIn, multiple: flag(p.multiple, 'multiple'), hideTotals: flag(p.hide_totals, 'hide_totals') };
+}
+
+/** A focal point `"x,y"` (each -1..1), or a 422. */
+function parseFocus(focus: string | undefined): { focusX?: number; focusY?: number } {
+  if (focus === undefined || focus === '') return {};
+  const [x, y] = focus.split(',').map(Number);
+  if (x === undefined || y === undefined || !(Math.abs(x) <= 1) || !(Math.abs(y) <= 1)) throw unprocessable('Validation failed: focus must be two numbers between -1 and 1');
+  return { focusX: x, focusY: y };
+}
 
 /** null, '', or a list or hash of nothing but such: what clients send for "none" (`scheduled_at: null`, `poll[expires_in]=`). */
 function isEmpty(value: unknown): boolean {
@@ -83,6 +130,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
         language: body.language ?? null,
         inReplyToId: body.in_reply_to_id ?? null,
         mediaIds: body.media_ids ?? [],
+        poll: parsePoll(body.poll),
         idempotencyKey: request.headers['idempotency-key'] ?? null,
         applicationId: request.token!.application_id,
       },
@@ -110,6 +158,55 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     const status = rows[0] ?? deleted;
     bundle.statuses.set(status.id, status);
     return renderStatus(ctx.render, bundle, status, { withSource: true });
+  });
+
+  app.put('/api/v1/statuses/:id', {
+    schema: { params: StatusParams, body: EditStatus },
+    config: { auth: { kind: 'user', scopes: ['write:statuses'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const body = request.body;
+    if (!isId(request.params.id)) throw notFound();
+    if ((body.media_ids ?? []).some((id) => !isId(id))) throw unprocessable('Validation failed: media_ids names media that does not exist');
+    await ctx.actors.ask(viewerId, {
+      type: 'editStatus',
+      statusId: request.params.id,
+      params: {
+        text: body.status ?? '',
+        spoilerText: body.spoiler_text ?? '',
+        sensitive: body.sensitive ?? false,
+        language: body.language,
+        mediaIds: body.media_ids ?? [],
+        mediaAttributes: (body.media_attributes ?? []).map((m) => ({ id: m.id, description: m.description, ...parseFocus(m.focus) })),
+        poll: parsePoll(body.poll),
+      },
+    });
+    return renderOne(ctx, viewerId, request.params.id);
+  });
+
+  // Every version, oldest first; a status never edited has one, itself (Mastodon's StatusEdit).
+  app.get('/api/v1/statuses/:id/history', {
+    schema: { params: StatusParams },
+    config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
+  }, async (request) => {
+    const status = await visibleStatus(ctx, request.viewerId, request.params.id);
+    const { rows, bundle } = await ctx.statusLoader.load(request.viewerId, [status.id]);
+    const current = rows[0];
+    if (!current) throw notFound();
+    const edits = await editsOf(ctx.db, status.id);
+    const media = await findMediaByIds(ctx.db, [...new Set(edits.flatMap((e) => e.media_ids))]);
+    return renderStatusEdits(ctx.render, bundle, current, edits, media);
+  });
+
+  // What the author typed, for an edit form.
+  app.get('/api/v1/statuses/:id/source', {
+    schema: { params: StatusParams },
+    config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const status = await visibleStatus(ctx, viewerId, request.params.id);
+    // Another server's status has no source here but its HTML, which Mastodon gives as its text too.
+    return { id: status.id, text: status.uri === null ? status.text : status.content, spoiler_text: status.spoiler_text };
   });
 
   app.get('/api/v1/statuses/:id/context', {

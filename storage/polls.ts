@@ -34,7 +34,8 @@ export async function insertPoll(db: Queryable, p: NewPoll): Promise<PollRow> {
   const { rows } = await db.query<PollRow>(
     `INSERT INTO polls (status_id, account_id, options, cached_tallies, multiple, hide_totals, votes_count, voters_count, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-    [p.statusId, p.accountId, p.options, tallies, p.multiple, p.hideTotals, tallies.reduce((a, b) => a + b, 0), p.votersCount ?? 0, p.expiresAt],
+    // A remote poll's voters are unknown (null) unless its server says.
+    [p.statusId, p.accountId, p.options, tallies, p.multiple, p.hideTotals, tallies.reduce((a, b) => a + b, 0), p.tallies ? (p.votersCount ?? null) : 0, p.expiresAt],
   );
   return rows[0]!;
 }

@@ -101,9 +101,10 @@ export function statusSearchQuery(s: StatusSearch): { text: string; values: unkn
         cond = f.accountId === null ? 'FALSE' : `s.account_id = ${param(f.accountId)}`;
         break;
       case 'has':
-        cond = f.what === 'poll' ? 'FALSE' // no polls yet
-          : f.what === 'media' ? 'EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id)'
-            : `EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id AND ma.type = ANY(${param(MEDIA_TYPES[f.what])}::text[]))`;
+        // Attachments an edit set aside (position 0) are no longer the status's.
+        cond = f.what === 'poll' ? 'EXISTS (SELECT 1 FROM polls p WHERE p.status_id = s.id)'
+          : f.what === 'media' ? 'EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id AND ma.position > 0)'
+            : `EXISTS (SELECT 1 FROM media_attachments ma WHERE ma.status_id = s.id AND ma.position > 0 AND ma.type = ANY(${param(MEDIA_TYPES[f.what])}::text[]))`;
         break;
       case 'is':
         cond = f.what === 'reply' ? '(s.in_reply_to_id IS NOT NULL OR s.in_reply_to_account_id IS NOT NULL)'

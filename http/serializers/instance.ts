@@ -1,4 +1,5 @@
 import type { Config } from '../../config.ts';
+import { POLL_LIMITS } from '../../services/polls.ts';
 import type { InstanceStats } from '../../storage/instance.ts';
 import type { RenderContext } from './context.ts';
 import { renderAccount } from './account.ts';
@@ -21,7 +22,7 @@ export const VERSION = `4.3.0 (compatible; ${pkg.name} ${pkg.version})`;
  *   taken and scaled down to 3840×2160 worth of pixels, which is the matrix limit shown (Mastodon's too), so that
  *   clients scale down before sending. Video is stored as sent: its matrix and frame-rate limits are Mastodon's,
  *   shown as advice and not checked.
- * - polls: this server refuses polls (422), but both entities require the object: Mastodon's limits are shown.
+ * - polls: the limits posting enforces (services/polls.ts POLL_LIMITS, Mastodon's).
  */
 function limits(config: Config) {
   return {
@@ -44,7 +45,12 @@ function limits(config: Config) {
       video_matrix_limit: 3840 * 2160,
       description_limit: 1500,
     },
-    polls: { max_options: 4, max_characters_per_option: 50, min_expiration: 300, max_expiration: 2629746 },
+    polls: {
+      max_options: POLL_LIMITS.maxOptions,
+      max_characters_per_option: POLL_LIMITS.maxCharactersPerOption,
+      min_expiration: POLL_LIMITS.minExpiration,
+      max_expiration: POLL_LIMITS.maxExpiration,
+    },
   };
 }
 

@@ -196,10 +196,16 @@ describe('every instance setting filled', () => {
     const five = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(boss.token), payload: { status: 'many', media_ids: ids } });
     expect(five.statusCode).toBe(422);
 
-    // Polls are refused (the entity still needs their limits: Mastodon's are shown).
+    // Polls: each limit accepted at the limit and refused one past it.
     expect(c.polls).toEqual({ max_options: 4, max_characters_per_option: 50, min_expiration: 300, max_expiration: 2629746 });
-    const poll = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(boss.token), payload: { status: 'vote', poll: { options: ['a', 'b'], expires_in: 3600 } } });
-    expect(poll.statusCode).toBe(422);
+    const postPoll = (poll: object) => s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(boss.token), payload: { status: 'vote', poll } });
+    const atLimit = { options: ['a', 'b', 'c', 'x'.repeat(c.polls.max_characters_per_option)], expires_in: c.polls.min_expiration };
+    expect((await postPoll(atLimit)).statusCode).toBe(200);
+    expect((await postPoll({ ...atLimit, expires_in: c.polls.max_expiration })).statusCode).toBe(200);
+    expect((await postPoll({ ...atLimit, options: [...atLimit.options, 'e'] })).statusCode).toBe(422);
+    expect((await postPoll({ ...atLimit, options: ['a', 'x'.repeat(c.polls.max_characters_per_option + 1)] })).statusCode).toBe(422);
+    expect((await postPoll({ ...atLimit, expires_in: c.polls.min_expiration - 1 })).statusCode).toBe(422);
+    expect((await postPoll({ ...atLimit, expires_in: c.polls.max_expiration + 1 })).statusCode).toBe(422);
   });
 });
 

@@ -58,6 +58,7 @@ export type AccountMessage =
   /** Fan-out: a status by a member of these lists (all this account's, already judged by their replies policy). */
   | { type: 'addToListFeeds'; listIds: string[]; statusId: string }
   | { type: 'rebuildListFeed'; listId: string }
+  | { type: 'removeFromFollowers'; followerId: string }
   /** Bookmarks, pins and muted conversations (services/status-marks.ts). */
   | { type: 'bookmark' | 'unbookmark' | 'pin' | 'unpin' | 'muteConversation' | 'unmuteConversation'; status: StatusRow };
 
@@ -237,6 +238,21 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return undefined;
     case 'rebuildListFeed':
       return listService.rebuildListFeed(deps, accountId, msg.listId);
+    case 'removeFromFollowers': {
+      // Mastodon's RemoveFromFollowersService: the follow ends; a remote follower's server is sent a Reject of it.
+      const { removed, delivery } = await transaction(deps.db, async (tx) => {
+        const uri = await follows.followUri(tx, msg.followerId, accountId);
+        const gone = await follows.unfollow(tx, msg.followerId, accountId);
+        const delivery = gone ? await queueDelivery(tx, { activity: 'RejectFollow', accountId, requesterId: msg.followerId, followUri: uri }) : null;
+        return { removed: gone, delivery };
+      });
+      if (delivery) await deps.jobs.enqueue(delivery).catch(() => {});
+      if (removed) {
+        await deps.versions.bump({ accounts: [accountId, msg.followerId] });
+        await statusService.unmergeFromHomeFeed(deps, msg.followerId, accountId);
+      }
+      return undefined;
+    }
     case 'bookmark':
     case 'unbookmark':
     case 'pin':

@@ -25,6 +25,8 @@ export interface RelationshipRow {
   muting_notifications: boolean;
   muting_expires_at: Date | null;
   domain_blocking: boolean;
+  endorsed: boolean;
+  note: string;
 }
 
 /**
@@ -48,7 +50,9 @@ export async function relationships(db: Queryable, viewerId: string, targetIds: 
             coalesce(m.hide_notifications, false) AS muting_notifications,
             m.expires_at AS muting_expires_at,
             EXISTS (SELECT 1 FROM accounts a JOIN account_domain_blocks d ON d.account_id = $1 AND d.domain = lower(a.domain)
-                     WHERE a.id = t.id) AS domain_blocking
+                     WHERE a.id = t.id) AS domain_blocking,
+            EXISTS (SELECT 1 FROM account_endorsements WHERE account_id = $1 AND target_account_id = t.id) AS endorsed,
+            coalesce((SELECT comment FROM account_notes WHERE account_id = $1 AND target_account_id = t.id), '') AS note
        FROM unnest($2::bigint[]) AS t(id)
        LEFT JOIN follows f ON f.account_id = $1 AND f.target_account_id = t.id
        LEFT JOIN follow_requests fr ON fr.account_id = $1 AND fr.target_account_id = t.id

@@ -17,7 +17,7 @@ export function renderRelationship(id: string, r: RelationshipRow | undefined) {
     requested: r?.requested ?? false,
     requested_by: r?.requested_by ?? false,
     domain_blocking: r?.domain_blocking ?? false,
-    endorsed: false,
-    note: '',
+    endorsed: r?.endorsed ?? false,
+    note: r?.note ?? '',
   };
 }

@@ -85,6 +85,8 @@ export interface Config {
   deliveryRetryBaseMs: number;
   /** Who push services may contact about our Web Push (the VAPID `sub` claim): a mailto: or https: URL. */
   vapidSubject: string;
+  /** How far ahead a post must be scheduled (Mastodon: 5 minutes); lowered only by tests that wait for one. */
+  scheduledStatusMinDelaySeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -217,6 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKeyFile,
     softwareVersion: SOFTWARE_VERSION,
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
+    scheduledStatusMinDelaySeconds: int(env, 'SCHEDULED_STATUS_MIN_DELAY_SECONDS', 300, 0, 86_400),
     // Mastodon signs with its contact email; without one, our https URL; on plain http (local trials), a placeholder.
     vapidSubject: url(env, 'VAPID_SUBJECT', contactEmail ? `mailto:${contactEmail}` : https ? `https://${localDomain}` : 'mailto:contact-not-set@example.invalid', ['mailto:', 'https:']),
     fileHost,

@@ -18,6 +18,10 @@ import { blockedEitherWay, blocksAccountOrDomain, type MuteOptions } from '../st
 import * as blockService from '../services/blocks.ts';
 import * as listService from '../services/lists.ts';
 import type { ListRow } from '../storage/lists.ts';
+import * as scheduledService from '../services/scheduled-statuses.ts';
+import type { ScheduledStatusRow } from '../storage/scheduled-statuses.ts';
+import * as tagFollowService from '../services/tag-follows.ts';
+import * as conversationService from '../services/conversations.ts';
 import * as statusMarks from '../services/status-marks.ts';
 
 /**
@@ -58,6 +62,14 @@ export type AccountMessage =
   /** Fan-out: a status by a member of these lists (all this account's, already judged by their replies policy). */
   | { type: 'addToListFeeds'; listIds: string[]; statusId: string }
   | { type: 'rebuildListFeed'; listId: string }
+  /** Scheduled posts (services/scheduled-statuses.ts); their publishing is a `postStatus` with `scheduledStatusId`. */
+  | { type: 'scheduleStatus'; params: statusService.PostParams; scheduledAt: Date }
+  | { type: 'rescheduleStatus'; scheduledStatusId: string; scheduledAt: Date }
+  | { type: 'unscheduleStatus'; scheduledStatusId: string }
+  /** Followed hashtags (services/tag-follows.ts). */
+  | { type: 'followTag' | 'unfollowTag'; name: string }
+  /** Direct conversations (services/conversations.ts): the account's own rows. */
+  | { type: 'readConversation' | 'removeConversation'; conversationId: string }
   | { type: 'removeFromFollowers'; followerId: string }
   /** Bookmarks, pins and muted conversations (services/status-marks.ts). */
   | { type: 'bookmark' | 'unbookmark' | 'pin' | 'unpin' | 'muteConversation' | 'unmuteConversation'; status: StatusRow };
@@ -70,6 +82,8 @@ export type AccountReply<M extends AccountMessage> =
   M extends { type: 'postStatus' | 'reblog' } ? string :
   M extends { type: 'deleteStatus' } ? StatusRow :
   M extends { type: 'createList' | 'updateList' } ? ListRow :
+  M extends { type: 'scheduleStatus' | 'rescheduleStatus' } ? ScheduledStatusRow :
+  M extends { type: 'followTag' | 'unfollowTag' } ? tagFollowService.FollowedTag :
   void;
 
 export type AccountActorDeps = statusService.StatusDeps;
@@ -260,6 +274,20 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     case 'muteConversation':
     case 'unmuteConversation':
       return statusMarks[msg.type](deps, accountId, msg.status);
+    case 'scheduleStatus':
+      return scheduledService.scheduleStatus(deps, accountId, msg.params, msg.scheduledAt);
+    case 'rescheduleStatus':
+      return scheduledService.rescheduleStatus(deps, accountId, msg.scheduledStatusId, msg.scheduledAt);
+    case 'unscheduleStatus':
+      return scheduledService.unscheduleStatus(deps, accountId, msg.scheduledStatusId);
+    case 'followTag':
+      return tagFollowService.followTag(deps, accountId, msg.name);
+    case 'unfollowTag':
+      return tagFollowService.unfollowTag(deps, accountId, msg.name);
+    case 'readConversation':
+      return conversationService.markRead(deps, accountId, msg.conversationId);
+    case 'removeConversation':
+      return conversationService.remove(deps, accountId, msg.conversationId);
     case 'rebuildHomeFeed':
       // Readers that found the feed missing at once all ask; the first rebuilds it, the others find it built.
       if (!(await deps.feeds.isReady(accountId))) await deps.feeds.rebuild(accountId, () => homeFeedSourceIds(deps.db, accountId, FEED_SIZE));

@@ -6,6 +6,8 @@ import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
 import { listsAlsoHolding, listsWithMember } from '../storage/lists.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { publicChannelsOf, streamChannels, type StreamEvents } from '../services/stream-events.ts';
+import { addDirectStatus, removeDirectStatus } from '../services/conversations.ts';
+import { fanOutToTagFollowers } from './tag-fanout.ts';
 
 const BATCH = 1000;
 
@@ -57,6 +59,8 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
     const accepting = await feeds.acceptingAmong([...followers]);
     await addToFeeds(actors, events, accepting, statusId, edit);
+    // And their conversations (services/conversations.ts).
+    await addDirectStatus({ db, events }, status);
     return accepting.length;
   }
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
@@ -77,6 +81,8 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     if (batch.length < BATCH) break;
   }
   if (!edit) await fanOutToLists(db, actors, status);
+  // Local accounts following one of its hashtags (jobs/tag-fanout.ts).
+  if (!edit) delivered += await fanOutToTagFollowers({ db, feeds, actors, events }, status);
   return delivered;
 }
 
@@ -111,6 +117,7 @@ export async function removeStatusFromFeeds({ db, actors, events }: FanOutDeps, 
   }
   const removeFrom = (accountIds: string[]) => Promise.all(accountIds.map((id) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
   await removeFrom([...new Set([authorId, ...mentionedIds])]);
+  for (const statusId of statusIds) await removeDirectStatus(db, [...new Set([authorId, ...mentionedIds])], statusId);
   let after = '0';
   for (;;) {
     const batch = await localFollowersBatch(db, authorId, after, BATCH);

@@ -15,6 +15,8 @@ export type FanoutJob =
   | { kind: 'domainBlock'; outboxId: string; domain: string; createdAt: string }
   /** A poll's end (services/polls.ts), delayed until its `expires_at`. */
   | { kind: 'endPoll'; outboxId: string; pollId: string; runAt: string }
+  /** Publishes a scheduled status (jobs/scheduled-statuses.ts), delayed until its time; not from the outbox. */
+  | { kind: 'publishScheduledStatus'; outboxId?: undefined; scheduledStatusId: string }
   | { kind: 'cleanMedia'; outboxId?: undefined };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */

@@ -9,6 +9,8 @@ import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 import { deliverWebPush } from './web-push.ts';
 import { applyDomainBlock } from './domain-blocks.ts';
 import { refusedDelivery } from '../federation/domain-policy.ts';
+import { publishScheduledStatus } from './scheduled-statuses.ts';
+import { sweepDueScheduledStatuses } from '../services/scheduled-statuses.ts';
 import { endPoll } from '../services/polls.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
@@ -35,6 +37,7 @@ export function startWorkers(ctx: AppContext): Workers {
       else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
       else if (data.kind === 'webPush') await deliverWebPush(ctx, data, log);
       else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
+      else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
       else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
       if (data.outboxId) await removeFromOutbox(ctx.db, data.outboxId);
     },
@@ -48,6 +51,8 @@ export function startWorkers(ctx: AppContext): Workers {
   const sweep = async (olderThanMs = SWEEP_AFTER_MS) => {
     const rows = await pendingOutbox(ctx.db, olderThanMs, 1000);
     for (const row of rows) await ctx.jobs.enqueue(row);
+    // Scheduled statuses due whose delayed job was lost (Redis emptied, or queueing failed after the commit).
+    await sweepDueScheduledStatuses(ctx).catch(() => 0);
     return rows.length;
   };
   void sweep(0).catch(() => {});

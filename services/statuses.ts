@@ -16,6 +16,7 @@ import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } f
 import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
 import { queueDelivery } from './deliveries.ts';
+import { claimScheduledStatus } from '../storage/scheduled-statuses.ts';
 import { attachMedia, insertRemoteMedia, mediaOfStatuses, mediaProblem, reattachMedia, updateMediaDetails, type RemoteMedia } from '../storage/media.ts';
 import { createLocalPoll, validatePoll, type PollParams } from './polls.ts';
 import * as polls from '../storage/polls.ts';
@@ -48,6 +49,8 @@ export interface PostParams {
   mediaIds: string[];
   idempotencyKey: string | null;
   applicationId: string | null;
+  /** Publishing this scheduled status (services/scheduled-statuses.ts): its media are its own, and its row is taken. */
+  scheduledStatusId?: string | null;
   poll?: PollParams | null;
 }
 
@@ -117,7 +120,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   const mediaIds = [...new Set(p.mediaIds)];
   checkContent(config, p, mediaIds);
   if (mediaIds.length > 0) {
-    const problem = await mediaProblem(db, accountId, mediaIds);
+    const problem = await mediaProblem(db, accountId, mediaIds, p.scheduledStatusId ?? null);
     if (problem) throw unprocessable(problem);
   }
   let parent: statuses.StatusRow | null = null;
@@ -139,9 +142,11 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
       throw new IdempotencyRace();
     }
     // Attached in the post's transaction: media that another post took meanwhile fails this one, whole.
-    if ((await attachMedia(tx, status.id, accountId, mediaIds)) !== mediaIds.length) {
+    if ((await attachMedia(tx, status.id, accountId, mediaIds, p.scheduledStatusId ?? null)) !== mediaIds.length) {
       throw unprocessable('Validation failed: media_ids names media already attached to a status');
     }
+    // A scheduled status is published once: whoever takes its row publishes it, another publisher finds it gone.
+    if (p.scheduledStatusId && !(await claimScheduledStatus(tx, accountId, p.scheduledStatusId))) throw notFound();
     await statuses.insertMentions(tx, status.id, mentioned.map((a) => a.id));
     await statuses.insertTags(tx, status.id, tags);
     for (const a of mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);

@@ -11,6 +11,8 @@ export type StreamMessage =
   | { event: 'status.update'; statusId: string }
   | { event: 'delete'; statusId: string }
   | { event: 'notification'; notificationId: string }
+  /** A direct conversation of the channel's account changed (Mastodon's `conversation`, on the `direct` stream). */
+  | { event: 'conversation'; conversationId: string }
   /** The account's filters changed: clients fetch them again (no payload). */
   | { event: 'filters_changed' };
 
@@ -18,6 +20,8 @@ export const streamChannels = {
   /** An account's home timeline: its own posts and those fanned out to it, and their deletion. */
   home: (accountId: string) => `timeline:${accountId}`,
   notifications: (accountId: string) => `timeline:${accountId}:notifications`,
+  /** An account's direct conversations (services/conversations.ts). */
+  direct: (accountId: string) => `timeline:direct:${accountId}`,
   public: (scope: '' | ':local' | ':remote', media: boolean) => `timeline:public${scope}${media ? ':media' : ''}`,
   hashtag: (tag: string, local: boolean) => `timeline:hashtag:${tag.toLowerCase()}${local ? ':local' : ''}`,
 };

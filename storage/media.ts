@@ -77,28 +77,33 @@ export async function lockMedia(db: Queryable, id: string): Promise<MediaRow | n
   return rows[0] ?? null;
 }
 
-/** Attaches the account's own, processed, unattached media to a status, in the order given. Returns how many were. */
-export async function attachMedia(db: Queryable, statusId: string, accountId: string, ids: string[]): Promise<number> {
+/**
+ * Attaches the account's own, processed, unattached media to a status, in the order given. Returns how many were.
+ * Media held by a scheduled status are attached only by its publishing (`scheduledId`).
+ */
+export async function attachMedia(db: Queryable, statusId: string, accountId: string, ids: string[], scheduledId: string | null = null): Promise<number> {
   if (ids.length === 0) return 0;
   const { rowCount } = await db.query(
     `UPDATE media_attachments m SET status_id = $1, position = o.position, updated_at = now()
        FROM unnest($3::bigint[]) WITH ORDINALITY AS o(id, position)
-      WHERE m.id = o.id AND m.account_id = $2 AND m.status_id IS NULL AND m.state = 'ready'`,
-    [statusId, accountId, ids],
+      WHERE m.id = o.id AND m.account_id = $2 AND m.status_id IS NULL AND m.state = 'ready'
+        AND (m.scheduled_status_id IS NULL OR m.scheduled_status_id = $4)`,
+    [statusId, accountId, ids, scheduledId],
   );
   return rowCount ?? 0;
 }
 
 /** Why these media ids cannot be attached by this account, or null when all can. */
-export async function mediaProblem(db: Queryable, accountId: string, ids: string[]): Promise<string | null> {
-  const { rows } = await db.query<{ id: string; account_id: string; status_id: string | null; state: MediaState }>(
-    `SELECT id, account_id, status_id, state FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids],
+export async function mediaProblem(db: Queryable, accountId: string, ids: string[], scheduledId: string | null = null): Promise<string | null> {
+  const { rows } = await db.query<{ id: string; account_id: string; status_id: string | null; state: MediaState; scheduled_status_id: string | null }>(
+    `SELECT id, account_id, status_id, state, scheduled_status_id FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids],
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const id of ids) {
     const m = byId.get(id);
     if (!m || m.account_id !== accountId) return 'Validation failed: media_ids names media that does not exist';
     if (m.status_id !== null) return 'Validation failed: media_ids names media already attached to a status';
+    if (m.scheduled_status_id !== null && m.scheduled_status_id !== scheduledId) return 'Validation failed: media_ids names media already attached to a scheduled status';
     if (m.state === 'processing') return 'Cannot attach files that have not finished processing. Try again in a moment!';
     if (m.state === 'failed') return 'Validation failed: media_ids names media that could not be processed';
   }
@@ -144,13 +149,13 @@ export async function reattachMedia(db: Queryable, statusId: string, accountId: 
 /** Unattached uploads older than the cut-off, oldest first (the clean-up's work list). */
 export async function abandonedMedia(db: Queryable, olderThan: Date, limit: number): Promise<MediaRow[]> {
   const { rows } = await db.query<MediaRow>(
-    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2`, [olderThan, limit],
+    `SELECT ${COLUMNS} FROM media_attachments WHERE status_id IS NULL AND scheduled_status_id IS NULL AND created_at < $1 ORDER BY created_at LIMIT $2`, [olderThan, limit],
   );
   return rows;
 }
 
 export async function deleteMedia(db: Queryable, id: string): Promise<void> {
-  await db.query(`DELETE FROM media_attachments WHERE id = $1 AND status_id IS NULL`, [id]);
+  await db.query(`DELETE FROM media_attachments WHERE id = $1 AND status_id IS NULL AND scheduled_status_id IS NULL`, [id]);
 }
 
 /** A remote status's attachment, kept as a link to where its server serves it. */

@@ -244,7 +244,7 @@ export async function publicTimelineIds(db: Queryable, o: { local: boolean; remo
   return pageRows(rows, p).map((r) => r.id);
 }
 
-/** The newest statuses for a home feed: the account's own and those of whom it follows (rebuilds of a lost feed). */
+/** The newest statuses for a home feed: the account's own, those of whom it follows and of tags it follows (rebuilds of a lost feed). */
 export async function homeFeedSourceIds(db: Queryable, accountId: string, limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `SELECT s.id FROM statuses s
@@ -254,6 +254,14 @@ export async function homeFeedSourceIds(db: Queryable, accountId: string, limit:
      SELECT m.status_id FROM mentions m JOIN statuses s ON s.id = m.status_id
       WHERE m.account_id = $1 AND s.deleted_at IS NULL AND s.visibility = 'direct'
         AND s.account_id IN (SELECT target_account_id FROM follows WHERE account_id = $1)
+      UNION
+     -- Public posts with a tag it follows (its 100 latest follows), each tag's newest through statuses_tags' key.
+     SELECT t.status_id FROM (SELECT tag_id FROM tag_follows WHERE account_id = $1 ORDER BY id DESC LIMIT 100) tf
+       CROSS JOIN LATERAL (
+         SELECT st.status_id FROM statuses_tags st JOIN statuses s ON s.id = st.status_id JOIN accounts a ON a.id = s.account_id
+          WHERE st.tag_id = tf.tag_id AND s.deleted_at IS NULL AND s.visibility = 'public' AND s.reblog_of_id IS NULL
+            AND a.suspended_at IS NULL AND a.silenced_at IS NULL
+          ORDER BY st.status_id DESC LIMIT $2) t
       ORDER BY id DESC LIMIT $2`,
     [accountId, limit],
   );

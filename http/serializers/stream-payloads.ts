@@ -7,6 +7,8 @@ import { flagsOfViewers } from '../../storage/statuses.ts';
 import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
 import { renderNotifications } from './statuses.ts';
+import { conversationPayload } from './conversation.ts';
+import { findConversation } from '../../storage/conversations.ts';
 
 /**
  * Streaming payloads (the JSON text Mastodon puts in `payload`), rendered for their receivers. An event reaches
@@ -44,6 +46,11 @@ export class StreamPayloads {
     if (!row) return null;
     const [rendered] = await renderNotifications(this.ctx, viewerId, [row]);
     return rendered ? JSON.stringify(rendered) : null;
+  }
+
+  /** A direct conversation for its owner (services/conversations.ts). */
+  async conversation(conversationId: string, viewerId: string): Promise<string | null> {
+    return conversationPayload(this.ctx, viewerId, await findConversation(this.ctx.db, viewerId, conversationId));
   }
 
   private flush(): void {

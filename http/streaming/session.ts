@@ -76,7 +76,7 @@ export function resolveStream(owner: StreamOwner, name: string, params: StreamPa
       return { channels: [streamChannels.hashtag(tag, name === 'hashtag:local')], stream: [name, tag] };
     }
     case 'direct':
-      // Conversations do not exist yet: the subscription stands, and carries `conversation` events once they do.
+      // Carries `conversation` events (services/conversations.ts).
       return { channels: [`timeline:direct:${owner.accountId}`], stream: [name] };
     case 'list':
       if (!params.list) throw new StreamError(400, 'Missing list name parameter');
@@ -159,6 +159,10 @@ export class StreamSession {
       }
       case 'filters_changed':
         return {};
+      case 'conversation': {
+        const payload = await this.payloads.conversation(message.conversationId, this.owner.accountId);
+        return payload === null ? null : { payload };
+      }
     }
   }
 }

@@ -14,6 +14,8 @@ import { canSee } from '../../../services/visibility.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
+import { parseScheduledAt } from '../../../services/scheduled-statuses.ts';
+import { schedulePost } from './scheduled_statuses.ts';
 import { parseBoolean } from '../../plugins/validation.ts';
 import type { PollParams } from '../../../services/polls.ts';
 import { editsOf } from '../../../storage/status-edits.ts';
@@ -38,7 +40,7 @@ const PostStatus = Type.Object({
   quoted_status_id: Type.Optional(Type.Unknown()),
 });
 
-const NOT_YET_SUPPORTED = ['scheduled_at', 'quoted_status_id'] as const;
+const NOT_YET_SUPPORTED = ['quoted_status_id'] as const;
 
 /** PUT /api/v1/statuses/:id: the status as it is to be. */
 const EditStatus = Type.Object({
@@ -120,6 +122,9 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     refuseUnsupported(body);
     if (body.in_reply_to_id && !isId(body.in_reply_to_id)) throw notFound();
     if ((body.media_ids ?? []).some((id) => !isId(id))) throw unprocessable('Validation failed: media_ids names media that does not exist');
+    // A time to come makes a ScheduledStatus (http/api/v1/scheduled_statuses.ts); a past one posts now, as in Mastodon.
+    const scheduledAt = parseScheduledAt(body.scheduled_at);
+    if (scheduledAt && scheduledAt.getTime() > Date.now()) return schedulePost(ctx, viewerId, request.token!.application_id, body, scheduledAt);
     const id = await ctx.actors.ask(viewerId, {
       type: 'postStatus',
       params: {

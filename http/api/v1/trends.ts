@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
 import { trendingStatuses, trendingTagsWithHistory } from '../../../services/instance.ts';
 import { renderTag } from '../../serializers/tag.ts';
+import { followedAmong } from '../../../storage/tag-follows.ts';
 import { renderTimeline } from '../../serializers/statuses.ts';
 
 const TrendsQuery = (defaultLimit: number, maxLimit: number) => Type.Object({
@@ -31,7 +32,11 @@ export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: Ro
   const tags = async (request: FastifyRequest, reply: FastifyReply, q: { limit?: number | undefined; offset?: number | undefined }) => {
     const limit = q.limit ?? 10;
     const offset = q.offset ?? 0;
-    const page = (await trendingTagsWithHistory(ctx)).slice(offset, offset + limit).map((t) => renderTag(ctx.config.publicUrl, t));
+    const trending = (await trendingTagsWithHistory(ctx)).slice(offset, offset + limit);
+    // `following` for a signed-in viewer (one query on the shared list), as Mastodon gives it.
+    const viewerId = request.viewerId;
+    const followed = viewerId ? await followedAmong(ctx.db, viewerId, trending.map((t) => t.id)) : null;
+    const page = trending.map((t) => ({ ...renderTag(ctx.config.publicUrl, t), ...(followed ? { following: followed.has(t.id) } : {}) }));
     setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, page.length);
     return page;
   };

@@ -5,6 +5,7 @@ import type { RouteOptions } from '../../app.ts';
 import { Bool, isId } from '../../params.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
+import { followedAmong } from '../../../storage/tag-follows.ts';
 import { findAccounts } from '../../../services/account-search.ts';
 import { resolveRemoteLink } from '../../../federation/resolve.ts';
 import { findAccountById } from '../../../storage/accounts.ts';
@@ -66,8 +67,11 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     if (wants('hashtags')) {
       const tag = /^#?([\p{L}\p{N}_]{1,100})$/u.exec(q)?.[1];
       if (tag) {
-        result.hashtags = (await searchTags(ctx.db, tag, limit, offset)).map((t) => ({
-          id: t.id, name: t.name.toLowerCase(), url: `${ctx.config.publicUrl}/tags/${encodeURIComponent(t.name.toLowerCase())}`, history: [], following: false,
+        const found = await searchTags(ctx.db, tag, limit, offset);
+        // `following` for a signed-in viewer (one query), as Mastodon gives it.
+        const followed = viewerId ? await followedAmong(ctx.db, viewerId, found.map((t) => t.id)) : new Set<string>();
+        result.hashtags = found.map((t) => ({
+          id: t.id, name: t.name.toLowerCase(), url: `${ctx.config.publicUrl}/tags/${encodeURIComponent(t.name.toLowerCase())}`, history: [], following: followed.has(t.id),
         }));
       }
     }

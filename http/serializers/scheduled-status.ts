@@ -1,0 +1,32 @@
+import type { MediaRow } from '../../storage/media.ts';
+import type { ScheduledStatusRow } from '../../storage/scheduled-statuses.ts';
+import type { RenderContext } from './context.ts';
+import { renderMedia } from './media.ts';
+
+/**
+ * Mastodon's ScheduledStatus entity: the post's parameters as Mastodon keeps them (`scheduled_at` and `idempotency`
+ * null inside, `with_rate_limit` false), and the media held for it. `in_reply_to_id` is a string, as every id here
+ * (Mastodon writes its integer); `application_id`, deprecated, a number as Mastodon's.
+ */
+export function renderScheduledStatus(ctx: RenderContext, row: ScheduledStatusRow, media: MediaRow[]) {
+  const p = row.params;
+  return {
+    id: row.id,
+    scheduled_at: row.scheduled_at.toISOString(),
+    params: {
+      text: p.text,
+      poll: null,
+      media_ids: p.mediaIds.length > 0 ? p.mediaIds : null,
+      sensitive: p.sensitive,
+      spoiler_text: p.spoilerText,
+      visibility: p.visibility,
+      in_reply_to_id: p.inReplyToId,
+      language: p.language,
+      application_id: p.applicationId === null ? 0 : Number(p.applicationId),
+      scheduled_at: null,
+      idempotency: null,
+      with_rate_limit: false,
+    },
+    media_attachments: media.map((m) => renderMedia(ctx, m)),
+  };
+}

@@ -1,0 +1,40 @@
+import type { StatusRow } from '../storage/statuses.ts';
+import { findAccountById } from '../storage/accounts.ts';
+import { tagFollowersBatch, tagIdsOfStatus } from '../storage/tag-follows.ts';
+import { streamChannels } from '../services/stream-events.ts';
+import type { FanOutDeps } from './fanout.ts';
+
+const BATCH = 1000;
+
+/**
+ * Puts a public status into the home feeds of local accounts following one of its hashtags (Mastodon's
+ * FanOutOnWriteService#deliver_to_hashtag_followers!), local or remote, a thousand follows per query, through each
+ * follower's actor, as follows do. The author's followers have it already; blocks and mutes are applied when feeds
+ * are read. Not reblogs, not from silenced accounts (which Mastodon keeps off public streams too).
+ */
+export async function fanOutToTagFollowers({ db, feeds, actors, events }: FanOutDeps, status: StatusRow): Promise<number> {
+  if (status.visibility !== 'public' || status.reblog_of_id) return 0;
+  const tagIds = await tagIdsOfStatus(db, status.id);
+  if (tagIds.length === 0) return 0;
+  const author = await findAccountById(db, status.account_id);
+  if (!author || author.silenced_at || author.suspended_at) return 0;
+  // One follower of two of its tags is reached once.
+  const seen = new Set<string>();
+  let delivered = 0;
+  let after = '0';
+  for (;;) {
+    const batch = await tagFollowersBatch(db, tagIds, status.account_id, after, BATCH);
+    if (batch.length === 0) break;
+    after = batch.at(-1)!.followId;
+    const targets = [...new Set(batch.map((f) => f.accountId))].filter((id) => !seen.has(id));
+    for (const id of targets) seen.add(id);
+    const accepting = await feeds.acceptingAmong(targets);
+    if (accepting.length > 0) {
+      await events.publish(accepting.map((id) => streamChannels.home(id)), { event: 'update', statusId: status.id });
+      await Promise.all(accepting.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId: status.id, accepting: true })));
+    }
+    delivered += accepting.length;
+    if (batch.length < BATCH) break;
+  }
+  return delivered;
+}

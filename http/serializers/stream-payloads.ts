@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.ts';
 import type { StatusBundle } from '../../services/hydrate.ts';
 import type { StatusRow } from '../../storage/statuses.ts';
 import type { FilterContext } from '../../storage/filters.ts';
-import { applyFilters } from '../../services/filters.ts';
+import { applyFilters, type ViewerFilters } from '../../services/filters.ts';
 import { flagsOfViewers } from '../../storage/statuses.ts';
 import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
@@ -59,7 +59,7 @@ export class StreamPayloads {
     this.scheduled = false;
     for (const [statusId, viewers] of batch) {
       void this.renderFor(statusId, [...viewers.keys()]).then(
-        (payloads) => { for (const [viewer, resolvers] of viewers) for (const r of resolvers) r(payloads.get(viewer) ?? null); },
+        (payloads) => void deliver(viewers, payloads),
         () => { for (const resolvers of viewers.values()) for (const r of resolvers) r(null); },
       );
     }
@@ -72,15 +72,16 @@ export class StreamPayloads {
       return { key, viewerId, context: (context || null) as FilterContext | null };
     });
     const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
-    const unfiltered = await this.unfilteredFor(statusId, viewerIds);
+    // The receivers' filter versions are read while their views are made; most are 0 (no filters: nothing to load).
+    const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, viewerIds), this.ctx.versions.get('f', viewerIds)]);
+    const filtersOf = new Map<string, ViewerFilters>();
+    await Promise.all(viewerIds.map(async (v, i) => { if (versions[i] !== '0') filtersOf.set(v, await this.ctx.filters.forViewer(v, versions[i])); }));
     const out = new Map<string, string>();
-    const versions = await this.ctx.versions.get('f', viewerIds);
-    const filtersOf = new Map(await Promise.all(viewerIds.map(async (v, i) => [v, await this.ctx.filters.forViewer(v, versions[i])] as const)));
     for (const r of receivers) {
       const view = unfiltered.get(r.viewerId);
       if (!view) continue;
-      const filters = filtersOf.get(r.viewerId)!;
-      if (!r.context || filters.filters.length === 0) {
+      const filters = filtersOf.get(r.viewerId);
+      if (!r.context || !filters || filters.filters.length === 0) {
         out.set(r.key, view.json);
         continue;
       }
@@ -93,8 +94,12 @@ export class StreamPayloads {
   }
 
   /** Each receiver's view of the status before filters, with what rendering it took. */
-  private async unfilteredFor(statusId: string, viewerIds: string[]): Promise<Map<string, { json: string; row: StatusRow; bundle: StatusBundle }>> {
-    const out = new Map<string, { json: string; row: StatusRow; bundle: StatusBundle }>();
+  private async unfilteredFor(statusId: string, viewerIds: string[]): Promise<Map<string, StatusView>> {
+    const out = new Map<string, StatusView>();
+    // The flags are asked for with the status, assuming it is no boost (a boost's are those of its original, asked
+    // for once it is known).
+    const early = flagsOfViewers(this.ctx.db, viewerIds, [statusId]);
+    early.catch(() => {});
     const open = await this.ctx.statusLoader.load(null, [statusId]);
     const row = open.rows[0];
     if (!row) {
@@ -108,20 +113,45 @@ export class StreamPayloads {
     // Public or unlisted: one view per combination of the receiver's flags on the status shown.
     const proper = row.reblog_of_id ?? row.id;
     const author = open.bundle.statuses.get(proper)?.account_id;
-    const flags = await flagsOfViewers(this.ctx.db, viewerIds, [proper]);
-    const views = new Map<string, { json: string; row: StatusRow; bundle: StatusBundle }>();
+    const flags = await (proper === statusId ? early : flagsOfViewers(this.ctx.db, viewerIds, [proper]));
+    const views = new Map<string, StatusView>();
     for (const viewerId of viewerIds) {
       const f = flags.get(viewerId)!;
-      const key = `${f.favourited.has(proper)}:${f.reblogged.has(proper)}:${viewerId === row.account_id || viewerId === author}`;
-      let view = views.get(key);
+      const own = viewerId === row.account_id || viewerId === author;
+      const key = `${f.favourited.has(proper)}:${f.reblogged.has(proper)}`;
+      let view = own ? undefined : views.get(key);
       if (view === undefined) {
         const bundle: StatusBundle = { ...open.bundle, favourited: f.favourited, reblogged: f.reblogged, viewerId };
         view = { json: JSON.stringify(renderStatus(this.ctx.render, bundle, row)), row, bundle };
         // Whose own post it is shows in the entity (pinned); such views are not shared with others.
-        if (!key.endsWith('true')) views.set(key, view);
+        if (!own) views.set(key, view);
       }
       out.set(viewerId, view);
     }
     return out;
   }
 }
+
+/** Receivers handed their payload (and so written to) per turn of the event loop. */
+const DELIVER_PER_TURN = 250;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Hands each receiver its payload, a few hundred per turn: writing to a thousand sockets takes tens of milliseconds,
+ * and in between, what else has come (the same post's messages for other streams, answers to their queries) is
+ * taken in, so that the next batch is rendered while this one is written rather than after.
+ */
+async function deliver(viewers: Map<string, ((payload: string | null) => void)[]>, payloads: Map<string, string>): Promise<void> {
+  let n = 0;
+  for (const [viewer, resolvers] of viewers) {
+    for (const r of resolvers) r(payloads.get(viewer) ?? null);
+    if (++n % DELIVER_PER_TURN === 0 && n < viewers.size) await nextTurn();
+  }
+}
+
+interface StatusView {
+  json: string;
+  row: StatusRow;
+  bundle: StatusBundle;
+}
+

@@ -15,6 +15,7 @@ export class StreamBus {
   private connection: Redis | null = null;
   /** Channels whose SUBSCRIBE has not been answered yet. */
   private readonly subscribing = new Map<string, Promise<void>>();
+  private last: { text: string; message: StreamMessage } | undefined;
 
   constructor(redisUrl: string, events: StreamEvents) {
     this.redisUrl = redisUrl;
@@ -41,11 +42,16 @@ export class StreamBus {
   private dispatch(channel: string, text: string): void {
     const set = this.listeners.get(channel);
     if (!set) return;
-    let message: StreamMessage;
-    try {
-      message = JSON.parse(text) as StreamMessage;
-    } catch {
-      return;
+    // One event comes on many channels in a row (a post, on each follower's home): its text is parsed once.
+    // Listeners only read messages.
+    let message = this.last?.text === text ? this.last.message : undefined;
+    if (!message) {
+      try {
+        message = JSON.parse(text) as StreamMessage;
+      } catch {
+        return;
+      }
+      this.last = { text, message };
     }
     for (const listener of set) listener(message);
   }

@@ -1,5 +1,6 @@
 import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { RouteOptions } from '../app.ts';
 import type { AppContext } from '../../context.ts';
@@ -36,16 +37,42 @@ async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<v
   request.streamOwner = { accountId: token.account_id, userId: token.user_id, tokenHash: hashSecret(raw), scopes: parseScopes(token.scopes) };
 }
 
+/** A WebSocket message ready to go: the whole frame (a server's text frame, RFC 6455), and the text alone. */
+interface Frame {
+  frame: Buffer;
+  text: Buffer;
+}
+
+/** The frame of a text message: FIN and opcode 1, unmasked (servers do not mask), the length as RFC 6455 writes it. */
+function textFrame(text: string): Frame {
+  const length = Buffer.byteLength(text);
+  const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(header + length);
+  frame[0] = 0x81;
+  if (length < 126) frame[1] = length;
+  else if (length < 65_536) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeUInt32BE(0, 2);
+    frame.writeUInt32BE(length, 6);
+  }
+  frame.write(text, header);
+  return { frame, text: frame.subarray(header) };
+}
+
 /**
- * WebSocket messages as bytes, made once per turn for each (payload, stream, event): an event going to many sockets
- * with the same view (services share payload strings) is encoded once, not once per socket.
+ * WebSocket messages as whole frames, made once per turn for each (payload, stream, event): an event going to many
+ * sockets with the same view (payloads share strings) is encoded once, not once per socket, and each socket is then
+ * one write of those bytes.
  */
 class EventFrames {
-  private byPayload = new Map<string, Map<string, Buffer>>();
+  private byPayload = new Map<string, Map<string, Frame>>();
   private clearing = false;
 
-  of(stream: string[], event: string, payload: string | undefined): Buffer {
-    if (payload === undefined) return Buffer.from(JSON.stringify({ stream, event }));
+  of(stream: string[], event: string, payload: string | undefined): Frame {
+    if (payload === undefined) return textFrame(JSON.stringify({ stream, event }));
     let byStream = this.byPayload.get(payload);
     if (!byStream) {
       this.byPayload.set(payload, (byStream = new Map()));
@@ -57,11 +84,26 @@ class EventFrames {
         });
       }
     }
-    const key = `${stream.join('\u0001')}\u0000${event}`;
+    const key = stream.length === 1 ? `${stream[0]}\u0000${event}` : `${stream.join('\u0001')}\u0000${event}`;
     let frame = byStream.get(key);
-    if (!frame) byStream.set(key, (frame = Buffer.from(JSON.stringify({ stream, event, payload }))));
+    if (!frame) byStream.set(key, (frame = textFrame(JSON.stringify({ stream, event, payload }))));
     return frame;
   }
+}
+
+/**
+ * How a socket is written to. Without compression (this server does not offer permessage-deflate) ws writes each
+ * frame to the TCP socket at once, never queueing, so a frame made beforehand can be written there directly: one
+ * write of shared bytes, where ws.send would make a header and write two buffers. Anything else goes through ws.
+ */
+function writerOf(socket: WebSocket): (frame: Frame) => void {
+  const raw = (socket as unknown as { _socket?: Duplex | null })._socket;
+  const sender = (socket as unknown as { _sender?: { _queue?: unknown[]; _state?: number } })._sender;
+  if (!raw || socket.extensions !== '' || !Array.isArray(sender?._queue)) return (f) => socket.send(f.text, { binary: false });
+  return (f) => {
+    if (sender._queue!.length > 0 || sender._state !== 0) socket.send(f.text, { binary: false });
+    else raw.write(f.frame);
+  };
 }
 
 /** Open sessions by token and by user, so a revocation in any process closes them at once. */
@@ -157,19 +199,20 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
 
   app.get('/api/v1/streaming', { config: auth, preValidation, websocket: true }, (socket: WebSocket, request: FastifyRequest) => {
     const owner = request.streamOwner!;
-    const send = (frame: Buffer) => {
+    const write = writerOf(socket);
+    const send = (frame: Frame) => {
       if (socket.readyState !== socket.OPEN) return;
       if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
         socket.close(1008, 'Too many unread events');
         return;
       }
-      socket.send(frame, { binary: false });
+      write(frame);
     };
     const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(frames.of(stream, event, payload)));
     open.add(session, () => socket.close(1008, 'Access token revoked'));
     const fail = (err: unknown) => {
       const e = err instanceof StreamError ? err : new StreamError(500, 'Internal server error');
-      send(Buffer.from(JSON.stringify({ error: e.message, status: e.status })));
+      send(textFrame(JSON.stringify({ error: e.message, status: e.status })));
     };
 
     // Dead peers are found by ping and pong, and let go.

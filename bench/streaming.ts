@@ -7,7 +7,7 @@
 //     server's resident memory before and after, and whether all are still open past one server ping (30 s).
 // The same file is the child that holds idle sockets (when BENCH_STREAMING_CHILD is set).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -137,8 +137,8 @@ function openFileLimit(pid: number | 'self'): { soft: number; hard: number } {
 }
 
 /** A session on the server's inspector (Chrome DevTools Protocol over a WebSocket). */
-async function inspector(): Promise<{ call: (method: string, params?: object) => Promise<unknown>; close: () => void }> {
-  const [target] = (await (await fetch(`http://127.0.0.1:${INSPECT_PORT}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
+async function inspector(port = INSPECT_PORT): Promise<{ call: (method: string, params?: object) => Promise<unknown>; close: () => void }> {
+  const [target] = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
   const ws = await openSocket(target!.webSocketDebuggerUrl);
   let id = 0;
   const pending = new Map<number, (result: unknown) => void>();
@@ -209,25 +209,35 @@ interface Listener {
   /** The Redis channel its updates come through (for the time they were published). */
   channel: string;
   arrivals: Map<string, number>;
+  /** Messages as they came (time, bytes), not yet read: reading them waits until the posting is over. */
+  unread: [number, Buffer][];
   errors: string[];
   closed: boolean;
 }
 
+/**
+ * Each message's arrival is noted with its bytes and nothing else: the 2,000 messages of a post are parsed after the
+ * posting (settle()), so that parsing one socket's message does not delay the time noted for the next (this process
+ * shares the machine's two cores with the server it measures).
+ */
 function listen(ws: WebSocket, channel: string): Listener {
-  const l: Listener = { ws, channel, arrivals: new Map(), errors: [], closed: false };
-  ws.on('message', (data) => {
-    const at = performance.now();
-    const m = JSON.parse(String(data)) as { event?: string; payload?: string; error?: string };
-    if (m.error) l.errors.push(m.error);
-    else if (m.event === 'update' && m.payload) {
-      // The payload is a status as JSON text, its id first; parsed in full only if it is not.
-      const id = /^\{"id":"([^"]+)"/.exec(m.payload)?.[1] ?? (JSON.parse(m.payload) as { id: string }).id;
-      if (!l.arrivals.has(id)) l.arrivals.set(id, at);
-    }
-  });
+  const l: Listener = { ws, channel, arrivals: new Map(), unread: [], errors: [], closed: false };
+  ws.on('message', (data: Buffer) => { l.unread.push([performance.now(), data]); });
   ws.on('close', () => { l.closed = true; });
   ws.on('error', () => {});
   return l;
+}
+
+/** Reads what a latency socket was sent: each `update`'s status id, with the time it came; error messages. */
+function settle(l: Listener): void {
+  for (const [at, data] of l.unread.splice(0)) {
+    const m = JSON.parse(String(data)) as { event?: string; payload?: string; error?: string };
+    if (m.error) l.errors.push(m.error);
+    else if (m.event === 'update' && m.payload) {
+      const id = (JSON.parse(m.payload) as { id: string }).id;
+      if (!l.arrivals.has(id)) l.arrivals.set(id, at);
+    }
+  }
 }
 
 /** Opens a latency socket, listening from the handshake on. */
@@ -341,118 +351,141 @@ async function main(): Promise<void> {
     console.log(`\nset-up: ${ACCOUNTS} accounts registered in ${(registerMs / 1000).toFixed(1)} s, each following the author and reading home in ${(followMs / 1000).toFixed(1)} s (${SETUP_CONCURRENCY} at a time)`);
 
     // 1. Latency: a user socket (token in the header) and a public:local socket (token in the query) per account.
-    t = performance.now();
-    const channelPrefix = `${config.redisPrefix}stream:`;
-    let socketBase = wsBase;
-    if (split) {
-      const streamingBase = base.replace(`:${PORT}`, `:${PORT + 1}`);
-      streamer = startServer({ ...env, PORT: String(PORT + 1) }, { role: 'streaming' });
-      await waitHealthy(streamingBase);
-      socketBase = streamingBase.replace(/^http/, 'ws');
-      console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid})`);
-    }
-    const userSockets = await pool(tokens, OPEN_CONCURRENCY, (token, i) => latencySocket(`${socketBase}/api/v1/streaming?stream=user`, `${channelPrefix}timeline:${accountIds[i]}`, { authorization: `Bearer ${token}` }));
-    const publicSockets = await pool(tokens, OPEN_CONCURRENCY, (token) => latencySocket(`${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, `${channelPrefix}timeline:public:local`));
-    const latencySockets = [...userSockets, ...publicSockets];
-    sockets.push(...latencySockets.map((l) => l.ws));
-    const openMs = performance.now() - t;
-    // Subscriptions are not acknowledged: they are in place once the server's Redis connection listens to every
-    // channel (each user socket: its home and its notifications; one channel for public:local). Waited for, 10 s at most.
-    const pattern = `${channelPrefix}timeline:*`;
-    const expectedChannels = 2 * ACCOUNTS + 1;
-    let channels = 0;
-    for (let i = 0; i < 100; i++) {
-      channels = ((await redis.pubsub('CHANNELS', pattern)) as string[]).length;
-      if (channels >= expectedChannels) break;
-      await sleep(100);
-    }
-    await sleep(1_000);
-    console.log(`latency sockets: ${latencySockets.length} open in ${(openMs / 1000).toFixed(1)} s; the server listens to ${channels} of ${expectedChannels} Redis channels`);
-
-    // When each update was published (by the fan-out job or a follower's actor), as a Redis client of its own sees
-    // it: the latency splits into the server's way to Redis and its way from Redis to the socket.
-    const published = new Map<string, number>();
-    const spy = new Redis(config.redisUrl);
-    spy.on('pmessage', (_pattern: string, channel: string, text: string) => {
-      const at = performance.now();
-      const m = JSON.parse(text) as { event: string; statusId?: string };
-      if (m.event === 'update' && !published.has(`${channel} ${m.statusId}`)) published.set(`${channel} ${m.statusId}`, at);
-    });
-    await spy.psubscribe(pattern);
-
-    // BENCH_CPU_PROFILE=dir: the server's CPU profile while posting (through the inspector), for a look at where time goes.
-    const profiler = process.env.BENCH_CPU_PROFILE ? await inspector() : null;
-    if (profiler) {
-      await profiler.call('Profiler.enable');
-      await profiler.call('Profiler.start');
-    }
-    const redisCommands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
-    const commandsBefore = await redisCommands();
-    const cpuBefore = cpuTicks([pid, process.pid]);
-    const posts: { id: string; sent: number; returned: number }[] = [];
-    for (let i = 0; i < POSTS; i++) {
-      const sent = performance.now();
-      const status = await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: `Streaming benchmark post ${i + 1} of ${POSTS}: a sentence or two, as posts go, for a thousand followers listening live. #streaming` } });
-      posts.push({ id: status.id as string, sent, returned: performance.now() });
-      await sleep(POST_GAP_MS);
-    }
-    // Stragglers are waited for, up to 10 s after the last post.
-    const complete = () => posts.every((p) => latencySockets.every((l) => l.closed || l.arrivals.has(p.id)));
-    for (let i = 0; i < 100 && !complete(); i++) await sleep(100);
-    const cpu = cpuShares(cpuBefore, cpuTicks([pid, process.pid]));
-    const commandsPerPost = (await redisCommands() - commandsBefore) / POSTS;
-    if (profiler) {
-      const { profile } = (await profiler.call('Profiler.stop')) as { profile: unknown };
-      profiler.close();
-      mkdirSync(process.env.BENCH_CPU_PROFILE!, { recursive: true });
-      writeFileSync(join(process.env.BENCH_CPU_PROFILE!, 'streaming-posts.cpuprofile'), JSON.stringify(profile));
-    }
-    spy.disconnect();
-
-    const report = (name: string, group: Listener[]) => {
-      const latencies: number[] = [];
-      const fromSent: number[] = [];
-      const toRedis: number[] = [];
-      const fromRedis: number[] = [];
-      let missed = 0;
-      const perPostMax: number[] = [];
-      for (const p of posts) {
-        let worst = -Infinity;
-        for (const l of group) {
-          const at = l.arrivals.get(p.id);
-          const pub = published.get(`${l.channel} ${p.id}`);
-          if (pub !== undefined) toRedis.push(pub - p.returned);
-          if (pub !== undefined && at !== undefined) fromRedis.push(at - pub);
-          if (at === undefined) missed += 1;
-          else {
-            latencies.push(at - p.returned);
-            fromSent.push(at - p.sent);
-            worst = Math.max(worst, at - p.returned);
-          }
-        }
-        perPostMax.push(worst);
+    // BENCH_STREAMING_ROUNDS=n: the latency part n times over the same set-up (in split mode each round on a streaming
+    // process started afresh). BENCH_STREAMING_WAIT=file: before each round after the first, wait for that file to
+    // appear (and remove it), so that a change to the streaming code can be tried on the same set-up.
+    const rounds = Math.max(1, Number(process.env.BENCH_STREAMING_ROUNDS ?? 1));
+    for (let round = 1; round <= rounds; round++) {
+      if (round > 1 && process.env.BENCH_STREAMING_WAIT) {
+        console.log(`round ${round}: waiting for ${process.env.BENCH_STREAMING_WAIT}`);
+        while (!existsSync(process.env.BENCH_STREAMING_WAIT)) await sleep(500);
+        rmSync(process.env.BENCH_STREAMING_WAIT, { force: true });
       }
-      const s = stats(latencies);
-      const f = stats(fromSent);
-      const r1 = stats(toRedis);
-      const r2 = stats(fromRedis);
-      const early = latencies.filter((x) => x < 0).length;
-      const closed = group.filter((l) => l.closed).length;
-      const silent = group.filter((l) => l.arrivals.size === 0).length;
-      const errors = group.flatMap((l) => l.errors);
-      console.log(`  stream=${name}: p50 ${ms(s.p50)}, p99 ${ms(s.p99)}, max ${ms(s.max)} over ${s.n} (post, socket) pairs; missed ${missed} of ${POSTS * group.length}${silent ? ` (${silent} sockets got no update at all)` : ''}${closed ? `; ${closed} sockets closed` : ''}${errors.length ? `; ${errors.length} error messages, e.g. "${errors[0]}"` : ''}`);
-      console.log(`    from the POST being sent instead: p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, max ${ms(f.max)}${early ? `; ${early} updates came before the POST's answer was read (counted as negative above)` : ''}`);
-      console.log(`    split at Redis: published p50 ${ms(r1.p50)}, p99 ${ms(r1.p99)} after the POST's answer (${r1.n} (post, socket) pairs' publications seen); from there to the socket p50 ${ms(r2.p50)}, p99 ${ms(r2.p99)}`);
-      console.log(`    slowest socket per post (ms, from the answer): ${perPostMax.map((x) => (Number.isFinite(x) ? x.toFixed(0) : '-')).join(' ')}`);
-    };
-    const postStats = stats(posts.map((p) => p.returned - p.sent));
-    console.log(`\nlatency from POST /api/v1/statuses answering to the \`update\` on each socket (${POSTS} posts ${POST_GAP_MS} ms apart, ${ACCOUNTS} followers; target p99 < 100 ms)`);
-    report('user', userSockets);
-    report('public:local', publicSockets);
-    console.log(`  the POSTs themselves: p50 ${ms(postStats.p50)}, max ${ms(postStats.max)}`);
-    const [serverCpu, benchCpu] = cpu.procs as [number, number];
-    console.log(`  CPU while posting (% of all ${cpus().length} cores): machine ${cpu.machine.toFixed(0)}%, server ${serverCpu.toFixed(0)}%, this benchmark ${benchCpu.toFixed(0)}%, everything else (PostgreSQL, Redis, other work) ${(cpu.machine - serverCpu - benchCpu).toFixed(0)}%; Redis commands per post: ${Math.round(commandsPerPost)} (all of Redis's clients)`);
-    await closeAll(sockets.splice(0));
+      if (rounds > 1) console.log(`\nround ${round} of ${rounds}`);
+      t = performance.now();
+      const channelPrefix = `${config.redisPrefix}stream:`;
+      let socketBase = wsBase;
+      if (split) {
+        if (streamer && streamer.exitCode === null) {
+          streamer.kill('SIGTERM');
+          await new Promise((r) => streamer!.once('exit', r));
+        }
+        const streamingBase = base.replace(`:${PORT}`, `:${PORT + 1}`);
+        streamer = startServer({ ...env, PORT: String(PORT + 1) }, { role: 'streaming', nodeFlags: [`--inspect=127.0.0.1:${INSPECT_PORT + 1}`] });
+        await waitHealthy(streamingBase);
+        socketBase = streamingBase.replace(/^http/, 'ws');
+        console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid})`);
+      }
+      const userSockets = await pool(tokens, OPEN_CONCURRENCY, (token, i) => latencySocket(`${socketBase}/api/v1/streaming?stream=user`, `${channelPrefix}timeline:${accountIds[i]}`, { authorization: `Bearer ${token}` }));
+      const publicSockets = await pool(tokens, OPEN_CONCURRENCY, (token) => latencySocket(`${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, `${channelPrefix}timeline:public:local`));
+      const latencySockets = [...userSockets, ...publicSockets];
+      sockets.push(...latencySockets.map((l) => l.ws));
+      const openMs = performance.now() - t;
+      // Subscriptions are not acknowledged: they are in place once the server's Redis connection listens to every
+      // channel (each user socket: its home and its notifications; one channel for public:local). Waited for, 10 s at most.
+      const pattern = `${channelPrefix}timeline:*`;
+      const expectedChannels = 2 * ACCOUNTS + 1;
+      let channels = 0;
+      for (let i = 0; i < 100; i++) {
+        channels = ((await redis.pubsub('CHANNELS', pattern)) as string[]).length;
+        if (channels >= expectedChannels) break;
+        await sleep(100);
+      }
+      await sleep(1_000);
+      console.log(`latency sockets: ${latencySockets.length} open in ${(openMs / 1000).toFixed(1)} s; the server listens to ${channels} of ${expectedChannels} Redis channels`);
+
+      // When each update was published (by the fan-out job or a follower's actor), as a Redis client of its own sees
+      // it: the latency splits into the server's way to Redis and its way from Redis to the socket.
+      const published = new Map<string, number>();
+      const spy = new Redis(config.redisUrl);
+      spy.on('pmessage', (_pattern: string, channel: string, text: string) => {
+        const at = performance.now();
+        const m = JSON.parse(text) as { event: string; statusId?: string };
+        if (m.event === 'update' && !published.has(`${channel} ${m.statusId}`)) published.set(`${channel} ${m.statusId}`, at);
+      });
+      await spy.psubscribe(pattern);
+
+      // BENCH_CPU_PROFILE=dir: the server's CPU profile while posting (through the inspector), for a look at where time
+      // goes; with BENCH_STREAMING_SPLIT=1, the streaming process's too.
+      const profilers = process.env.BENCH_CPU_PROFILE ? [{ name: 'server', session: await inspector() }, ...(split ? [{ name: 'streaming', session: await inspector(INSPECT_PORT + 1) }] : [])] : [];
+      for (const { session } of profilers) {
+        await session.call('Profiler.enable');
+        await session.call('Profiler.start');
+      }
+      const redisCommands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
+      const commandsBefore = await redisCommands();
+      const measured = [pid, process.pid, ...(streamer ? [streamer.pid!] : [])];
+      const cpuBefore = cpuTicks(measured);
+      const posts: { id: string; sent: number; returned: number }[] = [];
+      for (let i = 0; i < POSTS; i++) {
+        const sent = performance.now();
+        const status = await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: `Streaming benchmark post ${i + 1} of ${POSTS}: a sentence or two, as posts go, for a thousand followers listening live. #streaming` } });
+        posts.push({ id: status.id as string, sent, returned: performance.now() });
+        await sleep(POST_GAP_MS);
+      }
+      // Stragglers are waited for, up to 10 s after the last post.
+      const complete = () => {
+        for (const l of latencySockets) settle(l);
+        return posts.every((p) => latencySockets.every((l) => l.closed || l.arrivals.has(p.id)));
+      };
+      for (let i = 0; i < 100 && !complete(); i++) await sleep(100);
+      const cpu = cpuShares(cpuBefore, cpuTicks(measured));
+      const commandsPerPost = (await redisCommands() - commandsBefore) / POSTS;
+      for (const { name, session } of profilers) {
+        const { profile } = (await session.call('Profiler.stop')) as { profile: unknown };
+        session.close();
+        mkdirSync(process.env.BENCH_CPU_PROFILE!, { recursive: true });
+        writeFileSync(join(process.env.BENCH_CPU_PROFILE!, `streaming-posts-${name}${rounds > 1 ? `-${round}` : ''}.cpuprofile`), JSON.stringify(profile));
+      }
+      spy.disconnect();
+
+      const report = (name: string, group: Listener[]) => {
+        const latencies: number[] = [];
+        const fromSent: number[] = [];
+        const toRedis: number[] = [];
+        const fromRedis: number[] = [];
+        let missed = 0;
+        const perPostMax: number[] = [];
+        for (const p of posts) {
+          let worst = -Infinity;
+          for (const l of group) {
+            const at = l.arrivals.get(p.id);
+            const pub = published.get(`${l.channel} ${p.id}`);
+            if (pub !== undefined) toRedis.push(pub - p.returned);
+            if (pub !== undefined && at !== undefined) fromRedis.push(at - pub);
+            if (at === undefined) missed += 1;
+            else {
+              latencies.push(at - p.returned);
+              fromSent.push(at - p.sent);
+              worst = Math.max(worst, at - p.returned);
+            }
+          }
+          perPostMax.push(worst);
+        }
+        const s = stats(latencies);
+        const f = stats(fromSent);
+        const r1 = stats(toRedis);
+        const r2 = stats(fromRedis);
+        const early = latencies.filter((x) => x < 0).length;
+        const closed = group.filter((l) => l.closed).length;
+        const silent = group.filter((l) => l.arrivals.size === 0).length;
+        const errors = group.flatMap((l) => l.errors);
+        console.log(`  stream=${name}: p50 ${ms(s.p50)}, p99 ${ms(s.p99)}, max ${ms(s.max)} over ${s.n} (post, socket) pairs; missed ${missed} of ${POSTS * group.length}${silent ? ` (${silent} sockets got no update at all)` : ''}${closed ? `; ${closed} sockets closed` : ''}${errors.length ? `; ${errors.length} error messages, e.g. "${errors[0]}"` : ''}`);
+        console.log(`    from the POST being sent instead: p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, max ${ms(f.max)}${early ? `; ${early} updates came before the POST's answer was read (counted as negative above)` : ''}`);
+        console.log(`    split at Redis: published p50 ${ms(r1.p50)}, p99 ${ms(r1.p99)} after the POST's answer (${r1.n} (post, socket) pairs' publications seen); from there to the socket p50 ${ms(r2.p50)}, p99 ${ms(r2.p99)}`);
+        console.log(`    slowest socket per post (ms, from the answer): ${perPostMax.map((x) => (Number.isFinite(x) ? x.toFixed(0) : '-')).join(' ')}`);
+      };
+      const postStats = stats(posts.map((p) => p.returned - p.sent));
+      console.log(`\nlatency from POST /api/v1/statuses answering to the \`update\` on each socket (${POSTS} posts ${POST_GAP_MS} ms apart, ${ACCOUNTS} followers; target p99 < 100 ms)`);
+      report('user', userSockets);
+      report('public:local', publicSockets);
+      console.log(`  the POSTs themselves: p50 ${ms(postStats.p50)}, max ${ms(postStats.max)}`);
+      const [serverCpu, benchCpu, streamerCpu = 0] = cpu.procs as [number, number, number?];
+      console.log(`  CPU while posting (% of all ${cpus().length} cores): machine ${cpu.machine.toFixed(0)}%, server ${serverCpu.toFixed(0)}%${streamer ? `, streaming process ${streamerCpu.toFixed(0)}%` : ''}, this benchmark ${benchCpu.toFixed(0)}%, everything else (PostgreSQL, Redis, other work) ${(cpu.machine - serverCpu - streamerCpu - benchCpu).toFixed(0)}%; Redis commands per post: ${Math.round(commandsPerPost)} (all of Redis's clients)`);
+      await closeAll(sockets.splice(0));
+    }
+    // BENCH_STREAMING_IDLE=0: the latency part only.
+    if (process.env.BENCH_STREAMING_IDLE === '0') return;
     const latencyPeakMb = peakRssMb(pid);
 
     // 2. Idle sockets, on a server started afresh (same database and Redis): the set-up above (1,000 password

@@ -62,6 +62,7 @@ export type AccountMessage =
   /** Fan-out: a status by a member of these lists (all this account's, already judged by their replies policy). */
   | { type: 'addToListFeeds'; listIds: string[]; statusId: string }
   | { type: 'rebuildListFeed'; listId: string }
+  | { type: 'removeFromFollowers'; followerId: string }
   /** Scheduled posts (services/scheduled-statuses.ts); their publishing is a `postStatus` with `scheduledStatusId`. */
   | { type: 'scheduleStatus'; params: statusService.PostParams; scheduledAt: Date }
   | { type: 'rescheduleStatus'; scheduledStatusId: string; scheduledAt: Date }
@@ -70,7 +71,6 @@ export type AccountMessage =
   | { type: 'followTag' | 'unfollowTag'; name: string }
   /** Direct conversations (services/conversations.ts): the account's own rows. */
   | { type: 'readConversation' | 'removeConversation'; conversationId: string }
-  | { type: 'removeFromFollowers'; followerId: string }
   /** Bookmarks, pins and muted conversations (services/status-marks.ts). */
   | { type: 'bookmark' | 'unbookmark' | 'pin' | 'unpin' | 'muteConversation' | 'unmuteConversation'; status: StatusRow };
 

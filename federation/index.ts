@@ -1,5 +1,6 @@
 import { createExponentialBackoffPolicy, createFederation, type Context, type RequestContext } from '@fedify/fedify';
-import { Create, Note, type Announce } from '@fedify/vocab';
+import { Create, Hashtag, Note, type Announce } from '@fedify/vocab';
+import { featuredTagsOf } from '../storage/featured-tags.ts';
 import type { AppContext, AppFederation } from '../context.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import { publishedLocalAccount, signingLocalAccount } from '../services/local-accounts.ts';
@@ -135,6 +136,15 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     })
     .setFirstCursor(() => '')
     .setCounter(async (fed, identifier) => (await publishedLocalAccount(fed.data, identifier))?.statuses_count ?? null)
+    .authorize((fed, identifier) => authorized(fed, identifier));
+  // Featured hashtags, as Mastodon's `featuredTags` collection of Hashtag objects.
+  federation
+    .setFeaturedTagsDispatcher('/users/{identifier}/collections/tags', async (fed, identifier) => {
+      const account = await publishedLocalAccount(fed.data, identifier);
+      if (!account) return null;
+      const tags = await featuredTagsOf(fed.data.db, account.id);
+      return { items: tags.map((t) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(t.name.toLowerCase())}`, fed.data.config.publicUrl), name: `#${t.name}` })) };
+    })
     .authorize((fed, identifier) => authorized(fed, identifier));
   // Pinned statuses, newest pin first, as Notes (federation/featured.ts).
   federation

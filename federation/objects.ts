@@ -46,6 +46,7 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     followers: fed.getFollowersUri(identifier),
     following: fed.getFollowingUri(identifier),
     featured: fed.getFeaturedUri(identifier),
+    featuredTags: fed.getFeaturedTagsUri(identifier),
     endpoints: new Endpoints({ sharedInbox: fed.getInboxUri() }),
     publicKey: keys[0]?.cryptographicKey,
     assertionMethods: keys.map((k) => k.multikey),

@@ -44,10 +44,11 @@ import adminDomainAllowsRoutes from './api/v1/admin/domain_allows.ts';
 import instanceDomainBlocksRoutes from './api/v1/instance_domain_blocks.ts';
 import blocksRoutes from './api/v1/blocks.ts';
 import listsRoutes from './api/v1/lists.ts';
+import accountNotesRoutes from './api/v1/account_notes.ts';
+import featuredTagsRoutes from './api/v1/featured_tags.ts';
 import scheduledStatusesRoutes from './api/v1/scheduled_statuses.ts';
 import tagsRoutes from './api/v1/tags.ts';
 import conversationsRoutes from './api/v1/conversations.ts';
-import accountNotesRoutes from './api/v1/account_notes.ts';
 import pollsRoutes from './api/v1/polls.ts';
 import statusMarksRoutes from './api/v1/status_marks.ts';
 
@@ -126,10 +127,11 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(instanceDomainBlocksRoutes, { ctx });
   await app.register(blocksRoutes, { ctx });
   await app.register(listsRoutes, { ctx });
+  await app.register(accountNotesRoutes, { ctx });
+  await app.register(featuredTagsRoutes, { ctx });
   await app.register(scheduledStatusesRoutes, { ctx });
   await app.register(tagsRoutes, { ctx });
   await app.register(conversationsRoutes, { ctx });
-  await app.register(accountNotesRoutes, { ctx });
   await app.register(pollsRoutes, { ctx });
   await app.register(statusMarksRoutes, { ctx });
   await app.register(mediaV1Routes, { ctx });

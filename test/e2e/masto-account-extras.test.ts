@@ -17,7 +17,7 @@ beforeAll(async () => {
 });
 afterAll(async () => s?.close());
 
-const raw = (method: 'GET' | 'POST', url: string, token?: string, payload?: object) =>
+const raw = (method: 'GET' | 'POST' | 'DELETE', url: string, token?: string, payload?: object) =>
   s.app.inject({ method, url, headers: token ? { authorization: `Bearer ${token}` } : {}, ...(payload ? { payload } : {}) });
 
 describe('masto: around accounts', () => {
@@ -61,5 +61,38 @@ describe('masto: around accounts', () => {
     expect((await raw('POST', '/api/v1/accounts/99999999/endorse', tokenOf(c.ada))).statusCode).toBe(404);
     expect((await c.ada.v1.accounts.$select(id.bo!).unendorse()).endorsed).toBe(false);
     expect(await c.ada.v1.endorsements.list()).toEqual([]);
+  });
+});
+
+describe('masto: featured hashtags', () => {
+  it('features tags with their use counts, suggests recent ones, and publishes them in the actor', async () => {
+    await c.di.v1.statuses.create({ status: 'about #Gardening and #tomatoes' });
+    await c.di.v1.statuses.create({ status: 'more #gardening' });
+    await c.di.v1.statuses.create({ status: 'only for followers #gardening', visibility: 'private' });
+    const suggested = await c.di.v1.featuredTags.suggestions.list();
+    expect(suggested.map((t) => t.name).sort()).toEqual(['gardening', 'tomatoes']);
+
+    const tag = await c.di.v1.featuredTags.create({ name: 'Gardening' });
+    expect(tag).toMatchObject({ name: 'Gardening', statusesCount: '2', lastStatusAt: new Date().toISOString().slice(0, 10) });
+    const res = await raw('GET', `/api/v1/accounts/${id.di}/featured_tags`);
+    expect(res.statusCode).toBe(200);
+    for (const t of res.json()) expectEntity('FeaturedTag', t);
+    expect((await c.ada.v1.accounts.$select(id.di!).featuredTags.list()).map((t) => t.name)).toEqual(['Gardening']);
+    expect((await c.di.v1.featuredTags.create({ name: 'gardening' })).id).toBe(tag.id);
+    expect((await c.di.v1.featuredTags.suggestions.list()).map((t) => t.name)).toEqual(['tomatoes']);
+
+    const actor = await s.app.inject({ method: 'GET', url: '/users/di', headers: { accept: 'application/activity+json' } });
+    const collection = actor.json().featuredTags as string;
+    const tags = await s.app.inject({ method: 'GET', url: new URL(collection).pathname, headers: { accept: 'application/activity+json' } });
+    expect(tags.json()).toMatchObject({ type: 'OrderedCollection', orderedItems: [expect.objectContaining({ type: 'Hashtag', name: '#Gardening' })] });
+
+    for (const name of ['', '12345', 'not a tag']) {
+      const bad = await raw('POST', '/api/v1/featured_tags', tokenOf(c.di), { name });
+      expect(bad.statusCode, name).toBe(422);
+      expect(bad.json().error).toMatch(/^Validation failed/);
+    }
+    expect((await raw('DELETE', '/api/v1/featured_tags/99999', tokenOf(c.di))).statusCode).toBe(404);
+    await c.di.v1.featuredTags.$select(tag.id).remove();
+    expect(await c.di.v1.featuredTags.list()).toEqual([]);
   });
 });

@@ -28,6 +28,8 @@ import statusesRoutes from './api/v1/statuses.ts';
 import timelinesRoutes from './api/v1/timelines.ts';
 import markersRoutes from './api/v1/markers.ts';
 import notificationsRoutes from './api/v1/notifications.ts';
+import notificationRequestsRoutes from './api/v1/notification_requests.ts';
+import notificationsV2Routes from './api/v2/notifications.ts';
 import pushRoutes from './api/v1/push.ts';
 import instanceV2Routes from './api/v2/instance.ts';
 import trendsRoutes from './api/v1/trends.ts';
@@ -109,6 +111,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(timelinesRoutes, { ctx });
   await app.register(markersRoutes, { ctx });
   await app.register(notificationsRoutes, { ctx });
+  await app.register(notificationRequestsRoutes, { ctx });
+  await app.register(notificationsV2Routes, { ctx });
   await app.register(pushRoutes, { ctx });
   await app.register(instanceV1Routes, { ctx });
   await app.register(instanceV2Routes, { ctx });

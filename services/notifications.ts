@@ -6,19 +6,26 @@ import { inMutedConversations } from '../storage/status-marks.ts';
 import type { JobQueues } from '../jobs/queues.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { queueWebPush } from './web-push.ts';
+import { FILTERABLE_TYPES, policyVerdict } from './notification-policy.ts';
+import { recordFiltered } from '../storage/notification-policy.ts';
 
 /**
  * Notifies a local account of what another did, in the transaction of the change, and tells its streaming sockets
  * once that transaction has committed (never of a change that was rolled back). Its Web Push subscriptions that take
  * the notification get a push, queued through the outbox of the same transaction. Nothing is made when either blocks
  * the other, or the recipient mutes the sender's notifications or blocks their server (Mastodon's NotifyService).
+ * The recipient's notification policy then accepts it, drops it, or files it as filtered under a notification
+ * request (told to no socket and pushed nowhere).
  */
 export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueues }, tx: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
-  if (await notificationsBlocked(tx, accountId, fromAccountId)) return;
+  if (await notificationsBlocked(tx, accountId, fromAccountId, { limitedAccounts: !FILTERABLE_TYPES.has(type) })) return;
   // Nothing from a conversation the recipient muted (Mastodon's NotifyService#conversation_muted?).
   if (statusId && (await inMutedConversations(tx, accountId, [statusId])).size > 0) return;
-  const row = await notify(tx, accountId, fromAccountId, type, statusId);
-  if (row) {
+  const verdict = await policyVerdict(tx, accountId, fromAccountId, type, statusId);
+  if (verdict === 'drop') return;
+  const row = await notify(tx, accountId, fromAccountId, type, statusId, verdict === 'filter');
+  if (row?.filtered) await recordFiltered(tx, accountId, fromAccountId, type === 'mention' ? statusId : null);
+  else if (row) {
     afterCommit(tx, () => deps.events.publish(streamChannels.notifications(accountId), { event: 'notification', notificationId: row.id }));
     await queueWebPush(deps, tx, row);
   }

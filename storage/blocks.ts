@@ -165,16 +165,18 @@ export async function viewerRelations(db: Queryable, viewerId: string): Promise<
 /**
  * Whether `recipient` takes notifications from `sender`: not when either blocks the other, when the recipient mutes
  * the sender's notifications, or blocks the sender's domain (Mastodon's NotifyService blocked? checks); nor from a
- * limited (silenced) account, or one of a silenced server, that the recipient does not follow (Mastodon files those
- * as notification requests; there are none here yet, so they are not made).
+ * limited (silenced) account, or one of a silenced server, that the recipient does not follow, unless
+ * `limitedAccounts` is false: for the types a notification policy decides on, its `for_limited_accounts` does
+ * (services/notification-policy.ts).
  */
-export async function notificationsBlocked(db: Queryable, recipientId: string, senderId: string): Promise<boolean> {
+export async function notificationsBlocked(db: Queryable, recipientId: string, senderId: string, opts: { limitedAccounts?: boolean } = {}): Promise<boolean> {
+  const limited = opts.limitedAccounts === false ? '' : `
+         OR EXISTS (SELECT 1 FROM accounts a WHERE a.id = $2 AND (a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', '$1')})
+                     AND NOT EXISTS (SELECT 1 FROM follows f WHERE f.account_id = $1 AND f.target_account_id = $2))`;
   const { rows } = await db.query<{ blocked: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM blocks WHERE (account_id = $1 AND target_account_id = $2) OR (account_id = $2 AND target_account_id = $1))
          OR EXISTS (SELECT 1 FROM mutes m WHERE m.account_id = $1 AND m.target_account_id = $2 AND m.hide_notifications AND ${MUTE_ACTIVE})
-         OR EXISTS (SELECT 1 FROM account_domain_blocks d JOIN accounts a ON a.id = $2 WHERE d.account_id = $1 AND d.domain = lower(a.domain))
-         OR EXISTS (SELECT 1 FROM accounts a WHERE a.id = $2 AND (a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', '$1')})
-                     AND NOT EXISTS (SELECT 1 FROM follows f WHERE f.account_id = $1 AND f.target_account_id = $2))
+         OR EXISTS (SELECT 1 FROM account_domain_blocks d JOIN accounts a ON a.id = $2 WHERE d.account_id = $1 AND d.domain = lower(a.domain))${limited}
          AS blocked`,
     [recipientId, senderId],
   );

@@ -11,21 +11,25 @@ export interface NotificationRow {
   type: NotificationType;
   status_id: string | null;
   created_at: Date;
+  /** Its group (storage/notification-groups.ts); null when ungrouped. Absent where a query does not read it. */
+  group_key?: string | null;
+  /** Kept aside by the recipient's notification policy (shown through a notification request). */
+  filtered?: boolean;
 }
 
 /**
  * Records an event for accountId; nobody is notified of their own actions (but of their poll's end), and one event notifies once. Returns the
  * new notification, or null when there is none (a repeat, one's own action, a remote account).
  */
-export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<NotificationRow | null> {
+export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, filtered = false): Promise<NotificationRow | null> {
   // A poll's end is the one event its author hears of from themselves, as in Mastodon.
   if (accountId === fromAccountId && type !== 'poll') return null;
   const { rows } = await db.query<NotificationRow>(
-    `INSERT INTO notifications (account_id, from_account_id, type, status_id)
-     SELECT $1, $2, $3, $4 FROM accounts WHERE id = $1 AND domain IS NULL
+    `INSERT INTO notifications (account_id, from_account_id, type, status_id, filtered, group_key)
+     SELECT $1, $2, $3, $4, $5, CASE WHEN $5 THEN NULL ELSE notification_group_key($1, $3, $4) END FROM accounts WHERE id = $1 AND domain IS NULL
      ON CONFLICT DO NOTHING
-     RETURNING id, account_id, from_account_id, type, status_id, created_at`,
-    [accountId, fromAccountId, type, statusId],
+     RETURNING id, account_id, from_account_id, type, status_id, created_at, group_key, filtered`,
+    [accountId, fromAccountId, type, statusId, filtered],
   );
   return rows[0] ?? null;
 }
@@ -41,11 +45,13 @@ export interface NotificationFilters {
   types?: string[] | undefined;
   excludeTypes?: string[] | undefined;
   accountId?: string | undefined;
+  /** Also those the notification policy filtered (Mastodon's `include_filtered`). */
+  includeFiltered?: boolean | undefined;
 }
 
 export async function notificationsPage(db: Queryable, accountId: string, f: NotificationFilters, p: PageParams): Promise<NotificationRow[]> {
   const values: unknown[] = [accountId];
-  let extra = '';
+  let extra = f.includeFiltered ? '' : ' AND NOT n.filtered';
   if (f.types && f.types.length > 0) {
     values.push(f.types);
     extra += ` AND n.type = ANY($${values.length}::text[])`;
@@ -61,7 +67,7 @@ export async function notificationsPage(db: Queryable, accountId: string, f: Not
   const c = pageClause('n.id', p, values);
   // Notifications about deleted statuses disappear with them.
   const { rows } = await db.query<NotificationRow>(
-    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at FROM notifications n
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at, n.group_key, n.filtered FROM notifications n
        LEFT JOIN statuses s ON s.id = n.status_id
       WHERE n.account_id = $1 AND (n.status_id IS NULL OR s.deleted_at IS NULL)${extra} AND ${c.where}
       ORDER BY ${c.order} ${c.limit}`,
@@ -72,7 +78,7 @@ export async function notificationsPage(db: Queryable, accountId: string, f: Not
 
 export async function findNotification(db: Queryable, accountId: string, id: string): Promise<NotificationRow | null> {
   const { rows } = await db.query<NotificationRow>(
-    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at FROM notifications n
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at, n.group_key, n.filtered FROM notifications n
        LEFT JOIN statuses s ON s.id = n.status_id
       WHERE n.id = $1 AND n.account_id = $2 AND (n.status_id IS NULL OR s.deleted_at IS NULL)`,
     [id, accountId],
@@ -93,7 +99,7 @@ export async function clearNotifications(db: Queryable, accountId: string): Prom
 export async function unreadCount(db: Queryable, accountId: string, afterId: string | null, cap: number): Promise<number> {
   const { rows } = await db.query<{ n: string }>(
     `SELECT count(*) AS n FROM (SELECT 1 FROM notifications n LEFT JOIN statuses s ON s.id = n.status_id
-      WHERE n.account_id = $1 AND n.id > coalesce($2::bigint, 0) AND (n.status_id IS NULL OR s.deleted_at IS NULL) LIMIT $3) x`,
+      WHERE n.account_id = $1 AND NOT n.filtered AND n.id > coalesce($2::bigint, 0) AND (n.status_id IS NULL OR s.deleted_at IS NULL) LIMIT $3) x`,
     [accountId, afterId, cap],
   );
   return Number(rows[0]!.n);

@@ -8,7 +8,7 @@ export function renderNotification(ctx: RenderContext, n: NotificationRow, from:
   return {
     id: n.id,
     type: n.type,
-    group_key: `ungrouped-${n.id}`,
+    group_key: n.group_key ?? `ungrouped-${n.id}`,
     created_at: n.created_at.toISOString(),
     account: renderAccount(ctx, from),
     ...(n.status_id ? { status } : {}),

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../app.ts';
-import { PagingQuery, isId } from '../../params.ts';
+import { Bool, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound } from '../../../errors.ts';
@@ -24,6 +24,7 @@ export default async function notificationsRoutes(fastify: FastifyInstance, { ct
         types: Type.Optional(Type.Array(TypeName, { maxItems: 20 })),
         exclude_types: Type.Optional(Type.Array(TypeName, { maxItems: 20 })),
         account_id: Type.Optional(Type.String({ maxLength: 40 })),
+        include_filtered: Type.Optional(Bool()),
       }),
     },
     config: read,
@@ -31,7 +32,7 @@ export default async function notificationsRoutes(fastify: FastifyInstance, { ct
     const viewerId = requireViewer(request);
     const q = request.query;
     if (q.account_id !== undefined && !isId(q.account_id)) return [];
-    const rows = await notifications.notificationsPage(ctx.db, viewerId, { types: q.types, excludeTypes: q.exclude_types, accountId: q.account_id }, pageParams(q, 40));
+    const rows = await notifications.notificationsPage(ctx.db, viewerId, { types: q.types, excludeTypes: q.exclude_types, accountId: q.account_id, includeFiltered: q.include_filtered }, pageParams(q, 40));
     setLinkHeader(request, reply, ctx.config.publicUrl, rows[0]?.id ?? null, rows.at(-1)?.id ?? null);
     return renderNotifications(ctx, viewerId, rows);
   });

@@ -1,0 +1,60 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../../app.ts';
+import { IdList, PagingQuery, isId } from '../../params.ts';
+import { requireViewer } from '../../plugins/auth.ts';
+import { pageParams, setLinkHeader } from '../../paging.ts';
+import { notFound } from '../../../errors.ts';
+import { transaction } from '../../../storage/db.ts';
+import { acceptSenders, dismissSenders, findRequest, lockRequests, requestsPage } from '../../../storage/notification-policy.ts';
+import { renderNotificationRequests } from '../../serializers/notification-groups.ts';
+
+// Mastodon's filtered notification requests: one per sender whose notifications the notification policy filtered.
+
+const Params = Type.Object({ id: Type.String({ maxLength: 40 }) });
+const Many = Type.Object({ id: IdList(100) });
+
+export default async function notificationRequestsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const read = { auth: { kind: 'user' as const, scopes: ['read:notifications'] } };
+  const write = { auth: { kind: 'user' as const, scopes: ['write:notifications'] } };
+
+  app.get('/api/v1/notifications/requests', { schema: { querystring: Type.Object(PagingQuery(40, 80)) }, config: read }, async (request, reply) => {
+    const viewerId = requireViewer(request);
+    const rows = await requestsPage(ctx.db, viewerId, pageParams(request.query, 40));
+    setLinkHeader(request, reply, ctx.config.publicUrl, rows[0]?.id ?? null, rows.at(-1)?.id ?? null);
+    return renderNotificationRequests(ctx, viewerId, rows);
+  });
+
+  // Accepting is done at once (in the request's transaction), so accepted requests are always merged.
+  app.get('/api/v1/notifications/requests/merged', { config: read }, async (request) => {
+    requireViewer(request);
+    return { merged: true };
+  });
+
+  /** Accepts or dismisses the viewer's requests with these ids, all or none (404 when one is not theirs). */
+  const settle = async (viewerId: string, ids: string[], how: typeof acceptSenders) => {
+    if (!ids.every((id) => isId(id))) throw notFound();
+    await transaction(ctx.db, async (tx) => {
+      const senders = await lockRequests(tx, viewerId, ids);
+      if (!senders) throw notFound();
+      await how(tx, viewerId, senders);
+    });
+    return {};
+  };
+
+  app.post('/api/v1/notifications/requests/accept', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body.id, acceptSenders));
+  app.post('/api/v1/notifications/requests/dismiss', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body.id, dismissSenders));
+
+  app.get('/api/v1/notifications/requests/:id', { schema: { params: Params }, config: read }, async (request) => {
+    const viewerId = requireViewer(request);
+    const row = isId(request.params.id) ? await findRequest(ctx.db, viewerId, request.params.id) : null;
+    const [rendered] = row ? await renderNotificationRequests(ctx, viewerId, [row]) : [];
+    if (!rendered) throw notFound();
+    return rendered;
+  });
+
+  app.post('/api/v1/notifications/requests/:id/accept', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], acceptSenders));
+  app.post('/api/v1/notifications/requests/:id/dismiss', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], dismissSenders));
+}

@@ -81,7 +81,10 @@ export default async function notificationsV2Routes(fastify: FastifyInstance, { 
     return renderPolicy(viewerId, await findPolicy(ctx.db, viewerId));
   });
 
-  app.patch('/api/v2/notifications/policy', {
+  // Rails' `resource :policy` takes PUT as well as PATCH (masto sends PUT).
+  app.route({
+    method: ['PATCH', 'PUT'],
+    url: '/api/v2/notifications/policy',
     schema: {
       body: Type.Optional(Type.Object({
         for_not_following: Type.Optional(Action),
@@ -92,11 +95,12 @@ export default async function notificationsV2Routes(fastify: FastifyInstance, { 
       })),
     },
     config: write,
-  }, async (request) => {
-    const viewerId = requireViewer(request);
-    const changes = Object.fromEntries(Object.entries(request.body ?? {}).filter(([, v]) => v !== undefined)) as Partial<NotificationPolicy>;
-    const policy = await transaction(ctx.db, (tx) => updatePolicy(tx, viewerId, changes));
-    return renderPolicy(viewerId, policy);
+    handler: async (request) => {
+      const viewerId = requireViewer(request);
+      const changes = Object.fromEntries(Object.entries(request.body ?? {}).filter(([, v]) => v !== undefined)) as Partial<NotificationPolicy>;
+      const policy = await transaction(ctx.db, (tx) => updatePolicy(tx, viewerId, changes));
+      return renderPolicy(viewerId, policy);
+    },
   });
 
   app.get('/api/v2/notifications/:group_key', {

@@ -3,6 +3,7 @@ import type { HomeFeeds } from '../storage/feeds.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
 import { findStatus, findStatusRecord, tagsOf, type StatusRow } from '../storage/statuses.ts';
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
+import { accountLimited } from '../storage/blocks.ts';
 import { listsAlsoHolding, listsWithMember } from '../storage/lists.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { publicChannelsOf, streamChannels, type StreamEvents } from '../services/stream-events.ts';
@@ -51,7 +52,8 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   const status = await findStatus(db, statusId);
   if (!status) return 0;
   // Public streams first: they are one message each, whatever the number of followers.
-  if (broadcastable(status)) await events.publish(await publicChannels(db, status), { event: edit ? 'status.update' : 'update', statusId });
+  // A limited (silenced) author, or one of a silenced server, is kept off the public streams as off public timelines.
+  if (broadcastable(status) && !(await accountLimited(db, status.account_id))) await events.publish(await publicChannels(db, status), { event: edit ? 'status.update' : 'update', statusId });
   let delivered = 0;
   if (status.visibility === 'direct') {
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.

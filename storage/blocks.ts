@@ -233,3 +233,12 @@ export async function blockersAmong(db: Queryable, viewerId: string, accountIds:
   );
   return new Set(rows.map((r) => r.account_id));
 }
+
+/** Whether an account is limited: silenced itself, or of a silenced server (it stays off public timelines and streams). */
+export async function accountLimited(db: Queryable, accountId: string): Promise<boolean> {
+  const { rows } = await db.query<{ limited: boolean }>(
+    `SELECT (a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', 'NULL::bigint')}) AS limited FROM accounts a WHERE a.id = $1`,
+    [accountId],
+  );
+  return rows[0]?.limited ?? false;
+}

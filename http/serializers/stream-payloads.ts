@@ -3,6 +3,7 @@ import type { StatusBundle } from '../../services/hydrate.ts';
 import type { StatusRow } from '../../storage/statuses.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { applyFilters, type ViewerFilters } from '../../services/filters.ts';
+import { applyRelations, type ViewerRelations } from '../../services/relations.ts';
 import { flagsOfViewers } from '../../storage/statuses.ts';
 import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
@@ -72,14 +73,25 @@ export class StreamPayloads {
       return { key, viewerId, context: (context || null) as FilterContext | null };
     });
     const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
-    // The receivers' filter versions are read while their views are made; most are 0 (no filters: nothing to load).
-    const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, viewerIds), this.ctx.versions.get('f', viewerIds)]);
+    // The receivers' filter and relation versions are read while their views are made; most are 0 (no filters, no
+    // blocks or mutes: nothing to load).
+    const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, viewerIds), this.ctx.versions.getMany({ f: viewerIds, r: viewerIds })]);
     const filtersOf = new Map<string, ViewerFilters>();
-    await Promise.all(viewerIds.map(async (v, i) => { if (versions[i] !== '0') filtersOf.set(v, await this.ctx.filters.forViewer(v, versions[i])); }));
+    const relationsOf = new Map<string, ViewerRelations>();
+    await Promise.all(viewerIds.map(async (v) => {
+      const f = versions.f.get(v)!;
+      const r = versions.r.get(v)!;
+      if (f !== '0') filtersOf.set(v, await this.ctx.filters.forViewer(v, f));
+      if (r !== '0') relationsOf.set(v, await this.ctx.statusLoader.relations.forViewer(v, r));
+    }));
     const out = new Map<string, string>();
     for (const r of receivers) {
       const view = unfiltered.get(r.viewerId);
       if (!view) continue;
+      // Blocks and mutes as REST applies them (services/relations.ts): an author who blocks the receiver is never
+      // shown to them; the user and public streams leave out whom they block or mute, as their timelines do.
+      const relations = relationsOf.get(r.viewerId);
+      if (relations && !shownDespiteRelations(relations, r.context, r.viewerId, view)) continue;
       const filters = filtersOf.get(r.viewerId);
       if (!r.context || !filters || filters.filters.length === 0) {
         out.set(r.key, view.json);
@@ -130,6 +142,12 @@ export class StreamPayloads {
     }
     return out;
   }
+}
+
+function shownDespiteRelations(relations: ViewerRelations, context: FilterContext | null, viewerId: string, view: StatusView): boolean {
+  const original = view.row.reblog_of_id ? view.bundle.statuses.get(view.row.reblog_of_id) : undefined;
+  if (relations.blockedBy.has(view.row.account_id) || (original && relations.blockedBy.has(original.account_id))) return false;
+  return applyRelations(relations, context, viewerId, [view.row], view.bundle).length === 1;
 }
 
 /** Receivers handed their payload (and so written to) per turn of the event loop. */

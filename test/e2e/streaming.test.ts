@@ -6,6 +6,7 @@ import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
+import { setAccountFlag } from '../../storage/moderation.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/listen.ts';
@@ -273,5 +274,29 @@ describe('the streaming API across processes', () => {
     const unauthorized = await fetch(`${bUrl.replace('ws', 'http')}/api/v1/streaming/user`);
     expect(unauthorized.status).toBe(401);
     expect(await unauthorized.json()).toEqual({ error: 'Missing access token' });
+  });
+  it('keeps blocked and muted accounts\' posts off the user and public streams, an author who blocks the viewer, and limited accounts off public ones', async () => {
+    const [dee, eve, fay, gil, hal] = await registerUsers(a.app, 'rdee', 'reve', 'rfay', 'rgil', 'rhal');
+    await setAccountFlag(a.ctx.db, hal.id, 'silenced', true); // as the admin API's silence does
+    for (const target of [eve, fay]) expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${target.id}/follow`, headers: bearer(dee.token) })).statusCode).toBe(200);
+    await a.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(dee.token) });
+    expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${eve.id}/mute`, headers: bearer(dee.token) })).statusCode).toBe(200);
+    expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${dee.id}/block`, headers: bearer(gil.token) })).statusCode).toBe(200);
+    const user = await rawSocket('?stream=user', { protocol: dee.token });
+    const pub = await rawSocket('?stream=public:local', { protocol: dee.token });
+    const muted = await post(eve, { status: 'muted by dee' });
+    const blocker = await post(gil, { status: 'gil blocks dee' });
+    const limited = await post(hal, { status: 'hal is silenced' });
+    const control = await post(fay, { status: 'dee sees this' });
+    const isUpdate = (id: string) => (m: Json) => m.event === 'update' && JSON.parse(m.payload).id === id;
+    await user.waitFor(isUpdate(control.id));
+    await pub.waitFor(isUpdate(control.id));
+    for (const s of [user, pub]) {
+      expect(s.messages.some(isUpdate(muted.id))).toBe(false);
+      expect(s.messages.some(isUpdate(blocker.id))).toBe(false);
+    }
+    expect(pub.messages.some(isUpdate(limited.id))).toBe(false);
+    user.ws.close();
+    pub.ws.close();
   });
 });

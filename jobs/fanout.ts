@@ -119,6 +119,14 @@ export async function removeStatusFromFeeds({ db, actors, events }: FanOutDeps, 
   }
   const removeFrom = (accountIds: string[]) => Promise.all(accountIds.map((id) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
   await removeFrom([...new Set([authorId, ...mentionedIds])]);
+  // The list streams that had it hear of its deletion (list feeds keep the id; reads leave deleted statuses out).
+  for (let after = '0'; ;) {
+    const lists = await listsWithMember(db, authorId, after, BATCH);
+    if (lists.length === 0) break;
+    after = lists.at(-1)!.id;
+    for (const statusId of statusIds) await events.publish(lists.map((l) => streamChannels.list(l.id)), { event: 'delete', statusId });
+    if (lists.length < BATCH) break;
+  }
   for (const statusId of statusIds) await removeDirectStatus(db, [...new Set([authorId, ...mentionedIds])], statusId);
   let after = '0';
   for (;;) {

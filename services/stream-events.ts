@@ -24,6 +24,8 @@ export const streamChannels = {
   direct: (accountId: string) => `timeline:direct:${accountId}`,
   public: (scope: '' | ':local' | ':remote', media: boolean) => `timeline:public${scope}${media ? ':media' : ''}`,
   hashtag: (tag: string, local: boolean) => `timeline:hashtag:${tag.toLowerCase()}${local ? ':local' : ''}`,
+  /** A list's timeline: its members' posts as the list's feed takes them (actors/account.ts addToListFeeds). */
+  list: (listId: string) => `timeline:list:${listId}`,
 };
 
 /** The public channels a new public status belongs on, as Mastodon broadcasts them (not replies to others, not boosts). */

@@ -27,7 +27,7 @@ export class StreamPayloads {
   }
 
   /** A status for a receiver, with their filters of `context` applied (null: shown unfiltered, as on a direct stream). */
-  status(statusId: string, viewerId: string, context: FilterContext | null = null): Promise<string | null> {
+  status(statusId: string, viewerId: string, context: FilterContext | 'list' | null = null): Promise<string | null> {
     return new Promise((resolve) => {
       let viewers = this.pending.get(statusId);
       if (!viewers) this.pending.set(statusId, (viewers = new Map()));
@@ -70,7 +70,7 @@ export class StreamPayloads {
   private async renderFor(statusId: string, keys: string[]): Promise<Map<string, string>> {
     const receivers = keys.map((key) => {
       const [viewerId, context] = key.split(' ') as [string, string];
-      return { key, viewerId, context: (context || null) as FilterContext | null };
+      return { key, viewerId, context: (context || null) as FilterContext | 'list' | null };
     });
     const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
     // The receivers' filter and relation versions are read while their views are made; most are 0 (no filters, no
@@ -97,7 +97,8 @@ export class StreamPayloads {
         out.set(r.key, view.json);
         continue;
       }
-      const applied = applyFilters(filters, r.context, r.viewerId, [view.row], view.bundle);
+      // A list is read with the home filters, as on Mastodon.
+      const applied = applyFilters(filters, r.context === 'list' ? 'home' : r.context, r.viewerId, [view.row], view.bundle);
       const row = applied.rows[0];
       if (!row) continue; // a filter hides it
       out.set(r.key, applied.bundle === view.bundle ? view.json : JSON.stringify(renderStatus(this.ctx.render, applied.bundle, row)));
@@ -144,7 +145,7 @@ export class StreamPayloads {
   }
 }
 
-function shownDespiteRelations(relations: ViewerRelations, context: FilterContext | null, viewerId: string, view: StatusView): boolean {
+function shownDespiteRelations(relations: ViewerRelations, context: FilterContext | 'list' | null, viewerId: string, view: StatusView): boolean {
   const original = view.row.reblog_of_id ? view.bundle.statuses.get(view.row.reblog_of_id) : undefined;
   if (relations.blockedBy.has(view.row.account_id) || (original && relations.blockedBy.has(original.account_id))) return false;
   return applyRelations(relations, context, viewerId, [view.row], view.bundle).length === 1;

@@ -6,6 +6,8 @@ import type { RouteOptions } from '../app.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../errors.ts';
 import { hashSecret, findActiveAccessTokenByHash } from '../../storage/oauth.ts';
+import { findList } from '../../storage/lists.ts';
+import { isId } from '../../storage/ids.ts';
 import { invalidationChannel } from '../../services/token-cache.ts';
 import { parseScopes } from '../oauth/scopes.ts';
 import { StreamPayloads } from '../serializers/stream-payloads.ts';
@@ -188,6 +190,10 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
    * their home stream is reading it, so the feed is built (by its owner's actor) if it is not.
    */
   const subscribe = async (session: StreamSession, name: string, params: StreamParams) => {
+    // A list is streamed to its owner only (Mastodon: "Not authorized to stream this list").
+    if (name === 'list' && params.list && (!isId(params.list) || !(await findList(ctx.db, session.owner.accountId, params.list)))) {
+      throw new StreamError(401, 'Not authorized to stream this list');
+    }
     await session.subscribe(name, params);
     if (name === 'user') void ctx.actors.ask(session.owner.accountId, { type: 'rebuildHomeFeed' }).catch(() => {});
   };

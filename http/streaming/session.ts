@@ -3,6 +3,7 @@ import { streamChannels, type StreamMessage } from '../../services/stream-events
 import type { StreamBus, StreamListener } from './bus.ts';
 import type { StreamPayloads } from '../serializers/stream-payloads.ts';
 import type { FilterContext } from '../../storage/filters.ts';
+import { isId } from '../../storage/ids.ts';
 
 /** Who holds a streaming connection: the token's account, and what revoking it would name. */
 export interface StreamOwner {
@@ -25,10 +26,14 @@ export interface StreamParams {
  */
 export type StreamOutput = (stream: string[], event: string, payload: string | undefined) => void;
 
-/** Where a stream's statuses are shown, for the viewer's filters: home for the user stream, public for the others. */
-function filterContext(stream: string[]): FilterContext | null {
+/**
+ * Where a stream's statuses are shown, for the viewer's filters and relations: home for the user stream, a list for
+ * a list's (home filters; blocks and mutes as in the list's timeline), public for the others.
+ */
+function filterContext(stream: string[]): FilterContext | 'list' | null {
   const name = stream[0] ?? '';
   if (name === 'user') return 'home';
+  if (name === 'list') return 'list';
   return name.startsWith('public') || name.startsWith('hashtag') ? 'public' : null;
 }
 
@@ -80,8 +85,9 @@ export function resolveStream(owner: StreamOwner, name: string, params: StreamPa
       return { channels: [`timeline:direct:${owner.accountId}`], stream: [name] };
     case 'list':
       if (!params.list) throw new StreamError(400, 'Missing list name parameter');
-      // Lists do not exist yet, so no list is this account's.
-      throw new StreamError(401, 'Not authorized to stream this list');
+      // Whether the list is the owner's is checked before subscribing (http/streaming/routes.ts), against the database.
+      if (!isId(params.list)) throw new StreamError(401, 'Not authorized to stream this list');
+      return { channels: [streamChannels.list(params.list)], stream: [name, params.list] };
     default:
       throw new StreamError(400, 'Unknown stream type');
   }
@@ -144,7 +150,7 @@ export class StreamSession {
   }
 
   /** The event's payload for this connection's account; null when it is not to be sent. */
-  private async render(message: StreamMessage, context: FilterContext | null): Promise<{ payload?: string } | null> {
+  private async render(message: StreamMessage, context: FilterContext | 'list' | null): Promise<{ payload?: string } | null> {
     switch (message.event) {
       case 'update':
       case 'status.update': {

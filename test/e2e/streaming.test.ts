@@ -299,4 +299,25 @@ describe('the streaming API across processes', () => {
     user.ws.close();
     pub.ws.close();
   });
+  it('streams a list to its owner, and refuses another person\'s list', async () => {
+    const [owner, member, other] = await registerUsers(a.app, 'lown', 'lmem', 'loth');
+    const api = async (u: TestUser, method: 'POST' | 'GET', url: string, payload?: object) =>
+      (await a.app.inject({ method, url, headers: bearer(u.token), ...(payload ? { payload } : {}) })).json();
+    await api(owner, 'POST', `/api/v1/accounts/${member.id}/follow`);
+    const list = await api(owner, 'POST', '/api/v1/lists', { title: 'Streamed' });
+    await api(owner, 'POST', `/api/v1/lists/${list.id}/accounts`, { account_ids: [member.id] });
+    const s = await rawSocket(`?stream=list&list=${list.id}`, { protocol: owner.token });
+    const status = await post(member, { status: 'for the list stream' });
+    const update = await s.waitFor((m) => m.event === 'update' && JSON.parse(m.payload).id === status.id);
+    expect(update.stream).toEqual(['list', list.id]);
+    expectEntity('Status', JSON.parse(update.payload));
+    await a.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${status.id}`, headers: bearer(member.token) });
+    expect((await s.waitFor((m) => m.event === 'delete')).payload).toBe(status.id);
+    s.ws.close();
+
+    const stranger = await rawSocket('', { protocol: other.token });
+    stranger.ws.send(JSON.stringify({ type: 'subscribe', stream: 'list', list: list.id }));
+    expect(await stranger.waitFor((m) => 'error' in m)).toEqual({ error: 'Not authorized to stream this list', status: 401 });
+    stranger.ws.close();
+  });
 });

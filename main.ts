@@ -1,9 +1,11 @@
 // Starts the server: `npm start`. Settings come from the environment (README.md).
-import { ConfigError, loadConfig } from './config.ts';
+import cluster from 'node:cluster';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startServer } from './server.ts';
 
 async function main() {
   const config = loadConfig();
+  if (config.role === 'streaming' && config.streamingProcesses > 1 && cluster.isPrimary) return superviseStreaming(config);
   const server = await startServer(config);
   const shutdown = async (signal: string) => {
     server.app.log.info({ signal }, 'shutting down');
@@ -12,6 +14,32 @@ async function main() {
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/**
+ * STREAMING_PROCESSES > 1 with ROLE=streaming: this process only starts that many streaming processes on the same
+ * port (node:cluster hands each new connection to one of them), starts another if one dies, and stops them all.
+ */
+function superviseStreaming(config: Config): void {
+  let stopping = false;
+  for (let i = 0; i < config.streamingProcesses; i++) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    console.error(`streaming process ${worker.process.pid} ended (${signal ?? code}); starting another`);
+    setTimeout(() => cluster.fork(), 1000);
+  });
+  const shutdown = () => {
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
+    let left = workers.length;
+    if (left === 0) process.exit(0);
+    for (const w of workers) {
+      w.once('exit', () => { if (--left === 0) process.exit(0); });
+      w.process.kill('SIGTERM');
+    }
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
 }
 
 main().catch((err: unknown) => {

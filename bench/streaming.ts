@@ -7,7 +7,7 @@
 //     server's resident memory before and after, and whether all are still open past one server ping (30 s).
 // The same file is the child that holds idle sockets (when BENCH_STREAMING_CHILD is set).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -175,6 +175,21 @@ async function collectedMemory(): Promise<{ rss: number; heapUsed: number; exter
   } catch {
     return null;
   }
+}
+
+/** A process and its children (a streaming process with STREAMING_PROCESSES > 1 runs its sockets in children). */
+function withChildren(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      if (ppid === pid) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return [pid, ...children];
 }
 
 /** CPU time so far, in clock ticks: the machine's (busy and all) and that of some processes. */
@@ -374,7 +389,8 @@ async function main(): Promise<void> {
         streamer = startServer({ ...env, PORT: String(PORT + 1) }, { role: 'streaming', nodeFlags: [`--inspect=127.0.0.1:${INSPECT_PORT + 1}`] });
         await waitHealthy(streamingBase);
         socketBase = streamingBase.replace(/^http/, 'ws');
-        console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid})`);
+        const processes = Number(process.env.STREAMING_PROCESSES ?? 1);
+        console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid}${processes > 1 ? `, sockets in ${processes} processes sharing the port: STREAMING_PROCESSES` : ''})`);
       }
       const userSockets = await pool(tokens, OPEN_CONCURRENCY, (token, i) => latencySocket(`${socketBase}/api/v1/streaming?stream=user`, `${channelPrefix}timeline:${accountIds[i]}`, { authorization: `Bearer ${token}` }));
       const publicSockets = await pool(tokens, OPEN_CONCURRENCY, (token) => latencySocket(`${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, `${channelPrefix}timeline:public:local`));
@@ -414,7 +430,7 @@ async function main(): Promise<void> {
       }
       const redisCommands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
       const commandsBefore = await redisCommands();
-      const measured = [pid, process.pid, ...(streamer ? [streamer.pid!] : [])];
+      const measured = [pid, process.pid, ...(streamer ? withChildren(streamer.pid!) : [])];
       const cpuBefore = cpuTicks(measured);
       const posts: { id: string; sent: number; returned: number }[] = [];
       for (let i = 0; i < POSTS; i++) {
@@ -484,7 +500,8 @@ async function main(): Promise<void> {
       report('user', userSockets);
       report('public:local', publicSockets);
       console.log(`  the POSTs themselves: p50 ${ms(postStats.p50)}, max ${ms(postStats.max)}`);
-      const [serverCpu, benchCpu, streamerCpu = 0] = cpu.procs as [number, number, number?];
+      const [serverCpu = 0, benchCpu = 0, ...streamerProcs] = cpu.procs;
+      const streamerCpu = streamerProcs.reduce((a, b) => a + b, 0);
       console.log(`  CPU while posting (% of all ${cpus().length} cores): machine ${cpu.machine.toFixed(0)}%, server ${serverCpu.toFixed(0)}%${streamer ? `, streaming process ${streamerCpu.toFixed(0)}%` : ''}, this benchmark ${benchCpu.toFixed(0)}%, everything else (PostgreSQL, Redis, other work) ${(cpu.machine - serverCpu - streamerCpu - benchCpu).toFixed(0)}%; Redis commands per post: ${Math.round(commandsPerPost)} (all of Redis's clients)`);
       await closeAll(sockets.splice(0));
     }

@@ -30,6 +30,8 @@ beforeAll(async () => {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
     env: {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ROLE: 'streaming', PORT: String(port), BIND: '127.0.0.1',
+      // Two processes share the port (node:cluster), so sockets land on either and events must reach both.
+      STREAMING_PROCESSES: '2',
       DATABASE_URL: a.config.databaseUrl, REDIS_URL: a.config.redisUrl, REDIS_PREFIX: a.config.redisPrefix,
       LOCAL_DOMAIN: a.config.localDomain, DATA_DIR: a.config.dataDir, LOG_LEVEL: 'warn', RATE_LIMITS: 'false',
     },

@@ -31,14 +31,12 @@ async function publicChannels(db: Db, s: StatusRow): Promise<string[]> {
 
 /**
  * Each follower's actor adds the status to its own feed; the job ends when all of them have. Their home streams are
- * told first, in one pipeline: an app inserts the status it is sent without reading the feed, and waiting for a
- * thousand actors' writes would put their time between the post and every socket.
+ * told before (by the caller, in one pipeline): an app inserts the status it is sent without reading the feed, and
+ * waiting for a thousand actors' writes would put their time between the post and every socket.
  */
-async function addToFeeds(actors: ActorRegistry, events: StreamEvents, accountIds: string[], statusId: string, edit = false): Promise<void> {
-  if (accountIds.length === 0) return;
-  await events.publish(accountIds.map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
+async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId: string, edit = false): Promise<void> {
   // An edited status is in the feeds it was put in: only the streams hear of it.
-  if (edit) return;
+  if (accountIds.length === 0 || edit) return;
   await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId, accepting: true })));
 }
 
@@ -51,6 +49,10 @@ async function addToFeeds(actors: ActorRegistry, events: StreamEvents, accountId
 export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, statusId: string, edit = false): Promise<number> {
   const status = await findStatus(db, statusId);
   if (!status) return 0;
+  // The first followers are asked for while the public streams are told (every millisecond before a follower's
+  // stream hears of it is latency on their screen).
+  const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
+  firstBatch?.catch(() => {});
   // Public streams first: they are one message each, whatever the number of followers.
   // A limited (silenced) author, or one of a silenced server, is kept off the public streams as off public timelines.
   if (broadcastable(status) && !(await accountLimited(db, status.account_id))) await events.publish(await publicChannels(db, status), { event: edit ? 'status.update' : 'update', statusId });
@@ -59,8 +61,9 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
+    await events.publish([...followers].map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
     const accepting = await feeds.acceptingAmong([...followers]);
-    await addToFeeds(actors, events, accepting, statusId, edit);
+    await addToFeeds(actors, accepting, statusId, edit);
     // And their conversations (services/conversations.ts).
     await addDirectStatus({ db, events }, status);
     return accepting.length;
@@ -69,7 +72,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   const replyToOther = status.in_reply_to_account_id && status.in_reply_to_account_id !== status.account_id ? status.in_reply_to_account_id : null;
   let after = '0';
   for (;;) {
-    const batch = await localFollowersBatch(db, status.account_id, after, BATCH);
+    const batch = after === '0' && firstBatch ? await firstBatch : await localFollowersBatch(db, status.account_id, after, BATCH);
     if (batch.length === 0) break;
     after = batch.at(-1)!.followId;
     let targets = batch.filter((f) => !status.reblog_of_id || f.showReblogs).map((f) => f.accountId);
@@ -77,8 +80,11 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
       const alsoFollow = await whoFollow(db, targets, replyToOther);
       targets = targets.filter((id) => alsoFollow.has(id) || id === replyToOther);
     }
+    // Their streams before their feeds: whoever listens has a built feed (subscribing builds it), and a channel
+    // nobody listens to costs Redis next to nothing, so there is no need to wait for the feeds' check.
+    await events.publish(targets.map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
     const accepting = await feeds.acceptingAmong(targets);
-    await addToFeeds(actors, events, accepting, statusId, edit);
+    await addToFeeds(actors, accepting, statusId, edit);
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }

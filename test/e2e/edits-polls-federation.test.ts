@@ -3,9 +3,9 @@ import { startHttpsInstance, until, type Instance } from '../helpers/instances.t
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
-// Edits and polls across two instances of this server over https (b in authorized-fetch mode): an edit reaches the
-// follower's server as an Update, a poll as a Question, a vote from the other server is counted, and the end
-// reaches it as the final Update.
+// Edits, polls and pins across two instances of this server over https (b in authorized-fetch mode): an edit reaches
+// the follower's server as an Update, a poll as a Question, a vote from the other server is counted, and the end
+// reaches it as the final Update; a pin as an Add to the featured collection.
 let a: Instance;
 let b: Instance;
 let alice: TestUser; // on a
@@ -82,5 +82,16 @@ describe('edits and polls across two servers', () => {
     const closed = await until(async () => (await api(b, bob, 'GET', `/api/v1/polls/${there.poll.id}`)).body, (p) => p.expired === true, 'b: the poll ended');
     expect(Math.abs(Date.parse(closed.expires_at) - Date.now())).toBeLessThan(60_000);
     expect((await api(b, bob, 'GET', `/api/v1/statuses/${there.id}`)).body.edited_at).toBeNull();
+  });
+  it('shows a pin on the other server: sent as an Add to the featured collection, listed as the account\'s pinned posts', async () => {
+    const post = (await api(a, alice, 'POST', '/api/v1/statuses', { status: 'pin me' })).body;
+    const there = (await onB(post.uri))!;
+    expect((await api(a, alice, 'POST', `/api/v1/statuses/${post.id}/pin`)).body.pinned).toBe(true);
+    const pinned = async () => ((await api(b, bob, 'GET', `/api/v1/accounts/${there.account.id}/statuses?pinned=true`)).body as Json[]).map((s) => s.uri);
+    await until(pinned, (uris) => uris.includes(post.uri), 'b: the pin');
+    const featured = await a.app.inject({ method: 'GET', url: '/users/alice/collections/featured', headers: { accept: 'application/activity+json' } });
+    expect(JSON.stringify(featured.json())).toContain(post.uri);
+    await api(a, alice, 'POST', `/api/v1/statuses/${post.id}/unpin`);
+    await until(pinned, (uris) => !uris.includes(post.uri), 'b: the unpin');
   });
 });

@@ -6,7 +6,7 @@ import { findUserByAccountId } from '../storage/users.ts';
 import { mediaProblem } from '../storage/media.ts';
 import { notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
-import { statusLength, type PostParams, type StatusDeps } from './statuses.ts';
+import { checkContent, type PostParams, type StatusDeps } from './statuses.ts';
 
 // Scheduled posts (Mastodon's ScheduledStatus), applied by the author's actor (actors/account.ts). The row in
 // PostgreSQL is the truth; a BullMQ delayed job publishes it at its time through the author's actor (`postStatus`
@@ -63,14 +63,11 @@ export async function scheduleStatus(deps: StatusDeps, accountId: string, p: Pos
   const { db, config } = deps;
   checkLead(deps, at);
   const mediaIds = [...new Set(p.mediaIds)];
-  if (mediaIds.length > 4) throw unprocessable('Cannot attach more than 4 files');
+  // The checks of posting, the poll's included (it is made when the post is, and lasts from then).
+  checkContent(config, p, mediaIds);
   if (mediaIds.length > 0) {
     const problem = await mediaProblem(db, accountId, mediaIds);
     if (problem) throw unprocessable(problem);
-  }
-  if (p.text.trim() === '' && mediaIds.length === 0) throw unprocessable("Validation failed: Text can't be blank");
-  if (statusLength(p.text, p.spoilerText) > config.maxStatusChars) {
-    throw unprocessable(`Validation failed: Text character limit of ${config.maxStatusChars} exceeded`);
   }
   if (p.inReplyToId) {
     const parent = await findStatus(db, p.inReplyToId);
@@ -79,7 +76,7 @@ export async function scheduleStatus(deps: StatusDeps, accountId: string, p: Pos
   const visibility = p.visibility ?? ((await findUserByAccountId(db, accountId))?.default_privacy as Visibility | undefined) ?? 'public';
   const params: scheduled.ScheduledParams = {
     text: p.text, spoilerText: p.spoilerText, sensitive: p.sensitive, visibility, language: p.language,
-    inReplyToId: p.inReplyToId, mediaIds, applicationId: p.applicationId,
+    inReplyToId: p.inReplyToId, mediaIds, applicationId: p.applicationId, poll: p.poll ?? null,
   };
   const { row, problem, media } = await transaction(db, async (tx) => {
     const result = await scheduled.insertScheduledStatus(tx, accountId, at, params);
@@ -119,7 +116,7 @@ export function publishParams(row: scheduled.ScheduledStatusRow): PostParams {
   return {
     text: p.text, spoilerText: p.spoilerText, sensitive: p.sensitive, visibility: p.visibility, language: p.language,
     inReplyToId: p.inReplyToId, mediaIds: p.mediaIds, idempotencyKey: null, applicationId: p.applicationId,
-    scheduledStatusId: row.id,
+    scheduledStatusId: row.id, poll: p.poll ?? null,
   };
 }
 

@@ -67,7 +67,7 @@ export interface EditParams {
 }
 
 /** What posting and editing refuse alike: too many attachments, media with a poll, blank or too long text. */
-function checkContent(config: Config, p: { text: string; spoilerText: string; poll?: PollParams | null | undefined }, mediaIds: string[]): void {
+export function checkContent(config: Config, p: { text: string; spoilerText: string; poll?: PollParams | null | undefined }, mediaIds: string[]): void {
   if (mediaIds.length > 4) throw unprocessable('Cannot attach more than 4 files');
   if (p.poll && mediaIds.length > 0) throw unprocessable('Validation failed: Cannot attach files to a status with a poll');
   if (p.poll) validatePoll(p.poll);

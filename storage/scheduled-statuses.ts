@@ -13,6 +13,8 @@ export interface ScheduledParams {
   inReplyToId: string | null;
   mediaIds: string[];
   applicationId: string | null;
+  /** Absent in rows scheduled before polls could be. */
+  poll?: { options: string[]; expiresIn: number; multiple: boolean; hideTotals: boolean } | null;
 }
 
 export interface ScheduledStatusRow {

@@ -15,7 +15,7 @@ export function renderScheduledStatus(ctx: RenderContext, row: ScheduledStatusRo
     scheduled_at: row.scheduled_at.toISOString(),
     params: {
       text: p.text,
-      poll: null,
+      poll: p.poll ? { options: p.poll.options, expires_in: p.poll.expiresIn, multiple: p.poll.multiple, hide_totals: p.poll.hideTotals } : null,
       media_ids: p.mediaIds.length > 0 ? p.mediaIds : null,
       sensitive: p.sensitive,
       spoiler_text: p.spoilerText,

@@ -68,13 +68,14 @@ describe('scheduled posts', () => {
     expect((await raw('GET', `/api/v1/scheduled_statuses/${sid}`, 'lia')).statusCode).toBe(404);
   });
 
-  it('refuses a time too soon, a date that is not one, and a poll; a time passed posts now', async () => {
+  it('refuses a time too soon, a date that is not one, and a bad poll; a time passed posts now', async () => {
     const soon = await raw('POST', '/api/v1/statuses', 'lia', { status: 'too soon', scheduled_at: ahead(300) });
     expect(soon.statusCode).toBe(422);
     expect(soon.json().error).toMatch(/must be in the future/);
     expect((await raw('POST', '/api/v1/statuses', 'lia', { status: 'when?', scheduled_at: 'next tuesday' })).statusCode).toBe(422);
-    const poll = await raw('POST', '/api/v1/statuses', 'lia', { status: 'vote later', scheduled_at: ahead(3_600_000), poll: { options: ['a', 'b'], expires_in: 3600 } });
+    const poll = await raw('POST', '/api/v1/statuses', 'lia', { status: 'vote later', scheduled_at: ahead(3_600_000), poll: { options: ['only one'], expires_in: 3600 } });
     expect(poll.statusCode).toBe(422);
+    expect(poll.json().error).toMatch(/at least 2 options/);
     expect((await raw('POST', '/api/v1/statuses', 'lia', { status: '', scheduled_at: ahead(3_600_000) })).statusCode).toBe(422);
     expect((await raw('POST', '/api/v1/statuses', 'lia', { status: 'reply', in_reply_to_id: '1', scheduled_at: ahead(3_600_000) })).statusCode).toBe(404);
     const past = await raw('POST', '/api/v1/statuses', 'lia', { status: 'posted at once', scheduled_at: new Date(Date.now() - 60_000).toISOString() });
@@ -135,6 +136,19 @@ describe('scheduled posts', () => {
     // Nothing more comes of the old time's job, nor of the sweeper.
     await new Promise((r) => setTimeout(r, 300));
     expect(await published()).toHaveLength(1);
+  });
+});
+
+describe('scheduled polls', () => {
+  it('keeps a poll with the scheduled post, and it lasts from when the post is published', async () => {
+    const res = await raw('POST', '/api/v1/statuses', 'lia', { status: 'vote when it is out', scheduled_at: ahead(1_500), poll: { options: ['yes', 'no'], expires_in: 3600, multiple: true } });
+    expect(res.statusCode).toBe(200);
+    expectEntity('ScheduledStatus', res.json());
+    expect(res.json().params.poll).toEqual({ options: ['yes', 'no'], expires_in: 3600, multiple: true, hide_totals: false });
+    const published = () => lia.v1.accounts.$select(id.lia!).statuses.list().then((l) => l.filter((st) => st.content === '<p>vote when it is out</p>'));
+    const [status] = await until(published, (l) => l.length > 0);
+    expect(status!.poll).toMatchObject({ multiple: true, options: [{ title: 'yes' }, { title: 'no' }] });
+    expect(Date.parse(status!.poll!.expiresAt!) - Date.parse(status!.createdAt)).toBeGreaterThan(3_590_000);
   });
 });
 

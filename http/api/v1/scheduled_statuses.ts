@@ -11,6 +11,7 @@ import * as scheduled from '../../../storage/scheduled-statuses.ts';
 import type { Visibility } from '../../../storage/statuses.ts';
 import { parseScheduledAt } from '../../../services/scheduled-statuses.ts';
 import { renderScheduledStatus } from '../../serializers/scheduled-status.ts';
+import type { PollParams } from '../../../services/polls.ts';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const READ = { kind: 'user', scopes: ['read:statuses'] } as const;
@@ -33,15 +34,9 @@ export interface SchedulePostBody {
   poll?: unknown;
 }
 
-function hasPoll(value: unknown): boolean {
-  if (value === undefined || value === null || value === '') return false;
-  return typeof value !== 'object' || Object.values(value).some(hasPoll);
-}
 
 /** POST /api/v1/statuses with a `scheduled_at` to come: a ScheduledStatus, made by the author's actor. */
-export async function schedulePost(ctx: AppContext, viewerId: string, applicationId: string | null, body: SchedulePostBody, at: Date) {
-  // Refused rather than lost: the poll would not be published with the post.
-  if (hasPoll(body.poll)) throw unprocessable('Validation failed: a scheduled post cannot have a poll on this server yet');
+export async function schedulePost(ctx: AppContext, viewerId: string, applicationId: string | null, body: SchedulePostBody, at: Date, poll: PollParams | null) {
   const row = await ctx.actors.ask(viewerId, {
     type: 'scheduleStatus',
     scheduledAt: at,
@@ -55,6 +50,7 @@ export async function schedulePost(ctx: AppContext, viewerId: string, applicatio
       mediaIds: body.media_ids ?? [],
       idempotencyKey: null,
       applicationId,
+      poll,
     },
   });
   return (await render(ctx, [row]))[0];

@@ -124,7 +124,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     if ((body.media_ids ?? []).some((id) => !isId(id))) throw unprocessable('Validation failed: media_ids names media that does not exist');
     // A time to come makes a ScheduledStatus (http/api/v1/scheduled_statuses.ts); a past one posts now, as in Mastodon.
     const scheduledAt = parseScheduledAt(body.scheduled_at);
-    if (scheduledAt && scheduledAt.getTime() > Date.now()) return schedulePost(ctx, viewerId, request.token!.application_id, body, scheduledAt);
+    if (scheduledAt && scheduledAt.getTime() > Date.now()) return schedulePost(ctx, viewerId, request.token!.application_id, body, scheduledAt, parsePoll(body.poll));
     const id = await ctx.actors.ask(viewerId, {
       type: 'postStatus',
       params: {

@@ -1,5 +1,6 @@
 import type { MediaRow } from '../../storage/media.ts';
-import type { ScheduledStatusRow } from '../../storage/scheduled-statuses.ts';
+import { mediaOfScheduled, type ScheduledStatusRow } from '../../storage/scheduled-statuses.ts';
+import type { AppContext } from '../../context.ts';
 import type { RenderContext } from './context.ts';
 import { renderMedia } from './media.ts';
 
@@ -29,4 +30,10 @@ export function renderScheduledStatus(ctx: RenderContext, row: ScheduledStatusRo
     },
     media_attachments: media.map((m) => renderMedia(ctx, m)),
   };
+}
+
+/** Scheduled statuses with the media held for them, rendered (loading and rendering together, as statuses.ts does). */
+export async function renderScheduledStatuses(ctx: AppContext, rows: ScheduledStatusRow[]) {
+  const media = await mediaOfScheduled(ctx.db, rows.map((r) => r.id));
+  return rows.map((r) => renderScheduledStatus(ctx.render, r, media.get(r.id) ?? []));
 }

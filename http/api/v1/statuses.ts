@@ -15,7 +15,7 @@ import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { parseScheduledAt } from '../../../services/scheduled-statuses.ts';
-import { schedulePost } from './scheduled_statuses.ts';
+import { renderScheduledStatuses } from '../../serializers/scheduled-status.ts';
 import { parseBoolean } from '../../plugins/validation.ts';
 import type { PollParams } from '../../../services/polls.ts';
 import { editsOf } from '../../../storage/status-edits.ts';
@@ -122,24 +122,26 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     refuseUnsupported(body);
     if (body.in_reply_to_id && !isId(body.in_reply_to_id)) throw notFound();
     if ((body.media_ids ?? []).some((id) => !isId(id))) throw unprocessable('Validation failed: media_ids names media that does not exist');
-    // A time to come makes a ScheduledStatus (http/api/v1/scheduled_statuses.ts); a past one posts now, as in Mastodon.
+    const params = {
+      text: body.status ?? '',
+      spoilerText: body.spoiler_text ?? '',
+      sensitive: body.sensitive ?? false,
+      visibility: body.visibility,
+      language: body.language ?? null,
+      inReplyToId: body.in_reply_to_id ?? null,
+      mediaIds: body.media_ids ?? [],
+      poll: parsePoll(body.poll),
+      idempotencyKey: request.headers['idempotency-key'] ?? null,
+      applicationId: request.token!.application_id,
+    };
+    // A time to come makes a ScheduledStatus (published by jobs/scheduled-statuses.ts); a past one posts now, as in
+    // Mastodon.
     const scheduledAt = parseScheduledAt(body.scheduled_at);
-    if (scheduledAt && scheduledAt.getTime() > Date.now()) return schedulePost(ctx, viewerId, request.token!.application_id, body, scheduledAt, parsePoll(body.poll));
-    const id = await ctx.actors.ask(viewerId, {
-      type: 'postStatus',
-      params: {
-        text: body.status ?? '',
-        spoilerText: body.spoiler_text ?? '',
-        sensitive: body.sensitive ?? false,
-        visibility: body.visibility,
-        language: body.language ?? null,
-        inReplyToId: body.in_reply_to_id ?? null,
-        mediaIds: body.media_ids ?? [],
-        poll: parsePoll(body.poll),
-        idempotencyKey: request.headers['idempotency-key'] ?? null,
-        applicationId: request.token!.application_id,
-      },
-    });
+    if (scheduledAt && scheduledAt.getTime() > Date.now()) {
+      const row = await ctx.actors.ask(viewerId, { type: 'scheduleStatus', scheduledAt, params: { ...params, idempotencyKey: null } });
+      return (await renderScheduledStatuses(ctx, [row]))[0];
+    }
+    const id = await ctx.actors.ask(viewerId, { type: 'postStatus', params });
     return renderOne(ctx, viewerId, id);
   });
 

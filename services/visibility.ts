@@ -1,5 +1,7 @@
 import type { Queryable } from '../storage/db.ts';
-import { visibilityFacts, type StatusRow } from '../storage/statuses.ts';
+import { findStatus, visibilityFacts, type StatusRow } from '../storage/statuses.ts';
+import { isId } from '../storage/ids.ts';
+import { notFound } from '../errors.ts';
 import { blockersAmong } from '../storage/blocks.ts';
 
 /**
@@ -29,4 +31,12 @@ export async function visibleTo(db: Queryable, viewerId: string | null, statuses
 
 export async function canSee(db: Queryable, viewerId: string | null, status: StatusRow): Promise<boolean> {
   return (await visibleTo(db, viewerId, [status])).has(status.id);
+}
+
+/** A live status the viewer may see (reblogs are acted on through their original with `followReblog`), or a 404. */
+export async function visibleStatus(db: Queryable, viewerId: string | null, id: string, followReblog = false): Promise<StatusRow> {
+  let status = isId(id) ? await findStatus(db, id) : null;
+  if (status && followReblog && status.reblog_of_id) status = await findStatus(db, status.reblog_of_id);
+  if (!status || !(await canSee(db, viewerId, status))) throw notFound();
+  return status;
 }

@@ -8,7 +8,7 @@ import { requireViewer } from '../../plugins/auth.ts';
 import { notFound, unprocessable } from '../../../errors.ts';
 import { findPoll, ownVotes } from '../../../storage/polls.ts';
 import { renderPoll } from '../../serializers/poll.ts';
-import { visibleStatus } from './statuses.ts';
+import { visibleStatus } from '../../../services/visibility.ts';
 
 const PollParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 
@@ -16,7 +16,7 @@ const PollParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 async function viewPoll(ctx: AppContext, viewerId: string | null, id: string) {
   const poll = isId(id) ? await findPoll(ctx.db, id) : null;
   if (!poll) throw notFound();
-  await visibleStatus(ctx, viewerId, poll.status_id);
+  await visibleStatus(ctx.db, viewerId, poll.status_id);
   const choices = viewerId ? (await ownVotes(ctx.db, viewerId, [poll.id])).get(poll.id) ?? [] : [];
   return renderPoll(poll, viewerId ? { accountId: viewerId, choices } : null);
 }

@@ -9,7 +9,7 @@ import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound } from '../../../errors.ts';
 import { bookmarksPage, favouritesPage } from '../../../storage/status-marks.ts';
 import { renderStatuses, renderTimeline } from '../../serializers/statuses.ts';
-import { visibleStatus } from './statuses.ts';
+import { visibleStatus } from '../../../services/visibility.ts';
 
 // Bookmarks, pins and muted conversations on statuses (services/status-marks.ts, through the account's actor), and
 // the lists of a person's bookmarks and favourites.
@@ -43,7 +43,7 @@ export default async function statusMarksRoutes(fastify: FastifyInstance, { ctx 
     }, async (request) => {
       const viewerId = requireViewer(request);
       // One the viewer may not see is not found, whatever the action (Mastodon authorizes `show?` first).
-      const status = await visibleStatus(ctx, viewerId, request.params.id, a.followReblog);
+      const status = await visibleStatus(ctx.db, viewerId, request.params.id, a.followReblog);
       await ctx.actors.ask(viewerId, { type: a.type, status });
       return renderOne(ctx, viewerId, request.params.id);
     });

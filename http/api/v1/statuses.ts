@@ -10,7 +10,7 @@ import { notFound, unprocessable } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { blocksAccount } from '../../../services/relations.ts';
-import { canSee } from '../../../services/visibility.ts';
+import { visibleStatus } from '../../../services/visibility.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
@@ -96,13 +96,6 @@ function refuseUnsupported(body: Partial<Record<(typeof NOT_YET_SUPPORTED)[numbe
   if (param) throw unprocessable(`Validation failed: ${param} is not supported by this server yet`);
 }
 
-/** A live status the viewer may see (reblogs are acted on through their original), or a 404. */
-export async function visibleStatus(ctx: AppContext, viewerId: string | null, id: string, followReblog = false): Promise<statuses.StatusRow> {
-  let status = isId(id) ? await statuses.findStatus(ctx.db, id) : null;
-  if (status && followReblog && status.reblog_of_id) status = await statuses.findStatus(ctx.db, status.reblog_of_id);
-  if (!status || !(await canSee(ctx.db, viewerId, status))) throw notFound();
-  return status;
-}
 
 async function renderOne(ctx: AppContext, viewerId: string | null, id: string) {
   const [rendered] = await renderStatuses(ctx, viewerId, [id]);
@@ -149,7 +142,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     schema: { params: StatusParams },
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request) => {
-    const status = await visibleStatus(ctx, request.viewerId, request.params.id);
+    const status = await visibleStatus(ctx.db, request.viewerId, request.params.id);
     return renderOne(ctx, request.viewerId, status.id);
   });
 
@@ -196,7 +189,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     schema: { params: StatusParams },
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request) => {
-    const status = await visibleStatus(ctx, request.viewerId, request.params.id);
+    const status = await visibleStatus(ctx.db, request.viewerId, request.params.id);
     const { rows, bundle } = await ctx.statusLoader.load(request.viewerId, [status.id]);
     const current = rows[0];
     if (!current) throw notFound();
@@ -211,7 +204,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
   }, async (request) => {
     const viewerId = requireViewer(request);
-    const status = await visibleStatus(ctx, viewerId, request.params.id);
+    const status = await visibleStatus(ctx.db, viewerId, request.params.id);
     // Another server's status has no source here but its HTML, which Mastodon gives as its text too.
     return { id: status.id, text: status.uri === null ? status.text : status.content, spoiler_text: status.spoiler_text };
   });
@@ -221,7 +214,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request) => {
     const viewerId = request.viewerId;
-    const status = await visibleStatus(ctx, viewerId, request.params.id);
+    const status = await visibleStatus(ctx.db, viewerId, request.params.id);
     const thread = await statuses.threadIds(ctx.db, status);
     const ancestors = await renderStatuses(ctx, viewerId, thread.ancestors, 'thread');
     // Depth-first, oldest reply first at each level: the order people read a thread in.
@@ -260,7 +253,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       config: { auth: { kind: 'user', scopes: action.endsWith('favourite') ? ['write:favourites'] : ['write:statuses'] } },
     }, async (request) => {
       const viewerId = requireViewer(request);
-      const status = await visibleStatus(ctx, viewerId, request.params.id, true);
+      const status = await visibleStatus(ctx.db, viewerId, request.params.id, true);
       if (action === 'reblog') {
         const reblogId = await ctx.actors.ask(viewerId, { type: 'reblog', status, visibility: request.body.visibility ?? 'public' });
         return renderOne(ctx, viewerId, reblogId);
@@ -275,7 +268,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       schema: { params: StatusParams, querystring: Type.Object(PagingQuery(40, 80)) },
       config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
     }, async (request, reply) => {
-      const status = await visibleStatus(ctx, request.viewerId, request.params.id);
+      const status = await visibleStatus(ctx.db, request.viewerId, request.params.id);
       const page = await statuses.actorsOf(ctx.db, list, status.id, pageParams(request.query, 40));
       const byId = new Map((await findAccountsByIds(ctx.db, page.accountIds)).map((a) => [a.id, a]));
       // Neither side of a block sees the other here (Mastodon's without_blocking / domain blocks).

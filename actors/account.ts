@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { homeFeedSourceIds } from '../storage/statuses.ts';
 import { FEED_SIZE } from '../storage/feeds.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
-import { blockedEitherWay, blocksAccountOrDomain, type MuteOptions } from '../storage/blocks.ts';
+import { followForbidden, type MuteOptions } from '../storage/blocks.ts';
 import * as blockService from '../services/blocks.ts';
 import * as listService from '../services/lists.ts';
 import type { ListRow } from '../storage/lists.ts';
@@ -118,7 +118,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
         const target = await findAccountById(tx, msg.targetId);
         if (!target || target.suspended_at) throw notFound();
         // Mastodon's FollowService#following_not_allowed?: not between accounts either blocks, nor into a blocked server.
-        if ((await blockedEitherWay(tx, accountId, target.id)) || (await blocksAccountOrDomain(tx, accountId, target.id))) throw new ApiError(403, 'This action is not allowed');
+        if (await followForbidden(tx, accountId, target.id)) throw new ApiError(403, 'This action is not allowed');
         // Our Follow of a remote account gets an id of its own, which its Accept or Reject will name.
         const remoteTarget = target.domain !== null;
         const options = remoteTarget ? { ...msg.options, uri: msg.options.uri ?? `${deps.config.publicUrl}/follows/${randomUUID()}` } : msg.options;

@@ -17,39 +17,28 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
   const identifier = account.username;
   const keys = await fed.getActorKeyPairs(identifier);
   const app = fed.data;
-  // A suspended account is published with its key and nothing else of it, marked suspended (as Mastodon does).
-  if (account.suspended_at) {
-    return new Person({
-      id: fed.getActorUri(identifier),
-      preferredUsername: account.username,
-      url: new URL(`/@${account.username}`, app.config.publicUrl),
-      published: instant(account.created_at),
-      inbox: fed.getInboxUri(identifier),
-      outbox: fed.getOutboxUri(identifier),
-      followers: fed.getFollowersUri(identifier),
-      following: fed.getFollowingUri(identifier),
-      endpoints: new Endpoints({ sharedInbox: fed.getInboxUri() }),
-      publicKey: keys[0]?.cryptographicKey,
-      assertionMethods: keys.map((k) => k.multikey),
-      suspended: true,
-    });
-  }
-  return new Person({
+  // What every actor document carries: where it is, its collections, its keys.
+  const common = {
     id: fed.getActorUri(identifier),
     preferredUsername: account.username,
-    name: account.display_name,
-    summary: account.note_html,
     url: new URL(`/@${account.username}`, app.config.publicUrl),
     published: instant(account.created_at),
     inbox: fed.getInboxUri(identifier),
     outbox: fed.getOutboxUri(identifier),
     followers: fed.getFollowersUri(identifier),
     following: fed.getFollowingUri(identifier),
-    featured: fed.getFeaturedUri(identifier),
-    featuredTags: fed.getFeaturedTagsUri(identifier),
     endpoints: new Endpoints({ sharedInbox: fed.getInboxUri() }),
     publicKey: keys[0]?.cryptographicKey,
     assertionMethods: keys.map((k) => k.multikey),
+  };
+  // A suspended account is published with its key and nothing else of it, marked suspended (as Mastodon does).
+  if (account.suspended_at) return new Person({ ...common, suspended: true });
+  return new Person({
+    ...common,
+    name: account.display_name,
+    summary: account.note_html,
+    featured: fed.getFeaturedUri(identifier),
+    featuredTags: fed.getFeaturedTagsUri(identifier),
     manuallyApprovesFollowers: account.locked,
     discoverable: account.discoverable ?? false,
     indexable: account.indexable,

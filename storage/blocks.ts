@@ -192,6 +192,20 @@ export async function blockedEitherWay(db: Queryable, a: string, b: string): Pro
   return rows[0]!.blocked;
 }
 
+/**
+ * Whether `accountId` may not follow `targetId` (Mastodon's following_not_allowed?): either blocks the other, or the
+ * follower blocks the target's server. One query.
+ */
+export async function followForbidden(db: Queryable, accountId: string, targetId: string): Promise<boolean> {
+  const { rows } = await db.query<{ forbidden: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM blocks WHERE (account_id = $1 AND target_account_id = $2) OR (account_id = $2 AND target_account_id = $1))
+         OR EXISTS (SELECT 1 FROM account_domain_blocks d JOIN accounts a ON a.id = $2 WHERE d.account_id = $1 AND d.domain = lower(a.domain))
+         AS forbidden`,
+    [accountId, targetId],
+  );
+  return rows[0]!.forbidden;
+}
+
 /** Whether `accountId` blocks `targetId`, or blocks its domain. */
 export async function blocksAccountOrDomain(db: Queryable, accountId: string, targetId: string): Promise<boolean> {
   const { rows } = await db.query<{ blocked: boolean }>(

@@ -12,8 +12,8 @@ import { renderStatus } from './status.ts';
 import { renderRule } from './instance.ts';
 import { loadAdminAccounts } from './admin-account.ts';
 
-/** Mastodon's Report entity, as its reporter sees it. */
-export function renderReport(ctx: RenderContext, r: ReportRow, target: AccountRow) {
+/** What Report and Admin::Report share. */
+function reportFields(r: ReportRow) {
   return {
     id: r.id,
     action_taken: r.action_taken_at !== null,
@@ -22,6 +22,13 @@ export function renderReport(ctx: RenderContext, r: ReportRow, target: AccountRo
     comment: r.comment,
     forwarded: r.forwarded,
     created_at: r.created_at.toISOString(),
+  };
+}
+
+/** Mastodon's Report entity, as its reporter sees it. */
+export function renderReport(ctx: RenderContext, r: ReportRow, target: AccountRow) {
+  return {
+    ...reportFields(r),
     status_ids: r.status_ids,
     rule_ids: r.rule_ids.length > 0 ? r.rule_ids : null,
     collection_ids: [],
@@ -65,13 +72,7 @@ export async function renderAdminReports(db: Queryable, ctx: RenderContext, repo
     const target = admin(r.target_account_id);
     if (!account || !target) return [];
     return [{
-      id: r.id,
-      action_taken: r.action_taken_at !== null,
-      action_taken_at: r.action_taken_at?.toISOString() ?? null,
-      category: r.category,
-      comment: r.comment,
-      forwarded: r.forwarded,
-      created_at: r.created_at.toISOString(),
+      ...reportFields(r),
       updated_at: r.updated_at.toISOString(),
       account,
       target_account: target,

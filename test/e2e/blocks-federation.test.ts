@@ -138,4 +138,14 @@ describe('blocks across servers', () => {
     expect((await relationship(carol, gusHere.id)).domain_blocking).toBe(false);
     expect(await mentionsOf(carol)).toEqual([before]);
   });
+  it('forwards a report to the reported account\'s server as a Flag signed by the instance actor', async () => {
+    const gusHere = await lookup(bob, 'gus');
+    const res = await ours.app.inject({ method: 'POST', url: '/api/v1/reports', headers: bearer(bob.token), payload: { account_id: gusHere.id, comment: 'spam from gus', forward: true } });
+    expect(res.statusCode, res.body).toBe(200);
+    expectEntity('Report', res.json());
+    const flag = await peer.waitFor((d) => d.activity.type === 'Flag');
+    expect(flag.verified).toBe(true);
+    expect(flag.activity).toMatchObject({ actor: `${ours.url}/users/instance.actor`, content: 'spam from gus' });
+    expect([flag.activity.object].flat()).toContain(gus);
+  });
 });

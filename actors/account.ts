@@ -219,7 +219,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     // they take turns with its follows, unfollows and rebuilds.
     case 'addToHomeFeed':
       // The home stream has been told by the fan-out job (jobs/fanout.ts).
-      if (msg.accepting || (await deps.feeds.accepts(accountId))) await deps.feeds.addToMany([accountId], msg.statusId);
+      if (msg.accepting || (await deps.feeds.accepts(accountId))) await deps.feeds.add(accountId, msg.statusId);
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);

@@ -1,10 +1,23 @@
-// The few parts of autocannon's API the benchmark uses (the package ships no types).
+// The few parts of autocannon's API the benchmarks use (the package ships no types).
 declare module 'autocannon' {
   interface Result {
     requests: { average: number };
     latency: { p50: number; p99: number };
     errors: number;
     non2xx: number;
+    '2xx': number;
   }
-  export default function autocannon(options: { url: string; connections: number; duration: number; headers?: Record<string, string> }): Promise<Result>;
+  interface Client {
+    setHeaders(headers: Record<string, string>): void;
+  }
+  export default function autocannon(options: {
+    url: string;
+    connections: number;
+    duration: number;
+    method?: string;
+    body?: string;
+    headers?: Record<string, string>;
+    /** Called for each connection before it starts: per-connection headers (a token each). */
+    setupClient?: (client: Client) => void;
+  }): Promise<Result>;
 }

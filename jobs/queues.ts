@@ -26,6 +26,24 @@ export function bullConnection(redisUrl: string): Redis {
   return redis;
 }
 
+/** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
+function outboxJob(row: OutboxRow) {
+  const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
+  const runAt = typeof row.payload.runAt === 'string' ? Date.parse(row.payload.runAt) : NaN;
+  return {
+    name: row.kind,
+    data,
+    opts: {
+      jobId: `outbox-${row.id}`,
+      ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
+      attempts: 10,
+      backoff: { type: 'exponential' as const, delay: 1000 },
+      removeOnComplete: true,
+      removeOnFail: 1000,
+    },
+  };
+}
+
 /** The queues this process puts work on. Job payloads carry ids, never rows. */
 export class JobQueues {
   readonly fanout: Queue;
@@ -42,16 +60,14 @@ export class JobQueues {
    * whose time passed while no worker ran is run when one starts.
    */
   async enqueue(row: OutboxRow): Promise<void> {
-    const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
-    const runAt = typeof row.payload.runAt === 'string' ? Date.parse(row.payload.runAt) : NaN;
-    await this.fanout.add(row.kind, data, {
-      jobId: `outbox-${row.id}`,
-      ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
-      attempts: 10,
-      backoff: { type: 'exponential', delay: 1000 },
-      removeOnComplete: true,
-      removeOnFail: 1000,
-    });
+    const job = outboxJob(row);
+    await this.fanout.add(job.name, job.data, job.opts);
+  }
+
+  /** Queues several outbox rows' jobs in one round trip (a post's fan-out and delivery). */
+  async enqueueMany(rows: OutboxRow[]): Promise<void> {
+    if (rows.length === 1) return this.enqueue(rows[0]!);
+    if (rows.length > 1) await this.fanout.addBulk(rows.map(outboxJob));
   }
 
   /** The repeating jobs: the clean-up of abandoned uploads, hourly. One schedule, however many processes ask. */

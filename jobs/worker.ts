@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
-import { pendingOutbox, removeFromOutbox } from '../storage/outbox.ts';
+import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
 import { deliverActivity } from '../federation/outbound.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 import { deliverWebPush } from './web-push.ts';
@@ -26,6 +26,7 @@ export interface Workers {
 /** Starts this process's job workers and the outbox sweeper. */
 export function startWorkers(ctx: AppContext): Workers {
   const connection = bullConnection(ctx.config.redisUrl);
+  const outboxRemover = new OutboxRemover(ctx.db);
   const worker = new Worker<FanoutJob>(
     FANOUT_QUEUE,
     async (job: Job<FanoutJob>) => {
@@ -39,9 +40,15 @@ export function startWorkers(ctx: AppContext): Workers {
       else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
       else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
       else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
-      if (data.outboxId) await removeFromOutbox(ctx.db, data.outboxId);
+      if (data.outboxId) await outboxRemover.remove(data.outboxId);
     },
-    { connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 8 },
+    {
+      connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 16,
+      // A worker that dies mid-job (SIGKILL, a lost machine) holds its jobs' locks until they expire: 5 s locks, renewed
+      // every 2.5 s while a job runs, and a check for expired ones every 2 s bring such a job back within ~7 s rather
+      // than BullMQ's default of up to a minute. A job stalled twice (killed twice) fails and is kept for inspection.
+      lockDuration: 5_000, stalledInterval: 2_000, maxStalledCount: 2,
+    },
   );
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });
   // Connection trouble: BullMQ reconnects. Failed jobs are retried with backoff and kept for inspection.

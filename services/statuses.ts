@@ -7,7 +7,6 @@ import type { CacheVersions } from '../storage/cache-versions.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import * as statuses from '../storage/statuses.ts';
 import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
-import { findUserByAccountId } from '../storage/users.ts';
 import { removeNotification } from '../storage/notifications.ts';
 import { notifyAccount } from './notifications.ts';
 import { blockedEitherWay } from '../storage/blocks.ts';
@@ -86,7 +85,7 @@ export function statusLength(text: string, spoiler: string): number {
 
 /** Queues the jobs of outbox rows just committed; if that fails, the outbox sweeper queues them later. */
 async function enqueueAll(jobs: JobQueues, rows: OutboxRow[]): Promise<void> {
-  await Promise.all(rows.map((r) => jobs.enqueue(r).catch(() => {})));
+  await jobs.enqueueMany(rows).catch(() => {});
 }
 
 /** The accounts a text mentions, with what rendering needs to link them, and its hashtags. */
@@ -128,49 +127,55 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     parent = await statuses.findStatus(db, p.inReplyToId);
     if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();
   }
-  const visibility = p.visibility ?? ((await findUserByAccountId(db, accountId))?.default_privacy as statuses.Visibility | undefined) ?? 'public';
   const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, accountId, deps.resolveRemote);
   const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
-
-  const result = await transaction(db, async (tx: PoolClient) => {
-    const status = await statuses.insertStatus(tx, {
-      accountId, text: p.text, content, spoilerText: p.spoilerText, sensitive: p.sensitive || p.spoilerText !== '',
-      visibility, language: p.language, inReplyToId: parent?.id ?? null, inReplyToAccountId: parent?.account_id ?? null,
-      reblogOfId: null, applicationId: p.applicationId,
-    });
-    if (p.idempotencyKey && !(await statuses.claimIdempotencyKey(tx, accountId, p.idempotencyKey, status.id))) {
-      throw new IdempotencyRace();
-    }
+  const row = {
+    accountId, text: p.text, content, spoilerText: p.spoilerText, sensitive: p.sensitive || p.spoilerText !== '',
+    language: p.language, inReplyToId: parent?.id ?? null, inReplyToAccountId: parent?.account_id ?? null, applicationId: p.applicationId,
+  };
+  const extras: statuses.PostExtras = {
+    visibility: p.visibility ?? null,
+    idempotencyKey: p.idempotencyKey,
+    mentionIds: mentioned.map((a) => a.id),
+    tagIds: await statuses.tagIds(db, tags),
+    // Both rows get the status's id from insertPost.
+    outbox: [{ kind: 'fanOutStatus', payload: {} }, { kind: 'deliver', payload: { activity: 'Create' } }],
+  };
+  const localMentions = mentioned.filter((a) => a.domain === null);
+  // Most posts are one statement, one commit (storage/statuses.ts insertPost). Attachments, a poll, a scheduled
+  // post's row and notifications of local accounts are written with it in one transaction.
+  const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0;
+  const result = plain ? await statuses.insertPost(db, row, extras) : await transaction(db, async (tx: PoolClient) => {
+    const made = await statuses.insertPost(tx, row, extras);
+    if (!made) return null;
+    const { status, outbox } = made;
     // Attached in the post's transaction: media that another post took meanwhile fails this one, whole.
     if ((await attachMedia(tx, status.id, accountId, mediaIds, p.scheduledStatusId ?? null)) !== mediaIds.length) {
       throw unprocessable('Validation failed: media_ids names media already attached to a status');
     }
     // A scheduled status is published once: whoever takes its row publishes it, another publisher finds it gone.
     if (p.scheduledStatusId && !(await claimScheduledStatus(tx, accountId, p.scheduledStatusId))) throw notFound();
-    await statuses.insertMentions(tx, status.id, mentioned.map((a) => a.id));
-    await statuses.insertTags(tx, status.id, tags);
-    for (const a of mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
-    const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }), await queueDelivery(tx, { activity: 'Create', statusId: status.id })];
+    for (const a of localMentions) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
     if (p.poll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
-    return { status, outbox };
-  }).catch(async (err: unknown) => {
-    // Another process took the key between our check and our insert: answer with its status.
-    if (err instanceof IdempotencyRace || (err as { constraint?: string }).constraint === 'idempotency_keys_pkey') {
-      const winner = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey!);
-      if (winner) return { status: null, outbox: null, winner };
-    }
-    throw err;
+    return made;
   });
-  if ('winner' in result) return result.winner as string;
-
-  await deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] });
-  await deps.feeds.addIfAccepting(accountId, result.status!.id);
-  await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: result.status!.id });
-  await enqueueAll(deps.jobs, result.outbox!);
-  return result.status!.id;
+  if (!result) {
+    // Another request took the key between our check and our insert: answer with its status.
+    const winner = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey!);
+    if (winner) return winner;
+    throw new ApiError(409, 'A request with this Idempotency-Key is being processed');
+  }
+  const { status, outbox } = result;
+  // What follows the commit goes to Redis in one write (auto-pipelining): cache versions, the author's own feed, their
+  // home stream, and the jobs.
+  await Promise.all([
+    deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] }),
+    deps.feeds.addIfAccepting(accountId, status.id),
+    deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: status.id }),
+    enqueueAll(deps.jobs, outbox),
+  ]);
+  return status.id;
 }
-
-class IdempotencyRace extends Error {}
 
 /** DELETE /api/v1/statuses/:id: flags it (and reblogs of it) deleted and queues its removal from feeds. */
 export async function deleteStatus(deps: StatusDeps, accountId: string, statusId: string): Promise<statuses.StatusRow> {

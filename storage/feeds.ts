@@ -3,6 +3,7 @@ import type { PageParams } from './paging.ts';
 
 /** Mastodon keeps the newest 800 entries of a home feed; older pages come from PostgreSQL. */
 export const FEED_SIZE = 800;
+const TRIM_EVERY = 8n;
 
 /**
  * Home feeds: one Redis sorted set per account (member and score are the status id), plus a marker key saying
@@ -88,6 +89,19 @@ export class HomeFeeds {
       pipeline.zremrangebyrank(this.key(id), 0, -FEED_SIZE - 1);
     }
     await pipeline.exec();
+  }
+
+  /**
+   * Adds one status to one feed, as plain commands: the adds of many followers' actors in one turn go to Redis as
+   * one write (auto-pipelining, storage/redis.ts) rather than one pipeline each. The feed is trimmed back to
+   * FEED_SIZE on about one add in TRIM_EVERY (by the status id's low bits, which are a sequence): a feed may hold a
+   * few more than FEED_SIZE meanwhile, which pages never see, for half the commands.
+   */
+  async add(accountId: string, statusId: string): Promise<void> {
+    const key = this.key(accountId);
+    const added = this.redis.zadd(key, statusId, statusId);
+    if (BigInt(statusId) % TRIM_EVERY === 0n) await Promise.all([added, this.redis.zremrangebyrank(key, 0, -FEED_SIZE - 1)]);
+    else await added;
   }
 
   /** Adds one status to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */

@@ -32,3 +32,40 @@ export async function pendingOutbox(db: Queryable, olderThanMs: number, limit: n
 export async function removeFromOutbox(db: Queryable, id: string): Promise<void> {
   await db.query(`DELETE FROM outbox WHERE id = $1`, [id]);
 }
+
+/**
+ * Removes the rows of finished jobs, those finishing together in one statement (one commit for many, rather than
+ * one each). Each caller's promise settles when its row is gone, so a job still ends only after its row does.
+ */
+export class OutboxRemover {
+  private readonly db: Queryable;
+  private pending: { id: string; done: () => void; failed: (err: unknown) => void }[] = [];
+  private flushing = false;
+
+  constructor(db: Queryable) {
+    this.db = db;
+  }
+
+  remove(id: string): Promise<void> {
+    return new Promise((done, failed) => {
+      this.pending.push({ id, done, failed });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    // Rows of jobs ending in this turn wait for each other; while a batch is being deleted the next one gathers.
+    await new Promise((r) => setImmediate(r));
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, 1000);
+      try {
+        await this.db.query(`DELETE FROM outbox WHERE id = ANY($1::bigint[])`, [batch.map((b) => b.id)]);
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.failed(err);
+      }
+    }
+    this.flushing = false;
+  }
+}

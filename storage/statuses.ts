@@ -1,4 +1,5 @@
 import type { Queryable } from './db.ts';
+import type { OutboxRow } from './outbox.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 import { notSilencedSql } from './instance-domain-blocks.ts';
 
@@ -63,6 +64,80 @@ export async function insertStatus(db: Queryable, s: NewStatus): Promise<StatusR
   if (s.inReplyToId) await db.query(`UPDATE statuses SET replies_count = replies_count + 1 WHERE id = $1`, [s.inReplyToId]);
   if (s.reblogOfId) await db.query(`UPDATE statuses SET reblogs_count = reblogs_count + 1 WHERE id = $1`, [s.reblogOfId]);
   return status;
+}
+
+/** What a new local post writes beside its row, in the same statement (storage/statuses.ts insertPost). */
+export interface PostExtras {
+  /** Absent visibility: the author's default (users.default_privacy), else public. */
+  visibility: Visibility | null;
+  idempotencyKey: string | null;
+  mentionIds: string[];
+  /** Tag ids, from `tagIds`. */
+  tagIds: string[];
+  /** Outbox rows to write with it; each payload gets the new status's id as `statusId`. */
+  outbox: { kind: string; payload: Record<string, unknown> }[];
+}
+
+/**
+ * A local post in one statement: its row, the author's counters, the parent's reply count, its mentions and tags,
+ * its idempotency key and its outbox rows. Run outside a transaction it is one round trip and one commit (the
+ * common post); inside one, the first statement of a post that also attaches media, a poll or notifications.
+ * Null when the idempotency key is already held by a live claim (a racing twin won): nothing was written.
+ */
+export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' | 'reblogOfId' | 'uri' | 'url' | 'createdAt'>, x: PostExtras): Promise<{ status: StatusRow; outbox: OutboxRow[] } | null> {
+  const { rows } = await db.query<StatusRow & { outbox: OutboxRow[] | null }>(
+    `WITH new AS (SELECT timestamp_id() AS id),
+     claim AS (
+       INSERT INTO idempotency_keys (account_id, key, status_id) SELECT $1, $11, id FROM new WHERE $11::text IS NOT NULL
+       ON CONFLICT (account_id, key) DO UPDATE SET status_id = EXCLUDED.status_id, created_at = now()
+         WHERE idempotency_keys.created_at <= now() - interval '1 hour'
+       RETURNING 1),
+     status AS (
+       INSERT INTO statuses (id, account_id, text, content, spoiler_text, sensitive, visibility, language,
+                             in_reply_to_id, in_reply_to_account_id, application_id)
+       SELECT id, $1, $2, $3, $4, $5, coalesce($6::text, (SELECT default_privacy FROM users WHERE account_id = $1), 'public'),
+              $7, $8, $9, $10
+         FROM new WHERE $11::text IS NULL OR EXISTS (SELECT 1 FROM claim)
+       RETURNING ${COLUMNS}),
+     author AS (UPDATE accounts SET statuses_count = statuses_count + 1, last_status_at = now() WHERE id = $1 AND EXISTS (SELECT 1 FROM status)),
+     parent AS (UPDATE statuses SET replies_count = replies_count + 1 WHERE id = $8 AND EXISTS (SELECT 1 FROM status)),
+     mentioned AS (INSERT INTO mentions (status_id, account_id) SELECT status.id, m FROM status, unnest($12::bigint[]) m ON CONFLICT DO NOTHING),
+     tagged AS (INSERT INTO statuses_tags (tag_id, status_id) SELECT t, status.id FROM status, unnest($13::bigint[]) t ON CONFLICT DO NOTHING),
+     queued AS (
+       INSERT INTO outbox (kind, payload)
+       SELECT o.kind, o.payload || jsonb_build_object('statusId', status.id::text) FROM status, unnest($14::text[], $15::jsonb[]) WITH ORDINALITY AS o(kind, payload, n)
+       ORDER BY o.n
+       RETURNING id, kind, payload)
+     SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id) FROM queued q) AS outbox FROM status`,
+    [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
+      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload))],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const { outbox, ...status } = row;
+  return { status, outbox: outbox ?? [] };
+}
+
+/** Tag ids never change once made; each pool (one database) remembers those it has seen, a few thousand at most. */
+const knownTags = new WeakMap<object, Map<string, string>>();
+const KNOWN_TAGS_MAX = 5000;
+
+/** The ids of these tags (names as written; matched without case), made if new. Mostly answered from memory. */
+export async function tagIds(db: Queryable, names: string[]): Promise<string[]> {
+  if (names.length === 0) return [];
+  let known = knownTags.get(db);
+  if (!known) knownTags.set(db, (known = new Map()));
+  const lower = [...new Set(names.map((n) => n.toLowerCase()))];
+  const missing = lower.filter((n) => !known.has(n));
+  if (missing.length > 0) {
+    const original = new Map(names.map((n) => [n.toLowerCase(), n]));
+    // Made in a statement of their own (a tag without statuses is harmless), so that the post's stays one statement.
+    await db.query(`INSERT INTO tags (name) SELECT unnest($1::text[]) ON CONFLICT (lower(name)) DO NOTHING`, [missing.map((n) => original.get(n)!)]);
+    const { rows } = await db.query<{ id: string; name: string }>(`SELECT id, lower(name) AS name FROM tags WHERE lower(name) = ANY($1::text[])`, [missing]);
+    if (known.size + rows.length > KNOWN_TAGS_MAX) known.clear();
+    for (const r of rows) known.set(r.name, r.id);
+  }
+  return lower.map((n) => known.get(n)).filter((id): id is string => id !== undefined);
 }
 
 /** Flags a status deleted (the row stays for threads and federation) and moves its counters back. */
@@ -321,18 +396,6 @@ export async function findIdempotentStatus(db: Queryable, accountId: string, key
     [accountId, key],
   );
   return rows[0]?.status_id ?? null;
-}
-
-/** Claims a key for a new status; false when the key is already taken (a racing twin won). */
-export async function claimIdempotencyKey(db: Queryable, accountId: string, key: string, statusId: string): Promise<boolean> {
-  // An expired claim is replaced; a live one stays.
-  const { rowCount } = await db.query(
-    `INSERT INTO idempotency_keys (account_id, key, status_id) VALUES ($1, $2, $3)
-     ON CONFLICT (account_id, key) DO UPDATE SET status_id = EXCLUDED.status_id, created_at = now()
-       WHERE idempotency_keys.created_at <= now() - interval '1 hour'`,
-    [accountId, key, statusId],
-  );
-  return rowCount === 1;
 }
 
 /** A status by its ActivityPub id (remote statuses and reblogs store theirs). */

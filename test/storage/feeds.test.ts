@@ -36,6 +36,16 @@ describe('home feed rebuild', () => {
     expect(await feeds.isReady('1')).toBe(true);
   });
 
+  it('keeps a feed grown one status at a time near its cap (trimmed on some of the adds)', async () => {
+    await feeds.rebuild('3', async () => []);
+    for (let i = 0; i < 900; i += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => feeds.add('3', String(1000 + i + k))));
+    const ids = await redis.zrange(feeds.key('3'), 0, -1);
+    expect(ids.length).toBeGreaterThanOrEqual(800);
+    expect(ids.length).toBeLessThan(808);
+    expect(ids.at(-1)).toBe('1899');
+    expect(ids[0]).not.toBe('1000');
+  });
+
   it('replaces what a feed held before it was found missing, and caps it', async () => {
     await feeds.addToMany(['2'], '5'); // left from before, without the built marker
     const many = Array.from({ length: 900 }, (_, i) => String(1000 + i));

@@ -1,0 +1,148 @@
+// `npm run bench:posting`: figures printed, not asserted. The write path of one server process as `npm start` runs it
+// (ROLE=all: the job workers in the same process), rate limits off:
+//  1. posting: 32 accounts post at once, one connection each, for 10 s (autocannon): posts accepted per second,
+//     latency, and PostgreSQL commits per post (pg_stat_database.xact_commit, the jobs' own included);
+//  2. fan-out keeping up: the same with each of the 32 authors followed by the same 100 accounts (home feeds built):
+//     when the last post reached all 100 home feeds after posting stopped, and feed insertions per second;
+//  3. 10,000 local followers of one author: from the POST being sent to the last of the 10,000 feeds.
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
+import { HomeFeeds } from '../storage/feeds.ts';
+import { deleteKeysWithPrefix } from '../storage/redis.ts';
+import { seedFollowers } from './seed.ts';
+import { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } from './common.ts';
+
+const PORT = 3930;
+const AUTHORS = 32;
+const FOLLOWERS = 100;
+const SECONDS = Number(process.env.BENCH_POSTING_SECONDS ?? 10);
+const { tag, env, config, base } = benchSettings(PORT);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** 32 connections, each posting as its own author, for `seconds`. */
+async function postAll(tokens: string[], seconds: number) {
+  let next = 0;
+  const result = await autocannon({
+    url: `${base}/api/v1/statuses`,
+    method: 'POST',
+    connections: tokens.length,
+    duration: seconds,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ status: 'A post about the #fediverse, long enough to look like one: a sentence or two, with a link https://example.com/a/b and nothing else.' }),
+    setupClient: (client) => {
+      client.setHeaders({ 'content-type': 'application/json', authorization: `Bearer ${tokens[next++ % tokens.length]}` });
+    },
+  });
+  return {
+    accepted: result['2xx'],
+    refused: result.non2xx + result.errors,
+    rps: result['2xx'] / seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+  };
+}
+
+async function main() {
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROFILE] : [];
+  const server = startServer(env, { nodeFlags: profile });
+  const db = createPool(config.databaseUrl, 4);
+  const redis = new Redis(config.redisUrl);
+  const dbName = new URL(config.databaseUrl).pathname.slice(1);
+  const commits = async () => Number((await db.query<{ n: string }>(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1`, [dbName])).rows[0]!.n);
+  try {
+    await waitHealthy(base);
+    const register = await accountMaker(base);
+    const tokens: string[] = [];
+    for (let i = 0; i < AUTHORS; i++) tokens.push(await register(`poster${i}`));
+    const authorIds: string[] = [];
+    for (const token of tokens) authorIds.push((await api(base, '/api/v1/accounts/verify_credentials', { token })).id as string);
+    // Warm-up: the JIT compiles the hot paths, as in any long-running server.
+    await postAll(tokens, 3);
+    await sleep(2000);
+
+    // 1. Posting, no followers.
+    const statsBefore = await commits();
+    const postsBefore = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
+    const alone = await postAll(tokens, SECONDS);
+    await sleep(3000); // the jobs of the last posts
+    const made = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore;
+    const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
+
+    // 2. The same authors, each followed by the same 100 accounts whose home feeds are built.
+    const followerIds = await seedFollowers(db, authorIds[0]!, FOLLOWERS, `reader${tag}_`);
+    await db.query(
+      `INSERT INTO follows (account_id, target_account_id) SELECT f, a FROM unnest($1::bigint[]) f, unnest($2::bigint[]) a ON CONFLICT DO NOTHING`,
+      [followerIds, authorIds.slice(1)],
+    );
+    await db.query(`UPDATE accounts SET followers_count = $2 WHERE id = ANY($1::bigint[])`, [authorIds, FOLLOWERS]);
+    const feeds = new HomeFeeds(redis, config.redisPrefix);
+    await Promise.all(followerIds.map((id) => feeds.rebuild(id, async () => [])));
+    const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;
+    const fanned = await postAll(tokens, SECONDS);
+    const stopped = performance.now();
+    const { rows: posted } = await db.query<{ id: string }>(
+      `SELECT id::text FROM statuses WHERE id > $1 AND account_id = ANY($2::bigint[]) ORDER BY id`, [lastBefore, authorIds],
+    );
+    // Feeds keep their newest 800: each is complete when it holds every post of the run that is among its newest.
+    const expected = posted.map((r) => r.id).slice(-800);
+    let caughtUpMs = NaN;
+    for (let i = 0; i < 600; i++) {
+      const pipeline = redis.pipeline();
+      for (const id of followerIds) pipeline.zmscore(feeds.key(id), ...expected);
+      const results = (await pipeline.exec()) ?? [];
+      if (results.every(([, scores]) => (scores as (string | null)[]).every((s) => s !== null))) {
+        caughtUpMs = performance.now() - stopped;
+        break;
+      }
+      await sleep(50);
+    }
+    const insertions = posted.length * FOLLOWERS;
+    const insertionSeconds = SECONDS + (Number.isNaN(caughtUpMs) ? 30 : caughtUpMs / 1000);
+
+    // 3. 10,000 followers of one author.
+    const celebrity = await register('celebrity');
+    const celebrityId = (await api(base, '/api/v1/accounts/verify_credentials', { token: celebrity })).id as string;
+    const fans = await seedFollowers(db, celebrityId, 10_000, `fan${tag}_`);
+    for (let i = 0; i < fans.length; i += 1000) await Promise.all(fans.slice(i, i + 1000).map((id) => feeds.rebuild(id, async () => [])));
+    const tenK: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const sent = performance.now();
+      const status = await api(base, '/api/v1/statuses', { method: 'POST', token: celebrity, body: { status: `Hello, all ten thousand of you! (${round + 1})` } });
+      let done = NaN;
+      for (let polls = 0; polls < 600; polls++) {
+        const pipeline = redis.pipeline();
+        for (const id of fans) pipeline.zscore(feeds.key(id), status.id);
+        const results = (await pipeline.exec()) ?? [];
+        if (results.every(([, score]) => score !== null)) {
+          done = performance.now() - sent;
+          break;
+        }
+        await sleep(10);
+      }
+      tenK.push(done);
+      await sleep(1000);
+    }
+
+    const f = (x: number) => (Number.isNaN(x) ? 'did not finish in 30 s' : `${Math.round(x)} ms`);
+    console.log(`\nposting: ${AUTHORS} accounts at once, one connection each, ${SECONDS} s, no followers (target >= 2,800/s, p99 < 50 ms)`);
+    console.log(`  ${Math.round(alone.rps)} posts/s accepted (${alone.accepted} in all${alone.refused ? `, ${alone.refused} refused or failed` : ''}), p50 ${alone.p50} ms, p99 ${alone.p99} ms; ${commitsPerPost.toFixed(2)} PostgreSQL commits per post (jobs included)`);
+    console.log(`\nthe same with each author followed by the same ${FOLLOWERS} accounts (target: all in every home feed within 2 s of posting stopping, >= 50,000 feed insertions/s)`);
+    console.log(`  ${Math.round(fanned.rps)} posts/s accepted, p50 ${fanned.p50} ms, p99 ${fanned.p99} ms; ${posted.length} posts, ${insertions} feed insertions`);
+    console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);
+    console.log(`\nfan-out to 10,000 local followers, from the POST being sent (so its commit included) to the last feed, 3 posts (target <= 500 ms from the commit): ${tenK.map(f).join(', ')}`);
+    console.log(`\nserver peak memory (VmHWM): ${peakRssMb(server.pid!)} MB\n`);
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((r) => server.once('exit', r));
+    await deleteKeysWithPrefix(redis, config.redisPrefix);
+    redis.disconnect();
+    await db.end();
+    await dropDatabase(config.databaseUrl);
+  }
+}
+
+await main();

@@ -90,6 +90,8 @@ export interface Config {
   deliveryRetryBaseMs: number;
   /** Who push services may contact about our Web Push (the VAPID `sub` claim): a mailto: or https: URL. */
   vapidSubject: string;
+  /** A bearer token Prometheus sends to GET /metrics ('' for none: then only an administrator's token with admin:read). */
+  metricsToken: string;
   /** How far ahead a post must be scheduled (Mastodon: 5 minutes); lowered only by tests that wait for one. */
   scheduledStatusMinDelaySeconds: number;
 }
@@ -159,6 +161,13 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw;
 }
 
+/** A guessable token would publish the server's figures: at least 16 characters. */
+function metricsToken(env: Env): string {
+  const token = str(env, 'METRICS_TOKEN', '');
+  if (token !== '' && (token.length < 16 || /\s/.test(token))) throw new ConfigError('METRICS_TOKEN', 'use at least 16 characters, without spaces');
+  return token;
+}
+
 const SOFTWARE_VERSION = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/fedi_server';
@@ -226,6 +235,7 @@ export function loadConfig(env: Env = process.env): Config {
     softwareVersion: SOFTWARE_VERSION,
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
     scheduledStatusMinDelaySeconds: int(env, 'SCHEDULED_STATUS_MIN_DELAY_SECONDS', 300, 0, 86_400),
+    metricsToken: metricsToken(env),
     // Mastodon signs with its contact email; without one, our https URL; on plain http (local trials), a placeholder.
     vapidSubject: url(env, 'VAPID_SUBJECT', contactEmail ? `mailto:${contactEmail}` : https ? `https://${localDomain}` : 'mailto:contact-not-set@example.invalid', ['mailto:', 'https:']),
     fileHost,

@@ -3,6 +3,7 @@ import type { Object as APObject, Actor } from '@fedify/vocab';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
+import { observedLoader } from './observed-loader.ts';
 
 /** How long one remote fetch may take before it is given up (a slow server must not hold a request or a job). */
 export const FETCH_TIMEOUT_MS = 10_000;
@@ -16,7 +17,9 @@ const AP_TYPES = ['application/activity+json', 'application/ld+json'];
  */
 export async function fetchById(fed: Context<AppContext>, url: string, loader: DocumentLoader): Promise<APObject | null> {
   if (await domainPolicy(fed.data).refuses(url)) return null; // nothing is fetched from a suspended server
-  const lookup = (u: string) => fed.lookupObject(u, { documentLoader: loader, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  // Failures are remembered with what the server answered (health.ts), so whoever gives up can say why.
+  const documentLoader = observedLoader(fed.data, loader);
+  const lookup = (u: string) => fed.lookupObject(u, { documentLoader, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   const first = await lookup(url);
   if (!first?.id) return null;
   if (first.id.href === url) return first;

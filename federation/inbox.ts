@@ -23,6 +23,8 @@ import { Flag } from '@fedify/vocab';
 import { onFlag } from './flag.ts';
 import { Add, Remove } from '@fedify/vocab';
 import { onAdd, onRemove } from './featured.ts';
+import type { Activity } from '@fedify/vocab';
+import { dropInbound, dropUnavailable, trackedInboxListeners } from './drops.ts';
 
 type Fed = InboxContext<AppContext>;
 
@@ -33,8 +35,8 @@ const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }).child({ part: 'inbo
  * of these run). Each is idempotent: the same activity twice has one effect, through unique ids and constraints.
  */
 export function registerInboxListeners(federation: Federation<AppContext>): void {
-  federation
-    .setInboxListeners('/users/{identifier}/inbox', '/inbox')
+  // Every activity is counted by type and outcome, and what is dropped is logged once with why (drops.ts).
+  trackedInboxListeners(federation.setInboxListeners('/users/{identifier}/inbox', '/inbox'))
     .on(Follow, onFollow)
     .on(Accept, onAccept)
     .on(Reject, onReject)
@@ -56,12 +58,23 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
 }
 
 /** The sender's account (stored or fetched). Null when its actor cannot be had. */
-async function sender(fed: Fed, activity: { actorId: URL | null }): Promise<AccountRow | null> {
+async function sender(fed: Fed, activity: Activity): Promise<AccountRow | null> {
   if (!activity.actorId) return null;
-  if (await domainPolicy(fed.data).refuses(activity.actorId.href)) return null; // a suspended server's, queued before
+  if (await domainPolicy(fed.data).refuses(activity.actorId.href)) { // a suspended server's, queued before
+    dropInbound(fed.data, activity, 'refused', 'its server is suspended here');
+    return null;
+  }
   const account = await accountForActorUri(fed.data, fed, activity.actorId.href);
+  if (!account) {
+    dropUnavailable(fed.data, activity, 'actor', activity.actorId);
+    return null;
+  }
   // A deleted or suspended actor's late or retried activities change nothing (its key may still verify).
-  return account && !account.suspended_at ? account : null;
+  if (account.suspended_at) {
+    dropInbound(fed.data, activity, 'refused', `its actor ${activity.actorId.href} is suspended here or deleted`, { quiet: true });
+    return null;
+  }
+  return account;
 }
 
 /** Ids a sender may mint: only under its own origin (another server's ids are not its to claim). */
@@ -73,7 +86,8 @@ function ownedBy(author: AccountRow, ...ids: (URL | null)[]): boolean {
 async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   if (!follow.id) return;
   const target = await localActor(fed, follow.objectId);
-  const follower = target ? await sender(fed, follow) : null;
+  if (!target) return dropInbound(fed.data, follow, 'not_addressed', `it follows ${follow.objectId?.href ?? 'nobody'}, not an account here`);
+  const follower = await sender(fed, follow);
   // A Follow's id is its sender's to mint: one naming another server's id could stand in for that server's Follow.
   if (!target || !follower || follower.domain === null || !ownedBy(follower, follow.id)) return;
   // Someone the target blocks (or whose server they block) is refused at once, as Mastodon's Follow handler does.
@@ -180,7 +194,8 @@ async function onBlock(fed: Fed, block: Block): Promise<void> {
 }
 
 async function onCreate(fed: Fed, create: Create): Promise<void> {
-  const note = await create.getObject();
+  const note = await create.getObject().catch(() => undefined);
+  if (note === undefined) return dropUnavailable(fed.data, create, 'object', create.objectId);
   if (!(note instanceof Note || note instanceof Question) || !note.id) return;
   const author = await sender(fed, create);
   if (!author || author.domain === null) return;
@@ -188,7 +203,7 @@ async function onCreate(fed: Fed, create: Create): Promise<void> {
   // another server's id (to take that id before the real one arrives), is ignored.
   if (!note.attributionId || note.attributionId.href !== author.uri || !ownedBy(author, create.id, note.id)) return;
   if (note instanceof Note && (await onVote(fed, note, author))) return;
-  if (!(await concernsUs(fed, note, author))) return;
+  if (!(await concernsUs(fed, note, author))) return dropInbound(fed.data, create, 'not_addressed', 'it concerns nobody here (no follower, mention, address or reply here)');
   await receiveNote(fed, note, author);
 }
 
@@ -276,7 +291,8 @@ async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   if (!remote || remote.domain === null || !ownedBy(remote, announce.id)) return;
   // A boost of a post we have not seen (a third server's, usually) brings the post in first.
   const status = (await statusByUri(fed, announce.objectId)) ?? (await fetchNote(fed, announce.objectId));
-  if (!status || status.deleted_at || status.reblog_of_id) return;
+  if (!status) return dropUnavailable(fed.data, announce, 'object', announce.objectId);
+  if (status.deleted_at || status.reblog_of_id) return;
   if (status.visibility !== 'public' && status.visibility !== 'unlisted') return;
   const audience = [...announce.toIds, ...announce.ccIds];
   const visibility: Visibility = announce.toIds.some((u) => isPublic(u, announce.id)) ? 'public'

@@ -20,6 +20,9 @@ import { signedRequester } from './signed-requests.ts';
 import { CavageFirstKvStore } from './signature-specs.ts';
 import { serverHoldsStatus } from '../storage/audience.ts';
 import { featuredItems } from './featured.ts';
+import { healthOf } from './health.ts';
+import { healthMeterProvider, recordDeliveryError } from './meter.ts';
+import { metricsOf } from '../services/metrics.ts';
 
 const PAGE = 40;
 const PAGE_OF_STATUSES = 20;
@@ -47,7 +50,10 @@ async function activityOf(fed: Context<AppContext>, account: AccountRow, id: str
 export function createAppFederation(app: AppContext, queue: BullMqMessageQueue): AppFederation {
   routeFedifyLogs(app.config.logLevel);
   const federation = createFederation<AppContext>({
-    kv: new CavageFirstKvStore(new RedisKvStore(app.redis, app.config.redisPrefix)),
+    // The spec each server takes is shown per server (federation/health.ts).
+    kv: new CavageFirstKvStore(new RedisKvStore(app.redis, app.config.redisPrefix), (origin, spec) => {
+      if (URL.canParse(origin)) healthOf(app).signatureSpec(new URL(origin).host, spec);
+    }),
     // Every server we know verifies draft-cavage; snac and older ones verify nothing else, and snac answers 202
     // before checking, so an RFC 9421 first knock would never fall back (signature-specs.ts).
     firstKnock: 'draft-cavage-http-signatures-12',
@@ -64,7 +70,11 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     // A server that keeps failing is not hammered: its deliveries are held, and it is probed again after ten times
     // the first retry wait (5 minutes by default); held deliveries are kept for a week.
     circuitBreaker: { recoveryDelay: { milliseconds: app.config.deliveryRetryBaseMs * 10 }, heldActivityTtl: { days: 7 } },
+    // Per-server health and metrics: deliveries and fetches as Fedify measures them, and why deliveries failed.
+    meterProvider: healthMeterProvider(app),
+    onOutboxError: (error) => recordDeliveryError(app, error),
   });
+  queue.onJobFinished = (outcome) => metricsOf(app).count('jobs', 'federation', outcome);
 
   // In authorized-fetch mode, what is not the instance actor is served only to signed requests.
   const authorized = async (fed: RequestContext<AppContext>, identifier: string | null) =>

@@ -1,6 +1,23 @@
 import { configureSync, getConfig, type LogRecord } from '@logtape/logtape';
 import { pino } from 'pino';
 
+/**
+ * Fedify's lines that say again what our own logs and the per-server health already say: an answer under 500 to a
+ * request (Fastify logs every request; a 404 or 406 there is a browser or an unknown path handed on to our routes),
+ * a failed document fetch (health.ts records it per server, and a dropped activity says why), and a signature that
+ * did not verify (drops.ts logs the activity once, with the server and the reason); and one that is no fault.
+ */
+function reportedElsewhere(record: LogRecord): boolean {
+  const category = record.category.join('.');
+  if (category === 'fedify.federation.http') return typeof record.properties.status === 'number' && record.properties.status < 500;
+  if (category === 'fedify.runtime.docloader') return String(record.rawMessage).startsWith('Failed to fetch document');
+  if (category === 'fedify.federation.inbox') return record.rawMessage === "Failed to verify the request's HTTP Signatures.";
+  // The instance actor has no followers, following or featured collections, by design; Fedify warns of it each time
+  // the actor is served.
+  if (category === 'fedify.federation.actor') return String(record.rawMessage).startsWith('You configured a');
+  return false;
+}
+
 const LEVELS = { trace: 'trace', debug: 'debug', info: 'info', warning: 'warn', error: 'error', fatal: 'fatal' } as const;
 
 /**
@@ -11,6 +28,7 @@ export function routeFedifyLogs(level: string): void {
   if (getConfig() !== null || level === 'silent') return;
   const log = pino({ level }).child({ part: 'fedify' });
   const sink = (record: LogRecord) => {
+    if (reportedElsewhere(record)) return;
     const message = record.message.map((m) => (typeof m === 'string' ? m : JSON.stringify(m))).join('');
     log[LEVELS[record.level]]({ category: record.category.join('.'), ...record.properties }, message);
   };

@@ -71,6 +71,9 @@ export class BullMqMessageQueue implements MessageQueue {
     return out.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0)).slice(0, limit);
   }
 
+  /** Told of every job that ends, whichever lane ran it (the metrics count them). */
+  onJobFinished?: (outcome: 'completed' | 'failed') => void;
+
   /** Runs until the signal aborts; only worker processes call this. */
   async listen(handler: (message: unknown) => Promise<void> | void, options?: MessageQueueListenOptions): Promise<void> {
     const connection = bullConnection(this.redisUrl);
@@ -78,7 +81,11 @@ export class BullMqMessageQueue implements MessageQueue {
       new Worker(FEDERATION_QUEUE, async (job) => handler(job.data), { connection, prefix: this.prefix, concurrency: this.concurrency }),
       ...this.lanes.map((lane) => new Worker(lane.name, async (job) => handler(job.data), { connection, prefix: this.prefix, concurrency: 1 })),
     ];
-    for (const worker of workers) worker.on('error', () => {}); // reconnects on its own
+    for (const worker of workers) {
+      worker.on('error', () => {}); // reconnects on its own
+      worker.on('completed', () => this.onJobFinished?.('completed'));
+      worker.on('failed', () => this.onJobFinished?.('failed'));
+    }
     await new Promise<void>((resolve) => {
       if (options?.signal?.aborted) return resolve();
       options?.signal?.addEventListener('abort', () => resolve(), { once: true });

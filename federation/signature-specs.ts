@@ -18,9 +18,12 @@ const isSpecKey = (key: KvKey) => key.length === SPEC_PREFIX.length + 1 && key[0
  */
 export class CavageFirstKvStore implements KvStore {
   private readonly inner: KvStore;
+  /** Told the spec a server just took from us (Fedify stores it after every signed request that succeeded). */
+  private readonly onSpec: ((origin: string, spec: string) => void) | undefined;
 
-  constructor(inner: KvStore) {
+  constructor(inner: KvStore, onSpec?: (origin: string, spec: string) => void) {
     this.inner = inner;
+    this.onSpec = onSpec;
   }
 
   async get<T = unknown>(key: KvKey): Promise<T | undefined> {
@@ -31,6 +34,7 @@ export class CavageFirstKvStore implements KvStore {
 
   async set(key: KvKey, value: unknown, options?: KvStoreSetOptions): Promise<void> {
     if (!isSpecKey(key)) await this.inner.set(key, value, options);
+    else if (typeof value === 'string') this.onSpec?.(String(key[2]), value);
   }
 
   delete(key: KvKey): Promise<void> {

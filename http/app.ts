@@ -53,6 +53,7 @@ import tagsRoutes from './api/v1/tags.ts';
 import conversationsRoutes from './api/v1/conversations.ts';
 import pollsRoutes from './api/v1/polls.ts';
 import statusMarksRoutes from './api/v1/status_marks.ts';
+import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
 
 export type App = FastifyInstance;
 
@@ -85,6 +86,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   });
 
   await app.register(errorsPlugin);
+  // Every answered request is counted by route and status, in memory (GET /metrics shows them).
+  await app.register(requestMetricsPlugin, { ctx });
   // The largest upload of any kind; each kind's own limit is checked where it is used.
   await app.register(bodyPlugin, { maxFileBytes: Math.max(ctx.config.maxImageBytes, ctx.config.maxVideoBytes) });
   // Health checks and static files are registered before the rate limiter, which only sees later routes.
@@ -141,6 +144,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
+  await app.register(metricsRoutes, { ctx });
   await app.register(streamingRoutes, { ctx });
   return app;
 }

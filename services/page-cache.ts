@@ -30,6 +30,9 @@ export class RenderedPageCache {
   private readonly byKey = new Map<string, Set<string>>();
   private bytes = 0;
   private readonly maxBytes: number;
+  /** Pages served from here and pages rendered instead, counted by the caller (GET /metrics shows the ratio). */
+  hits = 0;
+  misses = 0;
   private readonly ttlMs: number;
 
   constructor(maxBytes: number, ttlMs: number) {

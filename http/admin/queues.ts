@@ -2,10 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../app.ts';
 import { ApiError } from '../../errors.ts';
 import { requireViewer } from '../plugins/auth.ts';
+import { listServerHealth } from '../../storage/federation-health.ts';
+import { serializeFederationServer } from '../serializers/federation-server.ts';
 
 /**
  * For operators: how much work waits in the job queues (fan-out and deliveries to other servers) and what failed
- * for good. Signed-in administrators only, with a token that has `admin:read`.
+ * for good, and each remote server's federation health (federation/health.ts; written every few seconds, so up to
+ * that much behind). Signed-in administrators only, with a token that has `admin:read`.
  */
 export default async function adminQueueRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   app.get('/admin/queues', {
@@ -13,15 +16,18 @@ export default async function adminQueueRoutes(app: FastifyInstance, { ctx }: Ro
   }, async (request) => {
     requireViewer(request);
     if (!request.token?.admin) throw new ApiError(403, 'This action is not allowed');
-    const [fanout, federation, failures] = await Promise.all([
+    const [fanout, federation, failures, servers] = await Promise.all([
       ctx.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed'),
       ctx.federationQueue.getDepth(),
       ctx.federationQueue.recentFailures(50),
+      listServerHealth(ctx.db, 100),
     ]);
     const fanoutFailed = await ctx.jobs.fanout.getFailed(0, 49);
     return {
       fanout: { ...fanout, recent_failures: fanoutFailed.map((j) => ({ id: j.id, kind: j.name, reason: j.failedReason, attempts: j.attemptsMade, at: j.finishedOn ? new Date(j.finishedOn).toISOString() : null })) },
       federation: { ...federation, recent_failures: failures.map((f) => ({ queue: f.queue, id: f.id, reason: f.failedReason, at: f.finishedOn ? new Date(f.finishedOn).toISOString() : null })) },
+      // Servers with the latest failures or drops first.
+      servers: servers.map(serializeFederationServer),
     };
   });
 }

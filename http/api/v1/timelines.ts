@@ -32,7 +32,10 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
   const key = `${viewerId}/${p.maxId ?? ''}/${p.sinceId ?? ''}/${p.minId ?? ''}/${p.limit}`;
   if (ctx.homePages.getTracked(key) && (await ctx.tracking.sync())) {
     const page = ctx.homePages.getTracked(key);
-    if (page) return page;
+    if (page) {
+      ctx.homePages.hits++;
+      return page;
+    }
   }
   let ticket = ctx.tracking.begin();
   try {
@@ -48,11 +51,13 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
       ids = (await ctx.feeds.page(viewerId, p)).ids ?? [];
     } else if (cached && read.unchanged && RenderedPageCache.sameIds(cached, ids)) {
       ctx.homePages.set(key, cached, trackedKeys(ctx, ticket, viewerId, cached.versions.keys));
+      ctx.homePages.hits++;
       return cached;
     }
     // The viewer's filter version is among the versions read, so a change to their filters is a change to the page.
     const { rows, bundle, versions, notAfter } = await loadForViewer(ctx, viewerId, ids, 'home');
     const page = { ids, body: renderStatusListJson(ctx.render, bundle, rows), versions: ctx.versions.keysOf(versions), notAfter };
+    ctx.homePages.misses++;
     ctx.homePages.set(key, page, trackedKeys(ctx, ticket, viewerId, page.versions.keys));
     return page;
   } finally {

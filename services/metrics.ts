@@ -1,0 +1,146 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AppContext } from '../context.ts';
+
+/** How often a process adds its event counts to the shared totals in Redis. */
+const FLUSH_EVERY_MS = 5_000;
+
+/**
+ * Events counted across every process (web and worker alike): each process adds its counts to one Redis hash every
+ * few seconds, and `/metrics` shows the totals, so a worker process, which serves no HTTP, is still seen.
+ */
+const EVENTS = {
+  deliveries: { name: 'fedi_deliveries_total', help: 'Deliveries to other servers\' inboxes, by outcome (delivered, failed: an attempt that will be retried, abandoned)', labels: ['outcome'] },
+  inbound: { name: 'fedi_inbound_activities_total', help: 'Activities received from other servers, by type and outcome (processed, dropped, unverified, failed)', labels: ['type', 'outcome'] },
+  drops: { name: 'fedi_inbound_dropped_total', help: 'Inbound activities dropped, by reason', labels: ['reason'] },
+  fetches: { name: 'fedi_remote_fetches_total', help: 'GETs of other servers\' documents (actors, posts, keys), by outcome', labels: ['outcome'] },
+  jobs: { name: 'fedi_jobs_total', help: 'Finished jobs, by queue and outcome (completed, failed)', labels: ['queue', 'outcome'] },
+} as const;
+export type EventKind = keyof typeof EVENTS;
+
+/** Activity types that get a label of their own; anything else a server sends is counted as `other`. */
+const KNOWN_TYPES = new Set(['Follow', 'Accept', 'Reject', 'Undo', 'Create', 'Update', 'Delete', 'Like', 'Announce', 'Block', 'Flag', 'Add', 'Remove', 'Move', 'EmojiReact']);
+export const activityLabel = (type: string | null | undefined): string => (type && KNOWN_TYPES.has(type) ? type : 'other');
+
+/** Prometheus metrics of one server context (prom-client): its own registry, so test servers in one process never mix. */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly app: AppContext;
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'route'>;
+  private readonly events = new Map<EventKind, Counter<string>>();
+  private pending = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+  private defaultsCollected = false;
+
+  constructor(app: AppContext) {
+    this.app = app;
+    const registers = [this.registry];
+    this.httpRequests = new Counter({ name: 'fedi_http_requests_total', help: 'HTTP requests answered by this process, by route and status', labelNames: ['method', 'route', 'status'], registers });
+    this.httpDuration = new Histogram({ name: 'fedi_http_request_duration_seconds', help: 'Time to answer HTTP requests in this process, by route', labelNames: ['route'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], registers });
+    for (const [kind, e] of Object.entries(EVENTS) as [EventKind, (typeof EVENTS)[EventKind]][]) {
+      this.events.set(kind, new Counter({ name: e.name, help: e.help, labelNames: [...e.labels], registers }));
+    }
+    const pages = () => this.app.homePages;
+    new Counter({
+      name: 'fedi_home_page_cache_requests_total', help: 'Home timeline pages in this process, served from the page cache (hit) or rendered (miss)', labelNames: ['result'], registers,
+      collect() { this.reset(); this.inc({ result: 'hit' }, pages().hits); this.inc({ result: 'miss' }, pages().misses); },
+    });
+    new Gauge({
+      name: 'fedi_home_page_cache_hit_ratio', help: 'Share of home timeline pages served from this process\'s page cache since it started', registers,
+      collect() { const { hits, misses } = pages(); this.set(hits + misses === 0 ? 0 : hits / (hits + misses)); },
+    });
+    this.timer = setInterval(() => void this.flush().catch(() => {}), FLUSH_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** One answered HTTP request: counted in memory only (no Redis, no I/O). */
+  request(method: string, route: string, status: number, seconds: number): void {
+    this.httpRequests.inc({ method, route, status: String(status) });
+    this.httpDuration.observe({ route }, seconds);
+  }
+
+  /** One event of a kind counted across processes, with its labels in the order the kind declares them. */
+  count(kind: EventKind, ...labels: string[]): void {
+    const key = `${kind}\u0000${labels.join('\u0000')}`;
+    this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
+  }
+
+  private get hashKey(): string {
+    return `${this.app.config.redisPrefix}metrics:events`;
+  }
+
+  /** Adds this process's counts to the shared totals (one pipeline). */
+  async flush(): Promise<void> {
+    // A closed context's connection: nothing more will be counted here.
+    if (this.app.redis.status === 'end') return clearInterval(this.timer);
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const pipeline = this.app.redis.pipeline();
+    for (const [field, n] of batch) pipeline.hincrby(this.hashKey, field, n);
+    await pipeline.exec();
+  }
+
+  /** The text Prometheus scrapes: totals read once from Redis, queue depths asked of BullMQ. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    if (!this.defaultsCollected) {
+      this.defaultsCollected = true;
+      collectDefaultMetrics({ register: this.registry, prefix: 'fedi_' });
+    }
+    await this.flush().catch(() => {});
+    const totals = await this.app.redis.hgetall(this.hashKey);
+    for (const [kind, counter] of this.events) {
+      counter.reset();
+      for (const [field, n] of Object.entries(totals)) {
+        const [k, ...labels] = field.split('\u0000');
+        if (k !== kind) continue;
+        const names = EVENTS[kind].labels;
+        counter.inc(Object.fromEntries(names.map((name, i) => [name, labels[i] ?? ''])), Number(n));
+      }
+    }
+    await this.queueDepths();
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private depthGauge: Gauge<'queue' | 'state'> | null = null;
+
+  private async queueDepths(): Promise<void> {
+    this.depthGauge ??= new Gauge({ name: 'fedi_queue_jobs', help: 'Jobs in each BullMQ queue, by state', labelNames: ['queue', 'state'], registers: [this.registry] });
+    const gauge = this.depthGauge;
+    gauge.reset();
+    const [fanout, federation] = await Promise.all([
+      this.app.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
+      this.app.federationQueue.getDepth(),
+    ]);
+    for (const [state, n] of Object.entries(fanout)) gauge.set({ queue: 'fanout', state }, n);
+    gauge.set({ queue: 'federation', state: 'ready' }, federation.ready ?? 0);
+    gauge.set({ queue: 'federation', state: 'delayed' }, federation.delayed ?? 0);
+    gauge.set({ queue: 'federation', state: 'queued' }, federation.queued);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush().catch(() => {});
+  }
+}
+
+const all = new WeakMap<AppContext, Metrics>();
+
+/** This process's metrics for this context, made on first use. */
+export function metricsOf(app: AppContext): Metrics {
+  let m = all.get(app);
+  if (!m) all.set(app, (m = new Metrics(app)));
+  return m;
+}
+
+/** Adds what is pending to the shared totals and stops the timer (the context is closing). */
+export async function closeMetrics(app: AppContext): Promise<void> {
+  await all.get(app)?.close();
+  all.delete(app);
+}
+
+/** Counts a BullMQ worker's finished jobs (completed, failed: an attempt that threw) under a queue's name. */
+export function countJobOutcomes(app: AppContext, worker: { on(event: 'completed' | 'failed', listener: () => void): unknown }, queue: string): void {
+  worker.on('completed', () => metricsOf(app).count('jobs', queue, 'completed'));
+  worker.on('failed', () => metricsOf(app).count('jobs', queue, 'failed'));
+}

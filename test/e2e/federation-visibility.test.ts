@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { getDocumentLoader } from '@fedify/vocab-runtime';
+import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
+import { healthOf } from '../../federation/health.ts';
+import { listServerHealth } from '../../storage/federation-health.ts';
+
+// The fix that signs every GET (federation/instance-actor.ts signedLoader), switchable: off, fetches go out
+// unsigned, as before the fix, and a GoToSocial-like server answers them 401.
+const signing = vi.hoisted(() => ({ on: true }));
+vi.mock('../../federation/instance-actor.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../federation/instance-actor.ts')>();
+  const unsigned = getDocumentLoader({ allowPrivateAddress: true });
+  return { ...real, signedLoader: (...args: Parameters<typeof real.signedLoader>) => (signing.on ? real.signedLoader(...args) : Promise.resolve(unsigned)) };
+});
+
+// Every JSON log line this process writes (pino writes to fd 1 through fs, not through process.stdout).
+const lines: Record<string, unknown>[] = [];
+function capture(chunk: unknown): void {
+  for (const line of String(chunk).split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+    } catch { /* not one of ours */ }
+  }
+}
+const realWrite = fs.write, realWriteSync = fs.writeSync;
+vi.spyOn(fs, 'write').mockImplementation(((fd: number, data: unknown, ...rest: unknown[]) => {
+  if (fd === 1) capture(Buffer.isBuffer(data) ? data.toString('utf8') : data);
+  return (realWrite as (...a: unknown[]) => void)(fd, data, ...rest);
+}) as typeof fs.write);
+vi.spyOn(fs, 'writeSync').mockImplementation(((fd: number, data: unknown, ...rest: unknown[]) => {
+  if (fd === 1) capture(Buffer.isBuffer(data) ? data.toString('utf8') : data);
+  return (realWriteSync as (...a: unknown[]) => number)(fd, data, ...rest);
+}) as typeof fs.writeSync);
+
+const WARN = 40;
+const AS = 'https://www.w3.org/ns/activitystreams';
+let ours: Instance;
+let peer: StrictPeer;
+let alice: TestUser;
+let admin: TestUser;
+
+beforeAll(async () => {
+  // Logs at info, as in production, so that any warning the scenario causes is seen.
+  [ours, peer] = await Promise.all([startHttpsInstance({ LOG_LEVEL: 'info', METRICS_TOKEN: 'scrape-token-0123456789' }), startStrictPeer()]);
+  const client = await createApp(ours.app, 'read write follow push admin:read');
+  [alice, admin] = await Promise.all([registerUser(ours.app, client, 'alice', 'read write admin:read'), registerUser(ours.app, client, 'ozzie', 'read admin:read')]);
+  // Made an administrator before its token is first used (the token cache would otherwise hold the old answer).
+  await ours.ctx.db.query('UPDATE users SET admin = true WHERE account_id = $1', [admin.id]);
+}, 60_000);
+afterAll(async () => {
+  vi.restoreAllMocks();
+  await Promise.all([ours?.close(), peer?.close()]);
+});
+
+const warnings = () => lines.filter((l) => typeof l.level === 'number' && l.level >= WARN);
+const follow = (actor: string, n: number) => ({ '@context': AS, id: `${actor}/follows/${n}`, type: 'Follow', actor, object: `${ours.url}/users/alice` });
+const metrics = async () => (await ours.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-token-0123456789' } })).body;
+const followersOfAlice = async () => (await ours.app.inject({ method: 'GET', url: `/api/v1/accounts/${alice.id}/followers`, headers: bearer(alice.token) })).json() as { acct: string }[];
+
+describe('a GoToSocial-like server follows us', () => {
+  it('with unsigned fetches: the Follow is dropped with one warning naming the server and the 401, and counted', async () => {
+    signing.on = false;
+    const before = warnings().length;
+    const gus = await peer.addActor('gus');
+    expect(await peer.send('gus', `${ours.url}/users/alice/inbox`, follow(gus, 1))).toBe(202);
+    // Its actor was asked for (unsigned, refused), and nothing came of the Follow.
+    await until(async () => peer.gets.filter((g) => g.path === '/users/gus' && g.status === 401).length, (n) => n > 0, 'the unsigned GET');
+    const dropped = await until(async () => warnings().slice(before), (w) => w.length > 0, 'a warning');
+    await new Promise((r) => setTimeout(r, 500)); // nothing else follows
+    const fresh = warnings().slice(before);
+    expect(fresh, JSON.stringify(fresh)).toHaveLength(1);
+    expect(dropped[0]).toMatchObject({ part: 'inbox', server: peer.domain, activity: 'Follow', reason: 'actor_unavailable', status: 401 });
+    expect(String(dropped[0]!.msg)).toContain(peer.domain);
+    expect(String(dropped[0]!.msg)).toContain('401');
+    expect(await followersOfAlice()).toEqual([]);
+
+    await healthOf(ours.ctx).flush();
+    const server = (await listServerHealth(ours.ctx.db)).find((s) => s.host === peer.domain);
+    expect(server).toMatchObject({ dropped_inbound: 1, last_failure_kind: 'fetch', last_failure_status: 401 });
+    expect(server!.last_drop_reason).toContain('401');
+    expect(server!.last_failure_detail).toContain('HTTP 401');
+    expect(server!.last_failure_url).toBe(gus);
+    const text = await metrics();
+    expect(text).toMatch(/fedi_inbound_dropped_total\{reason="actor_unavailable"\} 1\b/);
+    expect(text).toMatch(/fedi_inbound_activities_total\{type="Follow",outcome="dropped"\} 1\b/);
+  });
+
+  it('with signed fetches: the same Follow is taken, and nothing is logged above info', async () => {
+    signing.on = true;
+    const before = warnings().length;
+    const gus = peer.actorId('gus');
+    expect(await peer.send('gus', `${ours.url}/users/alice/inbox`, follow(gus, 2))).toBe(202);
+    await peer.waitFor((d) => d.activity.type === 'Accept');
+    await until(followersOfAlice, (l) => l.length === 1, 'gus follows alice');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(warnings().slice(before)).toEqual([]);
+
+    await healthOf(ours.ctx).flush();
+    const server = (await listServerHealth(ours.ctx.db)).find((s) => s.host === peer.domain);
+    expect(server!.last_fetch_at).not.toBeNull();
+    expect(server!.last_delivery_at).not.toBeNull();
+    expect(server!.signature_spec).toBe('draft-cavage-http-signatures-12');
+    const text = await until(metrics, (t) => /fedi_deliveries_total\{outcome="delivered"\} [1-9]/.test(t), 'the Accept counted');
+    expect(text).toMatch(/fedi_inbound_activities_total\{type="Follow",outcome="processed"\} 1\b/);
+    expect(text).toMatch(/fedi_jobs_total\{queue="federation",outcome="completed"\} [1-9]/);
+  });
+});
+
+describe('browsers and the operators', () => {
+  it('redirects a browser asking /users/:name for HTML without logging above info', async () => {
+    const before = warnings().length;
+    const res = await ours.app.inject({ method: 'GET', url: '/users/alice', headers: { accept: 'text/html' } });
+    expect(res.statusCode).toBe(302);
+    expect(res.headers.location).toContain('/@alice');
+    const head = await ours.app.inject({ method: 'HEAD', url: '/users/alice', headers: { accept: 'text/html' } });
+    expect(head.statusCode).toBe(302);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(warnings().slice(before)).toEqual([]);
+  });
+
+  it('shows the servers on the queue page, and /metrics only to the token or an administrator', async () => {
+    const page = await ours.app.inject({ method: 'GET', url: '/admin/queues', headers: bearer(admin.token) });
+    expect(page.statusCode).toBe(200);
+    expect(page.json().servers.find((s: { host: string }) => s.host === peer.domain)).toMatchObject({ dropped_inbound: 1, signature_spec: 'draft-cavage-http-signatures-12' });
+
+    expect((await ours.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
+    expect((await ours.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer wrong-token-0123456789' } })).statusCode).toBe(401);
+    expect((await ours.app.inject({ method: 'GET', url: '/metrics', headers: bearer(alice.token) })).statusCode).toBe(403);
+    const byAdmin = await ours.app.inject({ method: 'GET', url: '/metrics', headers: bearer(admin.token) });
+    expect(byAdmin.statusCode).toBe(200);
+    expect(byAdmin.headers['content-type']).toContain('text/plain');
+    expect(byAdmin.body).toMatch(/fedi_http_requests_total\{method="GET",route="\/users\/:username",status="302"\} [1-9]/);
+    expect(byAdmin.body).toMatch(/fedi_queue_jobs\{queue="fanout",state="waiting"\} \d+/);
+    expect(byAdmin.body).toMatch(/fedi_home_page_cache_hit_ratio \d/);
+  });
+});

@@ -16,6 +16,8 @@ import { deleteRule, insertRule, listRules, RULE_HINT_LIMIT, RULE_TEXT_LIMIT } f
 import { isId } from '../storage/ids.ts';
 import { isModerationCommand, moderationCommand, ModerationUsageError, MODERATION_USAGE } from './moderation.ts';
 import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps } from './domains.ts';
+import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './federation.ts';
+import type { Config } from '../config.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -41,7 +43,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   suggestions list
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
 ${MODERATION_USAGE}
-${DOMAINS_USAGE}`;
+${DOMAINS_USAGE}
+${FEDERATION_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -56,7 +59,15 @@ async function localUser(db: Db, username: string | undefined) {
 /** Tells running servers that a user's tokens may answer differently now (approval, password reset). */
 export type Invalidate = (what: TokenInvalidation) => Promise<void>;
 
-export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'>): Promise<void> {
+export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'> & { config?: Config }): Promise<void> {
+  if (argv[0] === 'federation' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services?.config) throw new Error('federation commands need the settings');
+    try {
+      return await federationCommand(argv.slice(1), { db, config: services.config }, out);
+    } catch (err) {
+      throw err instanceof FederationUsageError ? new UsageError(err.message) : err;
+    }
+  }
   if (argv[0] === 'domains' && services && !argv.includes('--help') && !argv.includes('-h')) {
     try {
       return await domainsCommand(argv.slice(1), { db, ...services }, out);
@@ -214,7 +225,7 @@ async function main() {
     await migrate(config.databaseUrl);
     await connectRedis(redis, config.redisUrl);
     db = createPool(config.databaseUrl, 2);
-    await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what), { redis, redisPrefix: config.redisPrefix });
+    await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what), { redis, redisPrefix: config.redisPrefix, config });
   } catch (err) {
     if (err instanceof UsageError) {
       if (err.message) console.error(`error: ${err.message}\n`);

@@ -54,7 +54,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
   };
   const events = new StreamEvents(redis, config.redisPrefix);
-  const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote, statusLoader }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
   const ctx = {
     config,
     db,

@@ -1,9 +1,8 @@
 import type { Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
-import { findStatus, findStatusRecord, tagsOf, type StatusRow } from '../storage/statuses.ts';
+import { findStatusForFanOut, findStatusRecord, tagsOf, type StatusRow } from '../storage/statuses.ts';
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
-import { accountLimited } from '../storage/blocks.ts';
 import { listsAlsoHolding, listsWithMember } from '../storage/lists.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { publicChannelsOf, streamChannels, type StreamEvents } from '../services/stream-events.ts';
@@ -47,15 +46,19 @@ async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId:
  * idempotent, so a retried job does no harm.
  */
 export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, statusId: string, edit = false): Promise<number> {
-  const status = await findStatus(db, statusId);
-  if (!status) return 0;
+  const found = await findStatusForFanOut(db, statusId);
+  if (!found) return 0;
+  const { status } = found;
   // The first followers are asked for while the public streams are told (every millisecond before a follower's
   // stream hears of it is latency on their screen).
   const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
   firstBatch?.catch(() => {});
   // Public streams first: they are one message each, whatever the number of followers.
   // A limited (silenced) author, or one of a silenced server, is kept off the public streams as off public timelines.
-  if (broadcastable(status) && !(await accountLimited(db, status.account_id))) await events.publish(await publicChannels(db, status), { event: edit ? 'status.update' : 'update', statusId });
+  if (broadcastable(status) && !found.authorLimited) {
+    const channels = publicChannelsOf({ local: status.uri === null, hasMedia: found.hasMedia, tags: found.tagNames });
+    await events.publish(channels, { event: edit ? 'status.update' : 'update', statusId });
+  }
   let delivered = 0;
   if (status.visibility === 'direct') {
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
@@ -90,7 +93,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   }
   if (!edit) await fanOutToLists(db, actors, status);
   // Local accounts following one of its hashtags (jobs/tag-fanout.ts).
-  if (!edit) delivered += await fanOutToTagFollowers({ db, feeds, actors, events }, status);
+  if (!edit) delivered += await fanOutToTagFollowers({ db, feeds, actors, events }, status, { tagIds: found.tagIds, authorHidden: found.authorLimited || found.authorSuspended });
   return delivered;
 }
 

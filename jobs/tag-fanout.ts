@@ -1,5 +1,6 @@
 import type { StatusRow } from '../storage/statuses.ts';
 import { findAccountById } from '../storage/accounts.ts';
+import { accountLimited } from '../storage/blocks.ts';
 import { tagFollowersBatch, tagIdsOfStatus } from '../storage/tag-follows.ts';
 import { streamChannels } from '../services/stream-events.ts';
 import type { FanOutDeps } from './fanout.ts';
@@ -12,12 +13,12 @@ const BATCH = 1000;
  * follower's actor, as follows do. The author's followers have it already; blocks and mutes are applied when feeds
  * are read. Not reblogs, not from silenced accounts (which Mastodon keeps off public streams too).
  */
-export async function fanOutToTagFollowers({ db, feeds, actors, events }: FanOutDeps, status: StatusRow): Promise<number> {
+export async function fanOutToTagFollowers({ db, feeds, actors, events }: FanOutDeps, status: StatusRow, known?: { tagIds: string[]; authorHidden: boolean }): Promise<number> {
   if (status.visibility !== 'public' || status.reblog_of_id) return 0;
-  const tagIds = await tagIdsOfStatus(db, status.id);
+  // `known`: what the caller read with the status (storage/statuses.ts findStatusForFanOut), not asked for again.
+  const tagIds = known?.tagIds ?? (await tagIdsOfStatus(db, status.id));
   if (tagIds.length === 0) return 0;
-  const author = await findAccountById(db, status.account_id);
-  if (!author || author.silenced_at || author.suspended_at) return 0;
+  if (known ? known.authorHidden : await authorHidden(db, status.account_id)) return 0;
   // One follower of two of its tags is reached once.
   const seen = new Set<string>();
   let delivered = 0;
@@ -37,4 +38,10 @@ export async function fanOutToTagFollowers({ db, feeds, actors, events }: FanOut
     if (batch.length < BATCH) break;
   }
   return delivered;
+}
+
+/** Silenced (or of a silenced server) or suspended: their posts reach no tag followers. */
+async function authorHidden(db: FanOutDeps['db'], accountId: string): Promise<boolean> {
+  const author = await findAccountById(db, accountId);
+  return !author || author.silenced_at !== null || author.suspended_at !== null || (await accountLimited(db, accountId));
 }

@@ -145,6 +145,17 @@ export class StatusLoader {
     });
   }
 
+  /**
+   * A status just posted here, with what its statement wrote (no media, no poll): its first rendering (the POST's
+   * answer) needs no query for it. Cached under version 0, which it has until anything changes it. Its author, as
+   * viewer, knows they have not favourited, boosted, bookmarked or pinned it yet, nor muted its conversation when it
+   * starts one.
+   */
+  rememberNew(status: StatusRow, mentions: string[], tags: string[]): void {
+    this.statuses.set(status.id, '0', { status, mentions, tags, media: [], poll: null });
+    if (!status.in_reply_to_id) this.viewers.peek(status.account_id)?.known.add(status.id);
+  }
+
   private accountsById(ids: string[], known: Map<string, string>): Promise<Map<string, AccountRow>> {
     return this.current('a', this.accounts, ids, known, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
   }

@@ -20,6 +20,7 @@ import { attachMedia, insertRemoteMedia, mediaOfStatuses, mediaProblem, reattach
 import { createLocalPoll, validatePoll, type PollParams } from './polls.ts';
 import * as polls from '../storage/polls.ts';
 import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
+import type { StatusLoader } from './hydrate.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -36,6 +37,8 @@ export interface StatusDeps {
   resolveRemote?: (username: string, domain: string, actingAccountId: string) => Promise<AccountRow | null>;
   /** Live events for streaming sockets (services/stream-events.ts). */
   events: StreamEvents;
+  /** This process's status cache (services/hydrate.ts): told of new posts, so that their first rendering reads nothing. */
+  statusLoader?: Pick<StatusLoader, 'rememberNew'>;
 }
 
 export interface PostParams {
@@ -139,7 +142,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     mentionIds: mentioned.map((a) => a.id),
     tagIds: await statuses.tagIds(db, tags),
     // Both rows get the status's id from insertPost.
-    outbox: [{ kind: 'fanOutStatus', payload: {} }, { kind: 'deliver', payload: { activity: 'Create' } }],
+    outbox: [{ kind: 'fanOutStatus', payload: {} }, { kind: 'deliver', payload: { activity: 'Create' }, remoteOnly: true }],
   };
   const localMentions = mentioned.filter((a) => a.domain === null);
   // Most posts are one statement, one commit (storage/statuses.ts insertPost). Attachments, a poll, a scheduled
@@ -166,6 +169,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     throw new ApiError(409, 'A request with this Idempotency-Key is being processed');
   }
   const { status, outbox } = result;
+  if (plain) deps.statusLoader?.rememberNew(status, extras.mentionIds, tags.map((t) => t.toLowerCase()));
   // What follows the commit goes to Redis in one write (auto-pipelining): cache versions, the author's own feed, their
   // home stream, and the jobs.
   await Promise.all([

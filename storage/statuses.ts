@@ -74,8 +74,12 @@ export interface PostExtras {
   mentionIds: string[];
   /** Tag ids, from `tagIds`. */
   tagIds: string[];
-  /** Outbox rows to write with it; each payload gets the new status's id as `statusId`. */
-  outbox: { kind: string; payload: Record<string, unknown> }[];
+  /**
+   * Outbox rows to write with it; each payload gets the new status's id as `statusId`. `remoteOnly`: only when some
+   * other server has to hear of it (a remote follower, unless direct; a remote account mentioned or answered), so
+   * that a post nobody elsewhere follows queues no delivery job at all.
+   */
+  outbox: { kind: string; payload: Record<string, unknown>; remoteOnly?: boolean }[];
 }
 
 /**
@@ -103,14 +107,21 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
      parent AS (UPDATE statuses SET replies_count = replies_count + 1 WHERE id = $8 AND EXISTS (SELECT 1 FROM status)),
      mentioned AS (INSERT INTO mentions (status_id, account_id) SELECT status.id, m FROM status, unnest($12::bigint[]) m ON CONFLICT DO NOTHING),
      tagged AS (INSERT INTO statuses_tags (tag_id, status_id) SELECT t, status.id FROM status, unnest($13::bigint[]) t ON CONFLICT DO NOTHING),
+     remote AS (
+       SELECT (status.visibility <> 'direct'
+                AND EXISTS (SELECT 1 FROM follows f JOIN accounts a ON a.id = f.account_id WHERE f.target_account_id = $1 AND a.domain IS NOT NULL))
+           OR EXISTS (SELECT 1 FROM accounts a WHERE (a.id = ANY($12::bigint[]) OR a.id = $9) AND a.domain IS NOT NULL) AS audience
+         FROM status),
      queued AS (
        INSERT INTO outbox (kind, payload)
-       SELECT o.kind, o.payload || jsonb_build_object('statusId', status.id::text) FROM status, unnest($14::text[], $15::jsonb[]) WITH ORDINALITY AS o(kind, payload, n)
+       SELECT o.kind, o.payload || jsonb_build_object('statusId', status.id::text)
+         FROM status, remote, unnest($14::text[], $15::jsonb[], $16::boolean[]) WITH ORDINALITY AS o(kind, payload, remote_only, n)
+        WHERE NOT o.remote_only OR remote.audience
        ORDER BY o.n
        RETURNING id, kind, payload)
      SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id) FROM queued q) AS outbox FROM status`,
     [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
-      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload))],
+      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true)],
   );
   const row = rows[0];
   if (!row) return null;
@@ -160,6 +171,35 @@ export async function findStatusRecord(db: Queryable, id: string): Promise<Statu
 export async function findStatus(db: Queryable, id: string): Promise<StatusRow | null> {
   const { rows } = await db.query<StatusRow>(`SELECT ${COLUMNS} FROM statuses WHERE id = $1 AND deleted_at IS NULL`, [id]);
   return rows[0] ?? null;
+}
+
+/** What fan-out needs of a status (jobs/fanout.ts), read in one query. */
+export interface FanOutStatus {
+  status: StatusRow;
+  tagIds: string[];
+  tagNames: string[];
+  hasMedia: boolean;
+  /** Silenced, or of a silenced server: kept off public streams and tag followers' feeds. */
+  authorLimited: boolean;
+  authorSuspended: boolean;
+}
+
+/** A live status with its tags, whether it has media, and its author's standing; null when deleted or unknown. */
+export async function findStatusForFanOut(db: Queryable, id: string): Promise<FanOutStatus | null> {
+  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null }>(
+    `SELECT ${COLUMNS.split(',').map((c) => `s.${c.trim()}`).join(', ')},
+            coalesce((SELECT array_agg(st.tag_id::text ORDER BY st.tag_id) FROM statuses_tags st WHERE st.status_id = s.id), '{}') AS tag_ids,
+            coalesce((SELECT array_agg(t.name ORDER BY t.id) FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id), '{}') AS tag_names,
+            EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = s.id AND m.position > 0) AS has_media,
+            (SELECT a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', 'NULL::bigint')} FROM accounts a WHERE a.id = s.account_id) AS author_limited,
+            (SELECT a.suspended_at IS NOT NULL FROM accounts a WHERE a.id = s.account_id) AS author_suspended
+       FROM statuses s WHERE s.id = $1 AND s.deleted_at IS NULL`,
+    [id],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const { tag_ids, tag_names, has_media, author_limited, author_suspended, ...status } = row;
+  return { status, tagIds: tag_ids, tagNames: tag_names, hasMedia: has_media, authorLimited: author_limited ?? false, authorSuspended: author_suspended ?? false };
 }
 
 /** Live statuses by id, in no particular order. */

@@ -98,7 +98,17 @@ describe('a post is one commit', () => {
     expect(reply.mentions.map((m: { id: string }) => m.id)).toEqual([amy.id]);
     expect(reply.tags.map((t: { name: string }) => t.name)).toEqual(['topics']);
     expect(reply.in_reply_to_account_id).toBe(amy.id);
-    const { rows: outbox } = await s.ctx.db.query(`SELECT kind, payload FROM outbox WHERE payload->>'statusId' = $1 ORDER BY id`, [reply.id]);
-    expect(outbox.map((o) => [o.kind, o.payload.activity ?? null])).toEqual([['fanOutStatus', null], ['deliver', 'Create']]);
+    const outboxOf = async (id: string) => (await s.ctx.db.query(`SELECT kind, payload FROM outbox WHERE payload->>'statusId' = $1 ORDER BY id`, [id])).rows.map((o) => [o.kind, o.payload.activity ?? null]);
+    // Nobody on another server follows ben, or is mentioned: no delivery is queued at all.
+    expect(await outboxOf(reply.id)).toEqual([['fanOutStatus', null]]);
+    // Once someone elsewhere follows him, his posts are delivered; his direct posts only to whom they mention.
+    const { rows: [remote] } = await s.ctx.db.query(
+      `INSERT INTO accounts (username, domain, uri, inbox_url) VALUES ('far', 'far.example', 'https://far.example/users/far', 'https://far.example/inbox') RETURNING id`,
+    );
+    await s.ctx.db.query(`INSERT INTO follows (account_id, target_account_id) VALUES ($1, $2)`, [remote.id, ben.id]);
+    const followed = (await post(ben, { status: 'now followed from afar' })).json();
+    expect(await outboxOf(followed.id)).toEqual([['fanOutStatus', null], ['deliver', 'Create']]);
+    const direct = (await post(ben, { status: '@amy just us', visibility: 'direct' })).json();
+    expect(await outboxOf(direct.id)).toEqual([['fanOutStatus', null]]);
   });
 });

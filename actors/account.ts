@@ -44,7 +44,7 @@ export type AccountMessage =
   | { type: 'reblog'; status: StatusRow; visibility: Visibility; uri?: string }
   | { type: 'unreblog'; status: StatusRow }
   /** `accepting`: the sender has just found that the feed takes statuses (fan-out checks a thousand at once). */
-  | { type: 'addToHomeFeed'; statusId: string; accepting?: boolean }
+  | { type: 'addToHomeFeed'; statusIds: string[]; accepting?: boolean }
   | { type: 'removeFromHomeFeed'; statusIds: string[] }
   | { type: 'rebuildHomeFeed' }
   /** `uri`: the id of a Block received from another server, whose account is then the blocker. */
@@ -219,7 +219,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     // they take turns with its follows, unfollows and rebuilds.
     case 'addToHomeFeed':
       // The home stream has been told by the fan-out job (jobs/fanout.ts).
-      if (msg.accepting || (await deps.feeds.accepts(accountId))) await deps.feeds.add(accountId, msg.statusId);
+      if (msg.accepting || (await deps.feeds.accepts(accountId))) await deps.feeds.add(accountId, msg.statusIds);
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);

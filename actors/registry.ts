@@ -77,6 +77,38 @@ export class ActorRegistry {
     return outcome.ok as AccountReply<M>;
   }
 
+  /**
+   * Puts a status into these accounts' home feeds (their feeds taking statuses, as the caller found), each through
+   * its own actor. Fan-out jobs running at once are gathered per turn: an account followed by several authors that
+   * post together gets one message with all their statuses (one ZADD), not one message each.
+   */
+  addToHomeFeeds(accountIds: string[], statusId: string): Promise<void> {
+    if (accountIds.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const batch = (this.feedBatch ??= this.newFeedBatch());
+      for (const id of accountIds) {
+        let ids = batch.statusIds.get(id);
+        if (!ids) batch.statusIds.set(id, (ids = []));
+        ids.push(statusId);
+      }
+      batch.waiting.push({ resolve, reject });
+    });
+  }
+
+  private feedBatch: { statusIds: Map<string, string[]>; waiting: { resolve: () => void; reject: (err: unknown) => void }[] } | null = null;
+
+  private newFeedBatch() {
+    const batch = { statusIds: new Map<string, string[]>(), waiting: [] as { resolve: () => void; reject: (err: unknown) => void }[] };
+    setImmediate(() => {
+      this.feedBatch = null;
+      Promise.all([...batch.statusIds].map(([id, statusIds]) => this.ask(id, { type: 'addToHomeFeed', statusIds, accepting: true }))).then(
+        () => { for (const w of batch.waiting) w.resolve(); },
+        (err: unknown) => { for (const w of batch.waiting) w.reject(err); },
+      );
+    });
+    return batch;
+  }
+
   stop(): void {
     stop(this.system);
     this.actors.clear();

@@ -36,7 +36,7 @@ async function publicChannels(db: Db, s: StatusRow): Promise<string[]> {
 async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId: string, edit = false): Promise<void> {
   // An edited status is in the feeds it was put in: only the streams hear of it.
   if (accountIds.length === 0 || edit) return;
-  await Promise.all(accountIds.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId, accepting: true })));
+  await actors.addToHomeFeeds(accountIds, statusId);
 }
 
 /**

@@ -32,7 +32,7 @@ export async function fanOutToTagFollowers({ db, feeds, actors, events }: FanOut
     const accepting = await feeds.acceptingAmong(targets);
     if (accepting.length > 0) {
       await events.publish(accepting.map((id) => streamChannels.home(id)), { event: 'update', statusId: status.id });
-      await Promise.all(accepting.map((id) => actors.ask(id, { type: 'addToHomeFeed', statusId: status.id, accepting: true })));
+      await actors.addToHomeFeeds(accepting, status.id);
     }
     delivered += accepting.length;
     if (batch.length < BATCH) break;

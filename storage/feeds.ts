@@ -92,15 +92,16 @@ export class HomeFeeds {
   }
 
   /**
-   * Adds one status to one feed, as plain commands: the adds of many followers' actors in one turn go to Redis as
+   * Adds statuses to one feed, as plain commands: the adds of many followers' actors in one turn go to Redis as
    * one write (auto-pipelining, storage/redis.ts) rather than one pipeline each. The feed is trimmed back to
    * FEED_SIZE on about one add in TRIM_EVERY (by the status id's low bits, which are a sequence): a feed may hold a
    * few more than FEED_SIZE meanwhile, which pages never see, for half the commands.
    */
-  async add(accountId: string, statusId: string): Promise<void> {
+  async add(accountId: string, statusIds: string[]): Promise<void> {
+    if (statusIds.length === 0) return;
     const key = this.key(accountId);
-    const added = this.redis.zadd(key, statusId, statusId);
-    if (BigInt(statusId) % TRIM_EVERY === 0n) await Promise.all([added, this.redis.zremrangebyrank(key, 0, -FEED_SIZE - 1)]);
+    const added = this.redis.zadd(key, ...statusIds.flatMap((id) => [id, id]));
+    if (statusIds.some((id) => BigInt(id) % TRIM_EVERY === 0n)) await Promise.all([added, this.redis.zremrangebyrank(key, 0, -FEED_SIZE - 1)]);
     else await added;
   }
 

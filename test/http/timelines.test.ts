@@ -65,7 +65,7 @@ describe('home timeline', () => {
     try {
       const st = await post(jon, { status: 'through the actors' });
       await fannedOut();
-      expect(asked).toHaveBeenCalledWith(ida.id, { type: 'addToHomeFeed', statusId: st.id, accepting: true });
+      expect(asked).toHaveBeenCalledWith(ida.id, { type: 'addToHomeFeed', statusIds: [st.id], accepting: true });
       expect(ids(await get('/api/v1/timelines/home', ida))).toContain(st.id);
     } finally {
       asked.mockRestore();

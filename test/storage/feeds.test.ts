@@ -38,7 +38,7 @@ describe('home feed rebuild', () => {
 
   it('keeps a feed grown one status at a time near its cap (trimmed on some of the adds)', async () => {
     await feeds.rebuild('3', async () => []);
-    for (let i = 0; i < 900; i += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => feeds.add('3', String(1000 + i + k))));
+    for (let i = 0; i < 900; i += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => feeds.add('3', [String(1000 + i + k)])));
     const ids = await redis.zrange(feeds.key('3'), 0, -1);
     expect(ids.length).toBeGreaterThanOrEqual(800);
     expect(ids.length).toBeLessThan(808);

@@ -10,6 +10,8 @@ export type DropReason = 'actor_unavailable' | 'object_unavailable' | 'signature
 
 /** Repeats of one server's drops for one reason within this window are logged at debug, and counted in the next warning. */
 const FOLD_MS = 60_000;
+/** A suspended server keeps sending for days: the operator chose that, so once an hour is reminder enough. */
+const REFUSED_FOLD_MS = 3_600_000;
 const FOLDS_KEPT = 1_000;
 
 interface Fold { until: number; suppressed: number }
@@ -35,8 +37,8 @@ function hostOf(activity: Pick<Activity, 'actorId' | 'id'>): string {
 
 /**
  * Logs one dropped inbound activity (once, at warn, naming the server and why) and counts it for that server and in
- * the metrics. A server that keeps sending what we drop for the same reason gets one warning a minute, the next one
- * saying how many were folded into it. `quiet` drops (expected ones, such as a Delete from an account whose key is
+ * the metrics. A server that keeps sending what we drop for the same reason gets one warning a minute (an hour for a
+ * suspended one), the next one saying how many were folded into it. `quiet` drops (expected ones, such as a Delete from an account whose key is
  * already gone) are logged at info.
  */
 export function dropInbound(app: AppContext, activity: Activity, reason: DropReason, detail: string, options: { status?: number | null; quiet?: boolean } = {}): void {
@@ -56,8 +58,27 @@ export function dropInbound(app: AppContext, activity: Activity, reason: DropRea
     return log.debug(fields, message);
   }
   if (folds.size >= FOLDS_KEPT) folds.delete(folds.keys().next().value!);
-  folds.set(key, { until: Date.now() + FOLD_MS, suppressed: 0 });
+  folds.set(key, { until: Date.now() + (reason === 'refused' ? REFUSED_FOLD_MS : FOLD_MS), suppressed: 0 });
   log.warn({ ...fields, ...(fold?.suppressed ? { alsoDroppedSinceLastWarning: fold.suppressed } : {}) }, message);
+}
+
+/**
+ * An inbox POST refused before it was read, its signer's server being suspended here (federation/mount.ts): logged
+ * and counted as a drop, at most one warning an hour per server.
+ */
+export function dropRefusedPost(app: AppContext, server: string): void {
+  healthOf(app).droppedInbound(server, 'inbox POST refused: the server is suspended here');
+  metricsOf(app).count('drops', 'refused');
+  const log = logger(app.config.logLevel);
+  const key = `${server} refused-post`;
+  const fold = folds.get(key);
+  if (fold && fold.until > Date.now()) {
+    fold.suppressed++;
+    return;
+  }
+  if (folds.size >= FOLDS_KEPT) folds.delete(folds.keys().next().value!);
+  folds.set(key, { until: Date.now() + REFUSED_FOLD_MS, suppressed: 0 });
+  log.warn({ server, reason: 'refused', ...(fold?.suppressed ? { alsoDroppedSinceLastWarning: fold.suppressed } : {}) }, `refused an inbox POST from ${server}: the server is suspended here`);
 }
 
 /** Whether this activity was dropped by a listener (it is then counted as such). */

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.ts';
 import type { Db } from './storage/db.ts';
+import type { Dependencies } from './storage/dependencies.ts';
 import type { FileHost } from './storage/filehost/index.ts';
 import type { ActorRegistry } from './actors/registry.ts';
 import type { RenderContext } from './http/serializers/context.ts';
@@ -25,6 +26,8 @@ export interface AppContext {
   config: Config;
   db: Db;
   redis: Redis;
+  /** Whether PostgreSQL and Redis answer, as this process sees them (logged once per change, shown by /health). */
+  dependencies: Dependencies;
   fileHost: FileHost;
   actors: ActorRegistry;
   feeds: HomeFeeds;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { MessageQueue, MessageQueueDepth, MessageQueueEnqueueOptions, MessageQueueListenOptions } from '@fedify/fedify';
-import { bullConnection } from '../jobs/queues.ts';
+import { bullConnection, producerConnection } from '../jobs/queues.ts';
 
 export const FEDERATION_QUEUE = 'federation';
 /** Messages that must keep their order (Create, Update, Delete of one status) share one of these lanes by key. */
@@ -27,9 +27,11 @@ export class BullMqMessageQueue implements MessageQueue {
   constructor(redisUrl: string, prefix: string, options: { concurrency?: number } = {}) {
     this.redisUrl = redisUrl;
     this.prefix = `${prefix}bull`;
-    this.connection = bullConnection(redisUrl);
+    // Adds fail at once while Redis is away (listen() gives its workers connections of their own).
+    this.connection = producerConnection(redisUrl);
     this.queue = new Queue(FEDERATION_QUEUE, { connection: this.connection, prefix: this.prefix });
     this.lanes = Array.from({ length: ORDERED_LANES }, (_, i) => new Queue(`${FEDERATION_QUEUE}-ordered-${i}`, { connection: this.connection, prefix: this.prefix }));
+    for (const q of [this.queue, ...this.lanes]) q.on('error', () => {}); // Redis away: adds fail; it reconnects
     this.concurrency = options.concurrency ?? 16;
   }
 

@@ -1,17 +1,20 @@
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from './app.ts';
+import { RETRY_AFTER_S } from '../storage/dependencies.ts';
 
-/** Answers 200 only when both PostgreSQL and Redis answer. */
+/**
+ * Each dependency as this process sees it, probed now: 200 when PostgreSQL and Redis both answer, 503 (and
+ * Retry-After) when either does not, so a load balancer takes the process out until they are back.
+ */
 export default async function healthRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   app.get('/health', async (_request, reply) => {
-    const timeout = <T>(p: Promise<T>) =>
-      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref())]);
-    const [pg, redis] = await Promise.allSettled([timeout(ctx.db.query('SELECT 1')), timeout(ctx.redis.ping())]);
-    const ok = pg.status === 'fulfilled' && redis.status === 'fulfilled';
+    const up = await ctx.dependencies.check();
+    const ok = up.postgres && up.redis;
+    if (!ok) reply.header('retry-after', String(RETRY_AFTER_S));
     return reply.code(ok ? 200 : 503).send({
       status: ok ? 'ok' : 'unavailable',
-      postgres: pg.status === 'fulfilled' ? 'ok' : 'unavailable',
-      redis: redis.status === 'fulfilled' ? 'ok' : 'unavailable',
+      postgres: up.postgres ? 'ok' : 'unavailable',
+      redis: up.redis ? 'ok' : 'unavailable',
     });
   });
 }

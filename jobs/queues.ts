@@ -26,6 +26,19 @@ export function bullConnection(redisUrl: string): Redis {
   return redis;
 }
 
+/**
+ * A connection for adding jobs from requests: while Redis is away an add fails at once rather than waiting to run
+ * after the client has gone (a job left out is queued again from its outbox row). Workers keep bullConnection.
+ */
+export function producerConnection(redisUrl: string): Redis {
+  const redis = new Redis(redisUrl, {
+    enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, commandTimeout: 5000,
+    retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
+  });
+  redis.on('error', () => {});
+  return redis;
+}
+
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
 function outboxJob(row: OutboxRow) {
   const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
@@ -50,8 +63,9 @@ export class JobQueues {
   private readonly connection: Redis;
 
   constructor(redisUrl: string, prefix: string) {
-    this.connection = bullConnection(redisUrl);
+    this.connection = producerConnection(redisUrl);
     this.fanout = new Queue(FANOUT_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
+    this.fanout.on('error', () => {}); // Redis away: adds fail (and are swept again from the outbox); it reconnects
   }
 
   /**

@@ -2,16 +2,43 @@ import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import { ConfigError } from '../config.ts';
+import { DependencyUnavailable, unavailableDependency } from './dependencies.ts';
 
 // bigint ids stay strings (they exceed 2^53); counts from count(*) are parsed where used.
 export type Db = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
 
 export function createPool(databaseUrl: string, max = 10): Db {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5000 });
+  // A request waits at most 2 s for a connection (PostgreSQL away or slow to accept, or every connection busy).
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 2000 });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  const clients = new Set<pg.PoolClient>();
+  pool.on('connect', (c) => clients.add(c));
+  pool.on('remove', (c) => clients.delete(c));
+  poolClients.set(pool, clients);
   return pool;
+}
+
+const poolClients = new WeakMap<Db, Set<pg.PoolClient>>();
+
+/**
+ * Closes every connection of the pool at once (PostgreSQL stopped answering without closing them): what waits on
+ * them fails now, uncommitted transactions are rolled back by the server, and the next query connects anew.
+ */
+export function cutOffConnections(db: Db): void {
+  for (const c of poolClients.get(db) ?? []) (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+const commitGuards = new WeakMap<Db, () => Error | null>();
+
+/**
+ * Asked just before every COMMIT: an error keeps the transaction from committing. What follows a commit (feeds,
+ * cache versions, queued jobs) needs Redis; a transaction is not committed while Redis is known to be away, so a
+ * request answered 503 left nothing behind.
+ */
+export function guardCommits(db: Db, check: () => Error | null): void {
+  commitGuards.set(db, check);
 }
 
 const committedHooks = new WeakMap<pg.PoolClient, (() => unknown)[]>();
@@ -31,19 +58,89 @@ export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Prom
   const client = await db.connect();
   const hooks: (() => unknown)[] = [];
   committedHooks.set(client, hooks);
+  let broken: Error | undefined;
+  let committing = false;
+  let txid: string | undefined;
   try {
-    await client.query('BEGIN');
+    // The transaction's id, asked in BEGIN's round trip: if the connection drops during COMMIT, it tells whether
+    // the commit happened (txid_status), so the caller is not told "failed" for a change that was made.
+    const begun = (await client.query('BEGIN; SELECT txid_current()::text AS txid')) as unknown as pg.QueryResult<{ txid: string }>[];
+    txid = begun[1]?.rows[0]?.txid;
     const result = await fn(client);
-    await client.query('COMMIT');
+    const refused = commitGuards.get(db)?.();
+    if (refused) throw refused;
+    committing = true;
+    try {
+      await client.query('COMMIT');
+    } catch (err) {
+      if (!txid || !unavailableDependency(err)) throw err;
+      broken = err as Error;
+      if (!(await committedAfterAll(db, txid, err))) throw err;
+    }
     committedHooks.delete(client);
     for (const hook of hooks) void Promise.resolve().then(hook).catch(() => {});
     return result;
   } catch (err) {
     committedHooks.delete(client);
-    await client.query('ROLLBACK').catch(() => {});
+    const gone = err instanceof DependencyUnavailable ? null : unavailableDependency(err);
+    if (gone === 'postgres' || gone === 'network') broken ??= err as Error;
+    if (!committing && !broken) {
+      // A rollback that does not come back in time leaves a connection no one should reuse.
+      await client.query({ text: 'ROLLBACK', query_timeout: 2000 } as pg.QueryConfig).catch((e: Error) => (broken = e));
+    }
     throw err;
   } finally {
-    client.release();
+    // A connection that failed is closed rather than handed to the next request.
+    client.release(broken);
+  }
+}
+
+/**
+ * The connection dropped during COMMIT: asks PostgreSQL (on another connection, for up to 2 s) whether the
+ * transaction committed. Unknown after that, the caller answers 503 and the outcome is logged once it is known.
+ */
+async function committedAfterAll(db: Db, txid: string, cause: unknown): Promise<boolean> {
+  const deadline = Date.now() + 2000;
+  for (;;) {
+    const status = await txidStatus(db, txid);
+    if (status === 'committed') return true;
+    if (status === 'aborted') return false;
+    if (Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  void reportLateOutcome(db, txid);
+  throw new CommitOutcomeUnknown(txid, cause);
+}
+
+async function txidStatus(db: Db, txid: string): Promise<string | null> {
+  try {
+    const { rows } = await db.query<{ status: string | null }>({ text: 'SELECT txid_status($1) AS status', values: [txid], query_timeout: 1000 } as pg.QueryConfig);
+    return rows[0]?.status ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The connection dropped during COMMIT and PostgreSQL could not be asked in time: the change may or may not exist. */
+export class CommitOutcomeUnknown extends DependencyUnavailable {
+  readonly txid: string;
+  constructor(txid: string, cause: unknown) {
+    super('postgres', `the outcome of transaction ${txid} is unknown: PostgreSQL went away during its commit`, { cause });
+    this.txid = txid;
+  }
+}
+
+/** Logs, once PostgreSQL answers again (for up to an hour), whether a transaction whose outcome was unknown committed. */
+async function reportLateOutcome(db: Db, txid: string): Promise<void> {
+  const until = Date.now() + 3_600_000;
+  while (Date.now() < until) {
+    const status = await txidStatus(db, txid);
+    if (status === 'committed' || status === 'aborted') {
+      const log = status === 'committed' ? console.error : console.info;
+      log(JSON.stringify({ level: status === 'committed' ? 50 : 30, txid, status, msg: `transaction ${txid}, answered 503 when PostgreSQL went away during its commit, had ${status}` }));
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1000).unref());
   }
 }
 

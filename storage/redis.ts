@@ -2,12 +2,33 @@ import { Redis } from 'ioredis';
 import { ConfigError } from '../config.ts';
 import { KeyTracking } from './key-tracking.ts';
 
+/** Reconnecting every half second at most: a Redis that is back is used again within that. */
+export const reconnectSoon = (attempt: number): number => Math.min(attempt * 50, 500);
+
+/**
+ * The connection requests use. While Redis is away its commands fail at once (no offline queue) and commands in
+ * flight when it went are failed, not sent again after it is back (maxRetriesPerRequest 0): a request answered
+ * 503 must not have its writes run later. A Redis that takes a connection but does not answer fails commands
+ * after 5 s (and is cut off sooner by storage/dependencies.ts).
+ */
 export function createRedis(redisUrl: string, connectionName?: string): Redis {
-  // maxRetriesPerRequest: null is what BullMQ asks of the connections it shares.
   // Auto-pipelining sends the commands of concurrent requests issued in one tick as one write: each write to
   // Redis costs a system call and loopback TCP work in this process, the largest cost of a timeline read.
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true, connectionName });
-  redis.on('error', () => {}); // reconnects on its own; readiness is reported by /health
+  const redis = new Redis(redisUrl, {
+    lazyConnect: true, enableAutoPipelining: true, connectionName,
+    enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, commandTimeout: 5000, retryStrategy: reconnectSoon,
+  });
+  redis.on('error', () => {}); // reconnects on its own; storage/dependencies.ts logs and /health reports
+  return redis;
+}
+
+/**
+ * A subscriber connection: its SUBSCRIBEs wait for a connection and are made again after every reconnection
+ * (ioredis's autoResubscribe); subscribed, it sends nothing else.
+ */
+export function createSubscriber(redisUrl: string, connectionName?: string): Redis {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: null, connectionName, retryStrategy: reconnectSoon });
+  redis.on('error', () => {});
   return redis;
 }
 
@@ -18,6 +39,7 @@ export function createKeyTracking(redisUrl: string, name = 'fedi'): KeyTracking 
   // and subscribes itself again after learning its new client id.
   const listener = new Redis(redisUrl, {
     connectionName: `${name}:tracking-listener`, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResubscribe: false, autoResendUnfulfilledCommands: false,
+    retryStrategy: reconnectSoon,
   });
   listener.on('error', () => {});
   return new KeyTracking(reader, listener);

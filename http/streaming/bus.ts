@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { StreamEvents, StreamMessage } from '../../services/stream-events.ts';
+import { reconnectSoon } from '../../storage/redis.ts';
 
 export type StreamListener = (message: StreamMessage) => void;
 
@@ -27,7 +28,7 @@ export class StreamBus {
       // ioredis subscribes again by itself after a reconnection (autoResubscribe). Its connect-time INFO and CLIENT
       // SETINFO are not subscriber commands: sent after a SUBSCRIBE queued while connecting, they fail it
       // (ioredis#2037), so neither is sent, and the connection is opened before the first socket (start()).
-      this.connection = new Redis(this.redisUrl, { connectionName: 'streaming', maxRetriesPerRequest: null, enableReadyCheck: false, disableClientInfo: true, lazyConnect: true });
+      this.connection = new Redis(this.redisUrl, { connectionName: 'streaming', maxRetriesPerRequest: null, enableReadyCheck: false, disableClientInfo: true, lazyConnect: true, retryStrategy: reconnectSoon });
       this.connection.on('error', () => {});
       this.connection.on('message', (channel: string, text: string) => this.dispatch(channel, text));
     }
@@ -88,6 +89,11 @@ export class StreamBus {
       this.listeners.delete(name);
       void this.connection?.unsubscribe(name).catch(() => {});
     }
+  }
+
+  /** Whether the subscriber connection is up (it subscribes again by itself after a reconnection). */
+  get connected(): boolean {
+    return this.connection?.status === 'ready' || this.connection?.status === 'connect';
   }
 
   /** How many channels this process listens to (for tests and operators). */

@@ -201,7 +201,14 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
   const auth = { auth: { kind: 'anonymous' as const } };
   const preValidation = async (request: FastifyRequest) => authenticate(ctx, request);
 
-  app.get('/api/v1/streaming/health', { config: auth }, async (_request, reply) => reply.type('text/plain').send('OK'));
+  // Mastodon's "OK"; while PostgreSQL or Redis (the events' bus) is away, 503 naming it, so a load balancer looks
+  // elsewhere. Open sockets stay open meanwhile and hear events again once the bus has subscribed again.
+  app.get('/api/v1/streaming/health', { config: auth }, async (_request, reply) => {
+    const up = await ctx.dependencies.check();
+    if (up.postgres && up.redis && bus.connected) return reply.type('text/plain').send('OK');
+    const down = [!up.postgres && 'postgres', (!up.redis || !bus.connected) && 'redis'].filter(Boolean).join(', ');
+    return reply.code(503).header('retry-after', '5').type('text/plain').send(`UNAVAILABLE: ${down}`);
+  });
 
   app.get('/api/v1/streaming', { config: auth, preValidation, websocket: true }, (socket: WebSocket, request: FastifyRequest) => {
     const owner = request.streamOwner!;

@@ -1,0 +1,275 @@
+import pg from 'pg';
+import type { Redis } from 'ioredis';
+
+export type Dependency = 'postgres' | 'redis';
+export const DEPENDENCIES: readonly Dependency[] = ['postgres', 'redis'];
+
+/** Mastodon's answer when a backing service fails (Api::BaseController); clients show it and try again. */
+export const UNAVAILABLE_MESSAGE = 'There was a temporary problem serving your request, please try again';
+/** Seconds a client is asked to wait before trying again. */
+export const RETRY_AFTER_S = 5;
+
+/** Thrown where a request is refused because PostgreSQL or Redis is known to be away. */
+export class DependencyUnavailable extends Error {
+  readonly dependency: Dependency | null;
+  constructor(dependency: Dependency | null, message = `${dependency ?? 'a dependency'} is unavailable`, options?: ErrorOptions) {
+    super(message, options);
+    this.dependency = dependency;
+  }
+}
+
+const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
+// node-pg's own messages for a connection that is gone, was never made in time, or stopped answering.
+const PG_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client (has encountered a connection error|was closed) and is not queryable)/;
+// SQLSTATE class 08 (connection exception), admin/crash shutdown, "starting up / shutting down", too many connections.
+const PG_CODES = /^(08...|57P0[123]|53300)$/;
+// ioredis: commands refused while disconnected (no offline queue), dropped with their connection, or unanswered.
+const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit)/;
+
+/**
+ * Which dependency an error says is unreachable, or null when the error is about the request itself. A bare
+ * network error (a refused connection) is counted as unavailability even when it names neither: it is not the
+ * client's fault either way.
+ */
+export function unavailableDependency(err: unknown): Dependency | 'network' | null {
+  if (err instanceof DependencyUnavailable) return err.dependency ?? 'network';
+  if (typeof err !== 'object' || err === null) return null;
+  const e = err as { name?: unknown; code?: unknown; message?: unknown; severity?: unknown };
+  const message = typeof e.message === 'string' ? e.message : '';
+  if (e.name === 'MaxRetriesPerRequestError' || REDIS_MESSAGES.test(message)) return 'redis';
+  if (PG_MESSAGES.test(message)) return 'postgres';
+  if (typeof e.code === 'string') {
+    if (e.severity !== undefined && PG_CODES.test(e.code)) return 'postgres';
+    if (NET_CODES.has(e.code)) return 'network';
+  }
+  return null;
+}
+
+interface Log {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface DependencyOptions {
+  databaseUrl: string;
+  /** The connection requests use: Redis answers this process when it (and each of `alsoRedis`) is connected. */
+  redis: Redis;
+  /** Other connections requests use (the tracked reader): Redis is back only once every one is. */
+  alsoRedis?: Redis[];
+  log: Log;
+  /** How long a probe may take before its dependency counts as gone. */
+  timeoutMs?: number;
+  /** Probing while all is well, and while something is down. */
+  everyMs?: number;
+  downEveryMs?: number;
+  /** Called when a dependency stops answering without closing its connections: in-flight work is cut off. */
+  onHang?: (name: Dependency) => void;
+}
+
+/**
+ * Whether PostgreSQL and Redis answer, as this process sees them. Redis's connection events and errors seen by
+ * requests change the state at once; a probe (SELECT 1 on a connection of its own, PING) confirms it, every few
+ * seconds while all is well and twice a second while something is down. Each change is logged once.
+ */
+export class Dependencies {
+  private readonly up: Record<Dependency, boolean> = { postgres: true, redis: true };
+  private readonly downSince: Record<Dependency, number> = { postgres: 0, redis: 0 };
+  private readonly probing: Partial<Record<Dependency, Promise<boolean>>> = {};
+  private readonly listeners: ((name: Dependency, up: boolean) => void)[] = [];
+  private readonly waiters = new Set<() => void>();
+  private readonly options: Required<Omit<DependencyOptions, 'onHang'>> & Pick<DependencyOptions, 'onHang'>;
+  private readonly connections: Redis[];
+  private probeClient: pg.Client | null = null;
+  private readonly timeouts: Record<Dependency, number> = { postgres: 0, redis: 0 };
+  private timer: NodeJS.Timeout | null = null;
+  private lastFullProbe = 0;
+  private stopped = false;
+
+  constructor(options: DependencyOptions) {
+    this.options = { timeoutMs: 1500, everyMs: 5000, downEveryMs: 500, alsoRedis: [], ...options };
+    this.connections = [options.redis, ...this.options.alsoRedis];
+    options.redis.on('end', () => this.idle());
+    options.redis.on('ready', () => this.start());
+    for (const connection of this.connections) {
+      connection.on('ready', () => this.set('redis', this.redisConnected()));
+      // A connection lost (not one closed on purpose, which ends): ioredis reconnects by itself; meanwhile nothing
+      // can be asked of it.
+      connection.on('reconnecting', () => this.set('redis', false));
+    }
+  }
+
+  /** Probing stops when the request connection is closed on purpose (the process is stopping) and resumes with it. */
+  private idle(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    void this.probeClient?.end().catch(() => {});
+    this.probeClient = null;
+  }
+
+  private redisConnected(): boolean {
+    return this.connections.every((c) => c.status === 'ready');
+  }
+
+  /** Starts probing. */
+  start(): void {
+    if (this.timer || this.stopped) return;
+    const tick = () => {
+      const now = Date.now();
+      const full = now - this.lastFullProbe >= this.options.everyMs;
+      if (full) this.lastFullProbe = now;
+      for (const name of DEPENDENCIES) if (full || !this.up[name]) void this.probe(name);
+    };
+    this.timer = setInterval(tick, this.options.downEveryMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.idle();
+    for (const wake of this.waiters) wake();
+  }
+
+  isUp(name: Dependency): boolean {
+    return this.up[name] && (name !== 'redis' || this.redisConnected());
+  }
+
+  get allUp(): boolean {
+    return DEPENDENCIES.every((d) => this.isUp(d));
+  }
+
+  /** The first dependency that is down, or null. */
+  firstDown(names: readonly Dependency[] = DEPENDENCIES): Dependency | null {
+    return names.find((d) => !this.isUp(d)) ?? null;
+  }
+
+  onChange(fn: (name: Dependency, up: boolean) => void): () => void {
+    this.listeners.push(fn);
+    return () => {
+      const i = this.listeners.indexOf(fn);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  /** Resolves once the named dependencies are all up (true), or after `ms` (false). */
+  async waitFor(names: readonly Dependency[], ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (this.firstDown(names) !== null) {
+      const left = deadline - Date.now();
+      if (left <= 0 || this.stopped) return false;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.min(left, 100));
+        this.waiters.add(wake);
+      });
+    }
+    return true;
+  }
+
+  /** Whether the error says a dependency is gone (and so was logged here, once, rather than by whoever met it). */
+  explains(err: unknown): boolean {
+    return unavailableDependency(err) !== null;
+  }
+
+  /** A request met this error: if it says a dependency is gone, look now rather than at the next probe. */
+  report(err: unknown): void {
+    const which = unavailableDependency(err);
+    if (which === 'redis' || which === 'postgres') void this.probe(which);
+    else if (which === 'network') for (const name of DEPENDENCIES) void this.probe(name);
+  }
+
+  /** Probes both now (for /health); returns whether each answered. */
+  async check(): Promise<Record<Dependency, boolean>> {
+    const [postgres, redis] = await Promise.all([this.probe('postgres'), this.probe('redis')]);
+    return { postgres: postgres!, redis: redis! };
+  }
+
+  /** One probe per dependency at a time; callers that come meanwhile share its answer. */
+  probe(name: Dependency): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false);
+    const running = this.probing[name];
+    if (running) return running;
+    const attempt = (name === 'postgres' ? this.probePostgres() : this.probeRedis()).then(
+      () => {
+        this.timeouts[name] = 0;
+        return true;
+      },
+      (err: unknown) => {
+        // A dependency that keeps its connections open but does not answer would hold every request on them; two
+        // probes in a row without an answer (not one slow one on a busy machine) cut them off.
+        this.timeouts[name] = err instanceof ProbeTimeout ? this.timeouts[name] + 1 : 0;
+        if (this.timeouts[name] === 2) this.options.onHang?.(name);
+        return false;
+      },
+    );
+    const done = attempt.then((ok) => {
+      delete this.probing[name];
+      if (!this.stopped) this.set(name, ok && (name !== 'redis' || this.redisConnected()));
+      return ok;
+    });
+    this.probing[name] = done;
+    return done;
+  }
+
+  private async probePostgres(): Promise<void> {
+    const timeoutMs = this.options.timeoutMs;
+    let client = this.probeClient;
+    try {
+      if (!client) {
+        client = new pg.Client({ connectionString: this.options.databaseUrl, connectionTimeoutMillis: timeoutMs, application_name: 'health probe' });
+        client.on('error', () => {});
+        this.probeClient = client;
+        await withTimeout(client.connect(), timeoutMs);
+      }
+      await withTimeout(client.query('SELECT 1'), timeoutMs);
+    } catch (err) {
+      // A fresh connection next time: this one may be dead or stuck.
+      if (this.probeClient === client) this.probeClient = null;
+      void client?.end().catch(() => {});
+      throw err;
+    }
+  }
+
+  private async probeRedis(): Promise<void> {
+    const { redis, timeoutMs } = this.options;
+    if (!this.redisConnected()) throw new Error('a redis connection is not ready');
+    await withTimeout(redis.ping(), timeoutMs);
+  }
+
+  private set(name: Dependency, up: boolean): void {
+    if (this.stopped || this.up[name] === up) return;
+    this.up[name] = up;
+    const { log } = this.options;
+    if (up) {
+      log.info({ dependency: name, downForMs: Date.now() - this.downSince[name] }, `${name} is back`);
+    } else {
+      this.downSince[name] = Date.now();
+      log.error({ dependency: name }, `${name} is unavailable: requests that need it are answered 503 until it is back`);
+    }
+    for (const wake of [...this.waiters]) wake();
+    for (const fn of this.listeners) {
+      try {
+        fn(name, up);
+      } catch {
+        // One listener's failure must not keep the others from hearing.
+      }
+    }
+  }
+}
+
+class ProbeTimeout extends Error {}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ProbeTimeout(`no answer in ${ms} ms`)), ms);
+      timer.unref();
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

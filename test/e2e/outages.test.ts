@@ -1,0 +1,216 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startListeningServer } from '../helpers/listen.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { OwnPostgres, OwnRedis } from '../helpers/own-services.ts';
+import { Dependencies } from '../../storage/dependencies.ts';
+import { createRedis } from '../../storage/redis.ts';
+
+// One server on a PostgreSQL and a Redis of this file's own, each stopped and started again under it: requests are
+// answered 503 (with Retry-After) quickly, nothing answered 503 is made then or later, nothing made is lost or
+// doubled, and the server comes back by itself.
+let pg: OwnPostgres;
+let redis: OwnRedis;
+let s: TestServer & { url: string };
+let alice: TestUser; // follows bob, reads her home and stream
+let bob: TestUser; // posts
+const logged: { level: string; msg: string }[] = [];
+let watcher: Dependencies;
+let watcherRedis: ReturnType<typeof createRedis>;
+
+/** An answer with how long it took. */
+async function timed(method: string, url: string, token: string, payload?: object) {
+  const start = performance.now();
+  const res = await s.app.inject({ method: method as 'GET', url, headers: bearer(token), ...(payload ? { payload } : {}) });
+  return { res, ms: performance.now() - start };
+}
+
+const post = (text: string) => timed('POST', '/api/v1/statuses', bob.token, { status: text });
+
+function expectUnavailable(r: Awaited<ReturnType<typeof timed>>) {
+  expect(r.res.statusCode, r.res.body).toBe(503);
+  expect(r.res.json()).toEqual({ error: expect.any(String) });
+  expect(Number(r.res.headers['retry-after'])).toBeGreaterThan(0);
+  // About 2 s of waiting for the dependency at most; well under 5 s however busy the machine.
+  expect(r.ms).toBeLessThan(4500);
+}
+
+async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const healthy = async () => (await s.app.inject({ method: 'GET', url: '/health' })).statusCode === 200;
+
+/** The texts of every page of a timeline, as alice reads it. */
+async function texts(path: string): Promise<string[]> {
+  const out: string[] = [];
+  let maxId = '';
+  for (;;) {
+    const res = await s.app.inject({ method: 'GET', url: `${path}?limit=40${maxId ? `&max_id=${maxId}` : ''}`, headers: bearer(alice.token) });
+    expect(res.statusCode, res.body).toBe(200);
+    const page = res.json() as { id: string; content: string }[];
+    if (page.length === 0) return out;
+    out.push(...page.map((st) => st.content.replace(/<[^>]+>/g, '')));
+    maxId = page.at(-1)!.id;
+  }
+}
+
+/** Bob's statuses as PostgreSQL has them (an account's statuses are read from it). */
+const bobsTexts = () => texts(`/api/v1/accounts/${bob.id}/statuses`);
+const homeTexts = () => texts('/api/v1/timelines/home');
+
+/**
+ * Posts in four loops until `stop` resolves, each text unique; returns what each was answered. Only 200 (made) and
+ * 503 (not made) are acceptable answers.
+ */
+async function postWhile(prefix: string, stop: Promise<unknown>): Promise<Map<string, number>> {
+  const answers = new Map<string, number>();
+  let done = false;
+  void stop.then(() => (done = true));
+  let n = 0;
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    while (!done) {
+      const text = `${prefix}-${n++}`;
+      const r = await post(text);
+      answers.set(text, r.res.statusCode);
+      expect([200, 503], `${text}: ${r.res.body}`).toContain(r.res.statusCode);
+      expect(r.ms).toBeLessThan(4500);
+      await new Promise((resolve) => setTimeout(resolve, r.res.statusCode === 503 ? 50 : 100));
+    }
+  }));
+  return answers;
+}
+
+/** Every post answered 200 is there once, none answered 503 is there (now, and a moment later). */
+async function expectExactly(answers: Map<string, number>, texts: () => Promise<string[]>) {
+  const made = [...answers].filter(([, code]) => code === 200).map(([t]) => t);
+  const refused = [...answers].filter(([, code]) => code === 503).map(([t]) => t);
+  const seen = (await texts()).filter((t) => answers.has(t));
+  expect(seen.length, 'no post twice').toBe(new Set(seen).size);
+  expect(new Set(seen)).toEqual(new Set(made));
+  for (const t of refused) expect(seen).not.toContain(t);
+}
+
+beforeAll(async () => {
+  [pg, redis] = await Promise.all([OwnPostgres.start(), OwnRedis.start()]);
+  s = await startListeningServer({ DATABASE_URL: pg.url('fedi_outages'), REDIS_URL: redis.url });
+  [alice, bob] = await registerUsers(s.app, 'alice', 'bob');
+  expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${bob.id}/follow`, headers: bearer(alice.token) })).statusCode).toBe(200);
+  await homeTexts();
+  // A second watcher on the same dependencies, whose log lines this file reads.
+  watcherRedis = createRedis(redis.url);
+  await watcherRedis.connect();
+  const log = (level: string) => (_obj: object, msg: string) => void logged.push({ level, msg });
+  watcher = new Dependencies({ databaseUrl: pg.url('fedi_outages'), redis: watcherRedis, log: { info: log('info'), warn: log('warn'), error: log('error') }, everyMs: 500 });
+  watcher.start();
+}, 60_000);
+
+afterAll(async () => {
+  watcher?.stop();
+  watcherRedis?.disconnect();
+  await s?.close().catch(() => {});
+  await Promise.all([pg?.remove(), redis?.remove()]);
+}, 30_000);
+
+describe('when Redis goes away', () => {
+  it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
+    expect((await post('before-redis')).res.statusCode).toBe(200);
+    await until(async () => (await homeTexts()).includes('before-redis'), 5000, 'the post reaches the follower');
+    // A socket on alice's home stream, open across the outage.
+    const events: string[] = [];
+    let closed: { code: number; reason: string } | null = null;
+    const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/v1/streaming?stream=user&access_token=${alice.token}`);
+    await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
+    ws.onmessage = (m) => events.push(String(m.data));
+    ws.onclose = (e) => (closed = { code: e.code, reason: e.reason });
+    await new Promise((r) => setTimeout(r, 300)); // subscribed
+
+    await redis.stop();
+    expectUnavailable(await post('during-redis'));
+    const home = await timed('GET', '/api/v1/timelines/home', alice.token);
+    expect([200, 503]).toContain(home.res.statusCode);
+    expect(home.ms).toBeLessThan(4500);
+    const health = await s.app.inject({ method: 'GET', url: '/health' });
+    expect(health.statusCode).toBe(503);
+    expect(health.json()).toEqual({ status: 'unavailable', postgres: 'ok', redis: 'unavailable' });
+    expect((await fetch(`${s.url}/api/v1/streaming/health`)).status).toBe(503);
+
+    // Writers keep posting while Redis is started again: each is answered 200 or 503, within the bound.
+    const back = (async () => {
+      await new Promise((r) => setTimeout(r, 3000)); // longer than a write waits
+      await redis.start();
+      await until(healthy, 10_000, 'the server sees Redis again');
+      await new Promise((r) => setTimeout(r, 500));
+    })();
+    const answers = await postWhile('redis', back);
+    expect([...answers.values()]).toContain(503);
+    expect([...answers.values()]).toContain(200);
+
+    expect((await post('after-redis')).res.statusCode).toBe(200);
+    expect((await fetch(`${s.url}/api/v1/streaming/health`)).status).toBe(200);
+    // Redis came back empty: alice's feed is rebuilt from PostgreSQL, the fan-out of what was made reaches it.
+    await until(async () => (await homeTexts()).includes('after-redis'), 5000, 'the post after reaches the follower');
+    await new Promise((r) => setTimeout(r, 1000)); // anything refused that would run late
+    for (const texts of [bobsTexts, homeTexts]) {
+      await expectExactly(answers, texts);
+      const all = await texts();
+      expect(all.filter((t) => t === 'before-redis')).toHaveLength(1);
+      expect(all.filter((t) => t === 'after-redis')).toHaveLength(1);
+      expect(all).not.toContain('during-redis');
+    }
+    // The socket stayed open (or said why it closed) and hears events again: its subscription was made again.
+    if (closed) expect((closed as { reason: string }).reason).not.toBe('');
+    else await until(async () => events.some((e) => e.includes('after-redis')), 5000, 'the stream hears the post after');
+    ws.close();
+  }, 30_000);
+});
+
+describe('when PostgreSQL goes away', () => {
+  it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
+    expect((await post('before-pg')).res.statusCode).toBe(200);
+    await pg.stop('fast');
+    expectUnavailable(await post('during-pg'));
+    const home = await timed('GET', '/api/v1/timelines/home', alice.token);
+    expect([200, 503]).toContain(home.res.statusCode);
+    expect(home.ms).toBeLessThan(4500);
+    const health = await s.app.inject({ method: 'GET', url: '/health' });
+    expect(health.statusCode).toBe(503);
+    expect(health.json()).toEqual({ status: 'unavailable', postgres: 'unavailable', redis: 'ok' });
+
+    const back = (async () => {
+      await new Promise((r) => setTimeout(r, 3000));
+      await pg.start();
+      await until(healthy, 10_000, 'the server sees PostgreSQL again');
+      await new Promise((r) => setTimeout(r, 500));
+    })();
+    const answers = await postWhile('pg', back);
+    expect([...answers.values()]).toContain(503);
+    expect([...answers.values()]).toContain(200);
+
+    expect((await post('after-pg')).res.statusCode).toBe(200);
+    await until(async () => (await homeTexts()).includes('after-pg'), 10_000, 'the post after reaches the follower');
+    // Fan-out of the posts made before and after the outage ran (workers paused and resumed), each once.
+    await until(async () => {
+      const home = await homeTexts();
+      return [...answers].every(([t, code]) => code !== 200 || home.includes(t));
+    }, 10_000, 'every post made reaches the follower');
+    for (const texts of [bobsTexts, homeTexts]) {
+      await expectExactly(answers, texts);
+      const all = await texts();
+      for (const t of ['before-pg', 'after-pg']) expect(all.filter((x) => x === t)).toHaveLength(1);
+      expect(all).not.toContain('during-pg');
+    }
+  }, 30_000);
+
+  it('says once that each dependency went away and once that it came back', () => {
+    const lines = (re: RegExp) => logged.filter((l) => re.test(l.msg));
+    expect(lines(/^redis is unavailable/)).toHaveLength(1);
+    expect(lines(/^redis is back/)).toHaveLength(1);
+    expect(lines(/^postgres is unavailable/)).toHaveLength(1);
+    expect(lines(/^postgres is back/)).toHaveLength(1);
+  });
+});

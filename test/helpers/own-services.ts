@@ -1,0 +1,117 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './listen.ts';
+
+const run = promisify(execFile);
+const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
+
+/** Resolves once something accepts TCP connections on the port (or rejects after `ms`). */
+async function listening(port: number, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`nothing listens on ${port} after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A Redis of the test's own on a free port, with no persistence: stopped, it comes back empty, as after a crash. */
+export class OwnRedis {
+  private process: ChildProcess | null = null;
+  readonly port: number;
+  private readonly dir: string;
+  private constructor(port: number, dir: string) {
+    this.port = port;
+    this.dir = dir;
+  }
+
+  static async start(): Promise<OwnRedis> {
+    const redis = new OwnRedis(await freePort(), await mkdtemp(join(tmpdir(), 'fedi-redis-')));
+    await redis.start();
+    return redis;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
+    await listening(this.port);
+  }
+
+  async stop(): Promise<void> {
+    const p = this.process;
+    this.process = null;
+    if (!p || p.exitCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    await exited;
+  }
+
+  async remove(): Promise<void> {
+    await this.stop();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A PostgreSQL cluster of the test's own (initdb in a temporary directory, trust authentication, user `postgres`) on
+ * a free port. PostgreSQL refuses to run as root: as root, its programs run as the `postgres` user.
+ */
+export class OwnPostgres {
+  readonly port: number;
+  private readonly dir: string;
+  private constructor(port: number, dir: string) {
+    this.port = port;
+    this.dir = dir;
+  }
+
+  static async start(): Promise<OwnPostgres> {
+    const dir = await mkdtemp(join(tmpdir(), 'fedi-pg-'));
+    const pg = new OwnPostgres(await freePort(), dir);
+    if (process.getuid?.() === 0) await run('chown', ['postgres', dir]);
+    await pg.as(join(PG_BIN, 'initdb'), ['-D', pg.data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    await pg.start();
+    return pg;
+  }
+
+  private get data(): string {
+    return join(this.dir, 'data');
+  }
+
+  /** The URL of a database in this cluster (created by the server, which creates its database if missing). */
+  url(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  private async as(cmd: string, args: string[]): Promise<void> {
+    if (process.getuid?.() === 0) await run('runuser', ['-u', 'postgres', '--', cmd, ...args]);
+    else await run(cmd, args);
+  }
+
+  async start(): Promise<void> {
+    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
+    await this.as(join(PG_BIN, 'pg_ctl'), ['-D', this.data, '-o', options, '-l', join(this.dir, 'log'), '-w', 'start']);
+    await listening(this.port);
+  }
+
+  /** `fast`: sessions are ended, transactions rolled back (a clean stop); `immediate`: as a crash. */
+  async stop(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.as(join(PG_BIN, 'pg_ctl'), ['-D', this.data, '-m', mode, '-w', 'stop']).catch(() => {});
+  }
+
+  async remove(): Promise<void> {
+    await this.stop('immediate');
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { parseNested } from './plugins/body.ts';
+import textGuardPlugin from './plugins/text-guard.ts';
 import federationHook from '../federation/mount.ts';
 import pageRoutes from './pages.ts';
 import adminQueueRoutes from './admin/queues.ts';
@@ -95,10 +96,14 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   if (ctx.config.role === 'streaming') {
     // A process of its own for the sockets (ROLE=streaming): health and the streaming API, nothing else.
     await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
+    await app.register(textGuardPlugin);
     await app.register(streamingRoutes, { ctx });
     return app;
   }
   await app.register(fileRoutes, { ctx });
+  // Text PostgreSQL cannot store is refused before any route sees it: its hooks are everyone's, and come before
+  // Fedify's (registered next) and after the body plugin's (multipart fields are the body by then).
+  await app.register(textGuardPlugin);
   // ActivityPub first (Fedify); what it does not handle falls through to the routes below.
   await app.register(federationHook, { ctx });
   await app.register(pageRoutes, { ctx });

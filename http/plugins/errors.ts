@@ -40,6 +40,12 @@ async function errorsPlugin(app: FastifyInstance) {
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return reply.code(415).send({ error: 'Unsupported content type' });
     }
+    if (err.code === '22021' || err.code === '22P05') {
+      // PostgreSQL refused a character (U+0000, an unpaired surrogate): input that got past http/plugins/text-guard.ts.
+      // The client's doing, so a 4xx; logged to be fixed where it got in.
+      request.log.warn({ err }, 'text PostgreSQL cannot store reached a query');
+      return reply.code(422).send({ error: 'Validation failed: text contains a character that is not allowed' });
+    }
     if (err.statusCode === undefined && request.isMultipart?.()) {
       // busboy's own parse errors ("Unexpected end of form", "Malformed part header"…) carry no status.
       return reply.code(400).send({ error: `Malformed multipart body: ${err.message}` });

@@ -1,0 +1,227 @@
+// Every route the server registers, fed from its own schema with bad values (wrong types, empty, huge, NUL, lone
+// surrogates, deep nesting, odd numbers and ids), with an all-scopes administrator's token, a made-up token and none.
+// Passing: no answer >= 500, no request slower than SLOW_MS, and the server still answering afterwards. The routes
+// come from Fastify itself (an onRoute hook added through Fastify's `fastify.initialization` diagnostics channel, as
+// the app is built), so a new route is fuzzed without anyone adding it here.
+// CI runs a fixed seed and count; `npm run fuzz` runs longer with a random seed (FUZZ_SEED, FUZZ_RUNS to choose).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { badValue, deep, encodePairs, formPairs, objectOf } from '../helpers/fuzz-values.ts';
+import { ALL_SCOPES } from '../../http/oauth/scopes.ts';
+import { setAdmin } from '../../storage/users.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { channel } from 'node:diagnostics_channel';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+
+const SEED = process.env.FUZZ_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FUZZ_SEED ?? 18);
+/** Random requests per route (spread over the three tokens), after the systematic pass. */
+const RUNS = Number(process.env.FUZZ_RUNS ?? 6);
+const SLOW_MS = 5000;
+const CONCURRENCY = 4;
+
+type Schema = Record<string, unknown>;
+interface Route { method: string; url: string; query?: Schema; body?: Schema }
+interface Req { method: string; url: string; headers: Record<string, string>; payload?: string | Buffer; what: string }
+
+const seen: RouteOptions[] = [];
+let s: TestServer;
+let admin: TestUser;
+let victim: TestUser;
+let ids: string[] = [];
+
+/**
+ * Not fuzzed, because they cannot be: the streaming API's WebSocket upgrade (inject cannot upgrade) and its
+ * server-sent-event streams (they answer by never ending). Their query checks run before the stream opens and are
+ * covered by test/e2e/streaming.test.ts; `/api/v1/streaming/health` is fuzzed.
+ */
+const unfuzzable = (r: RouteOptions) => r.url.startsWith('/api/v1/streaming') && r.url !== '/api/v1/streaming/health';
+
+/** Paths that Fedify answers (federation/mount.ts): not Fastify routes, so named here. */
+const FEDIFY_ROUTES: Route[] = [
+  { method: 'GET', url: '/users/:username' },
+  { method: 'GET', url: '/users/:username/statuses/:id' },
+  { method: 'GET', url: '/users/:username/followers', query: { type: 'object', properties: { cursor: { type: 'string' } } } },
+  { method: 'GET', url: '/users/:username/following', query: { type: 'object', properties: { cursor: { type: 'string' } } } },
+  { method: 'GET', url: '/users/:username/outbox', query: { type: 'object', properties: { cursor: { type: 'string' } } } },
+  { method: 'GET', url: '/users/:username/collections/featured' },
+  { method: 'GET', url: '/users/:username/collections/tags' },
+  { method: 'GET', url: '/.well-known/webfinger', query: { type: 'object', properties: { resource: { type: 'string' } } } },
+  { method: 'GET', url: '/.well-known/nodeinfo' },
+  { method: 'GET', url: '/nodeinfo/2.1' },
+  { method: 'POST', url: '/inbox' },
+  { method: 'POST', url: '/users/:username/inbox' },
+];
+
+function routes(): Route[] {
+  const out: Route[] = [];
+  for (const r of seen) {
+    if (unfuzzable(r)) continue;
+    for (const method of [r.method].flat()) {
+      if (method === 'HEAD' || method === 'OPTIONS') continue;
+      out.push({ method, url: r.url, query: r.schema?.querystring as Schema | undefined, body: r.schema?.body as Schema | undefined });
+    }
+  }
+  return [...out, ...FEDIFY_ROUTES];
+}
+
+const pathParams = (url: string) => [...url.matchAll(/:(\w+)|\*/g)].map((m) => m[1] ?? '*');
+
+function encodeSegment(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? 'undefined';
+  try {
+    return encodeURIComponent(text);
+  } catch {
+    return '%ED%A0%80'; // a lone surrogate has no UTF-8 form: its CESU-8 bytes, as a careless client would send
+  }
+}
+
+function fillPath(url: string, values: unknown[]): string {
+  let i = 0;
+  return url.replace(/:(\w+)|\*/g, () => encodeSegment(values[i++]));
+}
+
+type Encoding = 'json' | 'form' | 'multipart' | 'raw' | 'none';
+const RAW_BODIES = ['{"a":', '[1,2,3]', '"text"', '\0', '{"status":"\\u0000"}', '{"a":"\\ud800"}', 'null', '1e999', '{"__proto__":{"x":1}}'];
+
+async function multipartOf(body: Record<string, unknown>): Promise<{ payload: Buffer; type: string }> {
+  const form = new FormData();
+  for (const [name, value] of formPairs(body)) form.append(name, value);
+  const request = new Request('http://localhost/', { method: 'POST', body: form });
+  return { payload: Buffer.from(await request.arrayBuffer()), type: request.headers.get('content-type')! };
+}
+
+async function buildRequest(route: Route, params: unknown[], query: Record<string, unknown>, body: Record<string, unknown>, encoding: Encoding, raw: string, token: string | null): Promise<Req> {
+  const search = encodePairs(formPairs(query));
+  const url = fillPath(route.url, params) + (search ? `?${search}` : '');
+  const headers: Record<string, string> = token ? bearer(token) : {};
+  if (route.url.startsWith('/users/') || route.url === '/inbox') headers.accept = 'application/activity+json';
+  const what = `${route.method} ${url.slice(0, 300)} ${encoding} token=${token === null ? 'none' : token === admin.token ? 'admin' : 'invalid'}`;
+  if (route.method === 'GET' || encoding === 'none') return { method: route.method, url, headers, what };
+  if (encoding === 'json') return { method: route.method, url, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify(body), what: `${what} ${JSON.stringify(body).slice(0, 300)}` };
+  if (encoding === 'form') return { method: route.method, url, headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, payload: encodePairs(formPairs(body)), what: `${what} ${encodePairs(formPairs(body)).slice(0, 300)}` };
+  if (encoding === 'multipart') {
+    const { payload, type } = await multipartOf(body);
+    return { method: route.method, url, headers: { ...headers, 'content-type': type }, payload, what: `${what} ${JSON.stringify(body).slice(0, 300)}` };
+  }
+  return { method: route.method, url, headers: { ...headers, 'content-type': 'application/json' }, payload: raw, what: `${what} ${JSON.stringify(raw)}` };
+}
+
+/** A request for a route, each part drawn from its schema (fitting or bad). */
+function requestArb(route: Route) {
+  const params = pathParams(route.url);
+  const pathValue = fc.oneof(fc.constantFrom(...ids), badValue(ids), fc.constantFrom('moddy', 'vic', 'instance.actor'));
+  return fc.record({
+    params: fc.tuple(...params.map(() => pathValue)),
+    query: objectOf(route.query, ids),
+    body: objectOf(route.body, ids),
+    encoding: fc.constantFrom<Encoding>('json', 'json', 'form', 'multipart', 'raw', 'none'),
+    raw: fc.constantFrom(...RAW_BODIES),
+  });
+}
+
+/** The systematic pass: each parameter of each route alone gets each of these, the others fitting. */
+const FOCUSED: unknown[] = ['\0', 'a\0b', '\ud800', '', 'x'.repeat(5000), -1, 1e308, '99999999999999999999999', { a: 1 }, ['a', 'b'], deep(200, 'array')];
+
+async function systematic(route: Route): Promise<Req[]> {
+  const out: Req[] = [];
+  const fit = (schema: Schema | undefined) => fc.sample(objectOf(schema, ids, 0), { seed: SEED, numRuns: 1 })[0]!;
+  const baseParams: unknown[] = pathParams(route.url).map(() => ids[0]);
+  const baseQuery = fit(route.query);
+  const baseBody = fit(route.body);
+  const bodyEncoding: Encoding = route.method === 'GET' ? 'none' : 'json';
+  for (const bad of FOCUSED) {
+    for (let i = 0; i < baseParams.length; i++) {
+      const p = [...baseParams];
+      p[i] = bad;
+      out.push(await buildRequest(route, p, baseQuery, baseBody, bodyEncoding, '', admin.token));
+    }
+    for (const name of Object.keys((route.query?.properties ?? {}) as Schema)) {
+      out.push(await buildRequest(route, baseParams, { ...baseQuery, [name]: bad }, baseBody, bodyEncoding, '', admin.token));
+    }
+    if (route.method === 'GET') continue;
+    for (const name of Object.keys((route.body?.properties ?? {}) as Schema)) {
+      out.push(await buildRequest(route, baseParams, baseQuery, { ...baseBody, [name]: bad }, bodyEncoding, '', admin.token));
+      if (typeof bad === 'string') out.push(await buildRequest(route, baseParams, baseQuery, { ...baseBody, [name]: bad }, 'form', '', admin.token));
+    }
+  }
+  return out;
+}
+
+async function randomized(route: Route, index: number): Promise<Req[]> {
+  const tokens = [admin.token, 'made-up-token-0123456789', null];
+  const samples = fc.sample(requestArb(route), { seed: SEED + index, numRuns: RUNS });
+  return Promise.all(samples.map((x, i) => buildRequest(route, x.params, x.query, x.body, x.encoding, x.raw, tokens[i % tokens.length]!)));
+}
+
+interface Failure { what: string; status: number; ms: number; body: string }
+/** Answers by status, printed once per pass: a pass that only ever got 401s or 404s would be testing little. */
+const tally = (statuses: number[]) => Object.entries(Object.groupBy(statuses, (x) => String(x))).map(([k, v]) => `${k}×${v!.length}`).join(' ');
+
+async function send(requests: Req[]): Promise<Failure[]> {
+  const failures: Failure[] = [];
+  const statuses: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < requests.length) {
+      const r = requests[next++]!;
+      const started = performance.now();
+      const res = await s.app.inject({ method: r.method as 'GET', url: r.url, headers: r.headers, ...(r.payload !== undefined ? { payload: r.payload } : {}) });
+      const ms = performance.now() - started;
+      statuses.push(res.statusCode);
+      if (res.statusCode >= 500 || ms > SLOW_MS) failures.push({ what: r.what, status: res.statusCode, ms: Math.round(ms), body: res.body.slice(0, 300) });
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  console.log(`${requests.length} requests: ${tally(statuses)}`);
+  return failures;
+}
+
+beforeAll(async () => {
+  const init = channel('fastify.initialization');
+  const watch = (message: unknown) => (message as { fastify: FastifyInstance }).fastify.addHook('onRoute', (r) => void seen.push(r));
+  init.subscribe(watch);
+  try {
+    s = await startTestServer();
+  } finally {
+    init.unsubscribe(watch);
+  }
+  const client = await createApp(s.app, ALL_SCOPES.join(' '));
+  [admin, victim] = await Promise.all([registerUser(s.app, client, 'moddy', ALL_SCOPES.join(' ')), registerUser(s.app, client, 'vic')]);
+  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
+  await setAdmin(s.ctx.db, rows[0].id, true);
+  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  const post = async (who: TestUser, payload: object) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(who.token), payload })).json().id as string;
+  const list = await s.app.inject({ method: 'POST', url: '/api/v1/lists', headers: bearer(admin.token), payload: { title: 'l' } });
+  // Real ids, so requests also reach past "not found": the victim, posts, a poll, a list.
+  ids = [victim.id, await post(victim, { status: 'hi #tag' }), await post(admin, { status: 'mine', poll: { options: ['a', 'b'], expires_in: 3600 } }), list.json().id];
+  await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${victim.id}/follow`, headers: bearer(admin.token) });
+}, 60_000);
+afterAll(async () => s?.close());
+
+describe('route fuzz', () => {
+  it('finds the routes from Fastify', () => {
+    const all = routes();
+    expect(all.length).toBeGreaterThan(100);
+    expect(all.some((r) => r.method === 'POST' && r.url === '/api/v1/statuses' && r.body)).toBe(true);
+  });
+
+  it('answers each parameter of each route given each bad value with < 500, promptly', async () => {
+    const requests = (await Promise.all(routes().map(systematic))).flat();
+    const failures = await send(requests);
+    expect(failures, `${requests.length} requests`).toEqual([]);
+  }, 120_000);
+
+  it(`answers random requests from the schemas (seed ${SEED}, ${RUNS} a route) with < 500, promptly`, async () => {
+    const requests = (await Promise.all(routes().map(randomized))).flat();
+    const failures = await send(requests);
+    expect(failures, `${requests.length} requests, seed ${SEED}`).toEqual([]);
+  }, Math.max(120_000, RUNS * 20_000));
+
+  it('still answers afterwards', async () => {
+    expect((await s.app.inject({ method: 'GET', url: '/api/v1/instance' })).statusCode).toBe(200);
+    expect((await s.app.inject({ method: 'GET', url: '/health' })).statusCode).toBeLessThan(500);
+    expect((await s.app.inject({ method: 'GET', url: '/api/v1/timelines/public' })).statusCode).toBe(200);
+  });
+});

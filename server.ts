@@ -23,6 +23,10 @@ import { resolveAcct } from './federation/remote-accounts.ts';
 import { findAccountById } from './storage/accounts.ts';
 import { StreamEvents } from './services/stream-events.ts';
 import { FilterCache } from './services/filters.ts';
+import { cutOffConnections, guardCommits } from './storage/db.ts';
+import { createSubscriber } from './storage/redis.ts';
+import { Dependencies, DependencyUnavailable } from './storage/dependencies.ts';
+import { pino } from 'pino';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -33,12 +37,21 @@ export async function createContext(config: Config): Promise<AppContext> {
   await connectRedis(redis, config.redisUrl);
   const fileHost = await createFileHost(config);
   const tokens = new TokenCache();
-  const subscriber = redis.duplicate();
-  subscriber.on('error', () => {});
+  const subscriber = createSubscriber(config.redisUrl, 'fedi:invalidations');
   await tokens.subscribe(subscriber, config.redisPrefix);
   // Home pages and the version counters they are checked against are read under client tracking.
   const tracking = createKeyTracking(config.redisUrl);
   await tracking.start();
+  const dependencies = new Dependencies({
+    databaseUrl: config.databaseUrl,
+    redis,
+    alsoRedis: [tracking.reader],
+    log: pino({ level: config.logLevel }).child({ component: 'dependencies' }),
+    // Connections that hang are closed, so what waits on them fails now and the next use connects anew.
+    onHang: (name) => (name === 'postgres' ? cutOffConnections(db) : [redis, tracking.reader].forEach((c) => c.disconnect(true))),
+  });
+  dependencies.start();
+  guardCommits(db, () => (dependencies.isUp('redis') ? null : new DependencyUnavailable('redis')));
   const homePages = new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000);
   tracking.onInvalidate((keys) => homePages.invalidate(keys));
   const feeds = new HomeFeeds(redis, config.redisPrefix, tracking.reader);
@@ -74,6 +87,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     subscriber,
     render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
     keyRing: new AccountKeyRing(db),
+    dependencies,
     federationQueue: new BullMqMessageQueue(config.redisUrl, config.redisPrefix),
   } as Omit<AppContext, 'federation'> as AppContext;
   // Fedify's handlers get this context as their data, so the federation is made once the rest exists.

@@ -51,11 +51,30 @@ export function startWorkers(ctx: AppContext): Workers {
     },
   );
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });
-  // Connection trouble: BullMQ reconnects. Failed jobs are retried with backoff and kept for inspection.
-  worker.on('error', (err) => log.warn({ err }, 'job worker error'));
-  worker.on('failed', (job, err) => log.warn({ err, job: job?.name, id: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+  // Connection trouble: BullMQ reconnects, and the outage is logged once by storage/dependencies.ts, not here on
+  // every attempt. Failed jobs are retried with backoff and kept for inspection.
+  worker.on('error', (err) => {
+    if (!ctx.dependencies.explains(err)) log.warn({ err }, 'job worker error');
+  });
+  worker.on('failed', (job, err) => {
+    if (!ctx.dependencies.explains(err)) log.warn({ err, job: job?.name, id: job?.id, attempts: job?.attemptsMade }, 'job failed');
+  });
+  // While PostgreSQL or Redis is away no job is taken (each would fail and spend one of its attempts); the jobs
+  // running finish or fail and are retried. Once both are back, outbox rows whose jobs Redis may have lost (it
+  // came back empty) are queued again: a job still queued keeps its id, so none runs twice.
+  const onDependency = () => {
+    if (worker.closing) return stopWatching();
+    if (ctx.dependencies.allUp) {
+      void worker.resume();
+      void sweep(0).catch(() => {});
+    } else {
+      void worker.pause(true).catch(() => {});
+    }
+  };
+  const stopWatching = ctx.dependencies.onChange(onDependency);
 
   const sweep = async (olderThanMs = SWEEP_AFTER_MS) => {
+    if (!ctx.dependencies.allUp) return 0;
     const rows = await pendingOutbox(ctx.db, olderThanMs, 1000);
     for (const row of rows) await ctx.jobs.enqueue(row);
     // Scheduled statuses due whose delayed job was lost (Redis emptied, or queueing failed after the commit).

@@ -14,6 +14,7 @@ import mediaV2Routes from './api/v2/media.ts';
 import { readFileSync } from 'node:fs';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
+import availabilityPlugin from './plugins/availability.ts';
 import authPlugin from './plugins/auth.ts';
 import rateLimitPlugin from './plugins/rate-limit.ts';
 import { mastodonKeywords } from './plugins/validation.ts';
@@ -79,6 +80,9 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
       plugins: [mastodonKeywords],
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Writes wait (2 s at most) for PostgreSQL and Redis while either is away, then are answered 503.
+  await app.register(availabilityPlugin, { dependencies: ctx.dependencies });
 
   // Callback-style hooks where nothing is awaited: every request passes through them.
   app.addHook('onRequest', (request, reply, done) => {

@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiError, ValidationFailed } from '../../errors.ts';
+import { unavailableDependency } from '../../storage/dependencies.ts';
+import { sendUnavailable } from './availability.ts';
 
 function validationMessage(err: FastifyError): string {
   const first = err.validation?.[0];
@@ -24,6 +26,8 @@ async function errorsPlugin(app: FastifyInstance) {
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // PostgreSQL or Redis is away (logged once by storage/dependencies.ts, not here per request): try again later.
+    if (unavailableDependency(err)) return sendUnavailable(reply);
     if (err instanceof ApiError) {
       const body: { error: string; error_description?: string } = { error: err.message };
       if (err.description) body.error_description = err.description;

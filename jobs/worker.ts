@@ -1,4 +1,5 @@
 import { Worker, type Job } from 'bullmq';
+import { countJobOutcomes } from '../services/metrics.ts';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
@@ -93,6 +94,8 @@ export function startWorkers(ctx: AppContext): Workers {
       await ctx.federation.processQueuedTask(ctx, message as Parameters<typeof ctx.federation.processQueuedTask>[1]);
     }, { signal: federationStop.signal })
     .catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
+  // Outcomes of the fan-out queue's jobs, for GET /metrics (the federation queue counts its own).
+  countJobOutcomes(ctx, worker, FANOUT_QUEUE);
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();
 

@@ -2,7 +2,8 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
-import { refusedInboxPost } from './domain-policy.ts';
+import { refusedInboxPost, signerHost } from './domain-policy.ts';
+import { dropRefusedPost } from './drops.ts';
 
 /** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
 const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|inbox$)/;
@@ -79,7 +80,10 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     let body: Buffer | undefined;
     if (request.method === 'POST') {
       // A suspended server's deliveries are refused before anything is read or fetched (federation/domain-policy.ts).
-      if (await refusedInboxPost(ctx, request.headers)) return reply.code(403).send({ error: 'Domain not allowed' });
+      if (await refusedInboxPost(ctx, request.headers)) {
+        dropRefusedPost(ctx, signerHost(request.headers) ?? 'unknown');
+        return reply.code(403).send({ error: 'Domain not allowed' });
+      }
       try {
         body = await readBody(request.raw);
       } catch (err) {

@@ -27,10 +27,23 @@ export function benchSettings(port: number, extra: Record<string, string> = {}) 
   return { tag, env, config: loadConfig(env), base: `http://127.0.0.1:${port}` };
 }
 
-/** The server as `npm start` runs it (with extra node flags and environment when given). */
+/** What `npm start` runs (package.json's `start`: `VAR=value … node <flags> main.ts`): its environment and node flags. */
+export function startCommand(): { env: Record<string, string>; nodeFlags: string[] } {
+  const words = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  while (/^[A-Z_]+=/.test(words[0]!)) {
+    const [name, ...value] = words.shift()!.split('=');
+    env[name!] = value.join('=');
+  }
+  if (words.shift() !== 'node' || words.pop() !== 'main.ts') throw new Error('package.json start is not `node … main.ts`');
+  return { env, nodeFlags: words };
+}
+
+/** The server as `npm start` runs it, same flags and environment (with extra node flags and environment when given). */
 export function startServer(env: Record<string, string>, options: { nodeFlags?: string[]; role?: string } = {}): ChildProcess {
-  return spawn(process.execPath, [...(options.nodeFlags ?? []), 'main.ts'], {
-    cwd: root, env: { ...process.env, ...env, ...(options.role ? { ROLE: options.role } : {}) }, stdio: ['ignore', 'inherit', 'inherit'],
+  const start = startCommand();
+  return spawn(process.execPath, [...start.nodeFlags, ...(options.nodeFlags ?? []), 'main.ts'], {
+    cwd: root, env: { ...process.env, ...start.env, ...env, ...(options.role ? { ROLE: options.role } : {}) }, stdio: ['ignore', 'inherit', 'inherit'],
   });
 }
 

@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { loadSharp } from './sharp.ts';
 import { unprocessable } from '../errors.ts';
 
 export type ProfileImageKind = 'avatar' | 'header';
@@ -33,6 +33,7 @@ const MAX_INPUT_PIXELS = 7680 * 4320;
 export async function processProfileImage(kind: ProfileImageKind, input: Buffer): Promise<ProcessedImage> {
   const invalid = () => unprocessable(`Validation failed: ${kind} must be a PNG, JPEG, GIF or WebP image`);
   if (input.length === 0) throw invalid();
+  const sharp = await loadSharp();
   let format: Format;
   let pages = 1;
   try {

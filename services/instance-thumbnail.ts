@@ -4,7 +4,7 @@
 // changes with a restart.
 import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
+import { loadSharp } from './sharp.ts';
 import { encode as encodeBlurhash } from 'blurhash';
 import { ConfigError, type Config } from '../config.ts';
 
@@ -34,6 +34,7 @@ const DEFAULT_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="1200" height
 </svg>`;
 
 async function make(source: Buffer): Promise<InstanceThumbnail> {
+  const sharp = await loadSharp();
   const meta = await sharp(source, { limitInputPixels: 16_384 * 16_384 }).metadata();
   // PNG keeps transparency; everything else becomes JPEG, as photos are.
   const png = meta.hasAlpha === true || meta.format === 'svg';

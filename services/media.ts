@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { loadSharp } from './sharp.ts';
 import { encode as encodeBlurhash } from 'blurhash';
 import type { Db } from '../storage/db.ts';
 import { transaction } from '../storage/db.ts';
@@ -39,6 +39,7 @@ const megabytes = (bytes: number) => `${Math.floor(bytes / 1024 / 1024)} MB`;
 
 /** What an upload is, by its content: an image sharp reads, or a video or audio container; null for anything else. */
 async function kindOf(data: Buffer): Promise<{ type: 'image' | 'video' | 'audio'; mime: string } | null> {
+  const sharp = await loadSharp();
   try {
     const format = (await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()).format;
     if (format && format in IMAGE_FORMATS) return { type: 'image', mime: IMAGE_FORMATS[format]!.contentType };
@@ -80,6 +81,7 @@ export interface UploadDetails {
 async function storeThumbnail(deps: MediaDeps, mediaId: string, data: Buffer): Promise<string> {
   if (data.length > deps.config.maxImageBytes) throw unprocessable(`Validation failed: Thumbnail file size must be less than ${megabytes(deps.config.maxImageBytes)}`);
   let preview: Buffer;
+  const sharp = await loadSharp();
   try {
     const meta = await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
     if (!meta.format || !(meta.format in IMAGE_FORMATS) || !meta.width || !meta.height) throw new Error('not an image');
@@ -211,6 +213,7 @@ function fit(width: number, height: number, maxPixels: number): { width: number;
 }
 
 async function renderImage(input: Buffer) {
+  const sharp = await loadSharp();
   let meta;
   try {
     meta = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();

@@ -8,4 +8,6 @@ export interface FileHost {
   get(key: string): Promise<Buffer | null>;
   delete(key: string): Promise<void>;
   url(key: string): string;
+  /** Releases its connections (S3's sockets); absent where there are none. */
+  close?(): void;
 }

@@ -1,0 +1,92 @@
+// `npm run bench:memory`: the server's memory at rest. Starts it as `npm start` does (package.json's flags and
+// environment) on a fresh database, sends no traffic, and after 60 s (BENCH_MEMORY_WAIT_S) reads its resident
+// memory (VmRSS) and what makes it up: the node binary's pages, shared libraries, malloc, the V8 heap. Then, for the
+// big dependencies, what importing each alone adds to a bare process, which is what lazy loading saves.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { dropDatabase } from '../storage/db.ts';
+import { deleteKeysWithPrefix } from '../storage/redis.ts';
+import { benchSettings, startCommand, startServer, waitHealthy } from './common.ts';
+
+const PORT = 3960;
+const WAIT_S = Number(process.env.BENCH_MEMORY_WAIT_S ?? 60);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+function status(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of readFileSync(`/proc/${pid}/status`, 'utf8').matchAll(/^(Vm\w+|Rss\w+):\s+(\d+) kB/gm)) out[m[1]!] = Number(m[2]) * 1024;
+  return out;
+}
+
+/** Resident bytes by mapping: the node binary, other files (native addons, libc…), malloc's heap, anonymous memory. */
+function mappings(pid: number): Record<string, number> {
+  const out: Record<string, number> = { 'node binary': 0, 'other files (libraries, addons)': 0, 'malloc heap': 0, 'anonymous (V8 heap, thread stacks, arenas)': 0 };
+  let name = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) { name = head[1]!; continue; }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (!rss) continue;
+    const key = name.endsWith('/bin/node') ? 'node binary' : name === '[heap]' ? 'malloc heap' : name.startsWith('/') ? 'other files (libraries, addons)' : 'anonymous (V8 heap, thread stacks, arenas)';
+    out[key] = (out[key] ?? 0) + Number(rss[1]) * 1024;
+  }
+  return out;
+}
+
+/**
+ * What importing each of `specifiers` in turn adds to a bare process's resident memory (npm start's flags): what a
+ * module shares with an earlier one is counted with the earlier one, so the figures add up to the whole.
+ */
+function importCosts(specifiers: string[]): number[] {
+  const start = startCommand();
+  const code = `import { readFileSync } from 'node:fs'; const rss = () => Number(/VmRSS:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+    const out = []; for (const s of ${JSON.stringify(specifiers)}) { const before = rss(); await import(s); await new Promise((r) => setTimeout(r, 300)); out.push(rss() - before); }
+    console.log(JSON.stringify(out)); process.exit(0);`;
+  const out = execFileSync(process.execPath, [...start.nodeFlags, '--input-type=module', '-e', code], { cwd: root, env: { ...process.env, ...start.env } });
+  return JSON.parse(out.toString()) as number[];
+}
+
+async function main() {
+  const { env, config, base } = benchSettings(PORT);
+  const usageFile = join(mkdtempSync(join(tmpdir(), 'fedi-memory-')), 'usage.json');
+  const server = startServer({ ...env, BENCH_MEMORY_FILE: usageFile }, { nodeFlags: ['--import', './bench/memory-probe.js'] });
+  const redis = new Redis(config.redisUrl);
+  try {
+    await waitHealthy(base);
+    await new Promise((r) => setTimeout(r, WAIT_S * 1000));
+    const pid = server.pid!;
+    const s = status(pid);
+    const maps = mappings(pid);
+    server.kill('SIGUSR2');
+    for (let i = 0; i < 50 && !existsSync(usageFile); i++) await new Promise((r) => setTimeout(r, 100));
+    const probe = JSON.parse(readFileSync(usageFile, 'utf8')) as { usage: NodeJS.MemoryUsage; spaces: { name: string; size: number; used: number }[]; typeStripperLoaded: boolean };
+    const u = probe.usage;
+    console.log(`\nserver at rest, ${WAIT_S} s after start (npm start: ${JSON.stringify(startCommand())}, fresh database, no traffic)`);
+    console.log(`  VmRSS ${mb(s.VmRSS!)} (peak VmHWM ${mb(s.VmHWM!)}): anonymous ${mb(s.RssAnon!)}, file-backed ${mb(s.RssFile!)}`);
+    for (const [k, v] of Object.entries(maps)) console.log(`    ${k}: ${mb(v)}`);
+    console.log(`  V8 heap: ${mb(u.heapTotal)} reserved, ${mb(u.heapUsed)} used (${probe.spaces.filter((x) => x.size > 0).map((x) => `${x.name} ${mb(x.used)}/${mb(x.size)}`).join(', ')})`);
+    console.log(`  external ${mb(u.external)} (of which array buffers ${mb(u.arrayBuffers)}); TypeScript stripper loaded: ${probe.typeStripperLoaded} (a cold compile cache loads it: ~17 MB)`);
+    const specs = ['pg', 'ioredis', 'fastify', 'typebox', 'bullmq', 'node-pg-migrate', '@fedify/fedify', 'sanitize-html', 'prom-client', './server.ts', 'sharp', '@aws-sdk/client-s3'];
+    const costs = importCosts(specs);
+    console.log('\nwhat importing each in turn adds to a bare process (VmRSS; shared code counts with the first to load it):');
+    for (const [i, spec] of specs.entries()) {
+      const note = spec === './server.ts' ? ' (the rest of what the server loads at start: its own modules and smaller dependencies)' : spec === 'sharp' || spec === '@aws-sdk/client-s3' ? ' (loaded at first use, so not at rest)' : '';
+      console.log(`  ${spec}: ${mb(costs[i]!)}${note}`);
+    }
+    console.log('');
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((r) => server.once('exit', r));
+    await deleteKeysWithPrefix(redis, config.redisPrefix);
+    redis.disconnect();
+    await dropDatabase(config.databaseUrl);
+    rmSync(env.DATA_DIR, { recursive: true, force: true });
+  }
+}
+
+await main();

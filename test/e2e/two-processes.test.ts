@@ -2,41 +2,15 @@
 // database and one Redis: what one writes, the other reads; a token revoked through one stops working in both.
 // Then start-up with a bad setting: one line naming it, exit code 1.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { api, startProcess, stopAll, waitForHealth, type Proc } from '../helpers/processes.ts';
 import pg from 'pg';
 import { testConfig, dropTestData } from '../helpers/server.ts';
 import { freePort } from '../helpers/listen.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { createRedis, connectRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import type { Config } from '../../config.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-interface Proc {
-  child: ChildProcess;
-  output: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-const running: Proc[] = [];
-
-/** `node main.ts` with only the given settings (and PATH/HOME), so nothing from this shell leaks in. */
-function startProcess(settings: Record<string, string>): Proc {
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...settings };
-  // Under vitest run through npm this is Node 24, which runs the TypeScript directly.
-  const child = spawn(process.execPath, ['main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const proc = { child, output: () => `stdout:\n${stdout}\nstderr:\n${stderr}`, stderr: () => stderr, exited };
-  running.push(proc);
-  return proc;
-}
 
 /** Waits for the exit code, killing the process (and failing) if it hangs. */
 async function exitCode(proc: Proc, ms: number): Promise<number | null> {
@@ -45,47 +19,6 @@ async function exitCode(proc: Proc, ms: number): Promise<number | null> {
   clearTimeout(timer);
   expect(proc.child.signalCode, `killed after ${ms} ms without exiting\n${proc.output()}`).toBeNull();
   return code;
-}
-
-async function waitForHealth(url: string, proc: Proc, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  let exited = false;
-  void proc.exited.then(() => (exited = true));
-  while (Date.now() < deadline && !exited) {
-    try {
-      if ((await fetch(`${url}/health`)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not become healthy${exited ? ' (the process exited)' : ''}\n${proc.output()}`);
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- bodies are checked field by field below
-type Json = any;
-
-async function api(base: string, path: string, init: { method?: string; token?: string; body?: Record<string, unknown> } = {}) {
-  const res = await fetch(`${base}${path}`, {
-    method: init.method ?? 'GET',
-    headers: {
-      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
-      ...(init.body ? { 'content-type': 'application/json' } : {}),
-    },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, json: (text ? JSON.parse(text) : null) as Json, text };
-}
-
-async function stopAll(): Promise<void> {
-  await Promise.all(running.map(async (p) => {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-    p.child.kill('SIGTERM');
-    const timer = setTimeout(() => p.child.kill('SIGKILL'), 5000);
-    await p.exited;
-    clearTimeout(timer);
-  }));
 }
 
 describe('two processes sharing PostgreSQL and Redis', () => {

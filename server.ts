@@ -27,6 +27,8 @@ import { cutOffConnections, guardCommits } from './storage/db.ts';
 import { createSubscriber } from './storage/redis.ts';
 import { Dependencies, DependencyUnavailable } from './storage/dependencies.ts';
 import { pino } from 'pino';
+import { closeHealth } from './federation/health.ts';
+import { closeMetrics } from './services/metrics.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -111,6 +113,8 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   if (ctx.fileHost instanceof S3FileHost) ctx.fileHost.close();
   ctx.subscriber.disconnect();
   await ctx.tracking.close();
+  // What this process saw of other servers, and its counts, are written while the connections are still open.
+  await Promise.all([closeHealth(ctx), closeMetrics(ctx)]);
   await ctx.db.end();
   ctx.redis.disconnect();
 }

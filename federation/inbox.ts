@@ -231,7 +231,7 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
   const addressed = [...note.toIds, ...note.ccIds].slice(0, 50);
   for (const uri of addressed) if (fed.parseUri(uri)?.type === 'actor' && (await localActor(fed, uri))) return true;
   let visited = 0;
-  for await (const tag of note.getTags()) {
+  for await (const tag of note.getTags({ suppressError: true })) {
     if (++visited > 50) break;
     if (tag instanceof Mention && tag.href && (await localActor(fed, tag.href))) return true;
   }
@@ -242,7 +242,8 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
 }
 
 async function onUpdate(fed: Fed, update: Update): Promise<void> {
-  const object = await update.getObject();
+  // An object named by id that cannot be fetched is nothing to update (retrying would not bring it).
+  const object = await update.getObject({ suppressError: true });
   const remote = await sender(fed, update);
   if (!remote || remote.domain === null || !object) return;
   if (isActor(object)) {

@@ -10,6 +10,7 @@ import { followersPage, followingPage } from '../storage/follows.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { RedisKvStore } from './kv.ts';
+import { storableRemoteInput } from './storable-documents.ts';
 import { isId } from '../storage/ids.ts';
 import type { BullMqMessageQueue } from './queue.ts';
 import { announceOf, personOf, recipientOf, statusObjectOf } from './objects.ts';
@@ -198,5 +199,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
   });
 
   registerInboxListeners(federation);
+  // Other servers' text reaches nothing here that PostgreSQL would refuse (federation/storable-documents.ts).
+  storableRemoteInput(federation);
   return federation;
 }

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
+import { MAX_NESTING, jsonNesting, malformedActivityError } from './inbound-limits.ts';
 import { refusedInboxPost, signerHost } from './domain-policy.ts';
 import { dropRefusedPost } from './drops.ts';
 
@@ -91,11 +92,21 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
         throw err;
       }
     }
-    const response = await ctx.federation.fetch(toWebRequest(ctx, request, body), {
-      contextData: ctx,
-      onNotFound: () => new Response(null, { status: 404, headers: { [FALL_THROUGH]: '1' } }),
-      onNotAcceptable: () => new Response(null, { status: 406, headers: { [FALL_THROUGH]: '1' } }),
-    });
+    // Nested past any real activity: refused before Fedify's JSON-LD processing recurses through it.
+    if (body && jsonNesting(body) > MAX_NESTING) return reply.code(400).send({ error: 'Invalid activity' });
+    let response: Response;
+    try {
+      response = await ctx.federation.fetch(toWebRequest(ctx, request, body), {
+        contextData: ctx,
+        onNotFound: () => new Response(null, { status: 404, headers: { [FALL_THROUGH]: '1' } }),
+        onNotAcceptable: () => new Response(null, { status: 406, headers: { [FALL_THROUGH]: '1' } }),
+      });
+    } catch (err) {
+      // An activity Fedify's parser chokes on (a date that is an object…) is the sender's error, not ours.
+      if (request.method !== 'POST' || !malformedActivityError(err)) throw err;
+      request.log.warn({ err }, 'refused a malformed activity');
+      return reply.code(400).send({ error: 'Invalid activity' });
+    }
     if (response.headers.has(FALL_THROUGH)) {
       // A POST body has been read: nothing after this could read it again, so it ends here.
       if (body !== undefined) return reply.code(404).send({ error: 'Record not found' });

@@ -33,7 +33,7 @@ async function imageUrl(get: () => Promise<Image | null>): Promise<string | null
 export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | null> {
   if (!actor.id || !actor.preferredUsername) return null;
   const fields = [];
-  for await (const a of actor.getAttachments()) {
+  for await (const a of actor.getAttachments({ suppressError: true })) { // one that cannot be fetched is left out
     if (a instanceof PropertyValue && fields.length < 16) {
       const value = sanitizeRemoteHtml(text(a.value));
       fields.push({ name: escapeHtml(text(a.name)).slice(0, 255), value, value_html: value, verified_at: null });

@@ -58,10 +58,10 @@ export async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow 
  * (`replies.totalItems`), its end (`endTime`, or `closed`) and voters (`votersCount`). Null when it has no options.
  */
 export async function remotePollOf(q: Question): Promise<RemotePoll | null> {
-  const multiple = q.inclusiveOptionIds.length > 0 || (await hasAny(q.getInclusiveOptions()));
+  const multiple = q.inclusiveOptionIds.length > 0 || (await hasAny(q.getInclusiveOptions({ suppressError: true })));
   const options: string[] = [];
   const tallies: number[] = [];
-  for await (const option of multiple ? q.getInclusiveOptions() : q.getExclusiveOptions()) {
+  for await (const option of multiple ? q.getInclusiveOptions({ suppressError: true }) : q.getExclusiveOptions({ suppressError: true })) {
     if (options.length >= 32) break;
     if (!(option instanceof Note) || !option.name) continue;
     const name = String(option.name).slice(0, 200);
@@ -106,7 +106,8 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
   const mentioned: AccountRow[] = [];
   const tags: string[] = [];
   let visited = 0;
-  for await (const tag of note.getTags()) {
+  // Tags and attachments named by an id that cannot be fetched are left out, not the whole post.
+  for await (const tag of note.getTags({ suppressError: true })) {
     if (++visited > 100) break; // each tag may cost a query: a Note with thousands of them is cut short
     if (tag instanceof Mention && tag.href) {
       const local = await localActor(fed, tag.href);
@@ -122,7 +123,7 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
   const media: RemoteMedia[] = [];
   // A server whose media is rejected has its attachments kept as links only (`unknown`), never shown inline.
   const rejectMedia = await domainPolicy(app).rejectsMedia(author.domain);
-  for await (const attachment of note.getAttachments()) {
+  for await (const attachment of note.getAttachments({ suppressError: true })) {
     if (media.length >= 4) break;
     if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
     const url = attachment.url instanceof URL ? attachment.url : attachment.url instanceof Link ? attachment.url.href : null;

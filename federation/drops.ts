@@ -41,9 +41,9 @@ function hostOf(activity: Pick<Activity, 'actorId' | 'id'>): string {
  * suspended one), the next one saying how many were folded into it. `quiet` drops (expected ones, such as a Delete from an account whose key is
  * already gone) are logged at info.
  */
-export function dropInbound(app: AppContext, activity: Activity, reason: DropReason, detail: string, options: { status?: number | null; quiet?: boolean } = {}): void {
+export function dropInbound(app: AppContext, activity: Activity, reason: DropReason, detail: string, options: { status?: number | null; quiet?: boolean; server?: string } = {}): void {
   dropped.add(activity);
-  const server = hostOf(activity);
+  const server = options.server ?? hostOf(activity);
   const type = typeName(activity);
   healthOf(app).droppedInbound(server, `${type}: ${detail}`);
   metricsOf(app).count('drops', reason);
@@ -105,7 +105,9 @@ export function trackedInboxListeners<T extends AppContext>(setters: InboxListen
     const { detail, status } = signatureProblem(reason);
     // A Delete whose key is gone is an account deleting itself: its key goes with it, and nothing is lost.
     const gone = typeName(activity) === 'Delete' && (status === 404 || status === 410);
-    dropInbound(fed.data, activity, 'signature', detail, { status, quiet: gone });
+    // Unverified, the activity's actor is only a claim: the server is the one its signature names, when it names one.
+    const server = 'keyId' in reason && reason.keyId ? reason.keyId.host : undefined;
+    dropInbound(fed.data, activity, 'signature', detail, { status, quiet: gone, ...(server ? { server } : {}) });
   });
   const proxy: InboxListenerSetters<T> = new Proxy(setters, {
     get(target, prop, receiver) {

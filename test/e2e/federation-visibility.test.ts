@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getDocumentLoader } from '@fedify/vocab-runtime';
+import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
@@ -110,6 +111,37 @@ describe('a GoToSocial-like server follows us', () => {
   });
 });
 
+describe('activities that cannot be verified or concern nobody here', () => {
+  it('logs one warning for a signature whose key cannot be fetched, with the status, and counts it', async () => {
+    const before = warnings().length;
+    const ghost = `${peer.url}/users/ghost`;
+    const { privateKey } = await generateCryptoKeyPair('RSASSA-PKCS1-v1_5');
+    const request = new Request(`${ours.url}/inbox`, {
+      method: 'POST', body: JSON.stringify(follow(ghost, 3)),
+      headers: { 'content-type': 'application/activity+json', 'user-agent': peer.userAgent },
+    });
+    const res = await fetch(await signRequest(request, privateKey, new URL(`${ghost}/main-key`), { spec: 'draft-cavage-http-signatures-12' }));
+    expect(res.status).toBe(401);
+    await new Promise((r) => setTimeout(r, 300));
+    const fresh = warnings().slice(before);
+    expect(fresh, JSON.stringify(fresh)).toHaveLength(1);
+    expect(fresh[0]).toMatchObject({ server: peer.domain, activity: 'Follow', reason: 'signature', status: 404 });
+    expect(String(fresh[0]!.msg)).toContain(`its signing key ${ghost}/main-key could not be fetched: HTTP 404`);
+    expect(await metrics()).toMatch(/fedi_inbound_activities_total\{type="Follow",outcome="unverified"\} 1\b/);
+  });
+
+  it('logs a Create that concerns nobody here once, as not addressed', async () => {
+    const before = warnings().length;
+    const stranger = await peer.addActor('stranger');
+    const note = { '@context': AS, id: `${stranger}/statuses/1`, type: 'Note', attributedTo: stranger, content: '<p>spam</p>', to: [`${AS}#Public`] };
+    expect(await peer.send('stranger', `${ours.url}/inbox`, { '@context': AS, id: `${stranger}/statuses/1/activity`, type: 'Create', actor: stranger, object: note, to: [`${AS}#Public`] })).toBe(202);
+    const fresh = await until(async () => warnings().slice(before), (w) => w.length > 0, 'the warning');
+    expect(fresh[0]).toMatchObject({ server: peer.domain, activity: 'Create', reason: 'not_addressed' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(warnings().slice(before)).toHaveLength(1);
+  });
+});
+
 describe('browsers and the operators', () => {
   it('redirects a browser asking /users/:name for HTML without logging above info', async () => {
     const before = warnings().length;
@@ -123,9 +155,10 @@ describe('browsers and the operators', () => {
   });
 
   it('shows the servers on the queue page, and /metrics only to the token or an administrator', async () => {
+    await healthOf(ours.ctx).flush();
     const page = await ours.app.inject({ method: 'GET', url: '/admin/queues', headers: bearer(admin.token) });
     expect(page.statusCode).toBe(200);
-    expect(page.json().servers.find((s: { host: string }) => s.host === peer.domain)).toMatchObject({ dropped_inbound: 1, signature_spec: 'draft-cavage-http-signatures-12' });
+    expect(page.json().servers.find((s: { host: string }) => s.host === peer.domain)).toMatchObject({ dropped_inbound: 3, signature_spec: 'draft-cavage-http-signatures-12' });
 
     expect((await ours.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
     expect((await ours.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer wrong-token-0123456789' } })).statusCode).toBe(401);

@@ -64,6 +64,7 @@ export class FilterCache {
   constructor(db: Queryable, versions: CacheVersions) {
     this.db = db;
     this.versions = versions;
+    versions.onReset?.(() => this.entries.clear()); // Redis lost the versions these were kept under
   }
 
   async forViewer(viewerId: string, version?: string): Promise<ViewerFilters> {

@@ -61,6 +61,10 @@ class VersionedCache<T> {
     return e && e.version === version && e.expires > Date.now() ? e.value : undefined;
   }
 
+  clear(): void {
+    this.entries.clear();
+  }
+
   set(id: string, version: string, value: T): void {
     this.entries.delete(id);
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
@@ -98,6 +102,8 @@ export class StatusLoader {
     this.db = db;
     this.versions = versions;
     this.relations = new RelationsCache(db, versions);
+    // Redis lost the versions these were kept under (storage/cache-versions.ts): numbers would be reused.
+    versions.onReset?.(() => [this.statuses, this.accounts, this.viewers].forEach((c) => c.clear()));
   }
 
   /**

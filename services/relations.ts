@@ -45,6 +45,7 @@ export class RelationsCache {
   constructor(db: Queryable, versions: CacheVersions) {
     this.db = db;
     this.versions = versions;
+    versions.onReset?.(() => this.entries.clear()); // Redis lost the versions these were kept under
   }
 
   async forViewer(viewerId: string | null, version?: string): Promise<ViewerRelations> {

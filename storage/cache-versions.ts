@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
 
 type Kind = 's' | 'a' | 'v' | 'f' | 'r';
 /** The versions a rendering was made under, by kind and id: while they are current, so is the rendering. */
@@ -16,11 +17,72 @@ export class CacheVersions {
   private readonly prefix: string;
   /** Where versions are read: a connection under client tracking (storage/key-tracking.ts) when there is one. */
   private readonly reader: Redis;
+  /**
+   * The counters' epoch: a key set once every filter and relation version that should be above 0 is, and read with
+   * every version. Redis back without it (restarted empty, flushed) lost the counters: whatever was cached under
+   * them is forgotten (a counter starting again would reach old numbers), filter and relation versions are not
+   * taken as "none" until they are restored from PostgreSQL (`repairWith`), and the epoch is set again.
+   */
+  private epoch: string | null | undefined = undefined;
+  private readonly resetListeners: (() => void)[] = [];
+  private repair: (() => Promise<void>) | null = null;
+  private repairing = false;
+  private unknown = 0;
 
   constructor(redis: Redis, prefix: string, reader: Redis = redis) {
     this.redis = redis;
     this.prefix = prefix;
     this.reader = reader;
+  }
+
+  /** Called when the counters were lost: caches kept under them are dropped. */
+  onReset(fn: () => void): void {
+    this.resetListeners.push(fn);
+  }
+
+  /** How to restore the filter and relation versions of accounts that have some (from PostgreSQL), with `bump`. */
+  repairWith(fn: () => Promise<void>): void {
+    this.repair = fn;
+  }
+
+  /** Reads the epoch now (at start), restoring the counters first if they were lost. */
+  async ensureEpoch(): Promise<void> {
+    this.observe(await this.reader.get(this.epochKey));
+    if (this.epoch === null) await this.restore();
+  }
+
+  private get epochKey(): string {
+    return `${this.prefix}ver:epoch`;
+  }
+
+  private observe(epoch: string | null): void {
+    if (epoch === this.epoch) return;
+    this.epoch = epoch;
+    for (const fn of this.resetListeners) fn();
+    if (epoch === null) void this.restore();
+  }
+
+  /** One process restores (the others read PostgreSQL meanwhile); a lock that expires lets another try after a crash. */
+  private async restore(): Promise<void> {
+    if (!this.repair || this.repairing) return;
+    this.repairing = true;
+    const lock = `${this.prefix}ver:epoch-restoring`;
+    try {
+      if ((await this.redis.set(lock, '1', 'EX', 300, 'NX')) !== 'OK') return;
+      await this.repair();
+      await this.redis.set(this.epochKey, randomUUID());
+      await this.redis.del(lock);
+    } catch {
+      // Redis or PostgreSQL away again: the next read that finds no epoch tries again once the lock is gone.
+    } finally {
+      this.repairing = false;
+    }
+  }
+
+  /** A version read: while the epoch is missing, filter and relation versions are unknown, never "none" (0). */
+  private version(kind: Kind, value: string | null): string {
+    if (this.epoch === null && (kind === 'f' || kind === 'r')) return `?${++this.unknown}`;
+    return value ?? '0';
   }
 
   /** s: a status, a: an account, v: a viewer's own favourites and reblogs, f: a viewer's filters, r: their blocks and mutes. */
@@ -30,18 +92,20 @@ export class CacheVersions {
 
   async get(kind: Kind, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
-    const values = await this.reader.mget(ids.map((id) => this.key(kind, id)));
-    return values.map((v) => v ?? '0');
+    const [epoch, ...values] = await this.reader.mget(this.epochKey, ...ids.map((id) => this.key(kind, id)));
+    this.observe(epoch ?? null);
+    return values.map((v) => this.version(kind, v));
   }
 
   /** Versions of several kinds in one round trip, as maps from id to version. */
   async getMany(wanted: Partial<Record<Kind, string[]>>): Promise<VersionsUsed> {
     const kinds: Kind[] = ['s', 'a', 'v', 'f', 'r'];
     const keys = kinds.flatMap((kind) => (wanted[kind] ?? []).map((id) => this.key(kind, id)));
-    const values = keys.length > 0 ? await this.reader.mget(keys) : [];
-    let i = 0;
+    const values = keys.length > 0 ? await this.reader.mget(this.epochKey, ...keys) : [];
+    if (keys.length > 0) this.observe(values[0] ?? null);
+    let i = 1;
     const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map(), r: new Map() };
-    for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, values[i++] ?? '0');
+    for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, this.version(kind, values[i++] ?? null));
     return out;
   }
 

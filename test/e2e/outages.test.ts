@@ -14,6 +14,7 @@ let redis: OwnRedis;
 let s: TestServer & { url: string };
 let alice: TestUser; // follows bob, reads her home and stream
 let bob: TestUser; // posts
+let eve: TestUser; // followed and muted by alice: her posts stay out of alice's home, before and after
 const logged: { level: string; msg: string }[] = [];
 let watcher: Dependencies;
 let watcherRedis: ReturnType<typeof createRedis>;
@@ -98,8 +99,11 @@ async function expectExactly(answers: Map<string, number>, texts: () => Promise<
 beforeAll(async () => {
   [pg, redis] = await Promise.all([OwnPostgres.start(), OwnRedis.start()]);
   s = await startListeningServer({ DATABASE_URL: pg.url('fedi_outages'), REDIS_URL: redis.url });
-  [alice, bob] = await registerUsers(s.app, 'alice', 'bob');
-  expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${bob.id}/follow`, headers: bearer(alice.token) })).statusCode).toBe(200);
+  [alice, bob, eve] = await registerUsers(s.app, 'alice', 'bob', 'eve');
+  for (const [who, action] of [[bob, 'follow'], [eve, 'follow'], [eve, 'mute']] as const) {
+    expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${who.id}/${action}`, headers: bearer(alice.token) })).statusCode).toBe(200);
+  }
+  expect((await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(eve.token), payload: { status: 'from-eve' } })).statusCode).toBe(200);
   await homeTexts();
   // A second watcher on the same dependencies, whose log lines this file reads.
   watcherRedis = createRedis(redis.url);
@@ -120,6 +124,7 @@ describe('when Redis goes away', () => {
   it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
     expect((await post('before-redis')).res.statusCode).toBe(200);
     await until(async () => (await homeTexts()).includes('before-redis'), 5000, 'the post reaches the follower');
+    expect(await homeTexts()).not.toContain('from-eve');
     // A socket on alice's home stream, open across the outage.
     const events: string[] = [];
     let closed: { code: number; reason: string } | null = null;
@@ -162,6 +167,8 @@ describe('when Redis goes away', () => {
       expect(all.filter((t) => t === 'after-redis')).toHaveLength(1);
       expect(all).not.toContain('during-redis');
     }
+    // Redis came back empty: what alice mutes is still muted (PostgreSQL has it; Redis only said whom to ask about).
+    expect(await homeTexts()).not.toContain('from-eve');
     // The socket stayed open (or said why it closed) and hears events again: its subscription was made again.
     if (closed) expect((closed as { reason: string }).reason).not.toBe('');
     else await until(async () => events.some((e) => e.includes('after-redis')), 5000, 'the stream hears the post after');

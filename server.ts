@@ -26,6 +26,7 @@ import { FilterCache } from './services/filters.ts';
 import { cutOffConnections, guardCommits } from './storage/db.ts';
 import { createSubscriber } from './storage/redis.ts';
 import { Dependencies, DependencyUnavailable } from './storage/dependencies.ts';
+import { accountsWithFilters, accountsWithRelations } from './storage/cache-repair.ts';
 import { pino } from 'pino';
 import { closeHealth } from './federation/health.ts';
 import { closeMetrics } from './services/metrics.ts';
@@ -60,6 +61,10 @@ export async function createContext(config: Config): Promise<AppContext> {
   const listFeeds = new HomeFeeds(redis, config.redisPrefix, redis, 'list');
   const versions = new CacheVersions(redis, config.redisPrefix, tracking.reader);
   const statusLoader = new StatusLoader(db, versions);
+  // Redis lost its counters (restarted empty, flushed): filter and relation versions are restored from PostgreSQL,
+  // so that 0 still means "none" and no mute or filter is forgotten.
+  versions.repairWith(async () => versions.bump({ relations: await accountsWithRelations(db), filters: await accountsWithFilters(db) }));
+  await versions.ensureEpoch();
   const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
   // Mentions of unknown remote accounts resolve through the federation, which needs the finished context.
   let self: AppContext | undefined;

@@ -125,7 +125,9 @@ class Checker {
     const unsigned = await this.get(url, AP_ACCEPT);
     let json: string | null = null;
     if ('problem' in unsigned) {
-      this.say(`${label} unsigned GET`, false, `${url}: ${unsigned.problem.detail}`);
+      // No answer at all (DNS, TLS, refused, timeout, guard): a signature would change nothing.
+      this.say(`${label} GET`, false, `${url}: ${unsigned.problem.detail}`);
+      return null;
     } else if (unsigned.status === 401 || unsigned.status === 403) {
       this.say(`${label} unsigned GET`, false, `HTTP ${unsigned.status} on unsigned GET: the server refuses unsigned fetches (authorized fetch); signed ones are needed`);
     } else if (unsigned.status !== 200) {

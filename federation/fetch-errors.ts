@@ -28,7 +28,8 @@ export function fetchProblem(err: unknown): FetchProblem {
   if (name === 'TimeoutError' || name === 'AbortError') return { kind: 'timeout', status: null, detail: 'timed out' };
   const { code, message } = rootCause(err);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { kind: 'dns', status: null, detail: `DNS: ${message}` };
-  if (code && TLS_CODES.test(code)) return { kind: 'tls', status: null, detail: `TLS: ${message}` };
+  // A handshake cut short has a socket's code (ECONNRESET) but says what it was in its message.
+  if ((code && TLS_CODES.test(code)) || /\b(TLS|SSL|certificate)\b/i.test(message)) return { kind: 'tls', status: null, detail: `TLS: ${message}` };
   if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_SOCKET') {
     return { kind: 'connect', status: null, detail: `connection failed: ${message}` };
   }

@@ -1,4 +1,6 @@
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/listen.ts';
 import { startHttpsInstance, type Instance } from '../helpers/instances.ts';
 import { registerUsers } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
@@ -74,6 +76,16 @@ describe('federation check', () => {
 
     const dns = await cli(['federation', 'check', 'someone@no-such-host.invalid']);
     expect(dns[0]).toMatch(/^FAIL {2}webfinger: https:\/\/no-such-host\.invalid\/\.well-known\/webfinger\?resource=acct%3Asomeone%40no-such-host\.invalid: DNS: /);
+
+    // A server that does not speak TLS where https is expected.
+    const port = await freePort();
+    const plain = createServer((_req, res) => res.end('plain http')).listen(port, '127.0.0.1');
+    try {
+      const tls = await cli(['federation', 'check', `https://127.0.0.1:${port}/users/x`]);
+      expect(tls[0]).toMatch(new RegExp(`^FAIL {2}object GET: https://127\\.0\\.0\\.1:${port}/users/x: TLS: `));
+    } finally {
+      plain.close();
+    }
 
     const guarded = await cli(['federation', 'check', `gus@${peer.domain}`], { ...ours.config, allowPrivateAddresses: false });
     expect(guarded[0]).toContain(`FAIL  webfinger: https://${peer.domain}/.well-known/webfinger?resource=acct%3Agus%40${encodeURIComponent(peer.domain)}: refused: ${peer.domain} is a loopback or private address`);

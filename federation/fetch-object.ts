@@ -3,6 +3,7 @@ import type { Object as APObject, Actor } from '@fedify/vocab';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
+import { isStorable } from '../text/storable.ts';
 import { observedLoader } from './observed-loader.ts';
 
 /** How long one remote fetch may take before it is given up (a slow server must not hold a request or a job). */
@@ -33,7 +34,9 @@ export async function webFingerSelf(fed: Context<AppContext>, acct: string): Pro
   if (await domainPolicy(fed.data).refuses(acct.split('@').at(-1))) return null;
   const jrd = await fed.lookupWebFinger(acct, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   const self = jrd?.links?.find((l) => l.rel === 'self' && (!l.type || AP_TYPES.some((t) => l.type!.startsWith(t))));
-  return self?.href ?? null;
+  // WebFinger is fetched apart from Fedify's document loaders (federation/storable-documents.ts): a link holding text
+  // PostgreSQL cannot store names nothing.
+  return self?.href && isStorable(self.href) ? self.href : null;
 }
 
 /**

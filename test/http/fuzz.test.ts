@@ -200,6 +200,47 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => s?.close());
 
+describe('text PostgreSQL cannot store (the cases of issue 18)', () => {
+  const send = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: string | Buffer, type = 'application/json') =>
+    s.app.inject({ method, url, headers: { ...bearer(admin.token), ...(payload !== undefined ? { 'content-type': type } : {}) }, ...(payload !== undefined ? { payload } : {}) });
+  const statusCount = async () => (await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n as number;
+
+  it('refuses it in bodies (JSON, form, multipart; values and names) with 422, writing nothing', async () => {
+    const before = await statusCount();
+    const form = new FormData();
+    form.append('status', 'a\0b');
+    const multipart = new Request('http://localhost/', { method: 'POST', body: form });
+    const cases = [
+      await send('POST', '/api/v1/statuses', JSON.stringify({ status: '\0' })),
+      await send('POST', '/api/v1/statuses', JSON.stringify({ status: 'a\0b' })),
+      await send('POST', '/api/v1/statuses', '{"status":"x\\ud800y"}'),
+      await send('POST', '/api/v1/statuses', 'status=a%00b', 'application/x-www-form-urlencoded'),
+      await send('POST', '/api/v1/statuses', 'status=ok&st%00atus=x', 'application/x-www-form-urlencoded'),
+      await send('POST', '/api/v1/statuses', Buffer.from(await multipart.arrayBuffer()), multipart.headers.get('content-type')!),
+      await send('POST', '/api/v1/statuses', JSON.stringify({ status: 'ok', poll: { options: ['a', 'b\0'], expires_in: 3600 } })),
+      await send('PATCH', '/api/v1/accounts/update_credentials', JSON.stringify({ display_name: '\0' })),
+      await send('PATCH', '/api/v1/accounts/update_credentials', 'display_name=%00', 'application/x-www-form-urlencoded'),
+      await send('PATCH', '/api/v1/accounts/update_credentials', JSON.stringify({ fields_attributes: { 0: { name: 'n', value: 'v\0' } } })),
+    ];
+    for (const res of cases) {
+      expect(res.statusCode, res.body).toBe(422);
+      expect(res.json().error).toMatch(/not allowed/);
+    }
+    expect(await statusCount()).toBe(before);
+  });
+
+  it('refuses it in a query with 422 and in a path with 404, Fedify\'s paths included', async () => {
+    for (const url of ['/api/v1/accounts/lookup?acct=%00', '/api/v1/accounts/lookup?acct=a%00b', '/api/v2/search?q=a%00', '/.well-known/webfinger?resource=acct:%00@test.local']) {
+      expect((await send('GET', url)).statusCode, url).toBe(422);
+    }
+    for (const url of ['/api/v1/timelines/tag/%00', '/api/v1/timelines/tag/a%00b', '/users/%00', '/users/moddy/statuses/%00', '/@a%00b']) {
+      const res = await send('GET', url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json(), url).toEqual({ error: 'Record not found' });
+    }
+  });
+});
+
 describe('route fuzz', () => {
   it('finds the routes from Fastify', () => {
     const all = routes();

@@ -68,6 +68,8 @@ export function startWorkers(ctx: AppContext): Workers {
     if (ctx.dependencies.allUp) {
       void worker.resume();
       void sweep(0).catch(() => {});
+      // A Redis back empty lost the schedule of repeating jobs too.
+      void ctx.jobs.scheduleRepeating().catch(() => {});
     } else {
       void worker.pause(true).catch(() => {});
     }

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { StreamEvents, StreamMessage } from '../../services/stream-events.ts';
 import { reconnectSoon } from '../../storage/redis.ts';
+import { DependencyUnavailable } from '../../storage/dependencies.ts';
 
 export type StreamListener = (message: StreamMessage) => void;
 
@@ -63,7 +64,7 @@ export class StreamBus {
     if (!set) {
       set = new Set();
       this.listeners.set(name, set);
-      const subscribing = this.subscriber().subscribe(name).then(() => undefined);
+      const subscribing = this.connectedWithin(2000).then(() => this.subscriber().subscribe(name)).then(() => undefined);
       this.subscribing.set(name, subscribing);
       void subscribing.then(() => this.subscribing.delete(name), () => {
         // Not subscribed: the channel is forgotten, so the next listener tries again rather than waiting on nothing.
@@ -89,6 +90,26 @@ export class StreamBus {
       this.listeners.delete(name);
       void this.connection?.unsubscribe(name).catch(() => {});
     }
+  }
+
+  /**
+   * A new subscription waits for the connection 2 s at most (Redis away): the stream asked for is refused with 503
+   * rather than left waiting. Subscriptions already made wait, and are made again by ioredis once it is back.
+   */
+  private connectedWithin(ms: number): Promise<void> {
+    const connection = this.subscriber();
+    if (connection.status === 'ready') return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const ready = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        connection.off('ready', ready);
+        reject(new DependencyUnavailable('redis'));
+      }, ms);
+      connection.once('ready', ready);
+    });
   }
 
   /** Whether the subscriber connection is up (it subscribes again by itself after a reconnection). */

@@ -13,6 +13,7 @@ import { parseScopes } from '../oauth/scopes.ts';
 import { StreamPayloads } from '../serializers/stream-payloads.ts';
 import { StreamBus } from './bus.ts';
 import { StreamError, StreamSession, type StreamOwner, type StreamParams } from './session.ts';
+import { UNAVAILABLE_MESSAGE, unavailableDependency } from '../../storage/dependencies.ts';
 
 /** A client that reads slower than events come is cut off past this much unsent data, rather than held in memory. */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
@@ -224,7 +225,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
     const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(frames.of(stream, event, payload)));
     open.add(session, () => socket.close(1008, 'Access token revoked'));
     const fail = (err: unknown) => {
-      const e = err instanceof StreamError ? err : new StreamError(500, 'Internal server error');
+      const e = err instanceof StreamError ? err : unavailableDependency(err) ? new StreamError(503, UNAVAILABLE_MESSAGE) : new StreamError(500, 'Internal server error');
       send(textFrame(JSON.stringify({ error: e.message, status: e.status })));
     };
 

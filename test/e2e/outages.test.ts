@@ -143,6 +143,12 @@ describe('when Redis goes away', () => {
     expect(health.statusCode).toBe(503);
     expect(health.json()).toEqual({ status: 'unavailable', postgres: 'ok', redis: 'unavailable' });
     expect((await fetch(`${s.url}/api/v1/streaming/health`)).status).toBe(503);
+    // A new stream waits for Redis a bounded time, then is refused.
+    const sseStart = performance.now();
+    const sse = await fetch(`${s.url}/api/v1/streaming/public?access_token=${alice.token}`);
+    expect(sse.status).toBe(503);
+    expect(sse.headers.get('retry-after')).toBeTruthy();
+    expect(performance.now() - sseStart).toBeLessThan(4500);
 
     // Writers keep posting while Redis is started again: each is answered 200 or 503, within the bound.
     const back = (async () => {

@@ -62,6 +62,8 @@ export interface Config {
   streamingProcesses: number;
   trustProxy: boolean;
   rateLimits: boolean;
+  /** API requests allowed per token (or address) in 5 minutes: Mastodon's 300 unless set (RATE_LIMIT_API_PER_5MIN). */
+  rateLimitApiPer5Min: number;
   /**
    * Whether remote fetches (actors, notes, WebFinger) may reach loopback and private addresses. Off in production:
    * input from other servers must not make us probe our own network. Tests and local trials turn it on.
@@ -225,6 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
     streamingProcesses: int(env, 'STREAMING_PROCESSES', 1, 1, 64),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     rateLimits: bool(env, 'RATE_LIMITS', true),
+    rateLimitApiPer5Min: int(env, 'RATE_LIMIT_API_PER_5MIN', 300, 1, 1_000_000_000),
     allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
     authorizedFetch: bool(env, 'AUTHORIZED_FETCH', false),
     limitedFederationMode: bool(env, 'LIMITED_FEDERATION_MODE', false),

@@ -12,8 +12,11 @@ import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
 import { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } from './common.ts';
 
-const PORT = 3900;
-const BARE_PORT = 3901;
+// BENCH_PORT moves the three servers' ports (so two benchmarks can run side by side).
+const PORT = Number(process.env.BENCH_PORT ?? 3900);
+const BARE_PORT = PORT + 1;
+/** A second server process with rate limits on, for the same page (see below). */
+const LIMITED_PORT = PORT + 2;
 const { tag, env, config, base } = benchSettings(PORT);
 
 async function load(url: string, token: string, duration: number) {
@@ -30,6 +33,7 @@ async function main() {
   const db = createPool(config.databaseUrl, 4);
   const redis = new Redis(config.redisUrl);
   let bare: ChildProcess | undefined;
+  let limited: ChildProcess | undefined;
   try {
     await waitHealthy(base);
     const register = await accountMaker(base);
@@ -71,6 +75,22 @@ async function main() {
       const sorted = [...xs].sort((a, b) => a - b);
       return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
     };
+
+    // The same page with rate limits on, as production runs: a second process (ROLE=web) on the same database and
+    // Redis, its API limit raised so that the load is counted but never refused (300 per 5 minutes would 429 at once).
+    const limitedBase = `http://127.0.0.1:${LIMITED_PORT}`;
+    limited = startServer({ ...env, PORT: String(LIMITED_PORT), RATE_LIMITS: 'true', RATE_LIMIT_API_PER_5MIN: '1000000000' }, { role: 'web' });
+    await waitHealthy(limitedBase);
+    await load(`${limitedBase}/api/v1/timelines/home?limit=20`, reader, 5);
+    const limitedRounds: typeof rounds = [];
+    for (let i = 0; i < 4; i++) {
+      const real = await load(`${limitedBase}/api/v1/timelines/home?limit=20`, reader, 5);
+      const baseline = await load(`http://127.0.0.1:${BARE_PORT}/api/v1/timelines/home`, reader, 5);
+      limitedRounds.push({ real, baseline });
+    }
+    const limitedRatios = limitedRounds.map((r) => r.real.rps / r.baseline.rps);
+    limited.kill('SIGTERM');
+    await new Promise((r) => limited!.once('exit', r));
 
     // The same page for a reader with filters (20 keywords over 3 filters; one matches every status, as a warning):
     // steady state from the page cache, and the first render that pays for matching.
@@ -142,6 +162,11 @@ async function main() {
       console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors})  |  bare ${baseline.rps} req/s (p50 ${baseline.p50} ms, p99 ${baseline.p99} ms, errors ${baseline.errors})  |  ratio ${ratios[i]!.toFixed(2)}`);
     }
     console.log(`  ratio home/bare, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.5); page had ${statuses} statuses`);
+    console.log('\nthe same with rate limits on (RATE_LIMITS=true; a second server process, ROLE=web), 4 alternating rounds of 5 s');
+    for (const [i, { real, baseline }] of limitedRounds.entries()) {
+      console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors})  |  bare ${baseline.rps} req/s  |  ratio ${limitedRatios[i]!.toFixed(2)}`);
+    }
+    console.log(`  ratio home/bare with rate limits, median of rounds: ${median(limitedRatios).toFixed(2)} (target >= 0.5)`);
     console.log(`\nhome timeline for a reader with 3 filters of 20 keywords (${warned} of ${filteredPage.length} statuses carry a warning): ${filteredRounds[0]!.rps} req/s (p50 ${filteredRounds[0]!.p50} ms, p99 ${filteredRounds[0]!.p99} ms) against ${filteredRounds[1]!.rps} req/s without filters in the next round; first render with matching ${Math.round(firstFilteredMs)} ms`);
     console.log(`\nhome timeline for a reader who blocks 500 accounts and mutes 100: ${blockerRounds[0]!.rps} req/s (p50 ${blockerRounds[0]!.p50} ms, p99 ${blockerRounds[0]!.p99} ms) against ${blockerRounds[1]!.rps} req/s for a reader with none in the next round`);
     console.log(`  one more block, then the next read: median ${median(afterBlock).toFixed(1)} ms (max ${Math.max(...afterBlock).toFixed(1)} ms) against ${median(steady).toFixed(1)} ms for the read after it (single requests, 20 blocks)`);
@@ -149,6 +174,7 @@ async function main() {
     console.log(`\nserver peak memory (VmHWM): ${peakRssMb(server.pid!)} MB\n`);
   } finally {
     bare?.kill();
+    if (limited && limited.exitCode === null) limited.kill('SIGTERM');
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
     await deleteKeysWithPrefix(redis, config.redisPrefix);

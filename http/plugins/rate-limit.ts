@@ -1,12 +1,13 @@
 import fp from 'fastify-plugin';
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hashSecret } from '../../storage/oauth.ts';
+import { RateLimitCounters } from '../../storage/rate-limit-counters.ts';
 import type { AppContext } from '../../context.ts';
 
 /** Limits shared through Redis, so every web process counts together. */
 export const LIMITS = {
-  // Mastodon: 300 API requests per 5 minutes per token (or per address without one).
+  // Mastodon: 300 API requests per 5 minutes per token (or per address without one); RATE_LIMIT_API_PER_5MIN.
   api: { max: 300, timeWindow: 5 * 60 * 1000 },
   // Password guessing on the sign-in page.
   signIn: { max: 25, timeWindow: 5 * 60 * 1000 },
@@ -20,12 +21,42 @@ function clientKey(request: FastifyRequest): string {
   return token ? `token:${hashSecret(token)}` : `ip:${request.ip}`;
 }
 
+/**
+ * The plugin's store over counters batched to Redis (storage/rate-limit-counters.ts) instead of its Redis store's
+ * one script call per request. Keys are named as that store names them: the global limit under the namespace,
+ * a route's own limit under the namespace, its method and URL.
+ */
+function sharedStore(counters: RateLimitCounters, namespace: string) {
+  return class SharedStore implements FastifyRateLimitStore {
+    private readonly prefix: string;
+    constructor(_options?: unknown, prefix = namespace) {
+      this.prefix = prefix;
+    }
+
+    incr(key: string, done: (err: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number, max: number): void {
+      counters.hit(this.prefix + key, timeWindow, max, done);
+    }
+
+    read(key: string, done: (err: Error | null, result?: { current: number; ttl: number }) => void): void {
+      counters.read(this.prefix + key, done);
+    }
+
+    // The plugin passes the route's merged limit settings, the route itself as `routeInfo` (its typings say otherwise).
+    child(routeOptions: object): FastifyRateLimitStore {
+      const route = (routeOptions as { routeInfo: { method: string; url: string } }).routeInfo;
+      return new SharedStore(undefined, `${namespace}${route.method}${route.url}-`);
+    }
+  };
+}
+
 async function rateLimitPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const counters = new RateLimitCounters(ctx.redis);
+  app.addHook('onClose', () => counters.close());
   await app.register(rateLimit, {
     global: true,
     ...LIMITS.api,
-    redis: ctx.redis,
-    nameSpace: `${ctx.config.redisPrefix}rate-limit:`,
+    max: ctx.config.rateLimitApiPer5Min,
+    store: sharedStore(counters, `${ctx.config.redisPrefix}rate-limit:`),
     keyGenerator: clientKey,
     // A Redis outage must not take the API down with it; /health reports it.
     skipOnError: true,

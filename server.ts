@@ -5,7 +5,6 @@ import type { AppContext } from './context.ts';
 import { createPool, ensureDatabase, migrate } from './storage/db.ts';
 import { createRedis, connectRedis, createKeyTracking } from './storage/redis.ts';
 import { LocalFileHost } from './storage/filehost/local.ts';
-import { S3FileHost } from './storage/filehost/s3.ts';
 import type { FileHost } from './storage/filehost/index.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { buildApp } from './http/app.ts';
@@ -105,7 +104,8 @@ export async function createContext(config: Config): Promise<AppContext> {
 
 /** The file host the settings name: the local disk (the default) or an S3-compatible bucket. */
 async function createFileHost(config: Config): Promise<FileHost> {
-  if (config.fileHost === 's3') return new S3FileHost(config.s3);
+  // The AWS SDK (~5 MB resident) is only loaded where it is used.
+  if (config.fileHost === 's3') return new (await import('./storage/filehost/s3.ts')).S3FileHost(config.s3);
   const filesRoot = join(config.dataDir, 'files');
   await mkdir(filesRoot, { recursive: true });
   return new LocalFileHost(filesRoot, config.publicUrl);
@@ -115,7 +115,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   ctx.actors.stop();
   await ctx.jobs.close();
   await ctx.federationQueue.close();
-  if (ctx.fileHost instanceof S3FileHost) ctx.fileHost.close();
+  ctx.fileHost.close?.();
   ctx.subscriber.disconnect();
   await ctx.tracking.close();
   // What this process saw of other servers, and its counts, are written while the connections are still open.

@@ -5,6 +5,7 @@
 //  2. fan-out keeping up: the same with each of the 32 authors followed by the same 100 accounts (home feeds built):
 //     when the last post reached all 100 home feeds after posting stopped, and feed insertions per second;
 //  3. 10,000 local followers of one author: from the POST being sent to the last of the 10,000 feeds.
+import { readdirSync, readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
@@ -20,6 +21,34 @@ const SECONDS = Number(process.env.BENCH_POSTING_SECONDS ?? 10);
 const { tag, env, config, base } = benchSettings(PORT);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * CPU time so far (user and system, in ms) of the server, of every PostgreSQL process and of Redis: unlike
+ * throughput, CPU time per post holds still when other work shares the machine.
+ */
+async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number; postgres: number; redis: number }> {
+  const tick = 1000 / 100; // USER_HZ
+  const of = (pid: string | number) => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(f[11]) + Number(f[12])) * tick;
+    } catch {
+      return 0;
+    }
+  };
+  let postgres = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += of(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const info = await redis.info('cpu');
+  const redisCpu = 1000 * (Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]));
+  return { server: of(serverPid), postgres, redis: redisCpu };
+}
 
 /** 32 connections, each posting as its own author, for `seconds`. */
 async function postAll(tokens: string[], seconds: number) {
@@ -67,8 +96,10 @@ async function main() {
     // 1. Posting, no followers.
     const statsBefore = await commits();
     const postsBefore = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
+    const cpuBefore = await cpuMs(server.pid!, redis);
     const alone = await postAll(tokens, SECONDS);
     await sleep(3000); // the jobs of the last posts
+    const cpuAfter = await cpuMs(server.pid!, redis);
     const made = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore;
     const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
 
@@ -130,6 +161,8 @@ async function main() {
     const f = (x: number) => (Number.isNaN(x) ? 'did not finish in 30 s' : `${Math.round(x)} ms`);
     console.log(`\nposting: ${AUTHORS} accounts at once, one connection each, ${SECONDS} s, no followers (target >= 2,800/s, p99 < 50 ms)`);
     console.log(`  ${Math.round(alone.rps)} posts/s accepted (${alone.accepted} in all${alone.refused ? `, ${alone.refused} refused or failed` : ''}), p50 ${alone.p50} ms, p99 ${alone.p99} ms; ${commitsPerPost.toFixed(2)} PostgreSQL commits per post (jobs included)`);
+    const per = (k: 'server' | 'postgres' | 'redis') => ((cpuAfter[k] - cpuBefore[k]) / Math.max(made, 1)).toFixed(2);
+    console.log(`  CPU per post (jobs included, ms): server ${per('server')}, PostgreSQL ${per('postgres')} (all its processes; what else uses it counts too), Redis ${per('redis')}`);
     console.log(`\nthe same with each author followed by the same ${FOLLOWERS} accounts (target: all in every home feed within 2 s of posting stopping, >= 50,000 feed insertions/s)`);
     console.log(`  ${Math.round(fanned.rps)} posts/s accepted, p50 ${fanned.p50} ms, p99 ${fanned.p99} ms; ${posted.length} posts, ${insertions} feed insertions`);
     console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);

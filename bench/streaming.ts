@@ -60,11 +60,33 @@ function openSocket(url: string, headers: Record<string, string> = {}, setUp: (w
 // ---------------------------------------------------------------------------------------------------------------
 // The child: holds idle sockets for the parent and answers its questions over IPC.
 
-type ToChild = { type: 'open'; url: string; tokens: string[]; count: number; concurrency: number } | { type: 'status' } | { type: 'close' };
+/** A latency socket as a client process reports it: when each `update` came (by status id), errors, whether it closed. */
+interface LatencyReport {
+  group: string;
+  channel: string;
+  arrivals: [string, number][];
+  errors: string[];
+  closed: boolean;
+}
+type LatencySpec = { url: string; headers: Record<string, string>; group: string; channel: string };
+type ToChild =
+  | { type: 'open'; url: string; tokens: string[]; count: number; concurrency: number } | { type: 'status' } | { type: 'close' }
+  | { type: 'latency-open'; sockets: LatencySpec[]; concurrency: number }
+  | { type: 'latency-collect'; ids: string[]; waitMs: number }
+  | { type: 'latency-close' };
 type FromChild =
   | { type: 'opened'; opened: number; failed: number; firstError: string | null; ms: number }
   | { type: 'status'; open: number; closed: number; pinged: number; messages: number; errors: number; firstError: string | null; closeCodes: Record<string, number> }
-  | { type: 'closed' };
+  | { type: 'closed' }
+  | { type: 'latency-opened'; opened: number; failed: number; firstError: string | null }
+  | { type: 'latency-report'; sockets: LatencyReport[] }
+  | { type: 'latency-closed' };
+
+/**
+ * Milliseconds on the machine's monotonic clock (CLOCK_MONOTONIC, the same in every process), so that a time noted
+ * by a client process and one noted by the benchmark compare.
+ */
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 async function child(): Promise<void> {
   const sockets: WebSocket[] = [];
@@ -77,8 +99,33 @@ async function child(): Promise<void> {
   const send = (m: FromChild) => process.send!(m);
   // Whatever happens to the parent, this process does not outlive it.
   process.on('disconnect', () => process.exit(0));
+  const latency: Listener[] = [];
   process.on('message', async (m: ToChild) => {
-    if (m.type === 'open') {
+    if (m.type === 'latency-open') {
+      let failed = 0;
+      let firstError: string | null = null;
+      await pool(m.sockets, m.concurrency, async (spec) => {
+        try {
+          latency.push(await latencySocket(spec));
+        } catch (err) {
+          failed += 1;
+          firstError ??= String((err as Error).message ?? err);
+        }
+      });
+      send({ type: 'latency-opened', opened: latency.length, failed, firstError });
+    } else if (m.type === 'latency-collect') {
+      // Stragglers are waited for, up to waitMs.
+      const end = now() + m.waitMs;
+      const complete = () => {
+        for (const l of latency) settle(l);
+        return latency.every((l) => l.closed || m.ids.every((id) => l.arrivals.has(id)));
+      };
+      while (!complete() && now() < end) await sleep(100);
+      send({ type: 'latency-report', sockets: latency.map((l) => ({ group: l.group, channel: l.channel, arrivals: [...l.arrivals], errors: l.errors, closed: l.closed })) });
+    } else if (m.type === 'latency-close') {
+      await closeAll(latency.splice(0).map((l) => l.ws));
+      send({ type: 'latency-closed' });
+    } else if (m.type === 'open') {
       const started = performance.now();
       let failed = 0;
       let firstError: string | null = null;
@@ -221,6 +268,8 @@ const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
 /** A latency socket: the arrival time of each `update`, by status id. */
 interface Listener {
   ws: WebSocket;
+  /** Which stream it measures (`user`, `public:local`). */
+  group: string;
   /** The Redis channel its updates come through (for the time they were published). */
   channel: string;
   arrivals: Map<string, number>;
@@ -235,9 +284,9 @@ interface Listener {
  * posting (settle()), so that parsing one socket's message does not delay the time noted for the next (this process
  * shares the machine's two cores with the server it measures).
  */
-function listen(ws: WebSocket, channel: string): Listener {
-  const l: Listener = { ws, channel, arrivals: new Map(), unread: [], errors: [], closed: false };
-  ws.on('message', (data: Buffer) => { l.unread.push([performance.now(), data]); });
+function listen(ws: WebSocket, group: string, channel: string): Listener {
+  const l: Listener = { ws, group, channel, arrivals: new Map(), unread: [], errors: [], closed: false };
+  ws.on('message', (data: Buffer) => { l.unread.push([now(), data]); });
   ws.on('close', () => { l.closed = true; });
   ws.on('error', () => {});
   return l;
@@ -256,9 +305,9 @@ function settle(l: Listener): void {
 }
 
 /** Opens a latency socket, listening from the handshake on. */
-async function latencySocket(url: string, channel: string, headers: Record<string, string> = {}): Promise<Listener> {
+async function latencySocket(spec: LatencySpec): Promise<Listener> {
   let l: Listener | undefined;
-  await openSocket(url, headers, (ws) => { l = listen(ws, channel); });
+  await openSocket(spec.url, spec.headers, (ws) => { l = listen(ws, spec.group, spec.channel); });
   return l!;
 }
 
@@ -392,10 +441,19 @@ async function main(): Promise<void> {
         const processes = Number(process.env.STREAMING_PROCESSES ?? 1);
         console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid}${processes > 1 ? `, sockets in ${processes} processes sharing the port: STREAMING_PROCESSES` : ''})`);
       }
-      const userSockets = await pool(tokens, OPEN_CONCURRENCY, (token, i) => latencySocket(`${socketBase}/api/v1/streaming?stream=user`, `${channelPrefix}timeline:${accountIds[i]}`, { authorization: `Bearer ${token}` }));
-      const publicSockets = await pool(tokens, OPEN_CONCURRENCY, (token) => latencySocket(`${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, `${channelPrefix}timeline:public:local`));
-      const latencySockets = [...userSockets, ...publicSockets];
-      sockets.push(...latencySockets.map((l) => l.ws));
+      // The latency sockets are held by client processes of their own (BENCH_STREAMING_CLIENTS, 2 by default), each
+      // with every n-th user and public socket: one process reading 2,000 sockets would itself put tens of milliseconds
+      // between the first socket's message and the last one's, on the same two cores as the server.
+      const specs: LatencySpec[] = [
+        ...tokens.map((token, i) => ({ url: `${socketBase}/api/v1/streaming?stream=user`, headers: { authorization: `Bearer ${token}` }, group: 'user', channel: `${channelPrefix}timeline:${accountIds[i]}` })),
+        ...tokens.map((token) => ({ url: `${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, headers: {}, group: 'public:local', channel: `${channelPrefix}timeline:public:local` })),
+      ];
+      const clientCount = Math.max(1, Number(process.env.BENCH_STREAMING_CLIENTS ?? 2));
+      const clients = Array.from({ length: clientCount }, () => spawnChild());
+      children.push(...clients);
+      const opened = await Promise.all(clients.map((c, k) => ask(c, { type: 'latency-open', sockets: specs.filter((_, i) => i % clientCount === k), concurrency: Math.ceil(OPEN_CONCURRENCY / clientCount) }, 'latency-opened')));
+      const openFailed = opened.reduce((n, o) => n + o.failed, 0);
+      if (openFailed > 0) throw new Error(`${openFailed} latency sockets could not be opened: ${opened.find((o) => o.firstError)?.firstError}`);
       const openMs = performance.now() - t;
       // Subscriptions are not acknowledged: they are in place once the server's Redis connection listens to every
       // channel (each user socket: its home and its notifications; one channel for public:local). Waited for, 10 s at most.
@@ -408,14 +466,14 @@ async function main(): Promise<void> {
         await sleep(100);
       }
       await sleep(1_000);
-      console.log(`latency sockets: ${latencySockets.length} open in ${(openMs / 1000).toFixed(1)} s; the server listens to ${channels} of ${expectedChannels} Redis channels`);
+      console.log(`latency sockets: ${specs.length} open in ${(openMs / 1000).toFixed(1)} s, held by ${clientCount} client processes; the server listens to ${channels} of ${expectedChannels} Redis channels`);
 
       // When each update was published (by the fan-out job or a follower's actor), as a Redis client of its own sees
       // it: the latency splits into the server's way to Redis and its way from Redis to the socket.
       const published = new Map<string, number>();
       const spy = new Redis(config.redisUrl);
       spy.on('pmessage', (_pattern: string, channel: string, text: string) => {
-        const at = performance.now();
+        const at = now();
         const m = JSON.parse(text) as { event: string; statusId?: string };
         if (m.event === 'update' && !published.has(`${channel} ${m.statusId}`)) published.set(`${channel} ${m.statusId}`, at);
       });
@@ -434,17 +492,16 @@ async function main(): Promise<void> {
       const cpuBefore = cpuTicks(measured);
       const posts: { id: string; sent: number; returned: number }[] = [];
       for (let i = 0; i < POSTS; i++) {
-        const sent = performance.now();
+        const sent = now();
         const status = await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: `Streaming benchmark post ${i + 1} of ${POSTS}: a sentence or two, as posts go, for a thousand followers listening live. #streaming` } });
-        posts.push({ id: status.id as string, sent, returned: performance.now() });
+        posts.push({ id: status.id as string, sent, returned: now() });
         await sleep(POST_GAP_MS);
       }
       // Stragglers are waited for, up to 10 s after the last post.
-      const complete = () => {
-        for (const l of latencySockets) settle(l);
-        return posts.every((p) => latencySockets.every((l) => l.closed || l.arrivals.has(p.id)));
-      };
-      for (let i = 0; i < 100 && !complete(); i++) await sleep(100);
+      const reports = (await Promise.all(clients.map((c) => ask(c, { type: 'latency-collect', ids: posts.map((p) => p.id), waitMs: 10_000 }, 'latency-report')))).flatMap((r) => r.sockets);
+      const latencySockets = reports.map((r) => ({ ...r, arrivals: new Map(r.arrivals) }));
+      const userSockets = latencySockets.filter((l) => l.group === 'user');
+      const publicSockets = latencySockets.filter((l) => l.group === 'public:local');
       const cpu = cpuShares(cpuBefore, cpuTicks(measured));
       const commandsPerPost = (await redisCommands() - commandsBefore) / POSTS;
       for (const { name, session } of profilers) {
@@ -455,7 +512,7 @@ async function main(): Promise<void> {
       }
       spy.disconnect();
 
-      const report = (name: string, group: Listener[]) => {
+      const report = (name: string, group: { channel: string; arrivals: Map<string, number>; errors: string[]; closed: boolean }[]) => {
         const latencies: number[] = [];
         const fromSent: number[] = [];
         const toRedis: number[] = [];
@@ -503,7 +560,9 @@ async function main(): Promise<void> {
       const [serverCpu = 0, benchCpu = 0, ...streamerProcs] = cpu.procs;
       const streamerCpu = streamerProcs.reduce((a, b) => a + b, 0);
       console.log(`  CPU while posting (% of all ${cpus().length} cores): machine ${cpu.machine.toFixed(0)}%, server ${serverCpu.toFixed(0)}%${streamer ? `, streaming process ${streamerCpu.toFixed(0)}%` : ''}, this benchmark ${benchCpu.toFixed(0)}%, everything else (PostgreSQL, Redis, other work) ${(cpu.machine - serverCpu - streamerCpu - benchCpu).toFixed(0)}%; Redis commands per post: ${Math.round(commandsPerPost)} (all of Redis's clients)`);
-      await closeAll(sockets.splice(0));
+      await Promise.all(clients.map((c) => ask(c, { type: 'latency-close' }, 'latency-closed').catch(() => undefined)));
+      for (const c of clients) c.kill('SIGTERM');
+      children.splice(0, children.length, ...children.filter((c) => !clients.includes(c)));
     }
     // BENCH_STREAMING_IDLE=0: the latency part only.
     if (process.env.BENCH_STREAMING_IDLE === '0') return;

@@ -93,7 +93,13 @@ export class Metrics {
     this.pending = new Map();
     const pipeline = this.app.redis.pipeline();
     for (const [field, n] of batch) pipeline.hincrby(this.hashKey, field, n);
-    await pipeline.exec();
+    try {
+      await pipeline.exec();
+    } catch (err) {
+      // Redis away: the counts wait for the next flush (a partial pipeline may count some twice; they are counters).
+      for (const [field, n] of batch) this.pending.set(field, (this.pending.get(field) ?? 0) + n);
+      throw err;
+    }
   }
 
   /** The text Prometheus scrapes: totals read once from Redis, queue depths asked of BullMQ. */

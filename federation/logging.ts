@@ -5,7 +5,8 @@ import { pino } from 'pino';
  * Fedify's lines that say again what our own logs and the per-server health already say: an answer under 500 to a
  * request (Fastify logs every request; a 404 or 406 there is a browser or an unknown path handed on to our routes),
  * a failed document fetch (health.ts records it per server, and a dropped activity says why), and a signature that
- * did not verify (drops.ts logs the activity once, with the server and the reason); and one that is no fault.
+ * did not verify (drops.ts logs the activity once, with the server and the reason), a failed delivery attempt (one
+ * warning per server, meter.ts); and one that is no fault.
  */
 function reportedElsewhere(record: LogRecord): boolean {
   const category = record.category.join('.');
@@ -15,6 +16,9 @@ function reportedElsewhere(record: LogRecord): boolean {
   // The instance actor has no followers, following or featured collections, by design; Fedify warns of it each time
   // the actor is served.
   if (category === 'fedify.federation.actor') return String(record.rawMessage).startsWith('You configured a');
+  // Each failed delivery attempt (two lines each): recordDeliveryError (meter.ts) warns once per server instead.
+  // Giving up on a delivery is still logged.
+  if (category === 'fedify.federation.outbox') return String(record.rawMessage).startsWith('Failed to send activity') && !String(record.rawMessage).includes('giving up');
   return false;
 }
 

@@ -1,8 +1,9 @@
 import { SendActivityError, type FederationOptions } from '@fedify/fedify';
 import { FetchError } from '@fedify/vocab-runtime';
 import { fetchProblem } from './fetch-errors.ts';
+import { foldedWarn } from './folded-log.ts';
+import { excerpt, healthOf } from './health.ts';
 import type { AppContext } from '../context.ts';
-import { healthOf } from './health.ts';
 import { metricsOf } from '../services/metrics.ts';
 
 type MeterProvider = NonNullable<FederationOptions<AppContext>['meterProvider']>;
@@ -63,12 +64,23 @@ export function healthMeterProvider(app: AppContext): MeterProvider {
   return { getMeter: () => meter } as unknown as MeterProvider;
 }
 
-/** A delivery attempt that failed (Fedify's onOutboxError): the server, its answer or why none came. */
+/** One warning per failing server this often, however many deliveries to it fail meanwhile. */
+const DELIVERY_WARN_EVERY_MS = 10 * 60_000;
+
+/**
+ * A delivery attempt that failed (Fedify's onOutboxError): recorded for the server with its answer or why none came,
+ * and logged at warn once per server per ten minutes (Fedify's own line per attempt is not logged: logging.ts).
+ */
 export function recordDeliveryError(app: AppContext, error: Error): void {
+  let inbox: URL, status: number | null, detail: string;
   if (error instanceof SendActivityError) {
-    healthOf(app).deliveryFailed(error.inbox.host, error.statusCode, `HTTP ${error.statusCode}: ${error.responseBody}`, error.inbox.href);
+    [inbox, status, detail] = [error.inbox, error.statusCode, `HTTP ${error.statusCode}: ${error.responseBody}`];
   } else if (error instanceof FetchError && URL.canParse(String(error.url))) {
-    const inbox = new URL(String(error.url));
-    healthOf(app).deliveryFailed(inbox.host, null, fetchProblem(error.cause ?? error).detail, inbox.href);
+    [inbox, status, detail] = [new URL(String(error.url)), null, fetchProblem(error.cause ?? error).detail];
+  } else {
+    return;
   }
+  healthOf(app).deliveryFailed(inbox.host, status, detail, inbox.href);
+  foldedWarn(app.config.logLevel, 'outbox', `delivery ${inbox.host}`, DELIVERY_WARN_EVERY_MS, { server: inbox.host, inbox: inbox.href, ...(status !== null ? { status } : {}) },
+    `deliveries to ${inbox.host} are failing (retried with backoff): ${excerpt(detail)}`);
 }

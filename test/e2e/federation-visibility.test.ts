@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getDocumentLoader } from '@fedify/vocab-runtime';
 import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { freePort } from '../helpers/listen.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { healthOf } from '../../federation/health.ts';
@@ -169,5 +170,29 @@ describe('browsers and the operators', () => {
     expect(byAdmin.body).toMatch(/fedi_http_requests_total\{method="GET",route="\/users\/:username",status="302"\} [1-9]/);
     expect(byAdmin.body).toMatch(/fedi_queue_jobs\{queue="fanout",state="waiting"\} \d+/);
     expect(byAdmin.body).toMatch(/fedi_home_page_cache_hit_ratio \d/);
+  });
+});
+
+describe('deliveries that fail', () => {
+  it('warns once per failing server, with why, however many attempts fail, and records it for the server', async () => {
+    // gus's server moves away: its inboxes now point at a port nothing listens on.
+    const port = await freePort();
+    const dead = `localhost:${port}`;
+    await ours.ctx.db.query('UPDATE accounts SET inbox_url = $1, shared_inbox_url = $2 WHERE uri = $3', [`https://${dead}/users/gus/inbox`, `https://${dead}/inbox`, peer.actorId('gus')]);
+    const before = warnings().length;
+    for (const text of ['first', 'second']) {
+      const res = await ours.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(alice.token), payload: { status: text } });
+      expect(res.statusCode).toBe(200);
+    }
+    // Several attempts fail (two posts, retried every few hundred milliseconds here): one warning.
+    await until(async () => { await healthOf(ours.ctx).flush(); return (await listServerHealth(ours.ctx.db)).find((s) => s.host === dead); }, (s) => (s?.delivery_failures ?? 0) >= 3, 'failed attempts');
+    const fresh = warnings().slice(before);
+    expect(fresh, JSON.stringify(fresh)).toHaveLength(1);
+    expect(fresh[0]).toMatchObject({ part: 'outbox', server: dead });
+    expect(String(fresh[0]!.msg)).toMatch(new RegExp(`^deliveries to ${dead} are failing \\(retried with backoff\\): connection failed`));
+    const server = (await listServerHealth(ours.ctx.db)).find((s) => s.host === dead);
+    expect(server).toMatchObject({ last_failure_kind: 'delivery', last_failure_status: null });
+    expect(server!.last_failure_detail).toMatch(/^connection failed/);
+    expect(await metrics()).toMatch(/fedi_deliveries_total\{outcome="failed"\} [1-9]/);
   });
 });

@@ -15,10 +15,9 @@ import { TokenCache } from './services/token-cache.ts';
 import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
 import { RenderedPageCache } from './services/page-cache.ts';
-import { createAppFederation } from './federation/index.ts';
+import { defineLazyFederation } from './federation/lazy.ts';
 import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
-import { resolveAcct } from './federation/remote-accounts.ts';
 import { findAccountById } from './storage/accounts.ts';
 import { StreamEvents } from './services/stream-events.ts';
 import { FilterCache } from './services/filters.ts';
@@ -70,6 +69,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   const resolveRemote = async (username: string, domain: string, actingAccountId: string) => {
     if (!self) return null;
     const acting = await findAccountById(db, actingAccountId);
+    const { resolveAcct } = await import('./federation/remote-accounts.ts');
     return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
   };
   const events = new StreamEvents(redis, config.redisPrefix);
@@ -96,8 +96,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     dependencies,
     federationQueue: new BullMqMessageQueue(config.redisUrl, config.redisPrefix),
   } as Omit<AppContext, 'federation'> as AppContext;
-  // Fedify's handlers get this context as their data, so the federation is made once the rest exists.
-  ctx.federation = createAppFederation(ctx, ctx.federationQueue);
+  // Fedify's handlers get this context as their data, so the federation is made once the rest exists (at first use).
+  defineLazyFederation(ctx);
   self = ctx;
   return ctx;
 }

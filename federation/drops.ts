@@ -1,4 +1,4 @@
-import { getTypeId, type Activity } from '@fedify/vocab';
+import type { Activity } from '@fedify/vocab';
 import type { InboxListenerSetters, RequestContext, UnverifiedActivityReason } from '@fedify/fedify';
 import { pino, type Logger } from 'pino';
 import type { AppContext } from '../context.ts';
@@ -27,7 +27,9 @@ function logger(level: string): Logger {
 
 /** The activity's type as ActivityStreams names it (`Follow`), for logs and labels. */
 export function typeName(activity: Activity): string {
-  return getTypeId(activity)?.href.split(/[#/]/).pop() ?? 'Activity';
+  // The class's type IRI (what getTypeId reads), without importing the vocabulary: the inbound path loads this
+  // module, and Fedify is loaded at first use (federation/lazy.ts).
+  return (activity.constructor as { typeId?: URL }).typeId?.href.split(/[#/]/).pop() ?? 'Activity';
 }
 
 /** The server an activity came from: its actor's host, else its own id's. */

@@ -1,6 +1,5 @@
 import { createPrivateKey, createPublicKey, generateKeyPair, type webcrypto } from 'node:crypto';
 import { promisify } from 'node:util';
-import { exportJwk, generateCryptoKeyPair, importJwk } from '@fedify/fedify';
 import type { Queryable } from '../storage/db.ts';
 import { localAccountKeys, saveEd25519Keys, type AccountKeys } from '../storage/accounts.ts';
 import { instanceActorKeys, saveInstanceActorKeys, type InstanceActorKeys } from '../storage/instance-actor.ts';
@@ -9,6 +8,8 @@ type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
 const generateRsa = promisify(generateKeyPair);
+// Fedify's key helpers come with Fedify, at its first use (federation/lazy.ts): only its dispatchers ask for keys.
+const fedify = () => import('@fedify/fedify');
 
 /**
  * The key pairs Fedify signs with: each local account's and the instance actor's. RSA (what HTTP Signatures use)
@@ -44,6 +45,7 @@ export class AccountKeyRing {
   }
 
   private async loadInstance(): Promise<{ pairs: CryptoKeyPair[]; createdAt: Date }> {
+    const { exportJwk, generateCryptoKeyPair } = await fedify();
     let keys: InstanceActorKeys | null = await instanceActorKeys(this.db);
     if (!keys) {
       const [rsa, ed25519] = await Promise.all([
@@ -62,6 +64,7 @@ export class AccountKeyRing {
     let keys = await localAccountKeys(this.db, accountId);
     if (!keys) return [];
     if (!keys.ed25519_public_jwk || !keys.ed25519_private_jwk) {
+      const { exportJwk, generateCryptoKeyPair } = await fedify();
       const pair = await generateCryptoKeyPair('Ed25519');
       keys = await saveEd25519Keys(this.db, accountId, await exportJwk(pair.publicKey), await exportJwk(pair.privateKey));
       if (!keys) return [];
@@ -71,6 +74,7 @@ export class AccountKeyRing {
 }
 
 async function importPairs(keys: AccountKeys): Promise<CryptoKeyPair[]> {
+  const { importJwk } = await fedify();
   const rsa: CryptoKeyPair = {
     privateKey: await crypto.subtle.importKey('pkcs8', createPrivateKey(keys.private_key_pem).export({ type: 'pkcs8', format: 'der' }), RSA, true, ['sign']),
     publicKey: await crypto.subtle.importKey('spki', createPublicKey(keys.public_key_pem).export({ type: 'spki', format: 'der' }), RSA, true, ['verify']),

@@ -5,9 +5,7 @@ import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
-import { deliverActivity } from '../federation/outbound.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
-import { deliverWebPush } from './web-push.ts';
 import { applyDomainBlock } from './domain-blocks.ts';
 import { refusedDelivery } from '../federation/domain-policy.ts';
 import { publishScheduledStatus } from './scheduled-statuses.ts';
@@ -34,10 +32,11 @@ export function startWorkers(ctx: AppContext): Workers {
       const data = job.data;
       if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
       else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
-      else if (data.kind === 'deliver') await deliverActivity(ctx, data);
+      // Deliveries and Web Push load what they need (Fedify, the push library) at their first job, not at start.
+      else if (data.kind === 'deliver') await (await import('../federation/outbound.ts')).deliverActivity(ctx, data);
       else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
       else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
-      else if (data.kind === 'webPush') await deliverWebPush(ctx, data, log);
+      else if (data.kind === 'webPush') await (await import('./web-push.ts')).deliverWebPush(ctx, data, log);
       else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
       else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
       else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);

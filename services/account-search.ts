@@ -3,7 +3,6 @@ import { findAccountById, findAccountByUsername, type AccountRow } from '../stor
 import { pendingAccountIds } from '../storage/users.ts';
 import { relationships } from '../storage/follows.ts';
 import { searchAccountsFor } from '../storage/account-search.ts';
-import { resolveAcct } from '../federation/remote-accounts.ts';
 
 // `user@domain`, complete: an exact match is looked for (and, with resolve, WebFinger asked).
 const HANDLE = /^([a-z0-9_.-]{1,255})@([a-z0-9.-]{1,253}(?::\d{1,5})?)$/i;
@@ -46,7 +45,8 @@ export async function findAccounts(ctx: AppContext, viewerId: string, rawQuery: 
       const found = local
         ? await findAccountByUsername(ctx.db, username, null)
         : resolvable
-          ? await resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain, await findAccountById(ctx.db, viewerId))
+          // Loaded here, not at start: it brings Fedify (federation/lazy.ts).
+          ? await (await import('../federation/remote-accounts.ts')).resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain, await findAccountById(ctx.db, viewerId))
           : await findAccountByUsername(ctx.db, username, domain);
       exact = await showable(ctx, viewerId, found, following);
     }

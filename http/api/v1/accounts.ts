@@ -10,7 +10,6 @@ import { pageParams, setLinkHeader } from '../../paging.ts';
 import { ApiError, forbidden, notFound, unprocessable } from '../../../errors.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { findUserByAccountId, pendingAccountIds } from '../../../storage/users.ts';
-import { resolveAcct } from '../../../federation/remote-accounts.ts';
 import { findApplicationById, insertAccessToken } from '../../../storage/oauth.ts';
 import * as follows from '../../../storage/follows.ts';
 import { registerLocalAccount, visibleAccount } from '../../../services/accounts.ts';
@@ -77,6 +76,8 @@ async function relationshipOf(ctx: AppContext, viewerId: string, targetId: strin
 /** `user@domain` of another server: the stored account, or the one WebFinger and the actor document describe. */
 async function resolveRemoteAcct(ctx: AppContext, username: string, domain: string) {
   if (!/^[a-z0-9_.-]{1,255}$/i.test(username) || !/^[a-z0-9.-]{1,253}(:\d{1,5})?$/i.test(domain)) return null;
+  // Loaded here, not at start: it brings Fedify (federation/lazy.ts).
+  const { resolveAcct } = await import('../../../federation/remote-accounts.ts');
   return resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain.toLowerCase());
 }
 

@@ -7,7 +7,6 @@ import { renderAccount } from '../../serializers/account.ts';
 import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
 import { followedAmong } from '../../../storage/tag-follows.ts';
 import { findAccounts } from '../../../services/account-search.ts';
-import { resolveRemoteLink } from '../../../federation/resolve.ts';
 import { findAccountById } from '../../../storage/accounts.ts';
 import { renderStatuses } from '../../serializers/statuses.ts';
 import { pageParams } from '../../paging.ts';
@@ -89,6 +88,8 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     }
     // A link to another server's account or post not seen yet: fetched, when asked to resolve.
     if (viewer && (wants('accounts') || wants('statuses')) && /^https?:\/\//i.test(q) && offset === 0 && result.statuses.length === 0) {
+      // Loaded here, not at start: it brings Fedify (federation/lazy.ts).
+      const { resolveRemoteLink } = await import('../../../federation/resolve.ts');
       const found = await resolveRemoteLink(ctx, q, viewer);
       if (found?.status && wants('statuses')) result.statuses = await renderStatuses(ctx, viewerId, [found.status.id]);
       if (found?.account && wants('accounts')) result.accounts = [renderAccount(ctx.render, found.account)];

@@ -1,3 +1,5 @@
+import type { DocumentLoader } from '@fedify/vocab-runtime';
+
 /**
  * What other servers' documents may not be, beyond storable text (federation/storable-documents.ts): nested deeper
  * than any real activity is (Fedify's JSON-LD processing recurses once per level, and a few thousand levels exhaust
@@ -40,10 +42,40 @@ export function valueNesting(value: unknown, limit = MAX_NESTING + 1): number {
 
 /**
  * Whether an error Fedify threw while reading a received activity comes from the activity's shape (a date that is an
- * object, a stack exhausted by nesting) rather than from us: such an activity is the sender's error, a 400. A failed
- * fetch (undici's TypeError "fetch failed") is not the document's fault.
+ * object, a stack exhausted by nesting, a JSON string that jsonld takes for a context URL) rather than from us: such
+ * an activity is the sender's error, a 400. A failed fetch (undici's TypeError "fetch failed") is not its fault.
  */
 export function malformedActivityError(err: unknown): boolean {
   if (err instanceof RangeError || err instanceof SyntaxError) return true;
+  if (err instanceof Error && err.name.startsWith('jsonld.')) return true;
   return err instanceof TypeError && err.message !== 'fetch failed';
+}
+
+/**
+ * The first `max` items of a property that may name its items by id (tags, attachments, poll options, profile
+ * fields). Each id is a fetch: at most `fetches` are made (none without a loader, as Mastodon, which reads these
+ * inlined only), and one that fails or is over budget ends the list, keeping what came before. Fedify's
+ * `suppressError` would instead go on fetching every id however many there are, logging each failure as an error.
+ */
+export async function boundedItems<T>(
+  items: (options: { documentLoader: DocumentLoader }) => AsyncIterable<T>,
+  max: number,
+  loader?: DocumentLoader,
+  fetches = 4,
+): Promise<T[]> {
+  let budget = loader ? fetches : 0;
+  const limited: DocumentLoader = (url, options) => {
+    if (--budget < 0 || !loader) return Promise.reject(new Error(`not fetched: ${url}`));
+    return loader(url, options);
+  };
+  const out: T[] = [];
+  try {
+    for await (const item of items({ documentLoader: limited })) {
+      out.push(item);
+      if (out.length >= max) break;
+    }
+  } catch {
+    // an item that could not be had ends the list
+  }
+  return out;
 }

@@ -16,6 +16,7 @@ import { Question } from '@fedify/vocab';
 import { pollOfStatus } from '../storage/polls.ts';
 import { receiveRemoteVote } from '../services/polls.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
+import { boundedItems } from './inbound-limits.ts';
 import { blockByUri, blocksAccountOrDomain } from '../storage/blocks.ts';
 import { queueDelivery } from '../services/deliveries.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
@@ -230,9 +231,7 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
   if (await hasLocalFollowers(db, author.id)) return true;
   const addressed = [...note.toIds, ...note.ccIds].slice(0, 50);
   for (const uri of addressed) if (fed.parseUri(uri)?.type === 'actor' && (await localActor(fed, uri))) return true;
-  let visited = 0;
-  for await (const tag of note.getTags({ suppressError: true })) {
-    if (++visited > 50) break;
+  for (const tag of await boundedItems((o) => note.getTags(o), 50, fed.documentLoader)) {
     if (tag instanceof Mention && tag.href && (await localActor(fed, tag.href))) return true;
   }
   const parent = await statusByUri(fed, note.replyTargetId);

@@ -6,6 +6,7 @@ import { findAccountByUri, findAccountByUsername, upsertRemoteAccount, type Acco
 import { sanitizeRemoteHtml, escapeHtml } from '../text/render.ts';
 import { signedLoader } from './instance-actor.ts';
 import { confirmedByWebFinger, fetchById, webFingerSelf } from './fetch-object.ts';
+import { boundedItems } from './inbound-limits.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { afterRemoteActorStored } from './featured.ts';
 
@@ -33,8 +34,10 @@ async function imageUrl(get: () => Promise<Image | null>): Promise<string | null
 export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | null> {
   if (!actor.id || !actor.preferredUsername) return null;
   const fields = [];
-  for await (const a of actor.getAttachments({ suppressError: true })) { // one that cannot be fetched is left out
-    if (a instanceof PropertyValue && fields.length < 16) {
+  // Profile fields are read inlined only (one named by id ends the list: boundedItems).
+  for (const a of await boundedItems((o) => actor.getAttachments(o), 32)) {
+    if (fields.length >= 16) break;
+    if (a instanceof PropertyValue) {
       const value = sanitizeRemoteHtml(text(a.value));
       fields.push({ name: escapeHtml(text(a.name)).slice(0, 255), value, value_html: value, verified_at: null });
     }

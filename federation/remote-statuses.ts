@@ -11,6 +11,7 @@ import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { sanitizeRemoteHtml } from '../text/render.ts';
 import { accountForActorUri } from './remote-accounts.ts';
 import { fetchById } from './fetch-object.ts';
+import { boundedItems } from './inbound-limits.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 
 /**
@@ -58,10 +59,11 @@ export async function statusByUri(fed: Fed, uri: URL | null): Promise<StatusRow 
  * (`replies.totalItems`), its end (`endTime`, or `closed`) and voters (`votersCount`). Null when it has no options.
  */
 export async function remotePollOf(q: Question): Promise<RemotePoll | null> {
-  const multiple = q.inclusiveOptionIds.length > 0 || (await hasAny(q.getInclusiveOptions({ suppressError: true })));
+  const multiple = q.inclusiveOptionIds.length > 0 || (await boundedItems((o) => q.getInclusiveOptions(o), 1)).length > 0;
   const options: string[] = [];
   const tallies: number[] = [];
-  for await (const option of multiple ? q.getInclusiveOptions({ suppressError: true }) : q.getExclusiveOptions({ suppressError: true })) {
+  // Options are read inlined only (one named by id ends the list: boundedItems).
+  for (const option of await boundedItems((o) => (multiple ? q.getInclusiveOptions(o) : q.getExclusiveOptions(o)), 64)) {
     if (options.length >= 32) break;
     if (!(option instanceof Note) || !option.name) continue;
     const name = String(option.name).slice(0, 200);
@@ -79,11 +81,6 @@ export async function remotePollOf(q: Question): Promise<RemotePoll | null> {
     votersCount: typeof q.voters === 'number' ? Math.max(0, Math.min(q.voters, 2 ** 31 - 1)) : null,
     expiresAt: end ? new Date(end.epochMilliseconds) : closed === true ? new Date() : null,
   };
-}
-
-async function hasAny(items: AsyncIterable<unknown>): Promise<boolean> {
-  for await (const _ of items) return true;
-  return false;
 }
 
 /** How a Note is addressed, in Mastodon's terms. */
@@ -105,10 +102,9 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
   if (known) return known;
   const mentioned: AccountRow[] = [];
   const tags: string[] = [];
-  let visited = 0;
-  // Tags and attachments named by an id that cannot be fetched are left out, not the whole post.
-  for await (const tag of note.getTags({ suppressError: true })) {
-    if (++visited > 100) break; // each tag may cost a query: a Note with thousands of them is cut short
+  // Each tag may cost a query: a Note with thousands of them is cut short. Tags and attachments named by id are
+  // fetched a few at most, and one that cannot be had ends the list rather than failing the post (boundedItems).
+  for (const tag of await boundedItems((o) => note.getTags(o), 100, loader ?? fed.documentLoader)) {
     if (tag instanceof Mention && tag.href) {
       const local = await localActor(fed, tag.href);
       const account = local ?? (await findAccountByUri(app.db, tag.href.href));
@@ -123,7 +119,7 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
   const media: RemoteMedia[] = [];
   // A server whose media is rejected has its attachments kept as links only (`unknown`), never shown inline.
   const rejectMedia = await domainPolicy(app).rejectsMedia(author.domain);
-  for await (const attachment of note.getAttachments({ suppressError: true })) {
+  for (const attachment of await boundedItems((o) => note.getAttachments(o), 16, loader ?? fed.documentLoader)) {
     if (media.length >= 4) break;
     if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
     const url = attachment.url instanceof URL ? attachment.url : attachment.url instanceof Link ? attachment.url.href : null;

@@ -104,10 +104,13 @@ async function retriedInbound(): Promise<string[]> {
 
 /** Until nothing is waiting or running (retries wait as delayed jobs, which are what retriedInbound looks for). */
 async function drained(): Promise<void> {
-  const busy = async () => { const d = await ours.ctx.federationQueue.getDepth(); return d.queued - (d.delayed ?? 0); };
-  await until(busy, (n) => n === 0, 'inbox queue drained', 60_000);
+  const q = ours.ctx.federationQueue;
+  // What is still waiting or running, named, so a listener that hangs shows which activity it was given.
+  const busy = async () => (await Promise.all([q.queue, ...q.lanes].map((x) => x.getJobs(['waiting', 'active', 'prioritized']))))
+    .flat().filter(Boolean).map((j) => `${j.data?.type} ${JSON.stringify(j.data?.activity ?? j.data?.activityId ?? '').slice(0, 600)}`);
+  await until(busy, (l) => l.length === 0, 'inbox queue drained', 60_000);
   await new Promise((r) => setTimeout(r, 300));
-  await until(busy, (n) => n === 0, 'inbox queue drained', 60_000);
+  await until(busy, (l) => l.length === 0, 'inbox queue drained', 60_000);
 }
 
 describe('inbox fuzz', () => {

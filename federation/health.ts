@@ -156,17 +156,22 @@ export class FederationHealth {
   }
 }
 
-const trackers = new WeakMap<AppContext, FederationHealth>();
+/**
+ * Kept on the context under a registered symbol rather than in a module-level map: a module loaded twice (once by
+ * the test runner, once by Node's own loader, as federation/lazy.ts loads Fedify's side) still finds the one tracker.
+ */
+const TRACKER = Symbol.for('fedi-server.federationHealth');
+type Holder = { [TRACKER]?: FederationHealth };
 
 /** This process's tracker for this context, made on first use. */
 export function healthOf(app: AppContext): FederationHealth {
-  let h = trackers.get(app);
-  if (!h) trackers.set(app, (h = new FederationHealth(app)));
-  return h;
+  const holder = app as Holder;
+  return (holder[TRACKER] ??= new FederationHealth(app));
 }
 
 /** Writes what is pending and stops the timer (the context is closing). */
 export async function closeHealth(app: AppContext): Promise<void> {
-  await trackers.get(app)?.close();
-  trackers.delete(app);
+  const holder = app as Holder;
+  await holder[TRACKER]?.close();
+  delete holder[TRACKER];
 }

@@ -145,19 +145,21 @@ export class Metrics {
   }
 }
 
-const all = new WeakMap<AppContext, Metrics>();
+/** On the context under a registered symbol, so that a module loaded twice (see federation/health.ts) shares it. */
+const METRICS = Symbol.for('fedi-server.metrics');
+type Holder = { [METRICS]?: Metrics };
 
 /** This process's metrics for this context, made on first use. */
 export function metricsOf(app: AppContext): Metrics {
-  let m = all.get(app);
-  if (!m) all.set(app, (m = new Metrics(app)));
-  return m;
+  const holder = app as Holder;
+  return (holder[METRICS] ??= new Metrics(app));
 }
 
 /** Adds what is pending to the shared totals and stops the timer (the context is closing). */
 export async function closeMetrics(app: AppContext): Promise<void> {
-  await all.get(app)?.close();
-  all.delete(app);
+  const holder = app as Holder;
+  await holder[METRICS]?.close();
+  delete holder[METRICS];
 }
 
 /** Counts a BullMQ worker's finished jobs (completed, failed: an attempt that threw) under a queue's name. */

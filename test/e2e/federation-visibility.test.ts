@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { getDocumentLoader } from '@fedify/vocab-runtime';
 import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { freePort } from '../helpers/listen.ts';
@@ -9,14 +8,20 @@ import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { healthOf } from '../../federation/health.ts';
 import { listServerHealth } from '../../storage/federation-health.ts';
 
-// The fix that signs every GET (federation/instance-actor.ts signedLoader), switchable: off, fetches go out
-// unsigned, as before the fix, and a GoToSocial-like server answers them 401.
-const signing = vi.hoisted(() => ({ on: true }));
-vi.mock('../../federation/instance-actor.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../federation/instance-actor.ts')>();
-  const unsigned = getDocumentLoader({ allowPrivateAddress: true });
-  return { ...real, signedLoader: (...args: Parameters<typeof real.signedLoader>) => (signing.on ? real.signedLoader(...args) : Promise.resolve(unsigned)) };
-});
+type Factories = { authenticatedDocumentLoaderFactory: unknown; documentLoaderFactory: (options?: unknown) => unknown };
+
+/**
+ * The fix that signs every GET (federation/instance-actor.ts signedLoader), switched off: the federation's signing
+ * loaders are made unsigned, as every GET was before the fix, and a GoToSocial-like server answers them 401. (The
+ * federation object itself is changed rather than a module mocked: Fedify's side may be loaded outside the test
+ * runner's module graph, federation/lazy.ts.)
+ */
+function signedFetches(on: boolean): void {
+  const federation = ours.ctx.federation as unknown as Factories;
+  signing.saved ??= federation.authenticatedDocumentLoaderFactory;
+  federation.authenticatedDocumentLoaderFactory = on ? signing.saved : (_identity: unknown, options?: unknown) => federation.documentLoaderFactory(options);
+}
+const signing: { saved?: unknown } = {};
 
 // Every JSON log line this process writes (pino writes to fd 1 through fs, not through process.stdout).
 const lines: Record<string, unknown>[] = [];
@@ -65,7 +70,7 @@ const followersOfAlice = async () => (await ours.app.inject({ method: 'GET', url
 
 describe('a GoToSocial-like server follows us', () => {
   it('with unsigned fetches: the Follow is dropped with one warning naming the server and the 401, and counted', async () => {
-    signing.on = false;
+    signedFetches(false);
     const before = warnings().length;
     const gus = await peer.addActor('gus');
     expect(await peer.send('gus', `${ours.url}/users/alice/inbox`, follow(gus, 1))).toBe(202);
@@ -84,6 +89,7 @@ describe('a GoToSocial-like server follows us', () => {
     const server = (await listServerHealth(ours.ctx.db)).find((s) => s.host === peer.domain);
     expect(server).toMatchObject({ dropped_inbound: 1, last_failure_kind: 'fetch', last_failure_status: 401 });
     expect(server!.last_drop_reason).toContain('401');
+    expect(server!.fetch_failures).toBeGreaterThan(0);
     expect(server!.last_failure_detail).toContain('HTTP 401');
     expect(server!.last_failure_url).toBe(gus);
     const text = await metrics();
@@ -92,7 +98,7 @@ describe('a GoToSocial-like server follows us', () => {
   });
 
   it('with signed fetches: the same Follow is taken, and nothing is logged above info', async () => {
-    signing.on = true;
+    signedFetches(true);
     const before = warnings().length;
     const gus = peer.actorId('gus');
     expect(await peer.send('gus', `${ours.url}/users/alice/inbox`, follow(gus, 2))).toBe(202);

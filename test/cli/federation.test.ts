@@ -20,6 +20,8 @@ beforeAll(async () => {
   [ours, other, peer] = await Promise.all([startHttpsInstance(), startHttpsInstance(), startStrictPeer()]);
   await registerUsers(other.app, 'alice');
   await peer.addActor('gus');
+  // A document whose @context is no context at all: JSON, but not JSON-LD anyone can read.
+  peer.publishAt('/users/gus/statuses/2', { '@context': 5, id: `${peer.url}/users/gus/statuses/2`, type: 'Note' });
   peer.publish('gus', { '@context': AS, id: `${peer.url}/users/gus/statuses/1`, type: 'Note', attributedTo: peer.actorId('gus'), content: '<p>hi</p>', to: [`${AS}#Public`] });
 }, 60_000);
 afterAll(async () => {
@@ -73,6 +75,11 @@ describe('federation check', () => {
     const missing = (await cli(['federation', 'check', `${peer.url}/users/gus/statuses/404`])).join('\n');
     expect(missing).toContain('FAIL  object signed GET: draft-cavage-http-signatures-12: HTTP 404');
     expect(missing).toMatch(/result: FAILED at object signed GET/);
+
+    const badLd = (await cli(['federation', 'check', `${peer.url}/users/gus/statuses/2`])).join('\n');
+    expect(badLd).toContain('ok    object signed GET: HTTP 200');
+    expect(badLd).toMatch(/FAIL {2}object document: bad JSON-LD: /);
+    expect(badLd).toMatch(/result: FAILED at object document: bad JSON-LD/);
 
     const dns = await cli(['federation', 'check', 'someone@no-such-host.invalid']);
     expect(dns[0]).toMatch(/^FAIL {2}webfinger: https:\/\/no-such-host\.invalid\/\.well-known\/webfinger\?resource=acct%3Asomeone%40no-such-host\.invalid: DNS: /);

@@ -242,7 +242,7 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
 
 async function onUpdate(fed: Fed, update: Update): Promise<void> {
   // An object named by id that cannot be fetched is nothing to update (retrying would not bring it).
-  const object = await update.getObject({ suppressError: true });
+  const object = await update.getObject().catch(() => null);
   const remote = await sender(fed, update);
   if (!remote || remote.domain === null || !object) return;
   if (isActor(object)) {

@@ -1,5 +1,6 @@
 import { configureSync, getConfig, type LogRecord } from '@logtape/logtape';
 import { pino } from 'pino';
+import { malformedActivityError } from './inbound-limits.ts';
 
 /**
  * Fedify's lines that say again what our own logs and the per-server health already say: an answer under 500 to a
@@ -24,6 +25,15 @@ function reportedElsewhere(record: LogRecord): boolean {
 
 const LEVELS = { trace: 'trace', debug: 'debug', info: 'info', warning: 'warn', error: 'error', fatal: 'fatal' } as const;
 
+/** Fedify's errors that are another server's malformed or mismatched activity, refused with a 4xx: warnings. */
+const REFUSED_INPUT = /^(Failed to parse (JSON|JSON-LD|activity)|Missing actor|The signer|Actor \{recipient\} not found|Unsupported activity type)/;
+function refusedInput(record: LogRecord): boolean {
+  const category = record.category.join('.');
+  if (category === 'fedify.federation.inbox') return REFUSED_INPUT.test(String(record.rawMessage));
+  // Errors thrown while reading a POSTed activity, which federation/mount.ts answers 400.
+  return category === 'fedify.federation.http' && record.properties.method === 'POST' && malformedActivityError(record.properties.error);
+}
+
 /**
  * Fedify logs through LogTape; its warnings and errors (a delivery refused, a signature that did not verify) go to
  * our pino logs, once per process.
@@ -34,7 +44,8 @@ export function routeFedifyLogs(level: string): void {
   const sink = (record: LogRecord) => {
     if (reportedElsewhere(record)) return;
     const message = record.message.map((m) => (typeof m === 'string' ? m : JSON.stringify(m))).join('');
-    log[LEVELS[record.level]]({ category: record.category.join('.'), ...record.properties }, message);
+    const level = record.level === 'error' && refusedInput(record) ? 'warn' : LEVELS[record.level];
+    log[level]({ category: record.category.join('.'), ...record.properties }, message);
   };
   configureSync({
     sinks: { pino: sink },

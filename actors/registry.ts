@@ -1,11 +1,20 @@
-import { start, spawn, query, dispatch, stop, type Ref } from 'nact';
+import { start, spawn, dispatch, stop, type Ref } from 'nact';
 import { handleAccountMessage, type AccountActorDeps, type AccountMessage, type AccountReply } from './account.ts';
+
+type Outcome = { ok: unknown } | { error: unknown };
 
 interface Envelope {
   msg: AccountMessage;
-  sender: Ref<Outcome>;
+  /** Called with the message's outcome: a plain callback, not a temporary actor per answer as nact's query makes. */
+  reply: (outcome: Outcome) => void;
 }
-type Outcome = { ok: unknown } | { error: unknown };
+
+/** A running actor, with what the registry needs to stop it when idle: its messages not answered yet, its last use. */
+interface Running {
+  ref: Ref<Envelope>;
+  pending: number;
+  lastUsed: number;
+}
 
 export interface ActorRegistryOptions {
   /** An actor with nothing to do for this long is stopped; the next message spawns it again. */
@@ -17,64 +26,95 @@ export interface ActorRegistryOptions {
 /**
  * One nact actor per account, spawned on its first message and stopped when idle.
  * Callers `ask` an account's actor and get its answer, or the error it raised.
+ *
+ * Idle actors are stopped by the registry itself (a sweep every half idle period), never while a message is on its
+ * way to them: an actor leaves the map in the same turn it is stopped, so a message is always dispatched to a live
+ * actor, and no answer can be lost to an actor that stopped between lookup and dispatch.
  */
 export class ActorRegistry {
   private readonly system = start();
-  private readonly actors = new Map<string, Ref<Envelope>>();
+  private readonly actors = new Map<string, Running>();
   readonly deps: AccountActorDeps;
   private readonly options: ActorRegistryOptions;
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(deps: AccountActorDeps, options: ActorRegistryOptions) {
     this.deps = deps;
     this.options = options;
+    this.sweeper = setInterval(() => this.stopIdle(), Math.max(10, Math.floor(options.idleMs / 2)));
+    this.sweeper.unref();
   }
 
   get size(): number {
     return this.actors.size;
   }
 
-  private actorFor(accountId: string): Ref<Envelope> {
+  private actorFor(accountId: string): Running {
     const existing = this.actors.get(accountId);
     if (existing) return existing;
     const deps = this.deps;
-    const actor = spawn(
+    const ref = spawn(
       this.system,
       async (state: null, envelope: Envelope) => {
         // Errors go back to the caller; the actor itself stays alive for the next message.
+        let outcome: Outcome;
         try {
-          dispatch(envelope.sender, { ok: await handleAccountMessage(deps, accountId, envelope.msg) });
+          outcome = { ok: await handleAccountMessage(deps, accountId, envelope.msg) };
         } catch (error) {
-          dispatch(envelope.sender, { error });
+          outcome = { error };
         }
+        envelope.reply(outcome);
         return state;
       },
       `account-${accountId}`,
       {
         initialState: null,
-        shutdownAfter: this.options.idleMs,
-        afterStop: () => {
-          if (this.actors.get(accountId) === actor) this.actors.delete(accountId);
-        },
         // Anything that escapes the handler restarts the actor rather than leaving it dead.
         onCrash: (_msg, _err, ctx) => ctx.reset,
       },
     );
-    this.actors.set(accountId, actor);
-    return actor;
+    const running = { ref, pending: 0, lastUsed: Date.now() };
+    this.actors.set(accountId, running);
+    return running;
   }
 
-  async ask<M extends AccountMessage>(accountId: string, msg: M): Promise<AccountReply<M>> {
-    let outcome: Outcome;
-    try {
-      outcome = await query(this.actorFor(accountId), (sender: Ref<Outcome>) => ({ msg, sender }), this.options.queryTimeoutMs);
-    } catch (err) {
-      // The actor stopped for idleness between our lookup and the query: spawn it anew, once.
-      if (!(err instanceof Error) || !/stopped/.test(err.message)) throw err;
+  /** Hands a message to an account's actor; `reply` gets its outcome. */
+  private send(accountId: string, msg: AccountMessage, reply: (outcome: Outcome) => void): void {
+    const actor = this.actorFor(accountId);
+    actor.pending += 1;
+    dispatch(actor.ref, {
+      msg,
+      reply: (outcome: Outcome) => {
+        actor.pending -= 1;
+        actor.lastUsed = Date.now();
+        reply(outcome);
+      },
+    });
+  }
+
+  private stopIdle(): void {
+    const idleSince = Date.now() - this.options.idleMs;
+    for (const [accountId, actor] of this.actors) {
+      if (actor.pending > 0 || actor.lastUsed > idleSince) continue;
       this.actors.delete(accountId);
-      outcome = await query(this.actorFor(accountId), (sender: Ref<Outcome>) => ({ msg, sender }), this.options.queryTimeoutMs);
+      stop(actor.ref);
     }
-    if ('error' in outcome) throw outcome.error;
-    return outcome.ok as AccountReply<M>;
+  }
+
+  ask<M extends AccountMessage>(accountId: string, msg: M): Promise<AccountReply<M>> {
+    return new Promise((resolve, reject) => {
+      let answered = false;
+      const timer = setTimeout(() => {
+        answered = true;
+        reject(new Error('Query Timeout'));
+      }, this.options.queryTimeoutMs);
+      this.send(accountId, msg, (outcome) => {
+        if (answered) return;
+        clearTimeout(timer);
+        if ('error' in outcome) reject(outcome.error);
+        else resolve(outcome.ok as AccountReply<M>);
+      });
+    });
   }
 
   /**
@@ -95,22 +135,41 @@ export class ActorRegistry {
     });
   }
 
-  private feedBatch: { statusIds: Map<string, string[]>; waiting: { resolve: () => void; reject: (err: unknown) => void }[] } | null = null;
+  private feedBatch: FeedBatch | null = null;
 
-  private newFeedBatch() {
-    const batch = { statusIds: new Map<string, string[]>(), waiting: [] as { resolve: () => void; reject: (err: unknown) => void }[] };
+  private newFeedBatch(): FeedBatch {
+    const batch: FeedBatch = { statusIds: new Map(), waiting: [] };
     setImmediate(() => {
       this.feedBatch = null;
-      Promise.all([...batch.statusIds].map(([id, statusIds]) => this.ask(id, { type: 'addToHomeFeed', statusIds, accepting: true }))).then(
-        () => { for (const w of batch.waiting) w.resolve(); },
-        (err: unknown) => { for (const w of batch.waiting) w.reject(err); },
-      );
+      // One timer for the whole batch rather than one per message.
+      let left = batch.statusIds.size;
+      let failure: { error: unknown } | null = null;
+      const finish = () => {
+        clearTimeout(timer);
+        for (const w of batch.waiting) failure ? w.reject(failure.error) : w.resolve();
+      };
+      const timer = setTimeout(() => {
+        left = -1;
+        for (const w of batch.waiting) w.reject(new Error('Query Timeout'));
+      }, this.options.queryTimeoutMs);
+      for (const [id, statusIds] of batch.statusIds) {
+        this.send(id, { type: 'addToHomeFeed', statusIds, accepting: true }, (outcome) => {
+          if ('error' in outcome) failure ??= outcome;
+          if (--left === 0) finish();
+        });
+      }
     });
     return batch;
   }
 
   stop(): void {
+    clearInterval(this.sweeper);
     stop(this.system);
     this.actors.clear();
   }
+}
+
+interface FeedBatch {
+  statusIds: Map<string, string[]>;
+  waiting: { resolve: () => void; reject: (err: unknown) => void }[];
 }

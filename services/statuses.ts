@@ -20,6 +20,7 @@ import { attachMedia, insertRemoteMedia, mediaOfStatuses, mediaProblem, reattach
 import { createLocalPoll, validatePoll, type PollParams } from './polls.ts';
 import * as polls from '../storage/polls.ts';
 import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
+import { unavailableDependency } from '../storage/dependencies.ts';
 import type { StatusLoader } from './hydrate.ts';
 
 export interface StatusDeps {
@@ -177,7 +178,11 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     deps.feeds.addIfAccepting(accountId, status.id),
     deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: status.id }),
     enqueueAll(deps.jobs, outbox),
-  ]);
+  ]).catch((err: unknown) => {
+    // Redis went away since the commit: the post is made and is answered as made (a 503 would say it was not, and a
+    // retry would post it twice); its jobs are queued again from the outbox once Redis is back (jobs/worker.ts).
+    if (!unavailableDependency(err)) throw err;
+  });
   return status.id;
 }
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
+import { unavailableDependency } from './dependencies.ts';
 
 type Kind = 's' | 'a' | 'v' | 'f' | 'r';
 /** The versions a rendering was made under, by kind and id: while they are current, so is the rendering. */
@@ -80,9 +81,24 @@ export class CacheVersions {
   }
 
   /** A version read: while the epoch is missing, filter and relation versions are unknown, never "none" (0). */
-  private version(kind: Kind, value: string | null): string {
-    if (this.epoch === null && (kind === 'f' || kind === 'r')) return `?${++this.unknown}`;
+  private version(kind: Kind, value: string | null | undefined): string {
+    if (value === undefined || (this.epoch === null && (kind === 'f' || kind === 'r'))) return `?${++this.unknown}`;
     return value ?? '0';
+  }
+
+  /**
+   * The values of these keys, the epoch read with them; while Redis is away, none (every version unknown: nothing
+   * cached is used and PostgreSQL is read), so that what PostgreSQL alone can answer (a post just made) still is.
+   */
+  private async read(keys: string[]): Promise<(string | null)[] | null> {
+    try {
+      const [epoch, ...values] = await this.reader.mget(this.epochKey, ...keys);
+      this.observe(epoch ?? null);
+      return values;
+    } catch (err) {
+      if (!unavailableDependency(err)) throw err;
+      return null;
+    }
   }
 
   /** s: a status, a: an account, v: a viewer's own favourites and reblogs, f: a viewer's filters, r: their blocks and mutes. */
@@ -92,20 +108,18 @@ export class CacheVersions {
 
   async get(kind: Kind, ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
-    const [epoch, ...values] = await this.reader.mget(this.epochKey, ...ids.map((id) => this.key(kind, id)));
-    this.observe(epoch ?? null);
-    return values.map((v) => this.version(kind, v));
+    const values = await this.read(ids.map((id) => this.key(kind, id)));
+    return ids.map((_, i) => this.version(kind, values ? values[i] : undefined));
   }
 
   /** Versions of several kinds in one round trip, as maps from id to version. */
   async getMany(wanted: Partial<Record<Kind, string[]>>): Promise<VersionsUsed> {
     const kinds: Kind[] = ['s', 'a', 'v', 'f', 'r'];
     const keys = kinds.flatMap((kind) => (wanted[kind] ?? []).map((id) => this.key(kind, id)));
-    const values = keys.length > 0 ? await this.reader.mget(this.epochKey, ...keys) : [];
-    if (keys.length > 0) this.observe(values[0] ?? null);
-    let i = 1;
+    const values = keys.length > 0 ? await this.read(keys) : [];
+    let i = 0;
     const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map(), r: new Map() };
-    for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, this.version(kind, values[i++] ?? null));
+    for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, this.version(kind, values ? (values[i++] ?? null) : undefined));
     return out;
   }
 

@@ -182,6 +182,28 @@ describe('when Redis goes away', () => {
   }, 30_000);
 });
 
+describe('when Redis goes away just after a post is committed', () => {
+  it('answers the post as made (it is), and it reaches the follower once Redis is back', async () => {
+    // Redis stops between the post's commit and the Redis work that follows it.
+    const versions = s.ctx.versions;
+    const bump = versions.bump;
+    versions.bump = async (...args) => {
+      versions.bump = bump;
+      await redis.stop();
+      return bump.apply(versions, args);
+    };
+    const made = await post('just-before-redis');
+    versions.bump = bump;
+    expect(made.res.statusCode, made.res.body).toBe(200);
+    expect(made.res.json().content).toContain('just-before-redis');
+    await redis.start();
+    await until(healthy, 10_000, 'the server sees Redis again');
+    // Its fan-out job, lost with Redis, is queued again from the outbox.
+    await until(async () => (await homeTexts()).includes('just-before-redis'), 10_000, 'the post reaches the follower');
+    for (const texts of [bobsTexts, homeTexts]) expect((await texts()).filter((t) => t === 'just-before-redis')).toHaveLength(1);
+  }, 30_000);
+});
+
 describe('when PostgreSQL goes away', () => {
   it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);
@@ -221,8 +243,8 @@ describe('when PostgreSQL goes away', () => {
 
   it('says once that each dependency went away and once that it came back', () => {
     const lines = (re: RegExp) => logged.filter((l) => re.test(l.msg));
-    expect(lines(/^redis is unavailable/)).toHaveLength(1);
-    expect(lines(/^redis is back/)).toHaveLength(1);
+    expect(lines(/^redis is unavailable/)).toHaveLength(2); // two outages
+    expect(lines(/^redis is back/)).toHaveLength(2);
     expect(lines(/^postgres is unavailable/)).toHaveLength(1);
     expect(lines(/^postgres is back/)).toHaveLength(1);
   });

@@ -10,6 +10,7 @@ import { addDirectStatus, removeDirectStatus } from '../services/conversations.t
 import { fanOutToTagFollowers } from './tag-fanout.ts';
 
 const BATCH = 1000;
+const IN_FLIGHT = 4;
 
 export interface FanOutDeps {
   db: Db;
@@ -74,6 +75,8 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
   const replyToOther = status.in_reply_to_account_id && status.in_reply_to_account_id !== status.account_id ? status.in_reply_to_account_id : null;
   let after = '0';
+  // A batch's feeds are being written while the next batch is read: at most IN_FLIGHT batches' writes at once.
+  const writing: Promise<void>[] = [];
   for (;;) {
     const batch = after === '0' && firstBatch ? await firstBatch : await localFollowersBatch(db, status.account_id, after, BATCH);
     if (batch.length === 0) break;
@@ -87,10 +90,14 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     // nobody listens to costs Redis next to nothing, so there is no need to wait for the feeds' check.
     await events.publish(targets.map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
     const accepting = await feeds.acceptingAmong(targets);
-    await addToFeeds(actors, accepting, statusId, edit);
+    const written = addToFeeds(actors, accepting, statusId, edit);
+    written.catch(() => {}); // awaited below; not an unhandled rejection meanwhile
+    writing.push(written);
+    if (writing.length >= IN_FLIGHT) await writing.shift();
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }
+  await Promise.all(writing);
   if (!edit) await fanOutToLists(db, actors, status);
   // Local accounts following one of its hashtags (jobs/tag-fanout.ts).
   if (!edit) delivered += await fanOutToTagFollowers({ db, feeds, actors, events }, status, { tagIds: found.tagIds, authorHidden: found.authorLimited || found.authorSuspended });

@@ -85,14 +85,27 @@ function fillPath(url: string, values: unknown[]): string {
 type Encoding = 'json' | 'form' | 'multipart' | 'raw' | 'none';
 const RAW_BODIES = ['{"a":', '[1,2,3]', '"text"', '\0', '{"status":"\\u0000"}', '{"a":"\\ud800"}', 'null', '1e999', '{"__proto__":{"x":1}}'];
 
-async function multipartOf(body: Record<string, unknown>): Promise<{ payload: Buffer; type: string }> {
+/** A file part: uploads take media, avatars, headers and thumbnails; some are images, some garbage, some oddly named. */
+interface FilePart { field: string; filename: string; bytes: 'png' | 'garbage' | 'empty' }
+const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+const fileArb = fc.option(fc.record({
+  field: fc.constantFrom('file', 'avatar', 'header', 'thumbnail'),
+  filename: fc.constantFrom('a.png', '', 'a\0b.png', '\ud800.jpg', 'x'.repeat(300)),
+  bytes: fc.constantFrom<FilePart['bytes']>('png', 'garbage', 'empty'),
+}), { freq: 3 });
+
+async function multipartOf(body: Record<string, unknown>, file: FilePart | null): Promise<{ payload: Buffer; type: string }> {
   const form = new FormData();
   for (const [name, value] of formPairs(body)) form.append(name, value);
+  if (file) {
+    const bytes = file.bytes === 'png' ? PNG_1PX : file.bytes === 'garbage' ? Buffer.from('GIF89a\0\0not really') : Buffer.alloc(0);
+    form.append(file.field, new Blob([new Uint8Array(bytes)], { type: file.bytes === 'png' ? 'image/png' : 'image/gif' }), file.filename);
+  }
   const request = new Request('http://localhost/', { method: 'POST', body: form });
   return { payload: Buffer.from(await request.arrayBuffer()), type: request.headers.get('content-type')! };
 }
 
-async function buildRequest(route: Route, params: unknown[], query: Record<string, unknown>, body: Record<string, unknown>, encoding: Encoding, raw: string, token: string | null): Promise<Req> {
+async function buildRequest(route: Route, params: unknown[], query: Record<string, unknown>, body: Record<string, unknown>, encoding: Encoding, raw: string, token: string | null, file: FilePart | null = null): Promise<Req> {
   const search = encodePairs(formPairs(query));
   const url = fillPath(route.url, params) + (search ? `?${search}` : '');
   const headers: Record<string, string> = token ? bearer(token) : {};
@@ -102,8 +115,8 @@ async function buildRequest(route: Route, params: unknown[], query: Record<strin
   if (encoding === 'json') return { method: route.method, url, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify(body), what: `${what} ${JSON.stringify(body).slice(0, 300)}` };
   if (encoding === 'form') return { method: route.method, url, headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, payload: encodePairs(formPairs(body)), what: `${what} ${encodePairs(formPairs(body)).slice(0, 300)}` };
   if (encoding === 'multipart') {
-    const { payload, type } = await multipartOf(body);
-    return { method: route.method, url, headers: { ...headers, 'content-type': type }, payload, what: `${what} ${JSON.stringify(body).slice(0, 300)}` };
+    const { payload, type } = await multipartOf(body, file);
+    return { method: route.method, url, headers: { ...headers, 'content-type': type }, payload, what: `${what} ${JSON.stringify(body).slice(0, 300)} ${JSON.stringify(file)}` };
   }
   return { method: route.method, url, headers: { ...headers, 'content-type': 'application/json' }, payload: raw, what: `${what} ${JSON.stringify(raw)}` };
 }
@@ -118,6 +131,7 @@ function requestArb(route: Route) {
     body: objectOf(route.body, ids),
     encoding: fc.constantFrom<Encoding>('json', 'json', 'form', 'multipart', 'raw', 'none'),
     raw: fc.constantFrom(...RAW_BODIES),
+    file: fileArb,
   });
 }
 
@@ -152,7 +166,7 @@ async function systematic(route: Route): Promise<Req[]> {
 async function randomized(route: Route, index: number): Promise<Req[]> {
   const tokens = [admin.token, 'made-up-token-0123456789', null];
   const samples = fc.sample(requestArb(route), { seed: SEED + index, numRuns: RUNS });
-  return Promise.all(samples.map((x, i) => buildRequest(route, x.params, x.query, x.body, x.encoding, x.raw, tokens[i % tokens.length]!)));
+  return Promise.all(samples.map((x, i) => buildRequest(route, x.params, x.query, x.body, x.encoding, x.raw, tokens[i % tokens.length]!, x.file)));
 }
 
 interface Failure { what: string; status: number; ms: number; body: string }

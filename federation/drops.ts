@@ -1,6 +1,6 @@
 import type { Activity } from '@fedify/vocab';
 import type { InboxListenerSetters, RequestContext, UnverifiedActivityReason } from '@fedify/fedify';
-import { pino, type Logger } from 'pino';
+import { foldedWarn, partLogger } from './folded-log.ts';
 import type { AppContext } from '../context.ts';
 import { healthOf } from './health.ts';
 import { activityLabel, metricsOf } from '../services/metrics.ts';
@@ -12,18 +12,8 @@ export type DropReason = 'actor_unavailable' | 'object_unavailable' | 'signature
 const FOLD_MS = 60_000;
 /** A suspended server keeps sending for days: the operator chose that, so once an hour is reminder enough. */
 const REFUSED_FOLD_MS = 3_600_000;
-const FOLDS_KEPT = 1_000;
 
-interface Fold { until: number; suppressed: number }
-const folds = new Map<string, Fold>();
-const loggers = new Map<string, Logger>();
 const dropped = new WeakSet<object>();
-
-function logger(level: string): Logger {
-  let log = loggers.get(level);
-  if (!log) loggers.set(level, (log = pino({ level }).child({ part: 'inbox' })));
-  return log;
-}
 
 /** The activity's type as ActivityStreams names it (`Follow`), for logs and labels. */
 export function typeName(activity: Activity): string {
@@ -40,8 +30,8 @@ function hostOf(activity: Pick<Activity, 'actorId' | 'id'>): string {
 /**
  * Logs one dropped inbound activity (once, at warn, naming the server and why) and counts it for that server and in
  * the metrics. A server that keeps sending what we drop for the same reason gets one warning a minute (an hour for a
- * suspended one), the next one saying how many were folded into it. `quiet` drops (expected ones, such as a Delete from an account whose key is
- * already gone) are logged at info.
+ * suspended one), the next one saying how many were folded into it. `quiet` drops (expected ones, such as a Delete
+ * from an account whose key is already gone) are logged at info.
  */
 export function dropInbound(app: AppContext, activity: Activity, reason: DropReason, detail: string, options: { status?: number | null; quiet?: boolean; server?: string } = {}): void {
   dropped.add(activity);
@@ -49,19 +39,10 @@ export function dropInbound(app: AppContext, activity: Activity, reason: DropRea
   const type = typeName(activity);
   healthOf(app).droppedInbound(server, `${type}: ${detail}`);
   metricsOf(app).count('drops', reason);
-  const log = logger(app.config.logLevel);
   const fields = { server, activity: type, id: activity.id?.href ?? null, reason, ...(options.status != null ? { status: options.status } : {}) };
   const message = `dropped ${type} from ${server}: ${detail}`;
-  if (options.quiet) return log.info(fields, message);
-  const key = `${server} ${reason}`;
-  const fold = folds.get(key);
-  if (fold && fold.until > Date.now()) {
-    fold.suppressed++;
-    return log.debug(fields, message);
-  }
-  if (folds.size >= FOLDS_KEPT) folds.delete(folds.keys().next().value!);
-  folds.set(key, { until: Date.now() + (reason === 'refused' ? REFUSED_FOLD_MS : FOLD_MS), suppressed: 0 });
-  log.warn({ ...fields, ...(fold?.suppressed ? { alsoDroppedSinceLastWarning: fold.suppressed } : {}) }, message);
+  if (options.quiet) return partLogger(app.config.logLevel, 'inbox').info(fields, message);
+  foldedWarn(app.config.logLevel, 'inbox', `drop ${server} ${reason}`, reason === 'refused' ? REFUSED_FOLD_MS : FOLD_MS, fields, message);
 }
 
 /**
@@ -71,16 +52,7 @@ export function dropInbound(app: AppContext, activity: Activity, reason: DropRea
 export function dropRefusedPost(app: AppContext, server: string): void {
   healthOf(app).droppedInbound(server, 'inbox POST refused: the server is suspended here');
   metricsOf(app).count('drops', 'refused');
-  const log = logger(app.config.logLevel);
-  const key = `${server} refused-post`;
-  const fold = folds.get(key);
-  if (fold && fold.until > Date.now()) {
-    fold.suppressed++;
-    return;
-  }
-  if (folds.size >= FOLDS_KEPT) folds.delete(folds.keys().next().value!);
-  folds.set(key, { until: Date.now() + REFUSED_FOLD_MS, suppressed: 0 });
-  log.warn({ server, reason: 'refused', ...(fold?.suppressed ? { alsoDroppedSinceLastWarning: fold.suppressed } : {}) }, `refused an inbox POST from ${server}: the server is suspended here`);
+  foldedWarn(app.config.logLevel, 'inbox', `drop ${server} refused-post`, REFUSED_FOLD_MS, { server, reason: 'refused' }, `refused an inbox POST from ${server}: the server is suspended here`);
 }
 
 /** Whether this activity was dropped by a listener (it is then counted as such). */

@@ -7,7 +7,8 @@ interface Fold { until: number; suppressed: number }
 const folds = new Map<string, Fold>();
 const loggers = new Map<string, Logger>();
 
-function logger(level: string, part: string): Logger {
+/** One pino logger per level and part (`inbox`, `outbox`), made once. */
+export function partLogger(level: string, part: string): Logger {
   const name = `${level} ${part}`;
   let log = loggers.get(name);
   if (!log) loggers.set(name, (log = pino({ level }).child({ part })));
@@ -19,7 +20,7 @@ function logger(level: string, part: string): Logger {
  * are counted, and the next warning says how many there were (`alsoSinceLastWarning`).
  */
 export function foldedWarn(level: string, part: string, key: string, windowMs: number, fields: Record<string, unknown>, message: string): void {
-  const log = logger(level, part);
+  const log = partLogger(level, part);
   const fold = folds.get(key);
   if (fold && fold.until > Date.now()) {
     fold.suppressed++;

@@ -14,11 +14,12 @@ const ignored: unknown = new Proxy(() => {}, { get: () => () => {}, apply: () =>
 
 /**
  * Fedify reports what happens on the wire through OpenTelemetry instruments (its `meterProvider` option). We read
- * two of them, without an OpenTelemetry SDK: delivery attempts (per remote host, with success) and document fetches
- * (per host, with the status code), and turn them into per-server health and our Prometheus counters. Everything
- * else Fedify measures is ignored.
+ * three of them, without an OpenTelemetry SDK: delivery attempts (per remote host, with success), deliveries given
+ * up for a permanent failure (404, 410), and document fetches (per host, with the status code), and turn them into
+ * per-server health and our Prometheus counters. Everything else Fedify measures is ignored.
  */
 export function healthMeterProvider(app: AppContext): MeterProvider {
+  const ownHost = new URL(app.config.publicUrl).host;
   const counter = (name: string) => {
     if (name === 'activitypub.delivery.sent') {
       return {
@@ -44,7 +45,7 @@ export function healthMeterProvider(app: AppContext): MeterProvider {
           const host = a['activitypub.remote.host'];
           const result = String(a['activitypub.lookup.result'] ?? '');
           // Our own documents say nothing about another server.
-          if (typeof host !== 'string' || host === new URL(app.config.publicUrl).host) return;
+          if (typeof host !== 'string' || host === ownHost) return;
           if (result === 'fetched') {
             // The unsigned loader answers from Fedify's document cache too, and reports a hit as fetched.
             if (a['activitypub.cache.enabled'] === true) return;

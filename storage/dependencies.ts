@@ -103,8 +103,10 @@ export class Dependencies {
   private idle(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    void this.probeClient?.end().catch(() => {});
+    // Closed once a probe using it is done (a /health asked right now still gets its answer).
+    const client = this.probeClient;
     this.probeClient = null;
+    void Promise.resolve(this.probing.postgres).finally(() => client?.end().catch(() => {}));
   }
 
   private redisConnected(): boolean {
@@ -172,7 +174,9 @@ export class Dependencies {
 
   /** Whether the error says a dependency is gone (and so was logged here, once, rather than by whoever met it). */
   explains(err: unknown): boolean {
-    return unavailableDependency(err) !== null;
+    const which = unavailableDependency(err);
+    // A bare network error is ours only while one of ours is known to be away (else it is another server's).
+    return which === 'postgres' || which === 'redis' || (which === 'network' && !this.allUp);
   }
 
   /** A request met this error: if it says a dependency is gone, look now rather than at the next probe. */
@@ -184,15 +188,16 @@ export class Dependencies {
 
   /** Probes both now (for /health); returns whether each answered. */
   async check(): Promise<Record<Dependency, boolean>> {
-    const [postgres, redis] = await Promise.all([this.probe('postgres'), this.probe('redis')]);
+    // Probes of their own, begun now: one begun before the question may have been answered before a dependency went.
+    const [postgres, redis] = await Promise.all([this.probe('postgres', true), this.probe('redis', true)]);
     return { postgres: postgres!, redis: redis! };
   }
 
-  /** One probe per dependency at a time; callers that come meanwhile share its answer. */
-  probe(name: Dependency): Promise<boolean> {
+  /** One probe per dependency at a time (unless `fresh`); callers that come meanwhile share its answer. */
+  probe(name: Dependency, fresh = false): Promise<boolean> {
     if (this.stopped) return Promise.resolve(false);
     const running = this.probing[name];
-    if (running) return running;
+    if (running && !fresh) return running;
     const attempt = (name === 'postgres' ? this.probePostgres() : this.probeRedis()).then(
       () => {
         this.timeouts[name] = 0;
@@ -207,7 +212,7 @@ export class Dependencies {
       },
     );
     const done = attempt.then((ok) => {
-      delete this.probing[name];
+      if (this.probing[name] === done) delete this.probing[name];
       if (!this.stopped) this.set(name, ok && (name !== 'redis' || this.redisConnected()));
       return ok;
     });
@@ -226,6 +231,8 @@ export class Dependencies {
         await withTimeout(client.connect(), timeoutMs);
       }
       await withTimeout(client.query('SELECT 1'), timeoutMs);
+      // Two probes that both found no connection each made one: one is kept.
+      if (this.probeClient !== client) void client.end().catch(() => {});
     } catch (err) {
       // A fresh connection next time: this one may be dead or stuck.
       if (this.probeClient === client) this.probeClient = null;

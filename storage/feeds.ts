@@ -4,6 +4,8 @@ import type { PageParams } from './paging.ts';
 /** Mastodon keeps the newest 800 entries of a home feed; older pages come from PostgreSQL. */
 export const FEED_SIZE = 800;
 const TRIM_EVERY = 8n;
+/** How long a rebuild's claim lasts: a rebuild that dies leaves a feed that is rebuilt again when next read. */
+const BUILDING_MS = 60_000;
 
 /**
  * Home feeds: one Redis sorted set per account (member and score are the status id), plus a marker key saying
@@ -42,9 +44,19 @@ export class HomeFeeds {
     return `${this.prefix}feed:${this.kind}:${accountId}:building`;
   }
 
+  /**
+   * Which feeds take new statuses, all in one sorted set, so that fan-out asks about a thousand followers in one
+   * command (ZMSCORE) rather than a thousand EXISTS: score +inf for a built feed, the time a rebuild's claim runs out
+   * for one being rebuilt, 0 for one found to take none. The markers stay what page reads go by; a feed missing from
+   * this set (built before it existed, or the set lost) is looked up by its markers once and entered.
+   */
+  private acceptingKey(): string {
+    return `${this.prefix}feed:${this.kind}:accepting`;
+  }
+
   /** Forgets a feed altogether (a deleted list's). */
   async drop(id: string): Promise<void> {
-    await this.redis.del(this.key(id), this.readyKey(id), this.buildingKey(id));
+    await this.redis.multi().del(this.key(id), this.readyKey(id), this.buildingKey(id)).zrem(this.acceptingKey(), id).exec();
   }
 
   /** True when the feed is built. */
@@ -60,10 +72,31 @@ export class HomeFeeds {
   /** Which of these accounts' feeds take new statuses (those that do not are rebuilt when next read). */
   async acceptingAmong(accountIds: string[]): Promise<string[]> {
     if (accountIds.length === 0) return [];
+    const scores = await this.redis.zmscore(this.acceptingKey(), ...accountIds);
+    const now = Date.now();
+    const out: string[] = [];
+    const unknown: string[] = [];
+    accountIds.forEach((id, i) => {
+      const score = scores[i];
+      if (score === null || score === undefined) unknown.push(id);
+      else if (score === 'inf' || Number(score) > now) out.push(id);
+    });
+    if (unknown.length > 0) out.push(...(await this.enterByMarkers(unknown)));
+    return out;
+  }
+
+  /**
+   * Feeds the accepting set does not know: their markers say; each is entered (NX: a rebuild that entered it
+   * meanwhile is not overwritten) as built, or as taking none until it is rebuilt.
+   */
+  private async enterByMarkers(accountIds: string[]): Promise<string[]> {
     const pipeline = this.redis.pipeline();
     for (const id of accountIds) pipeline.exists(this.readyKey(id), this.buildingKey(id));
     const results = (await pipeline.exec()) ?? [];
-    return accountIds.filter((_, i) => Number(results[i]?.[1]) > 0);
+    const accepting = accountIds.filter((_, i) => Number(results[i]?.[1]) > 0);
+    const entries = accountIds.flatMap((id, i) => [Number(results[i]?.[1]) > 0 ? '+inf' : '0', id]);
+    await this.redis.zadd(this.acceptingKey(), 'NX', ...entries);
+    return accepting;
   }
 
   /**
@@ -73,11 +106,11 @@ export class HomeFeeds {
    */
   async rebuild(accountId: string, source: () => Promise<string[]>): Promise<void> {
     const key = this.key(accountId);
-    await this.redis.multi().del(key).set(this.buildingKey(accountId), '1', 'PX', 60_000).exec();
+    await this.redis.multi().del(key).set(this.buildingKey(accountId), '1', 'PX', BUILDING_MS).zadd(this.acceptingKey(), Date.now() + BUILDING_MS, accountId).exec();
     const statusIds = await source();
     const tx = this.redis.multi();
     if (statusIds.length > 0) tx.zadd(key, ...statusIds.flatMap((id) => [id, id])).zremrangebyrank(key, 0, -FEED_SIZE - 1);
-    await tx.set(this.readyKey(accountId), '1').del(this.buildingKey(accountId)).exec();
+    await tx.set(this.readyKey(accountId), '1').del(this.buildingKey(accountId)).zadd(this.acceptingKey(), '+inf', accountId).exec();
   }
 
   /** Adds one status to many feeds in one round trip, trimming each to FEED_SIZE. */

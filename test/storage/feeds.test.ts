@@ -36,6 +36,20 @@ describe('home feed rebuild', () => {
     expect(await feeds.isReady('1')).toBe(true);
   });
 
+  it('knows which feeds take statuses from one set, and learns those it does not know from their markers', async () => {
+    await feeds.rebuild('10', async () => []);
+    // Built before the set existed (or the set was lost): only its marker says so.
+    await redis.set(`${prefix}feed:home:11:ready`, '1');
+    expect((await feeds.acceptingAmong(['10', '11', '12'])).sort()).toEqual(['10', '11']);
+    expect(await redis.zmscore(`${prefix}feed:home:accepting`, '10', '11', '12')).toEqual(['inf', 'inf', '0']);
+    // One found taking none is built later: from then on it takes statuses.
+    await feeds.rebuild('12', async () => []);
+    expect((await feeds.acceptingAmong(['10', '11', '12'])).sort()).toEqual(['10', '11', '12']);
+    // Lost with Redis: nothing takes statuses until rebuilt.
+    await deleteKeysWithPrefix(redis, `${prefix}feed:`);
+    expect(await feeds.acceptingAmong(['10', '11', '12'])).toEqual([]);
+  });
+
   it('keeps a feed grown one status at a time near its cap (trimmed on some of the adds)', async () => {
     await feeds.rebuild('3', async () => []);
     for (let i = 0; i < 900; i += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => feeds.add('3', [String(1000 + i + k)])));

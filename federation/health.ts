@@ -108,6 +108,11 @@ export class FederationHealth {
     this.memo.set(failure.url, { ...failure, at: Date.now() });
   }
 
+  /** A fetch of this URL worked: an earlier failure no longer explains anything. */
+  fetchSucceededAt(url: string): void {
+    if (this.memo.size > 0) this.memo.delete(url);
+  }
+
   /** Why the latest fetch of this URL failed, when it did lately. */
   recentFetchFailure(url: string): FetchFailure | null {
     const m = this.memo.get(url);

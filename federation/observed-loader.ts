@@ -11,7 +11,9 @@ import { answerExcerpt, fetchProblem } from './fetch-errors.ts';
 export function observedLoader(app: AppContext, loader: DocumentLoader): DocumentLoader {
   return async (url, options) => {
     try {
-      return await loader(url, options);
+      const document = await loader(url, options);
+      healthOf(app).fetchSucceededAt(url);
+      return document;
     } catch (err) {
       const problem = fetchProblem(err);
       const body = await answerExcerpt(err);

@@ -69,8 +69,8 @@ export interface DependencyOptions {
 
 /**
  * Whether PostgreSQL and Redis answer, as this process sees them. Redis's connection events and errors seen by
- * requests change the state at once; a probe (SELECT 1 on a connection of its own, PING) confirms it, every few
- * seconds while all is well and twice a second while something is down. Each change is logged once.
+ * requests change the state at once; a probe (SELECT 1 on a connection of its own, PING) confirms it, every second
+ * while all is well and twice a second while something is down. Each change is logged once.
  */
 export class Dependencies {
   private readonly up: Record<Dependency, boolean> = { postgres: true, redis: true };
@@ -87,7 +87,7 @@ export class Dependencies {
   private stopped = false;
 
   constructor(options: DependencyOptions) {
-    this.options = { timeoutMs: 1500, everyMs: 5000, downEveryMs: 500, alsoRedis: [], ...options };
+    this.options = { timeoutMs: 1500, everyMs: 1000, downEveryMs: 500, alsoRedis: [], ...options };
     this.connections = [options.redis, ...this.options.alsoRedis];
     options.redis.on('end', () => this.idle());
     options.redis.on('ready', () => this.start());
@@ -204,10 +204,11 @@ export class Dependencies {
         return true;
       },
       (err: unknown) => {
-        // A dependency that keeps its connections open but does not answer would hold every request on them; two
-        // probes in a row without an answer (not one slow one on a busy machine) cut them off.
+        // A dependency that keeps its connections open but does not answer would hold every request on them: they
+        // are cut off once Redis leaves a PING 1.5 s unanswered, or PostgreSQL two SELECT 1 in a row (one slow query
+        // on a busy database is not a hang, and cutting off PostgreSQL rolls back every transaction under way).
         this.timeouts[name] = err instanceof ProbeTimeout ? this.timeouts[name] + 1 : 0;
-        if (this.timeouts[name] === 2) this.options.onHang?.(name);
+        if (this.timeouts[name] === (name === 'redis' ? 1 : 2)) this.options.onHang?.(name);
         return false;
       },
     );

@@ -204,6 +204,31 @@ describe('when Redis goes away just after a post is committed', () => {
   }, 30_000);
 });
 
+describe('when Redis stops answering but keeps its connections', () => {
+  it('answers within the bound, takes no write while it hangs, and comes back when it answers again', async () => {
+    redis.pause();
+    try {
+      // The first request finds out: its Redis commands time out (3 s); the post, committed first, is answered as made.
+      const first = await post('while-redis-hangs-1');
+      expect([200, 503]).toContain(first.res.statusCode);
+      expect(first.ms).toBeLessThan(4500);
+      await until(async () => (await s.app.inject({ method: 'GET', url: '/health' })).statusCode === 503, 5000, 'health says so');
+      expectUnavailable(await post('while-redis-hangs-2'));
+      const home = await timed('GET', '/api/v1/timelines/home', alice.token);
+      expect([200, 503]).toContain(home.res.statusCode);
+      expect(home.ms).toBeLessThan(4500);
+    } finally {
+      redis.resume();
+    }
+    await until(healthy, 10_000, 'the server sees Redis again');
+    expect((await post('after-redis-hung')).res.statusCode).toBe(200);
+    const texts = await bobsTexts();
+    expect(texts).not.toContain('while-redis-hangs-2');
+    expect(texts.filter((t) => t === 'after-redis-hung')).toHaveLength(1);
+    expect(texts.filter((t) => t === 'while-redis-hangs-1')).toHaveLength(1);
+  }, 30_000);
+});
+
 describe('when PostgreSQL goes away', () => {
   it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);
@@ -243,8 +268,9 @@ describe('when PostgreSQL goes away', () => {
 
   it('says once that each dependency went away and once that it came back', () => {
     const lines = (re: RegExp) => logged.filter((l) => re.test(l.msg));
-    expect(lines(/^redis is unavailable/)).toHaveLength(2); // two outages
-    expect(lines(/^redis is back/)).toHaveLength(2);
+    // Three outages of Redis (stopped, stopped just after a commit, hung), one of PostgreSQL.
+    expect(lines(/^redis is unavailable/)).toHaveLength(3);
+    expect(lines(/^redis is back/)).toHaveLength(3);
     expect(lines(/^postgres is unavailable/)).toHaveLength(1);
     expect(lines(/^postgres is back/)).toHaveLength(1);
   });

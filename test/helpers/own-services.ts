@@ -49,6 +49,15 @@ export class OwnRedis {
     await listening(this.port);
   }
 
+  /** Redis keeps its connections but answers nothing (SIGSTOP), as a hung or swapped-out server would; `resume` ends it. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     const p = this.process;
     this.process = null;

@@ -234,6 +234,9 @@ describe('when PostgreSQL goes away', () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);
     await pg.stop('fast');
     expectUnavailable(await post('during-pg'));
+    // An app that sends an Idempotency-Key and retries after the 503 posts once.
+    const keyed = () => s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: { ...bearer(bob.token), 'idempotency-key': 'retry-me' }, payload: { status: 'keyed-pg' } });
+    expect((await keyed()).statusCode).toBe(503);
     const home = await timed('GET', '/api/v1/timelines/home', alice.token);
     expect([200, 503]).toContain(home.res.statusCode);
     expect(home.ms).toBeLessThan(4500);
@@ -252,6 +255,10 @@ describe('when PostgreSQL goes away', () => {
     expect([...answers.values()]).toContain(200);
 
     expect((await post('after-pg')).res.statusCode).toBe(200);
+    const [retry, again] = [await keyed(), await keyed()];
+    expect(retry.statusCode, retry.body).toBe(200);
+    expect(again.json().id).toBe(retry.json().id);
+    expect((await bobsTexts()).filter((t) => t === 'keyed-pg')).toHaveLength(1);
     await until(async () => (await homeTexts()).includes('after-pg'), 10_000, 'the post after reaches the follower');
     // Fan-out of the posts made before and after the outage ran (workers paused and resumed), each once.
     await until(async () => {

@@ -133,7 +133,7 @@ export class CommitOutcomeUnknown extends DependencyUnavailable {
 /** Logs, once PostgreSQL answers again (for up to an hour), whether a transaction whose outcome was unknown committed. */
 async function reportLateOutcome(db: Db, txid: string): Promise<void> {
   const until = Date.now() + 3_600_000;
-  while (Date.now() < until) {
+  while (Date.now() < until && !db.ending) {
     const status = await txidStatus(db, txid);
     if (status === 'committed' || status === 'aborted') {
       const log = status === 'committed' ? console.error : console.info;

@@ -55,6 +55,8 @@ export interface Config {
   /** Largest accepted video or audio upload. */
   maxVideoBytes: number;
   actorIdleMs: number;
+  /** PostgreSQL connections this process may hold: requests and the jobs running at once (16 per worker) share them. */
+  databasePoolSize: number;
   /**
    * With ROLE=streaming, how many processes hold the sockets, sharing the port (node:cluster, as Mastodon's
    * STREAMING_CLUSTER_NUM): writing to sockets is kernel work that a second process does on a second core.
@@ -224,6 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxVideoBytes: int(env, 'MAX_VIDEO_BYTES', 99 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 2, 500),
     streamingProcesses: int(env, 'STREAMING_PROCESSES', 1, 1, 64),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     rateLimits: bool(env, 'RATE_LIMITS', true),

@@ -33,7 +33,7 @@ import { closeMetrics } from './services/metrics.ts';
 export async function createContext(config: Config): Promise<AppContext> {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, config.databasePoolSize);
   const redis = createRedis(config.redisUrl);
   await connectRedis(redis, config.redisUrl);
   const fileHost = await createFileHost(config);

@@ -8,15 +8,15 @@ export const reconnectSoon = (attempt: number): number => Math.min(attempt * 50,
 /**
  * The connection requests use. While Redis is away its commands fail at once (no offline queue) and commands in
  * flight when it went are failed, not sent again after it is back (maxRetriesPerRequest 0): a request answered
- * 503 must not have its writes run later. A Redis that keeps the connection but does not answer fails commands
- * after 3 s (and its connections are cut off by storage/dependencies.ts).
+ * 503 must not have its writes run later. A Redis that keeps the connection but does not answer has it cut off by
+ * storage/dependencies.ts (a commandTimeout would be a timer per command: about a third of the client's throughput).
  */
 export function createRedis(redisUrl: string, connectionName?: string): Redis {
   // Auto-pipelining sends the commands of concurrent requests issued in one tick as one write: each write to
   // Redis costs a system call and loopback TCP work in this process, the largest cost of a timeline read.
   const redis = new Redis(redisUrl, {
     lazyConnect: true, enableAutoPipelining: true, connectionName,
-    enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, commandTimeout: 3000, retryStrategy: reconnectSoon,
+    enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, retryStrategy: reconnectSoon,
   });
   redis.on('error', () => {}); // reconnects on its own; storage/dependencies.ts logs and /health reports
   return redis;

@@ -135,6 +135,9 @@ describe('when Redis goes away', () => {
     await new Promise((r) => setTimeout(r, 300)); // subscribed
 
     await redis.stop();
+    // A post sent in the instant Redis goes, before the server has seen it go, is made and answered 200 (as in the
+    // test after this one); once it is seen (at once, by the connection closing), writes are refused.
+    await until(async () => !(await healthy()), 2000, 'the server sees Redis gone');
     expectUnavailable(await post('during-redis'));
     const home = await timed('GET', '/api/v1/timelines/home', alice.token);
     expect([200, 503]).toContain(home.res.statusCode);
@@ -233,6 +236,7 @@ describe('when PostgreSQL goes away', () => {
   it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);
     await pg.stop('fast');
+    await until(async () => !(await healthy()), 2000, 'the server sees PostgreSQL gone');
     expectUnavailable(await post('during-pg'));
     // An app that sends an Idempotency-Key and retries after the 503 posts once.
     const keyed = () => s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: { ...bearer(bob.token), 'idempotency-key': 'retry-me' }, payload: { status: 'keyed-pg' } });

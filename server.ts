@@ -16,6 +16,7 @@ import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
 import { RenderedPageCache } from './services/page-cache.ts';
 import { defineLazyFederation } from './federation/lazy.ts';
+import { compactAfterStart } from './startup-gc.ts';
 import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
 import { findAccountById } from './storage/accounts.ts';
@@ -130,6 +131,7 @@ export async function startServer(config: Config, options: { logger?: boolean } 
   const app = await buildApp(ctx, options);
   const workers = config.role === 'web' || config.role === 'streaming' ? null : startWorkers(ctx);
   if (config.role !== 'worker') await app.listen({ port: config.port, host: config.bind });
+  compactAfterStart();
   return {
     app,
     ctx,

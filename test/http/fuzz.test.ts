@@ -124,7 +124,7 @@ async function buildRequest(route: Route, params: unknown[], query: Record<strin
 /** A request for a route, each part drawn from its schema (fitting or bad). */
 function requestArb(route: Route) {
   const params = pathParams(route.url);
-  const pathValue = fc.oneof(fc.constantFrom(...ids), badValue(ids), fc.constantFrom('moddy', 'vic', 'instance.actor'));
+  const pathValue = fc.oneof(fc.constantFrom(...ids), badValue(ids), fc.constantFrom('moddy', 'vic', 'instance.actor', 'tag', 'moddy@test.local'));
   return fc.record({
     params: fc.tuple(...params.map(() => pathValue)),
     query: objectOf(route.query, ids),
@@ -211,6 +211,22 @@ beforeAll(async () => {
   // Real ids, so requests also reach past "not found": the victim, posts, a poll, a list.
   ids = [victim.id, await post(victim, { status: 'hi #tag' }), await post(admin, { status: 'mine', poll: { options: ['a', 'b'], expires_in: 3600 } }), list.json().id];
   await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${victim.id}/follow`, headers: bearer(admin.token) });
+  // More things that exist, each by its id: a direct conversation, a notification, a filter, a media attachment, a
+  // scheduled post and a report.
+  const as = (payload: object, url: string, who = admin) => s.app.inject({ method: 'POST', url, headers: bearer(who.token), payload }).then((r) => r.json().id as string | undefined);
+  await post(victim, { status: '@moddy psst', visibility: 'direct' });
+  const png = await multipartOf({}, { field: 'file', filename: 'a.png', bytes: 'png' });
+  const upload = await s.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(admin.token), 'content-type': png.type }, payload: png.payload });
+  const more = [
+    (await s.app.inject({ method: 'GET', url: '/api/v1/notifications', headers: bearer(admin.token) })).json()[0]?.id,
+    (await s.app.inject({ method: 'GET', url: '/api/v1/conversations', headers: bearer(admin.token) })).json()[0]?.id,
+    await as({ title: 'f', context: ['home'], keywords_attributes: [{ keyword: 'x' }] }, '/api/v2/filters'),
+    upload.json().id,
+    await as({ status: 'later', scheduled_at: new Date(Date.now() + 3600_000).toISOString() }, '/api/v1/statuses'),
+    await as({ account_id: victim.id, comment: 'r' }, '/api/v1/reports'),
+  ];
+  ids.push(...more.filter((x): x is string => typeof x === 'string'));
+  expect(ids.length, JSON.stringify(more)).toBe(10);
 }, 60_000);
 afterAll(async () => s?.close());
 

@@ -146,10 +146,12 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     outbox: [{ kind: 'fanOutStatus', payload: {} }, { kind: 'deliver', payload: { activity: 'Create' }, remoteOnly: true }],
   };
   const localMentions = mentioned.filter((a) => a.domain === null);
-  // Most posts are one statement, one commit (storage/statuses.ts insertPost). Attachments, a poll, a scheduled
-  // post's row and notifications of local accounts are written with it in one transaction.
+  // A post is one statement (storage/statuses.ts insertPost) and one commit. It still runs in a transaction: a
+  // PostgreSQL that hangs and wakes up later does not apply a post whose client was answered 503 meanwhile (the commit
+  // is guarded, storage/db.ts). Attachments, a poll, a scheduled post's row and notifications of local accounts are
+  // written in the same transaction.
   const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0;
-  const result = plain ? await statuses.insertPost(db, row, extras) : await transaction(db, async (tx: PoolClient) => {
+  const result = await transaction(db, async (tx: PoolClient) => {
     const made = await statuses.insertPost(tx, row, extras);
     if (!made) return null;
     const { status, outbox } = made;

@@ -84,8 +84,8 @@ export interface PostExtras {
 
 /**
  * A local post in one statement: its row, the author's counters, the parent's reply count, its mentions and tags,
- * its idempotency key and its outbox rows. Run outside a transaction it is one round trip and one commit (the
- * common post); inside one, the first statement of a post that also attaches media, a poll or notifications.
+ * its idempotency key and its outbox rows (services/statuses.ts runs it in a transaction, with what else a post
+ * writes: media, a poll, notifications).
  * Null when the idempotency key is already held by a live claim (a racing twin won): nothing was written.
  */
 export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' | 'reblogOfId' | 'uri' | 'url' | 'createdAt'>, x: PostExtras): Promise<{ status: StatusRow; outbox: OutboxRow[] } | null> {

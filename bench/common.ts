@@ -42,7 +42,9 @@ export function startCommand(): { env: Record<string, string>; nodeFlags: string
 /** The server as `npm start` runs it, same flags and environment (with extra node flags and environment when given). */
 export function startServer(env: Record<string, string>, options: { nodeFlags?: string[]; role?: string } = {}): ChildProcess {
   const start = startCommand();
-  return spawn(process.execPath, [...start.nodeFlags, ...(options.nodeFlags ?? []), 'main.ts'], {
+  // BENCH_NODE_FLAGS: node flags after npm start's own, to try another setting (the last one given wins).
+  const extra = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  return spawn(process.execPath, [...start.nodeFlags, ...extra, ...(options.nodeFlags ?? []), 'main.ts'], {
     cwd: root, env: { ...process.env, ...start.env, ...env, ...(options.role ? { ROLE: options.role } : {}) }, stdio: ['ignore', 'inherit', 'inherit'],
   });
 }

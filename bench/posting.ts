@@ -77,8 +77,7 @@ async function main() {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROFILE] : [];
-  // BENCH_NODE_FLAGS: node flags after npm start's own (to try another setting: the last one given wins).
-  const server = startServer(env, { nodeFlags: [...profile, ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])] });
+  const server = startServer(env, { nodeFlags: profile });
   const db = createPool(config.databaseUrl, 4);
   const redis = new Redis(config.redisUrl);
   const dbName = new URL(config.databaseUrl).pathname.slice(1);

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.ts';
+import type { Redis } from 'ioredis';
+import type { HomeFeeds } from '../storage/feeds.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -80,4 +82,19 @@ export async function accountMaker(base: string, scopes = 'read write follow'): 
 export function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+/**
+ * Milliseconds from `since` (performance.now()) until the status is in every one of these home feeds, polling
+ * Redis every `everyMs`; NaN if it is not after `timeoutMs`.
+ */
+export async function untilInAllFeeds(redis: Redis, feeds: HomeFeeds, accountIds: string[], statusId: string, since: number, everyMs = 10, timeoutMs = 30_000): Promise<number> {
+  while (performance.now() - since < timeoutMs) {
+    const pipeline = redis.pipeline();
+    for (const id of accountIds) pipeline.zscore(feeds.key(id), statusId);
+    const results = (await pipeline.exec()) ?? [];
+    if (results.every(([, score]) => score !== null)) return performance.now() - since;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return NaN;
 }

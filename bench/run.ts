@@ -10,7 +10,7 @@ import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db
 import { HomeFeeds } from '../storage/feeds.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
-import { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, peakRssMb, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 
 // BENCH_PORT moves the three servers' ports (so two benchmarks can run side by side).
 const PORT = Number(process.env.BENCH_PORT ?? 3900);
@@ -119,17 +119,7 @@ async function main() {
     for (let i = 0; i < followers.length; i += 1000) await Promise.all(followers.slice(i, i + 1000).map((id) => feeds.rebuild(id, async () => [])));
     const started = performance.now();
     const status = await api(base, '/api/v1/statuses', { method: 'POST', token: celebrity, body: { status: 'Hello, all ten thousand of you!' } });
-    let fanOutMs = NaN;
-    for (let polls = 0; polls < 600; polls++) {
-      const pipeline = redis.pipeline();
-      for (const id of followers) pipeline.zscore(feeds.key(id), status.id);
-      const results = (await pipeline.exec()) ?? [];
-      if (results.every(([, score]) => score !== null)) {
-        fanOutMs = performance.now() - started;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const fanOutMs = await untilInAllFeeds(redis, feeds, followers, status.id, started, 20);
 
     // A reader who blocks 500 accounts and mutes 100 (seeded in PostgreSQL, as if made over months): the cached page's
     // steady state, and what one more block costs the next read (the page is rendered again, relations read once).

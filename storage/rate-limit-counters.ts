@@ -137,16 +137,20 @@ export class RateLimitCounters {
     c.lastHit = now;
     const n = c.pending + 1;
     c.pending = 0;
+    // On their way, these hits count as sent: local decisions meanwhile must not forget them.
+    c.sending += n;
     const counter = c;
     // Replies come in the order sent: this count includes every batch sent before, none sent after (still `sending`).
     this.add(1, key, n, windowMs).then((results) => {
       const [current, ttl] = results[0]!;
       const at = Date.now();
+      counter.sending -= n;
       counter.shared = current;
       counter.resetAt = at + ttl;
       counter.syncedAt = at;
       done(null, { current, ttl });
     }, (err: Error) => {
+      counter.sending -= n;
       counter.pending += n - 1;
       done(err);
     });

@@ -89,8 +89,10 @@ export interface PostExtras {
  * Null when the idempotency key is already held by a live claim (a racing twin won): nothing was written.
  */
 export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' | 'reblogOfId' | 'uri' | 'url' | 'createdAt'>, x: PostExtras): Promise<{ status: StatusRow; outbox: OutboxRow[] } | null> {
-  const { rows } = await db.query<StatusRow & { outbox: OutboxRow[] | null }>(
-    `WITH new AS (SELECT timestamp_id() AS id),
+  // Named, so that each connection parses and plans it once (planning it took PostgreSQL about 1 ms a post).
+  const { rows } = await db.query<StatusRow & { outbox: OutboxRow[] | null }>({
+    name: 'insert-post',
+    text: `WITH new AS (SELECT timestamp_id() AS id),
      claim AS (
        INSERT INTO idempotency_keys (account_id, key, status_id) SELECT $1, $11, id FROM new WHERE $11::text IS NOT NULL
        ON CONFLICT (account_id, key) DO UPDATE SET status_id = EXCLUDED.status_id, created_at = now()
@@ -120,9 +122,9 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
        ORDER BY o.n
        RETURNING id, kind, payload)
      SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id) FROM queued q) AS outbox FROM status`,
-    [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
+    values: [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
       x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true)],
-  );
+  });
   const row = rows[0];
   if (!row) return null;
   const { outbox, ...status } = row;
@@ -186,16 +188,17 @@ export interface FanOutStatus {
 
 /** A live status with its tags, whether it has media, and its author's standing; null when deleted or unknown. */
 export async function findStatusForFanOut(db: Queryable, id: string): Promise<FanOutStatus | null> {
-  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null }>(
-    `SELECT ${COLUMNS.split(',').map((c) => `s.${c.trim()}`).join(', ')},
+  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null }>({
+    name: 'status-for-fan-out',
+    text: `SELECT ${COLUMNS.split(',').map((c) => `s.${c.trim()}`).join(', ')},
             coalesce((SELECT array_agg(st.tag_id::text ORDER BY st.tag_id) FROM statuses_tags st WHERE st.status_id = s.id), '{}') AS tag_ids,
             coalesce((SELECT array_agg(t.name ORDER BY t.id) FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id), '{}') AS tag_names,
             EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = s.id AND m.position > 0) AS has_media,
             (SELECT a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', 'NULL::bigint')} FROM accounts a WHERE a.id = s.account_id) AS author_limited,
             (SELECT a.suspended_at IS NOT NULL FROM accounts a WHERE a.id = s.account_id) AS author_suspended
        FROM statuses s WHERE s.id = $1 AND s.deleted_at IS NULL`,
-    [id],
-  );
+    values: [id],
+  });
   const row = rows[0];
   if (!row) return null;
   const { tag_ids, tag_names, has_media, author_limited, author_suspended, ...status } = row;

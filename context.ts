@@ -53,3 +53,20 @@ export interface AppContext {
   federationQueue: BullMqMessageQueue;
   render: RenderContext;
 }
+
+/**
+ * One helper object per context, made on first use and kept on the context under a registered symbol rather than in
+ * a module-level map: a module loaded twice (once by the test runner, once by Node's own loader, as
+ * federation/lazy.ts loads Fedify's side) still finds the one object. `close` closes it and forgets it.
+ */
+export function contextSlot<T extends { close(): Promise<void> }>(name: string, make: (app: AppContext) => T) {
+  const key = Symbol.for(`fedi-server.${name}`);
+  const holder = (app: AppContext) => app as unknown as Record<symbol, T | undefined>;
+  return {
+    of: (app: AppContext): T => (holder(app)[key] ??= make(app)),
+    close: async (app: AppContext): Promise<void> => {
+      await holder(app)[key]?.close();
+      delete holder(app)[key];
+    },
+  };
+}

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.ts';
+import { contextSlot, type AppContext } from '../context.ts';
 import { pruneServerHealth, upsertServerHealth, type ServerHealthDelta } from '../storage/federation-health.ts';
 
 /** How often a process writes what it saw (one statement for all servers). */
@@ -161,22 +161,10 @@ export class FederationHealth {
   }
 }
 
-/**
- * Kept on the context under a registered symbol rather than in a module-level map: a module loaded twice (once by
- * the test runner, once by Node's own loader, as federation/lazy.ts loads Fedify's side) still finds the one tracker.
- */
-const TRACKER = Symbol.for('fedi-server.federationHealth');
-type Holder = { [TRACKER]?: FederationHealth };
+const slot = contextSlot('federationHealth', (app) => new FederationHealth(app));
 
 /** This process's tracker for this context, made on first use. */
-export function healthOf(app: AppContext): FederationHealth {
-  const holder = app as Holder;
-  return (holder[TRACKER] ??= new FederationHealth(app));
-}
+export const healthOf = slot.of;
 
 /** Writes what is pending and stops the timer (the context is closing). */
-export async function closeHealth(app: AppContext): Promise<void> {
-  const holder = app as Holder;
-  await holder[TRACKER]?.close();
-  delete holder[TRACKER];
-}
+export const closeHealth = slot.close;

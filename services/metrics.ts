@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { AppContext } from '../context.ts';
+import { contextSlot, type AppContext } from '../context.ts';
 
 /** How often a process adds its event counts to the shared totals in Redis. */
 const FLUSH_EVERY_MS = 5_000;
@@ -145,22 +145,13 @@ export class Metrics {
   }
 }
 
-/** On the context under a registered symbol, so that a module loaded twice (see federation/health.ts) shares it. */
-const METRICS = Symbol.for('fedi-server.metrics');
-type Holder = { [METRICS]?: Metrics };
+const slot = contextSlot('metrics', (app) => new Metrics(app));
 
 /** This process's metrics for this context, made on first use. */
-export function metricsOf(app: AppContext): Metrics {
-  const holder = app as Holder;
-  return (holder[METRICS] ??= new Metrics(app));
-}
+export const metricsOf = slot.of;
 
 /** Adds what is pending to the shared totals and stops the timer (the context is closing). */
-export async function closeMetrics(app: AppContext): Promise<void> {
-  const holder = app as Holder;
-  await holder[METRICS]?.close();
-  delete holder[METRICS];
-}
+export const closeMetrics = slot.close;
 
 /** Counts a BullMQ worker's finished jobs (completed, failed: an attempt that threw) under a queue's name. */
 export function countJobOutcomes(app: AppContext, worker: { on(event: 'completed' | 'failed', listener: () => void): unknown }, queue: string): void {

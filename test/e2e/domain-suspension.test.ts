@@ -1,7 +1,7 @@
 // An instance-wide suspension of a real https peer (the strict fake server): its inbox POSTs are refused before any
 // key is fetched, nothing is delivered to it, nothing is looked up there, and lifting the block restores all of it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpsInstance, type Instance } from '../helpers/instances.ts';
+import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
@@ -58,6 +58,8 @@ describe('a suspended server', () => {
 
     // Nothing is delivered: the post made while blocked never arrives, the one after the unblock does.
     await api('POST', '/api/v1/statuses', { status: 'during the block' });
+    // Its delivery job has run (while the block holds) before the unblock: "made while blocked" means just that.
+    await until(async () => (await ours.ctx.db.query('SELECT count(*)::int AS n FROM outbox')).rows[0].n, (n) => n === 0, 'the outbox emptied');
     expect(await cli('domains', 'unblock', peer.domain)).toEqual([`${peer.domain} unblocked`, '1 account(s) unsuspended']);
     await api('POST', '/api/v1/statuses', { status: 'after the block' });
     await peer.waitFor((d) => d.activity.type === 'Create' && JSON.stringify(d.activity).includes('after the block'));

@@ -50,22 +50,26 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   const found = await findStatusForFanOut(db, statusId);
   if (!found) return 0;
   const { status } = found;
-  // The first followers are asked for while the public streams are told (every millisecond before a follower's
-  // stream hears of it is latency on their screen).
+  const message = { event: edit ? 'status.update' : 'update', statusId } as const;
   const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
   firstBatch?.catch(() => {});
-  // Public streams first: they are one message each, whatever the number of followers.
-  // A limited (silenced) author, or one of a silenced server, is kept off the public streams as off public timelines.
-  if (broadcastable(status) && !found.authorLimited) {
-    const channels = publicChannelsOf({ local: status.uri === null, hasMedia: found.hasMedia, tags: found.tagNames });
-    await events.publish(channels, { event: edit ? 'status.update' : 'update', statusId });
-  }
+  // The public streams are told together with the first followers' homes, in one pipeline: a streaming process
+  // holding both kinds of sockets gets them in one read and renders them as one batch (one load of the status, one
+  // query of its receivers' flags, one read of their versions), where two batches a few milliseconds apart would
+  // cost it all twice. A limited (silenced) author, or one of a silenced server, is kept off the public streams as
+  // off public timelines.
+  let publicChannels = broadcastable(status) && !found.authorLimited ? publicChannelsOf({ local: status.uri === null, hasMedia: found.hasMedia, tags: found.tagNames }) : [];
+  const tellPublic = async () => {
+    const channels = publicChannels;
+    publicChannels = [];
+    if (channels.length > 0) await events.publish(channels, message);
+  };
   let delivered = 0;
   if (status.visibility === 'direct') {
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
-    await events.publish([...followers].map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
+    await events.publishToHomes(followers, message);
     const accepting = await feeds.acceptingAmong([...followers]);
     await addToFeeds(actors, accepting, statusId, edit);
     // And their conversations (services/conversations.ts).
@@ -88,7 +92,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     }
     // Their streams before their feeds: whoever listens has a built feed (subscribing builds it), and a channel
     // nobody listens to costs Redis next to nothing, so there is no need to wait for the feeds' check.
-    await events.publish(targets.map((id) => streamChannels.home(id)), { event: edit ? 'status.update' : 'update', statusId });
+    await Promise.all([tellPublic(), events.publishToHomes(targets, message)]);
     const accepting = await feeds.acceptingAmong(targets);
     const written = addToFeeds(actors, accepting, statusId, edit);
     written.catch(() => {}); // awaited below; not an unhandled rejection meanwhile
@@ -97,6 +101,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }
+  await tellPublic(); // no local followers
   await Promise.all(writing);
   if (!edit) await fanOutToLists(db, actors, status);
   // Local accounts following one of its hashtags (jobs/tag-fanout.ts).

@@ -2,7 +2,6 @@ import type { StatusRow } from '../storage/statuses.ts';
 import { findAccountById } from '../storage/accounts.ts';
 import { accountLimited } from '../storage/blocks.ts';
 import { tagFollowersBatch, tagIdsOfStatus } from '../storage/tag-follows.ts';
-import { streamChannels } from '../services/stream-events.ts';
 import type { FanOutDeps } from './fanout.ts';
 
 const BATCH = 1000;
@@ -31,7 +30,7 @@ export async function fanOutToTagFollowers({ db, feeds, actors, events }: FanOut
     for (const id of targets) seen.add(id);
     const accepting = await feeds.acceptingAmong(targets);
     if (accepting.length > 0) {
-      await events.publish(accepting.map((id) => streamChannels.home(id)), { event: 'update', statusId: status.id });
+      await events.publishToHomes(accepting, { event: 'update', statusId: status.id });
       await actors.addToHomeFeeds(accepting, status.id);
     }
     delivered += accepting.length;

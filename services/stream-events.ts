@@ -16,9 +16,33 @@ export type StreamMessage =
   /** The account's filters changed: clients fetch them again (no payload). */
   | { event: 'filters_changed' };
 
+/**
+ * Home channels are grouped in this many shards for fan-out: a status going to a thousand followers is one message
+ * per shard naming its receivers (`homes`), not a thousand messages, each of which Redis, the publisher and every
+ * subscribed process would handle on its own. A process holding a home stream listens to its account's channel and
+ * to the account's shard.
+ */
+export const HOME_SHARDS = 32;
+
+/** Which shard an account's home channel is in (FNV-1a over the id's text: ids need not be evenly spread). */
+export function homeShardOf(accountId: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < accountId.length; i++) hash = Math.imul(hash ^ accountId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % HOME_SHARDS;
+}
+
+const HOME_CHANNEL = /^timeline:(\d+)$/;
+
 export const streamChannels = {
   /** An account's home timeline: its own posts and those fanned out to it, and their deletion. */
   home: (accountId: string) => `timeline:${accountId}`,
+  /** The shard of home channels an account's is in: the fan-out of one status to many homes. */
+  homeShard: (shard: number) => `timeline:homes:${shard}`,
+  /** The home shard channel that also carries a channel's events, when it is a home channel; null otherwise. */
+  shardOfChannel: (channel: string): string | null => {
+    const id = HOME_CHANNEL.exec(channel)?.[1];
+    return id === undefined ? null : streamChannels.homeShard(homeShardOf(id));
+  },
   notifications: (accountId: string) => `timeline:${accountId}:notifications`,
   /** An account's direct conversations (services/conversations.ts). */
   direct: (accountId: string) => `timeline:direct:${accountId}`,
@@ -40,6 +64,9 @@ export function publicChannelsOf(s: { local: boolean; hasMedia: boolean; tags: s
   return channels;
 }
 
+/** A message on a home shard channel: for the home streams of the accounts it names. */
+export type HomesMessage = StreamMessage & { homes: string[] };
+
 /** Publishes stream messages; a channel nobody listens to costs Redis next to nothing. */
 export class StreamEvents {
   private readonly redis: Redis;
@@ -58,5 +85,20 @@ export class StreamEvents {
   async publish(channels: string | string[], message: StreamMessage): Promise<void> {
     const text = JSON.stringify(message);
     await Promise.all([channels].flat().map((c) => this.redis.publish(this.channelName(c), text).catch(() => 0)));
+  }
+
+  /** Publishes to the home streams of these accounts: one message per shard they fall in. */
+  async publishToHomes(accountIds: Iterable<string>, message: StreamMessage): Promise<void> {
+    const byShard = new Map<number, string[]>();
+    for (const id of accountIds) {
+      const shard = homeShardOf(id);
+      const ids = byShard.get(shard);
+      if (ids) ids.push(id);
+      else byShard.set(shard, [id]);
+    }
+    await Promise.all([...byShard].map(([shard, homes]) => {
+      const text = JSON.stringify({ ...message, homes } satisfies HomesMessage);
+      return this.redis.publish(this.channelName(streamChannels.homeShard(shard)), text).catch(() => 0);
+    }));
   }
 }

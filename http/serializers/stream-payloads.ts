@@ -19,27 +19,30 @@ import { findConversation } from '../../storage/conversations.ts';
  */
 export class StreamPayloads {
   private readonly ctx: AppContext;
-  private pending = new Map<string, Map<string, ((payload: string | null) => void)[]>>();
+  /** Receivers waiting for a status this turn, by status and by `<viewer> <context>`. */
+  private pending = new Map<string, Map<string, Receiver>>();
   private scheduled = false;
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
   }
 
-  /** A status for a receiver, with their filters of `context` applied (null: shown unfiltered, as on a direct stream). */
-  status(statusId: string, viewerId: string, context: FilterContext | 'list' | null = null): Promise<string | null> {
-    return new Promise((resolve) => {
-      let viewers = this.pending.get(statusId);
-      if (!viewers) this.pending.set(statusId, (viewers = new Map()));
-      const key = `${viewerId} ${context ?? ''}`;
-      const waiting = viewers.get(key);
-      if (waiting) waiting.push(resolve);
-      else viewers.set(key, [resolve]);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
+  /**
+   * A status for a receiver, with their filters of `context` applied (null: shown unfiltered, as on a direct
+   * stream), handed to `done` once the batch it joins is rendered: null when it is not for them. A callback, not a
+   * promise: one event is asked for by thousands of sessions in the same turn.
+   */
+  status(statusId: string, viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
+    let receivers = this.pending.get(statusId);
+    if (!receivers) this.pending.set(statusId, (receivers = new Map()));
+    const key = context === null ? viewerId : `${viewerId} ${context}`;
+    const receiver = receivers.get(key);
+    if (receiver) receiver.waiting.push(done);
+    else receivers.set(key, { viewerId, context, waiting: [done] });
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
   }
 
   async notification(notificationId: string, viewerId: string): Promise<string | null> {
@@ -58,20 +61,16 @@ export class StreamPayloads {
     const batch = this.pending;
     this.pending = new Map();
     this.scheduled = false;
-    for (const [statusId, viewers] of batch) {
-      void this.renderFor(statusId, [...viewers.keys()]).then(
-        (payloads) => void deliver(viewers, payloads),
-        () => { for (const resolvers of viewers.values()) for (const r of resolvers) r(null); },
+    for (const [statusId, receivers] of batch) {
+      void this.renderFor(statusId, [...receivers.values()]).then(
+        (payloads) => void deliver(receivers, payloads),
+        () => { for (const r of receivers.values()) for (const done of r.waiting) done(null); },
       );
     }
   }
 
-  /** Payloads by receiver key (`<viewer> <context>`), with each receiver's filters applied. */
-  private async renderFor(statusId: string, keys: string[]): Promise<Map<string, string>> {
-    const receivers = keys.map((key) => {
-      const [viewerId, context] = key.split(' ') as [string, string];
-      return { key, viewerId, context: (context || null) as FilterContext | 'list' | null };
-    });
+  /** Payloads by receiver, with each receiver's filters applied; a receiver left out is not to be sent it. */
+  private async renderFor(statusId: string, receivers: Receiver[]): Promise<Map<Receiver, string>> {
     const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
     // The receivers' filter and relation versions are read while their views are made; most are 0 (no filters, no
     // blocks or mutes: nothing to load).
@@ -84,7 +83,7 @@ export class StreamPayloads {
       if (f !== '0') filtersOf.set(v, await this.ctx.filters.forViewer(v, f));
       if (r !== '0') relationsOf.set(v, await this.ctx.statusLoader.relations.forViewer(v, r));
     }));
-    const out = new Map<string, string>();
+    const out = new Map<Receiver, string>();
     for (const r of receivers) {
       const view = unfiltered.get(r.viewerId);
       if (!view) continue;
@@ -94,14 +93,14 @@ export class StreamPayloads {
       if (relations && !shownDespiteRelations(relations, r.context, r.viewerId, view)) continue;
       const filters = filtersOf.get(r.viewerId);
       if (!r.context || !filters || filters.filters.length === 0) {
-        out.set(r.key, view.json);
+        out.set(r, view.json);
         continue;
       }
       // A list is read with the home filters, as on Mastodon.
       const applied = applyFilters(filters, r.context === 'list' ? 'home' : r.context, r.viewerId, [view.row], view.bundle);
       const row = applied.rows[0];
       if (!row) continue; // a filter hides it
-      out.set(r.key, applied.bundle === view.bundle ? view.json : JSON.stringify(renderStatus(this.ctx.render, applied.bundle, row)));
+      out.set(r, applied.bundle === view.bundle ? view.json : JSON.stringify(renderStatus(this.ctx.render, applied.bundle, row)));
     }
     return out;
   }
@@ -129,7 +128,7 @@ export class StreamPayloads {
     const flags = await (proper === statusId ? early : flagsOfViewers(this.ctx.db, viewerIds, [proper]));
     const views = new Map<string, StatusView>();
     for (const viewerId of viewerIds) {
-      const f = flags.get(viewerId)!;
+      const f = flags.get(viewerId) ?? NO_FLAGS;
       const own = viewerId === row.account_id || viewerId === author;
       const key = `${f.favourited.has(proper)}:${f.reblogged.has(proper)}`;
       let view = own ? undefined : views.get(key);
@@ -160,13 +159,24 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * and in between, what else has come (the same post's messages for other streams, answers to their queries) is
  * taken in, so that the next batch is rendered while this one is written rather than after.
  */
-async function deliver(viewers: Map<string, ((payload: string | null) => void)[]>, payloads: Map<string, string>): Promise<void> {
+async function deliver(receivers: Map<string, Receiver>, payloads: Map<Receiver, string>): Promise<void> {
   let n = 0;
-  for (const [viewer, resolvers] of viewers) {
-    for (const r of resolvers) r(payloads.get(viewer) ?? null);
-    if (++n % DELIVER_PER_TURN === 0 && n < viewers.size) await nextTurn();
+  for (const r of receivers.values()) {
+    const payload = payloads.get(r) ?? null;
+    for (const done of r.waiting) done(payload);
+    if (++n % DELIVER_PER_TURN === 0 && n < receivers.size) await nextTurn();
   }
 }
+
+/** Someone a status is rendered for: a viewer, where it is shown, and the sessions' callbacks waiting for it. */
+interface Receiver {
+  viewerId: string;
+  context: FilterContext | 'list' | null;
+  waiting: ((payload: string | null) => void)[];
+}
+
+/** A viewer who has neither favourited nor boosted the status. */
+const NO_FLAGS = { favourited: new Set<string>(), reblogged: new Set<string>() } as const;
 
 interface StatusView {
   json: string;

@@ -1,22 +1,39 @@
 import { Redis } from 'ioredis';
-import type { StreamEvents, StreamMessage } from '../../services/stream-events.ts';
+import { streamChannels, type HomesMessage, type StreamEvents, type StreamMessage } from '../../services/stream-events.ts';
 import { reconnectSoon } from '../../storage/redis.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
 
 export type StreamListener = (message: StreamMessage) => void;
 
+/** A Redis channel this process is subscribed to: how many listened channels need it, and its SUBSCRIBE. */
+interface Subscription {
+  refs: number;
+  ready: Promise<void>;
+}
+
+/** One need of a subscription, as a listened channel holds it. */
+interface Held {
+  name: string;
+  subscription: Subscription;
+}
+
 /**
  * This process's side of the live events: one Redis connection subscribed to exactly the channels its sockets
  * listen to (subscribed on the first listener, unsubscribed after the last), each message handed to every listener
- * of its channel in the same turn.
+ * of its channel in the same turn. A home channel's events also come on its shard (services/stream-events.ts): the
+ * shard is subscribed to while any of its home channels is listened to here, and its messages are handed to the
+ * listeners of the homes they name.
  */
 export class StreamBus {
   private readonly listeners = new Map<string, Set<StreamListener>>();
   private readonly events: StreamEvents;
   private readonly redisUrl: string;
   private connection: Redis | null = null;
-  /** Channels whose SUBSCRIBE has not been answered yet. */
-  private readonly subscribing = new Map<string, Promise<void>>();
+  private readonly subscriptions = new Map<string, Subscription>();
+  /** The Redis channels each listened channel holds (its own, and its home shard's). */
+  private readonly holding = new WeakMap<Set<StreamListener>, Held[]>();
+  /** The home shard channels subscribed to, by their full name. */
+  private readonly shardNames = new Set<string>();
   private last: { text: string; message: StreamMessage } | undefined;
 
   constructor(redisUrl: string, events: StreamEvents) {
@@ -42,9 +59,10 @@ export class StreamBus {
   }
 
   private dispatch(channel: string, text: string): void {
-    const set = this.listeners.get(channel);
-    if (!set) return;
-    // One event comes on many channels in a row (a post, on each follower's home): its text is parsed once.
+    const shard = this.shardNames.has(channel);
+    const set = shard ? undefined : this.listeners.get(channel);
+    if (!shard && !set) return;
+    // One event may come on many channels in a row (a post, on each follower's home): its text is parsed once.
     // Listeners only read messages.
     let message = this.last?.text === text ? this.last.message : undefined;
     if (!message) {
@@ -55,26 +73,38 @@ export class StreamBus {
       }
       this.last = { text, message };
     }
-    for (const listener of set) listener(message);
+    if (set) {
+      for (const listener of set) listener(message);
+      return;
+    }
+    const homes = (message as Partial<HomesMessage>).homes;
+    if (!Array.isArray(homes)) return;
+    for (const id of homes) {
+      const listeners = this.listeners.get(this.events.channelName(streamChannels.home(String(id))));
+      if (listeners) for (const listener of listeners) listener(message);
+    }
   }
 
   async listen(channel: string, listener: StreamListener): Promise<void> {
     const name = this.events.channelName(channel);
     let set = this.listeners.get(name);
     if (!set) {
-      set = new Set();
-      this.listeners.set(name, set);
-      const subscribing = this.connectedWithin(2000).then(() => this.subscriber().subscribe(name)).then(() => undefined);
-      this.subscribing.set(name, subscribing);
-      void subscribing.then(() => this.subscribing.delete(name), () => {
+      const created = new Set<StreamListener>();
+      set = created;
+      this.listeners.set(name, created);
+      const shardChannel = streamChannels.shardOfChannel(channel);
+      const shardName = shardChannel === null ? null : this.events.channelName(shardChannel);
+      if (shardName) this.shardNames.add(shardName);
+      const held = [this.acquire(name), ...(shardName ? [this.acquire(shardName)] : [])];
+      this.holding.set(created, held);
+      void Promise.all(held.map((h) => h.subscription.ready)).catch(() => {
         // Not subscribed: the channel is forgotten, so the next listener tries again rather than waiting on nothing.
-        this.subscribing.delete(name);
-        if (this.listeners.get(name) === set) this.listeners.delete(name);
+        if (this.listeners.get(name) === created) this.dropSet(name, created);
       });
     }
     set.add(listener);
     try {
-      await this.subscribing.get(name);
+      await Promise.all((this.holding.get(set) ?? []).map((h) => h.subscription.ready));
     } catch (err) {
       set.delete(listener);
       throw err;
@@ -86,10 +116,37 @@ export class StreamBus {
     const set = this.listeners.get(name);
     if (!set) return;
     set.delete(listener);
-    if (set.size === 0) {
-      this.listeners.delete(name);
-      void this.connection?.unsubscribe(name).catch(() => {});
+    if (set.size === 0) this.dropSet(name, set);
+  }
+
+  private dropSet(name: string, set: Set<StreamListener>): void {
+    this.listeners.delete(name);
+    for (const held of this.holding.get(set) ?? []) this.release(held);
+    this.holding.delete(set);
+  }
+
+  /** Subscribes to a Redis channel, or counts one more need of it; a failed SUBSCRIBE is forgotten. */
+  private acquire(name: string): Held {
+    const held = this.subscriptions.get(name);
+    if (held) {
+      held.refs += 1;
+      return { name, subscription: held };
     }
+    const ready = this.connectedWithin(2000).then(() => this.subscriber().subscribe(name)).then(() => undefined);
+    const subscription: Subscription = { refs: 1, ready };
+    ready.catch(() => {
+      if (this.subscriptions.get(name) === subscription) this.subscriptions.delete(name);
+    });
+    this.subscriptions.set(name, subscription);
+    return { name, subscription };
+  }
+
+  private release({ name, subscription }: Held): void {
+    // A subscription that failed (and was forgotten, perhaps made again since) is not this one to count down.
+    if (this.subscriptions.get(name) !== subscription || --subscription.refs > 0) return;
+    this.subscriptions.delete(name);
+    this.shardNames.delete(name);
+    void this.connection?.unsubscribe(name).catch(() => {});
   }
 
   /**
@@ -126,5 +183,7 @@ export class StreamBus {
     this.connection?.disconnect();
     this.connection = null;
     this.listeners.clear();
+    this.subscriptions.clear();
+    this.shardNames.clear();
   }
 }

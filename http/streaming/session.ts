@@ -103,7 +103,7 @@ export class StreamSession {
   private readonly payloads: StreamPayloads;
   private readonly output: StreamOutput;
   private readonly subscriptions = new Map<string, { channels: string[]; listener: StreamListener }>();
-  private queue: Promise<void> = Promise.resolve();
+  private readonly waiting: Waiting[] = [];
   private closed = false;
 
   constructor(owner: StreamOwner, bus: StreamBus, payloads: StreamPayloads, output: StreamOutput) {
@@ -141,34 +141,47 @@ export class StreamSession {
   }
 
   private enqueue(stream: string[], message: StreamMessage): void {
-    // Rendering starts at once (receivers of one event are batched); writing keeps the order of arrival.
-    const payload = this.render(message, filterContext(stream));
-    this.queue = this.queue.then(async () => {
-      const text = await payload.catch(() => null);
-      if (text !== null && !this.closed) this.output(stream, message.event, text.payload);
-    });
-  }
-
-  /** The event's payload for this connection's account; null when it is not to be sent. */
-  private async render(message: StreamMessage, context: FilterContext | 'list' | null): Promise<{ payload?: string } | null> {
+    // Rendering starts at once (receivers of one event are batched); writing keeps the order of arrival. Events
+    // wait in an array rather than a chain of promises: a post reaches thousands of sessions in one turn.
+    const item: Waiting = { stream, event: message.event, payload: NOT_YET };
+    this.waiting.push(item);
+    const settle = (payload: string | null | undefined) => {
+      item.payload = payload;
+      this.drain();
+    };
+    const failed = () => settle(null);
     switch (message.event) {
       case 'update':
-      case 'status.update': {
-        const payload = await this.payloads.status(message.statusId, this.owner.accountId, context);
-        return payload === null ? null : { payload };
-      }
+      case 'status.update':
+        return this.payloads.status(message.statusId, this.owner.accountId, filterContext(stream), settle);
       case 'delete':
-        return { payload: message.statusId };
-      case 'notification': {
-        const payload = await this.payloads.notification(message.notificationId, this.owner.accountId);
-        return payload === null ? null : { payload };
-      }
+        return settle(message.statusId);
       case 'filters_changed':
-        return {};
-      case 'conversation': {
-        const payload = await this.payloads.conversation(message.conversationId, this.owner.accountId);
-        return payload === null ? null : { payload };
-      }
+        return settle(undefined);
+      case 'notification':
+        return void this.payloads.notification(message.notificationId, this.owner.accountId).then(settle, failed);
+      case 'conversation':
+        return void this.payloads.conversation(message.conversationId, this.owner.accountId).then(settle, failed);
+      default:
+        return failed();
     }
   }
+
+  /** Writes the events whose payloads are ready, in order, up to the first still being rendered. */
+  private drain(): void {
+    while (this.waiting.length > 0 && this.waiting[0]!.payload !== NOT_YET) {
+      const { stream, event, payload } = this.waiting.shift()!;
+      if (payload === null || payload === NOT_YET || this.closed) continue;
+      this.output(stream, event, payload);
+    }
+  }
+}
+
+const NOT_YET = Symbol('not rendered yet');
+
+/** An event on its way to the client: its payload once rendered (null: not for this receiver; undefined: none). */
+interface Waiting {
+  stream: string[];
+  event: StreamMessage['event'];
+  payload: string | null | undefined | typeof NOT_YET;
 }

@@ -112,6 +112,12 @@ async function child(): Promise<void> {
           firstError ??= String((err as Error).message ?? err);
         }
       });
+      // Messages are noted with their time as they come and read between posts, once none has come for 150 ms: kept
+      // unread to the end, 20 posts' messages (tens of MB) would make this process's own collections, in the middle of
+      // a post's arrivals, part of the figures.
+      setInterval(() => {
+        if (now() - lastArrival > 150) for (const l of latency) if (l.unread.length > 0) settle(l);
+      }, 50).unref();
       send({ type: 'latency-opened', opened: latency.length, failed, firstError });
     } else if (m.type === 'latency-collect') {
       // Stragglers are waited for, up to waitMs.
@@ -284,9 +290,15 @@ interface Listener {
  * posting (settle()), so that parsing one socket's message does not delay the time noted for the next (this process
  * shares the machine's two cores with the server it measures).
  */
+/** When a latency socket last got a message in this process (the messages are read once they stop coming). */
+let lastArrival = 0;
+
 function listen(ws: WebSocket, group: string, channel: string): Listener {
   const l: Listener = { ws, group, channel, arrivals: new Map(), unread: [], errors: [], closed: false };
-  ws.on('message', (data: Buffer) => { l.unread.push([now(), data]); });
+  ws.on('message', (data: Buffer) => {
+    lastArrival = now();
+    l.unread.push([lastArrival, data]);
+  });
   ws.on('close', () => { l.closed = true; });
   ws.on('error', () => {});
   return l;

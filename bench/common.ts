@@ -1,7 +1,7 @@
 // What the benchmarks share: their own database and Redis prefix, the server as `npm start` runs it, a small API
 // client for set-up, and the peak-memory reading.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +76,19 @@ export async function accountMaker(base: string, scopes = 'read write follow'): 
   const app = await api(base, '/api/v1/apps', { method: 'POST', body: { client_name: 'bench', redirect_uris: 'urn:ietf:wg:oauth:2.0:oob', scopes } });
   const appToken = (await api(base, '/oauth/token', { method: 'POST', body: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret, scope: scopes } })).access_token;
   return async (username) => (await api(base, '/api/v1/accounts', { method: 'POST', token: appToken, body: { username, email: `${username}@bench.example`, password: 'bench password', agreement: true, locale: 'en' } })).access_token as string;
+}
+
+/**
+ * Starts a process's peak resident memory (VmHWM) over from its present size (Linux: `5` to clear_refs), so that a
+ * phase's peak is not its set-up's. False where the kernel does not allow it.
+ */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A process's peak resident memory (VmHWM), in MB. */

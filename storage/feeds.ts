@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { PageParams } from './paging.ts';
 
@@ -27,6 +28,7 @@ for _, key in ipairs(KEYS) do
   if redis.call('ZCARD', key) > size then redis.call('ZREMRANGEBYRANK', key, 0, -size - 1) end
 end
 `;
+const ADD_TO_FEEDS_SHA1 = createHash('sha1').update(ADD_TO_FEEDS).digest('hex');
 /** How long a rebuild's claim lasts: a rebuild that dies leaves a feed that is rebuilt again when next read. */
 const BUILDING_MS = 60_000;
 
@@ -192,11 +194,18 @@ export class HomeFeeds {
     );
   }
 
-  private addScript(keys: string[], args: (string | number)[]): Promise<unknown> {
-    const redis = this.redis as unknown as Record<string, unknown> & Redis;
-    if (!redis.fediFeedsAdd) redis.defineCommand('fediFeedsAdd', { lua: ADD_TO_FEEDS });
-    const call = redis.fediFeedsAdd as (...a: (string | number)[]) => Promise<unknown>;
-    return call.call(redis, keys.length, ...keys, ...args);
+  /**
+   * Runs the script by its digest, sending it whole once Redis does not know it (a restart, SCRIPT FLUSH). Not an
+   * ioredis defineCommand: a command defined while an auto-pipeline is being filled is missing from it, and ioredis
+   * then throws outside any promise, ending the process.
+   */
+  private async addScript(keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(ADD_TO_FEEDS_SHA1, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(ADD_TO_FEEDS, keys.length, ...keys, ...args);
+    }
   }
 
   /** Adds one status to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */

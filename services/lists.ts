@@ -54,7 +54,7 @@ export async function addMembers(deps: StatusDeps, ownerId: string, listId: stri
   if (list.exclusive) await deps.versions.bump({ relations: [ownerId] });
   if (await deps.listFeeds.accepts(list.id)) {
     // Their recent posts join the feed now, as follows do with home (later ones arrive by fan-out).
-    for (const id of accountIds) await deps.listFeeds.addAllTo(list.id, await accountStatusIds(deps.db, id, { visibilities: ['public', 'unlisted', 'private'], excludeReplies: true }, { limit: 40 }));
+    for (const id of accountIds) await deps.listFeeds.add(list.id, await accountStatusIds(deps.db, id, { visibilities: ['public', 'unlisted', 'private'], excludeReplies: true }, { limit: 40 }));
   }
 }
 

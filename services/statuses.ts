@@ -303,7 +303,7 @@ export async function unreblogStatus(deps: StatusDeps, accountId: string, status
 export async function mergeIntoHomeFeed(deps: StatusDeps, accountId: string, targetId: string): Promise<void> {
   if (!(await deps.feeds.accepts(accountId))) return;
   const ids = await statuses.accountStatusIds(deps.db, targetId, { visibilities: ['public', 'unlisted', 'private'] }, { limit: 40 });
-  await deps.feeds.addAllTo(accountId, ids);
+  await deps.feeds.add(accountId, ids);
 }
 
 /** After an unfollow: the account's statuses leave the former follower's feed. */

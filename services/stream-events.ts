@@ -32,12 +32,14 @@ export function homeShardOf(accountId: string): number {
 }
 
 const HOME_CHANNEL = /^timeline:(\d+)$/;
+/** What home shard channels' names begin with. */
+export const HOME_SHARD_PREFIX = 'timeline:homes:';
 
 export const streamChannels = {
   /** An account's home timeline: its own posts and those fanned out to it, and their deletion. */
   home: (accountId: string) => `timeline:${accountId}`,
   /** The shard of home channels an account's is in: the fan-out of one status to many homes. */
-  homeShard: (shard: number) => `timeline:homes:${shard}`,
+  homeShard: (shard: number) => `${HOME_SHARD_PREFIX}${shard}`,
   /** The home shard channel that also carries a channel's events, when it is a home channel; null otherwise. */
   shardOfChannel: (channel: string): string | null => {
     const id = HOME_CHANNEL.exec(channel)?.[1];

@@ -138,17 +138,6 @@ export class HomeFeeds {
     await tx.set(this.readyKey(accountId), '1').del(this.buildingKey(accountId)).zadd(this.acceptingKey(), '+inf', accountId).exec();
   }
 
-  /** Adds one status to many feeds in one round trip, trimming each to FEED_SIZE. */
-  async addToMany(accountIds: string[], statusId: string): Promise<void> {
-    if (accountIds.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const id of accountIds) {
-      pipeline.zadd(this.key(id), statusId, statusId);
-      pipeline.zremrangebyrank(this.key(id), 0, -FEED_SIZE - 1);
-    }
-    await pipeline.exec();
-  }
-
   /**
    * Adds statuses to one feed. The adds asked for in one turn of the event loop (a fan-out's thousand followers'
    * actors, each adding to its own feed) go to Redis together as one script call per thousand feeds, rather than
@@ -210,16 +199,7 @@ export class HomeFeeds {
 
   /** Adds one status to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */
   async addIfAccepting(accountId: string, statusId: string): Promise<void> {
-    if (await this.accepts(accountId)) await this.addToMany([accountId], statusId);
-  }
-
-  /** Adds several statuses to one feed in one command (a newly followed account's recent statuses). */
-  async addAllTo(accountId: string, statusIds: string[]): Promise<void> {
-    if (statusIds.length === 0) return;
-    await this.redis.pipeline()
-      .zadd(this.key(accountId), ...statusIds.flatMap((id) => [id, id]))
-      .zremrangebyrank(this.key(accountId), 0, -FEED_SIZE - 1)
-      .exec();
+    if (await this.accepts(accountId)) await this.add(accountId, [statusId]);
   }
 
   async remove(accountIds: string[], statusIds: string[]): Promise<void> {

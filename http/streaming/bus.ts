@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { streamChannels, type HomesMessage, type StreamEvents, type StreamMessage } from '../../services/stream-events.ts';
+import { HOME_SHARD_PREFIX, streamChannels, type HomesMessage, type StreamEvents, type StreamMessage } from '../../services/stream-events.ts';
 import { reconnectSoon } from '../../storage/redis.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
 
@@ -32,13 +32,14 @@ export class StreamBus {
   private readonly subscriptions = new Map<string, Subscription>();
   /** The Redis channels each listened channel holds (its own, and its home shard's). */
   private readonly holding = new WeakMap<Set<StreamListener>, Held[]>();
-  /** The home shard channels subscribed to, by their full name. */
-  private readonly shardNames = new Set<string>();
+  /** What the full names of home shard channels begin with. */
+  private readonly shardPrefix: string;
   private last: { text: string; message: StreamMessage } | undefined;
 
   constructor(redisUrl: string, events: StreamEvents) {
     this.redisUrl = redisUrl;
     this.events = events;
+    this.shardPrefix = events.channelName(HOME_SHARD_PREFIX);
   }
 
   private subscriber(): Redis {
@@ -59,7 +60,7 @@ export class StreamBus {
   }
 
   private dispatch(channel: string, text: string): void {
-    const shard = this.shardNames.has(channel);
+    const shard = channel.startsWith(this.shardPrefix);
     const set = shard ? undefined : this.listeners.get(channel);
     if (!shard && !set) return;
     // One event may come on many channels in a row (a post, on each follower's home): its text is parsed once.
@@ -94,7 +95,6 @@ export class StreamBus {
       this.listeners.set(name, created);
       const shardChannel = streamChannels.shardOfChannel(channel);
       const shardName = shardChannel === null ? null : this.events.channelName(shardChannel);
-      if (shardName) this.shardNames.add(shardName);
       const held = [this.acquire(name), ...(shardName ? [this.acquire(shardName)] : [])];
       this.holding.set(created, held);
       void Promise.all(held.map((h) => h.subscription.ready)).catch(() => {
@@ -145,7 +145,6 @@ export class StreamBus {
     // A subscription that failed (and was forgotten, perhaps made again since) is not this one to count down.
     if (this.subscriptions.get(name) !== subscription || --subscription.refs > 0) return;
     this.subscriptions.delete(name);
-    this.shardNames.delete(name);
     void this.connection?.unsubscribe(name).catch(() => {});
   }
 
@@ -184,6 +183,5 @@ export class StreamBus {
     this.connection = null;
     this.listeners.clear();
     this.subscriptions.clear();
-    this.shardNames.clear();
   }
 }

@@ -29,7 +29,7 @@ describe('home feed rebuild', () => {
       // The source was read; then a status is committed and fanned out before the rebuild writes the feed.
       expect(await feeds.acceptingAmong(['1'])).toEqual(['1']);
       expect(await feeds.isReady('1')).toBe(false);
-      await feeds.addToMany(['1'], '300');
+      await feeds.add('1', ['300']);
       return ['200', '100'];
     });
     expect(await newest('1')).toEqual(['300', '200', '100']);
@@ -74,7 +74,7 @@ describe('home feed rebuild', () => {
   });
 
   it('replaces what a feed held before it was found missing, and caps it', async () => {
-    await feeds.addToMany(['2'], '5'); // left from before, without the built marker
+    await feeds.add('2', ['5']); // left from before, without the built marker
     const many = Array.from({ length: 900 }, (_, i) => String(1000 + i));
     await feeds.rebuild('2', async () => many);
     const ids = await redis.zrange(feeds.key('2'), 0, -1);

@@ -50,6 +50,31 @@ async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number;
   return { server: of(serverPid), postgres, redis: redisCpu };
 }
 
+/**
+ * With `BENCH_PG_STATEMENTS=1` and PostgreSQL running with `shared_preload_libraries = 'pg_stat_statements'`: the
+ * statements of the posting part (jobs included), per post, by the time PostgreSQL spent executing them.
+ */
+async function statementStats(db: ReturnType<typeof createPool>) {
+  await db.query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`);
+  const dbName = (await db.query<{ d: string }>(`SELECT current_database() AS d`)).rows[0]!.d;
+  return {
+    reset: async () => {
+      await db.query(`SELECT pg_stat_statements_reset()`);
+    },
+    report: async (posts: number) => {
+      // Planning time is there when pg_stat_statements.track_planning is on (0 otherwise).
+      const { rows } = await db.query<{ calls: string; ms: string; plan: string; query: string }>(
+        `SELECT s.calls::text, s.total_exec_time::text AS ms, s.total_plan_time::text AS plan, s.query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+          WHERE d.datname = $1 ORDER BY s.total_exec_time + s.total_plan_time DESC LIMIT 25`,
+        [dbName],
+      );
+      const per = (x: string) => (Number(x) / posts).toFixed(3).padStart(6);
+      const lines = rows.map((r) => `  ${(Number(r.calls) / posts).toFixed(2).padStart(5)} calls ${per(r.ms)} ms ${per(r.plan)} ms  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+      return `  statements per post (calls, execution time, planning time), by the two:\n${lines.join('\n')}`;
+    },
+  };
+}
+
 /** 32 connections, each posting as its own author, for `seconds`. */
 async function postAll(tokens: string[], seconds: number) {
   let next = 0;
@@ -103,11 +128,14 @@ async function main() {
     const statsBefore = await commits();
     const postsBefore = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
     const cpuBefore = await cpuMs(server.pid!, redis);
+    const statements = process.env.BENCH_PG_STATEMENTS ? await statementStats(db) : null;
+    await statements?.reset();
     const alone = await postAll(tokens, SECONDS);
     await sleep(3000); // the jobs of the last posts
     const cpuAfter = await cpuMs(server.pid!, redis);
     const made = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore;
     const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
+    const statementReport = statements ? await statements.report(made) : '';
     peakOf('posting');
 
     // 2. The same authors, each followed by the same 100 accounts whose home feeds are built.
@@ -120,6 +148,7 @@ async function main() {
     const feeds = new HomeFeeds(redis, config.redisPrefix);
     await Promise.all(followerIds.map((id) => feeds.rebuild(id, async () => [])));
     const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;
+    const fanCpuBefore = await cpuMs(server.pid!, redis);
     const fanned = await postAll(tokens, SECONDS);
     const stopped = performance.now();
     const { rows: posted } = await db.query<{ id: string }>(
@@ -128,10 +157,18 @@ async function main() {
     // Feeds keep their newest 800: each is complete when it holds every post of the run that is among its newest.
     const expected = posted.map((r) => r.id).slice(-800);
     // Each poll asks only about what each feed was still missing (asking for all 80,000 pairs every time would
-    // itself load Redis).
+    // itself load Redis). Until every feed holds as many statuses as expected (they were emptied before the run, and
+    // only the run's posts go in), a poll is one ZCARD per feed: what the benchmark asks costs Redis next to nothing
+    // while the server is still fanning out.
     const missing = new Map(followerIds.map((id) => [id, expected]));
     let caughtUpMs = NaN;
     for (let i = 0; i < 600; i++) {
+      const counting = redis.pipeline();
+      for (const id of followerIds) counting.zcard(feeds.key(id));
+      if (((await counting.exec()) ?? []).some(([, n]) => Number(n) < expected.length)) {
+        await sleep(50);
+        continue;
+      }
       const asked = [...missing];
       const pipeline = redis.pipeline();
       for (const [id, ids] of asked) pipeline.zmscore(feeds.key(id), ...ids);
@@ -147,6 +184,7 @@ async function main() {
       }
       await sleep(50);
     }
+    const fanCpuAfter = await cpuMs(server.pid!, redis);
     peakOf('posting with followers');
     const stillMissing = [...missing.values()].reduce((n, ids) => n + ids.length, 0);
     const insertions = posted.length * FOLLOWERS;
@@ -170,8 +208,11 @@ async function main() {
     console.log(`  ${Math.round(alone.rps)} posts/s accepted (${alone.accepted} in all${alone.refused ? `, ${alone.refused} refused or failed` : ''}), p50 ${alone.p50} ms, p99 ${alone.p99} ms; ${commitsPerPost.toFixed(2)} PostgreSQL commits per post (jobs included)`);
     const per = (k: 'server' | 'postgres' | 'redis') => ((cpuAfter[k] - cpuBefore[k]) / Math.max(made, 1)).toFixed(2);
     console.log(`  CPU per post (jobs included, ms): server ${per('server')}, PostgreSQL ${per('postgres')} (all its processes; what else uses it counts too), Redis ${per('redis')}`);
+    if (statementReport) console.log(statementReport);
     console.log(`\nthe same with each author followed by the same ${FOLLOWERS} accounts (target: all in every home feed within 2 s of posting stopping, >= 50,000 feed insertions/s)`);
     console.log(`  ${Math.round(fanned.rps)} posts/s accepted, p50 ${fanned.p50} ms, p99 ${fanned.p99} ms; ${posted.length} posts, ${insertions} feed insertions`);
+    const fanPer = (k: 'server' | 'postgres' | 'redis') => ((fanCpuAfter[k] - fanCpuBefore[k]) / Math.max(posted.length, 1)).toFixed(2);
+    console.log(`  CPU per post, its fan-out included (ms): server ${fanPer('server')}, PostgreSQL ${fanPer('postgres')}, Redis ${fanPer('redis')}`);
     console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);
     console.log(`\nfan-out to 10,000 local followers, from the POST being sent (so its commit included) to the last feed, 3 posts (target <= 500 ms from the commit): ${tenK.map(f).join(', ')}`);
     peakOf('10,000 followers');

@@ -55,13 +55,14 @@ const COLUMNS = `id, username, domain, display_name, note_source, note_html, fie
   statuses_count, last_status_at, suspended_at, silenced_at, sensitized_at, created_at, updated_at`;
 
 export async function findAccountById(db: Queryable, id: string): Promise<AccountRow | null> {
-  const { rows } = await db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE id = $1`, [id]);
+  // Among the commonest queries (a post's author, a job's account): prepared once per connection.
+  const { rows } = await db.query<AccountRow>({ name: 'account-by-id', text: `SELECT ${COLUMNS} FROM accounts WHERE id = $1`, values: [id] });
   return rows[0] ?? null;
 }
 
 export async function findAccountsByIds(db: Queryable, ids: string[]): Promise<AccountRow[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query<AccountRow>(`SELECT ${COLUMNS} FROM accounts WHERE id = ANY($1::bigint[])`, [ids]);
+  const { rows } = await db.query<AccountRow>({ name: 'accounts-by-ids', text: `SELECT ${COLUMNS} FROM accounts WHERE id = ANY($1::bigint[])`, values: [ids] });
   return rows;
 }
 

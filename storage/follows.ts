@@ -204,6 +204,9 @@ export async function countFollowRequests(db: Queryable, targetId: string): Prom
 }
 
 /** Local followers of an account, a batch at a time in follow order (keyset paging, so any number can be walked). */
+// Not a named (prepared) statement, though it runs once per post: after five runs PostgreSQL may settle on a
+// generic plan that walks follows by id and filters on the target, and on a skewed table (one author with most of
+// the follows) that took a 10,000-follower fan-out from 0.3 s to 7 s. Planned each time, it uses follows_target.
 export async function localFollowersBatch(db: Queryable, accountId: string, afterFollowId: string, limit: number): Promise<{ followId: string; accountId: string; showReblogs: boolean }[]> {
   const { rows } = await db.query<{ id: string; account_id: string; show_reblogs: boolean }>(
     `SELECT f.id, f.account_id, f.show_reblogs FROM follows f JOIN accounts a ON a.id = f.account_id

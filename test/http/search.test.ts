@@ -121,6 +121,20 @@ describe('words', () => {
     expect(await search(kay, 'albatross')).toEqual([]);
   });
 
+  it("indexes each status (new, edited, with media) as status_search_document makes its document", async () => {
+    // The insert trigger computes the document itself (migration 1766300000000); the media triggers and the backfill
+    // use status_search_document. Both must give the same words.
+    await post(kay, { status: 'Plain words, no language given' });
+    await post(kay, { status: 'Ein Satz auf Deutsch', language: 'de', spoiler_text: 'Vorsicht' });
+    const { rows } = await s.ctx.db.query<{ n: string; differ: string }>(
+      `SELECT count(*)::text AS n,
+              count(*) FILTER (WHERE search_vector IS DISTINCT FROM status_search_document(id, account_id, language, content, spoiler_text))::text AS differ
+         FROM statuses WHERE reblog_of_id IS NULL`,
+    );
+    expect(Number(rows[0]!.n)).toBeGreaterThan(8);
+    expect(rows[0]!.differ).toBe('0');
+  });
+
   it('pages with limit, offset, max_id and min_id, newest first', async () => {
     const posted: string[] = [];
     for (let i = 0; i < 5; i++) posted.push((await post(ida, { status: `pagination marmot ${i}` })).id);

@@ -75,6 +75,29 @@ async function statementStats(db: ReturnType<typeof createPool>) {
   };
 }
 
+/** Fan-out jobs that failed (kept by BullMQ) or wait for a retry, with the first failure's reason; '' if none. */
+async function failedJobs(redis: Redis, prefix: string): Promise<string> {
+  const queue = `${prefix}bull:fanout`;
+  // The hourly media clean-up waits among the delayed jobs too (its scheduler's id starts with `repeat:`).
+  const [failed, delayedIds] = await Promise.all([redis.zrange(`${queue}:failed`, 0, -1), redis.zrange(`${queue}:delayed`, 0, -1)]);
+  const delayed = delayedIds.filter((id) => !id.startsWith('repeat:')).length;
+  if (failed.length === 0 && delayed === 0) return '';
+  const reason = failed.length > 0 ? await redis.hget(`${queue}:${failed[0]}`, 'failedReason') : null;
+  return `fan-out jobs failed: ${failed.length}, waiting for a retry: ${delayed}${reason ? ` (first failure: ${reason})` : ''}`;
+}
+
+/**
+ * With `BENCH_REDIS_COMMANDS=1`: Redis's own count of the commands run in the fan-out part (the benchmark's polls
+ * included), per post, by the time Redis spent in them (INFO commandstats; a script's commands count on their own
+ * as well as within EVALSHA).
+ */
+function redisCommandStats(info: string, posts: number): string {
+  const rows = [...info.matchAll(/^cmdstat_(\S+):calls=(\d+),usec=(\d+)/gm)].map((m) => ({ cmd: m[1]!, calls: Number(m[2]), usec: Number(m[3]) }));
+  rows.sort((a, b) => b.usec - a.usec);
+  const lines = rows.slice(0, 15).map((r) => `  ${(r.calls / posts).toFixed(2).padStart(8)} calls ${(r.usec / posts).toFixed(1).padStart(7)} µs  ${r.cmd}`);
+  return `  Redis commands per post (calls, Redis's time), by time:\n${lines.join('\n')}`;
+}
+
 /** 32 connections, each posting as its own author, for `seconds`. */
 async function postAll(tokens: string[], seconds: number) {
   let next = 0;
@@ -148,26 +171,37 @@ async function main() {
     const feeds = new HomeFeeds(redis, config.redisPrefix);
     await Promise.all(followerIds.map((id) => feeds.rebuild(id, async () => [])));
     const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;
+    if (process.env.BENCH_REDIS_COMMANDS) await redis.config('RESETSTAT');
     const fanCpuBefore = await cpuMs(server.pid!, redis);
     const fanned = await postAll(tokens, SECONDS);
     const stopped = performance.now();
+    // Requests still in flight when autocannon stopped may yet commit: the run's posts are read once their number
+    // holds still (a late post read after the list would push an expected one out of every feed's newest 800).
+    const runPosts = async () => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses WHERE id > $1`, [lastBefore])).rows[0]!.n);
+    for (let n = await runPosts(), was = -1; n !== was; was = n, await sleep(250), n = await runPosts());
     const { rows: posted } = await db.query<{ id: string }>(
       `SELECT id::text FROM statuses WHERE id > $1 AND account_id = ANY($2::bigint[]) ORDER BY id`, [lastBefore, authorIds],
     );
     // Feeds keep their newest 800: each is complete when it holds every post of the run that is among its newest.
     const expected = posted.map((r) => r.id).slice(-800);
     // Each poll asks only about what each feed was still missing (asking for all 80,000 pairs every time would
-    // itself load Redis). Until every feed holds as many statuses as expected (they were emptied before the run, and
-    // only the run's posts go in), a poll is one ZCARD per feed: what the benchmark asks costs Redis next to nothing
-    // while the server is still fanning out.
+    // itself load Redis). Before that, while the server is still fanning out, a poll asks each feed only for the
+    // last post of each author (32 ids): one that lacks any of them is not complete, and what the benchmark asks
+    // costs Redis next to nothing.
+    const { rows: lastOfEach } = await db.query<{ id: string }>(
+      `SELECT max(id)::text AS id FROM statuses WHERE id > $1 AND account_id = ANY($2::bigint[]) GROUP BY account_id`, [lastBefore, authorIds],
+    );
+    const lastIds = lastOfEach.map((r) => r.id).filter((id) => expected.includes(id));
     const missing = new Map(followerIds.map((id) => [id, expected]));
     let caughtUpMs = NaN;
     for (let i = 0; i < 600; i++) {
-      const counting = redis.pipeline();
-      for (const id of followerIds) counting.zcard(feeds.key(id));
-      if (((await counting.exec()) ?? []).some(([, n]) => Number(n) < expected.length)) {
-        await sleep(50);
-        continue;
+      if (lastIds.length > 0) {
+        const lasts = redis.pipeline();
+        for (const id of followerIds) lasts.zmscore(feeds.key(id), ...lastIds);
+        if (((await lasts.exec()) ?? []).some(([, scores]) => (scores as (string | null)[]).includes(null))) {
+          await sleep(50);
+          continue;
+        }
       }
       const asked = [...missing];
       const pipeline = redis.pipeline();
@@ -185,6 +219,8 @@ async function main() {
       await sleep(50);
     }
     const fanCpuAfter = await cpuMs(server.pid!, redis);
+    const jobTrouble = await failedJobs(redis, config.redisPrefix);
+    const redisReport = process.env.BENCH_REDIS_COMMANDS ? redisCommandStats(await redis.info('commandstats'), posted.length) : '';
     peakOf('posting with followers');
     const stillMissing = [...missing.values()].reduce((n, ids) => n + ids.length, 0);
     const insertions = posted.length * FOLLOWERS;
@@ -213,6 +249,8 @@ async function main() {
     console.log(`  ${Math.round(fanned.rps)} posts/s accepted, p50 ${fanned.p50} ms, p99 ${fanned.p99} ms; ${posted.length} posts, ${insertions} feed insertions`);
     const fanPer = (k: 'server' | 'postgres' | 'redis') => ((fanCpuAfter[k] - fanCpuBefore[k]) / Math.max(posted.length, 1)).toFixed(2);
     console.log(`  CPU per post, its fan-out included (ms): server ${fanPer('server')}, PostgreSQL ${fanPer('postgres')}, Redis ${fanPer('redis')}`);
+    if (redisReport) console.log(redisReport);
+    if (jobTrouble) console.log(`  ${jobTrouble}`);
     console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);
     console.log(`\nfan-out to 10,000 local followers, from the POST being sent (so its commit included) to the last feed, 3 posts (target <= 500 ms from the commit): ${tenK.map(f).join(', ')}`);
     peakOf('10,000 followers');

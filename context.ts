@@ -17,6 +17,7 @@ import type { KeyTracking } from './storage/key-tracking.ts';
 import type { Federation } from '@fedify/fedify';
 import type { AccountKeyRing } from './federation/keys.ts';
 import type { BullMqMessageQueue } from './federation/queue.ts';
+import type { JobBacklog } from './services/job-backlog.ts';
 
 /** ActivityPub through Fedify, with this context as the data every handler gets. */
 export type AppFederation = Federation<AppContext>;
@@ -34,6 +35,8 @@ export interface AppContext {
   /** Each list's feed, by list id. */
   listFeeds: HomeFeeds;
   jobs: JobQueues;
+  /** How far behind this process's job worker is; new posts wait while it is too far behind (ROLE=all). */
+  jobBacklog: JobBacklog;
   tokens: TokenCache;
   versions: CacheVersions;
   /** Live events for streaming sockets, published over Redis pub/sub. */

@@ -21,6 +21,7 @@ import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
 import { findAccountById } from './storage/accounts.ts';
 import { StreamEvents } from './services/stream-events.ts';
+import { JobBacklog } from './services/job-backlog.ts';
 import { FilterCache } from './services/filters.ts';
 import { cutOffConnections, guardCommits } from './storage/db.ts';
 import { createSubscriber } from './storage/redis.ts';
@@ -84,6 +85,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     feeds,
     listFeeds,
     jobs,
+    jobBacklog: new JobBacklog(),
     tokens,
     versions,
     events,

@@ -119,8 +119,10 @@ export class ActorRegistry {
 
   /**
    * Puts a status into these accounts' home feeds (their feeds taking statuses, as the caller found), each through
-   * its own actor. Fan-out jobs running at once are gathered per turn: an account followed by several authors that
-   * post together gets one message with all their statuses (one ZADD), not one message each.
+   * its own actor. Fan-out jobs running at once are gathered: an account followed by several authors that post
+   * together gets one message with all their statuses (one ZADD), not one message each. A batch goes at the end of
+   * the turn, unless the one before is still being written: then it gathers until that one is done, so the busier
+   * fan-out is, the more each message carries, and a quiet server adds no wait.
    */
   addToHomeFeeds(accountIds: string[], statusId: string): Promise<void> {
     if (accountIds.length === 0) return Promise.resolve();
@@ -135,31 +137,42 @@ export class ActorRegistry {
     });
   }
 
+  /** The batch gathering additions, if any. */
   private feedBatch: FeedBatch | null = null;
+  /** Whether a batch is being written (its actors have not all answered). */
+  private feedBatchWriting = false;
 
   private newFeedBatch(): FeedBatch {
     const batch: FeedBatch = { statusIds: new Map(), waiting: [] };
     setImmediate(() => {
-      this.feedBatch = null;
-      // One timer for the whole batch rather than one per message.
-      let left = batch.statusIds.size;
-      let failure: { error: unknown } | null = null;
-      const finish = () => {
-        clearTimeout(timer);
-        for (const w of batch.waiting) failure ? w.reject(failure.error) : w.resolve();
-      };
-      const timer = setTimeout(() => {
-        left = -1;
-        for (const w of batch.waiting) w.reject(new Error('Query Timeout'));
-      }, this.options.queryTimeoutMs);
-      for (const [id, statusIds] of batch.statusIds) {
-        this.send(id, { type: 'addToHomeFeed', statusIds, accepting: true }, (outcome) => {
-          if ('error' in outcome) failure ??= outcome;
-          if (--left === 0) finish();
-        });
-      }
+      if (!this.feedBatchWriting) this.writeFeedBatch(batch);
     });
     return batch;
+  }
+
+  private writeFeedBatch(batch: FeedBatch): void {
+    if (this.feedBatch === batch) this.feedBatch = null;
+    this.feedBatchWriting = true;
+    // One timer for the whole batch rather than one per message.
+    let left = batch.statusIds.size;
+    let failure: { error: unknown } | null = null;
+    const done = (outcome: { error: unknown } | null) => {
+      clearTimeout(timer);
+      for (const w of batch.waiting) outcome ? w.reject(outcome.error) : w.resolve();
+      this.feedBatchWriting = false;
+      // What gathered meanwhile goes now.
+      if (this.feedBatch) this.writeFeedBatch(this.feedBatch);
+    };
+    const timer = setTimeout(() => {
+      left = -1;
+      done({ error: new Error('Query Timeout') });
+    }, this.options.queryTimeoutMs);
+    for (const [id, statusIds] of batch.statusIds) {
+      this.send(id, { type: 'addToHomeFeed', statusIds, accepting: true }, (outcome) => {
+        if ('error' in outcome) failure ??= outcome;
+        if (--left === 0) done(failure);
+      });
+    }
   }
 
   stop(): void {

@@ -103,9 +103,11 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   }
   await tellPublic(); // no local followers
   await Promise.all(writing);
-  if (!edit) await fanOutToLists(db, actors, status);
+  if (!edit && found.inLists) await fanOutToLists(db, actors, status);
   // Local accounts following one of its hashtags (jobs/tag-fanout.ts).
-  if (!edit) delivered += await fanOutToTagFollowers({ db, feeds, actors, events }, status, { tagIds: found.tagIds, authorHidden: found.authorLimited || found.authorSuspended });
+  if (!edit && found.tagFollowed) {
+    delivered += await fanOutToTagFollowers({ db, feeds, actors, events }, status, { tagIds: found.tagIds, authorHidden: found.authorLimited || found.authorSuspended });
+  }
   return delivered;
 }
 

@@ -13,6 +13,8 @@ import { sweepDueScheduledStatuses } from '../services/scheduled-statuses.ts';
 import { endPoll } from '../services/polls.ts';
 
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
+/** Jobs this process runs at once. */
+const CONCURRENCY = 16;
 const SWEEP_EVERY_MS = 30_000;
 const SWEEP_AFTER_MS = 10_000;
 
@@ -29,27 +31,38 @@ export function startWorkers(ctx: AppContext): Workers {
   const worker = new Worker<FanoutJob>(
     FANOUT_QUEUE,
     async (job: Job<FanoutJob>) => {
-      const data = job.data;
-      if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
-      else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
-      // Deliveries and Web Push load what they need (Fedify, the push library) at their first job, not at start.
-      else if (data.kind === 'deliver') await (await import('../federation/outbound.ts')).deliverActivity(ctx, data);
-      else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
-      else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
-      else if (data.kind === 'webPush') await (await import('./web-push.ts')).deliverWebPush(ctx, data, log);
-      else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
-      else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
-      else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
-      if (data.outboxId) await outboxRemover.remove(data.outboxId);
+      // A retry after its backoff, or a delayed job, waited on purpose: only jobs meant to run at once say how far
+      // behind the worker is.
+      ctx.jobBacklog.started(job.timestamp, job.attemptsMade === 0 && !job.opts.delay);
+      try {
+        await runJob(job);
+      } finally {
+        ctx.jobBacklog.finished();
+      }
     },
     {
-      connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: 16,
+      connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: CONCURRENCY,
       // A worker that dies mid-job (SIGKILL, a lost machine) holds its jobs' locks until they expire: 5 s locks, renewed
       // every 2.5 s while a job runs, and a check for expired ones every 2 s bring such a job back within ~7 s rather
       // than BullMQ's default of up to a minute. A job stalled twice (killed twice) fails and is kept for inspection.
       lockDuration: 5_000, stalledInterval: 2_000, maxStalledCount: 2,
     },
   );
+  ctx.jobBacklog.setWorking(true);
+  async function runJob(job: Job<FanoutJob>): Promise<void> {
+    const data = job.data;
+    if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
+    else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
+    // Deliveries and Web Push load what they need (Fedify, the push library) at their first job, not at start.
+    else if (data.kind === 'deliver') await (await import('../federation/outbound.ts')).deliverActivity(ctx, data);
+    else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
+    else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
+    else if (data.kind === 'webPush') await (await import('./web-push.ts')).deliverWebPush(ctx, data, log);
+    else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
+    else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
+    else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
+    if (data.outboxId) await outboxRemover.remove(data.outboxId);
+  }
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });
   // Connection trouble: BullMQ reconnects, and the outage is logged once by storage/dependencies.ts, not here on
   // every attempt. Failed jobs are retried with backoff and kept for inspection.
@@ -64,6 +77,7 @@ export function startWorkers(ctx: AppContext): Workers {
   // came back empty) are queued again: a job still queued keeps its id, so none runs twice.
   const onDependency = () => {
     if (worker.closing) return stopWatching();
+    ctx.jobBacklog.setWorking(ctx.dependencies.allUp);
     if (ctx.dependencies.allUp) {
       void worker.resume();
       void sweep(0).catch(() => {});
@@ -105,6 +119,7 @@ export function startWorkers(ctx: AppContext): Workers {
     async close() {
       clearInterval(timer);
       federationStop.abort();
+      ctx.jobBacklog.setWorking(false);
       await worker.close();
       connection.disconnect();
     },

@@ -184,25 +184,33 @@ export interface FanOutStatus {
   /** Silenced, or of a silenced server: kept off public streams and tag followers' feeds. */
   authorLimited: boolean;
   authorSuspended: boolean;
+  /** Whether the author is in any list, and any local account follows one of its tags: no query for either if not. */
+  inLists: boolean;
+  tagFollowed: boolean;
 }
 
 /** A live status with its tags, whether it has media, and its author's standing; null when deleted or unknown. */
 export async function findStatusForFanOut(db: Queryable, id: string): Promise<FanOutStatus | null> {
-  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null }>({
+  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null; in_lists: boolean; tag_followed: boolean }>({
     name: 'status-for-fan-out',
     text: `SELECT ${COLUMNS.split(',').map((c) => `s.${c.trim()}`).join(', ')},
             coalesce((SELECT array_agg(st.tag_id::text ORDER BY st.tag_id) FROM statuses_tags st WHERE st.status_id = s.id), '{}') AS tag_ids,
             coalesce((SELECT array_agg(t.name ORDER BY t.id) FROM statuses_tags st JOIN tags t ON t.id = st.tag_id WHERE st.status_id = s.id), '{}') AS tag_names,
             EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = s.id AND m.position > 0) AS has_media,
             (SELECT a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', 'NULL::bigint')} FROM accounts a WHERE a.id = s.account_id) AS author_limited,
-            (SELECT a.suspended_at IS NOT NULL FROM accounts a WHERE a.id = s.account_id) AS author_suspended
+            (SELECT a.suspended_at IS NOT NULL FROM accounts a WHERE a.id = s.account_id) AS author_suspended,
+            EXISTS (SELECT 1 FROM list_accounts la WHERE la.account_id = s.account_id) AS in_lists,
+            EXISTS (SELECT 1 FROM statuses_tags st JOIN tag_follows tf ON tf.tag_id = st.tag_id WHERE st.status_id = s.id) AS tag_followed
        FROM statuses s WHERE s.id = $1 AND s.deleted_at IS NULL`,
     values: [id],
   });
   const row = rows[0];
   if (!row) return null;
-  const { tag_ids, tag_names, has_media, author_limited, author_suspended, ...status } = row;
-  return { status, tagIds: tag_ids, tagNames: tag_names, hasMedia: has_media, authorLimited: author_limited ?? false, authorSuspended: author_suspended ?? false };
+  const { tag_ids, tag_names, has_media, author_limited, author_suspended, in_lists, tag_followed, ...status } = row;
+  return {
+    status, tagIds: tag_ids, tagNames: tag_names, hasMedia: has_media, authorLimited: author_limited ?? false, authorSuspended: author_suspended ?? false,
+    inLists: in_lists, tagFollowed: tag_followed,
+  };
 }
 
 /** Live statuses by id, in no particular order. */

@@ -134,6 +134,8 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       const row = await ctx.actors.ask(viewerId, { type: 'scheduleStatus', scheduledAt, params: { ...params, idempotencyKey: null } });
       return (await renderScheduledStatuses(ctx, [row]))[0];
     }
+    // While this process's job worker is behind, a new post waits (bounded) for it (services/job-backlog.ts).
+    await ctx.jobBacklog.admit();
     const id = await ctx.actors.ask(viewerId, { type: 'postStatus', params });
     return renderOne(ctx, viewerId, id);
   });

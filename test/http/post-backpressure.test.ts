@@ -1,0 +1,96 @@
+// While this process's job worker is behind (ROLE=all), a new post waits for it, for a bounded time
+// (services/job-backlog.ts). The real worker is stopped; the test plays a worker's part through ctx.jobBacklog.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { MAX_HOLD_MS } from '../../services/job-backlog.ts';
+
+let s: TestServer;
+let amy: TestUser;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  [amy] = await registerUsers(s.app, 'amy');
+  await s.stopWorkers();
+});
+afterAll(async () => s?.close());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Posts, and tells whether the answer has come yet. */
+function posting(text: string) {
+  const state = { answered: false, status: 0, at: 0 };
+  const done = s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(amy.token), payload: { status: text } }).then((res) => {
+    Object.assign(state, { answered: true, status: res.statusCode, at: performance.now() });
+    return res;
+  });
+  return { state, done };
+}
+
+describe('posting while the job worker is behind', () => {
+  it('goes through at once when no worker runs here (ROLE=web) or the worker keeps up', async () => {
+    expect(s.ctx.jobBacklog.behind).toBe(false);
+    expect((await posting('no worker here').done).statusCode).toBe(200);
+    s.ctx.jobBacklog.setWorking(true);
+    s.ctx.jobBacklog.started(Date.now() - 50, true);
+    expect(s.ctx.jobBacklog.behind).toBe(false);
+    expect((await posting('a worker keeping up').done).statusCode).toBe(200);
+  });
+
+  it('waits until the worker has caught up', async () => {
+    s.ctx.jobBacklog.setWorking(true);
+    // A job that waited 5 s in the queue is running.
+    s.ctx.jobBacklog.started(Date.now() - 5_000, true);
+    expect(s.ctx.jobBacklog.behind).toBe(true);
+    const before = await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses');
+    const held = posting('held back');
+    await sleep(300);
+    expect(held.state.answered).toBe(false);
+    // Held before the actor: nothing is written yet.
+    expect((await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n).toBe(before.rows[0].n);
+    // The worker takes a job that waited only briefly: it has caught up.
+    s.ctx.jobBacklog.started(Date.now() - 10, true);
+    const res = await held.done;
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n).toBe(before.rows[0].n + 1);
+  });
+
+  it('does not count a retry that waited out its backoff', async () => {
+    s.ctx.jobBacklog.setWorking(true);
+    s.ctx.jobBacklog.started(Date.now() - 60_000, false);
+    expect(s.ctx.jobBacklog.behind).toBe(false);
+  });
+
+  it('is accepted anyway after the longest hold', async () => {
+    s.ctx.jobBacklog.setWorking(true);
+    // A worker busy with jobs that each waited 5 s: it makes progress, and stays behind.
+    const work = () => {
+      s.ctx.jobBacklog.started(Date.now() - 5_000, true);
+      s.ctx.jobBacklog.finished();
+    };
+    work();
+    const busy = setInterval(work, 50);
+    try {
+      const sent = performance.now();
+      const held = posting('held for the longest');
+      expect((await held.done).statusCode).toBe(200);
+      expect(held.state.at - sent).toBeGreaterThanOrEqual(MAX_HOLD_MS - 50);
+    } finally {
+      clearInterval(busy);
+    }
+  });
+
+  it('holds nothing back for a worker that makes no progress (jobs stuck on a dependency), or once it stops', async () => {
+    s.ctx.jobBacklog.setWorking(true);
+    s.ctx.jobBacklog.started(Date.now() - 5_000, true); // never finishes, and nothing else is taken
+    const sent = performance.now();
+    const stuck = posting('not held for a stuck worker');
+    expect((await stuck.done).statusCode).toBe(200);
+    expect(stuck.state.at - sent).toBeLessThan(MAX_HOLD_MS);
+    s.ctx.jobBacklog.started(Date.now() - 5_000, true);
+    expect(s.ctx.jobBacklog.behind).toBe(true);
+    s.ctx.jobBacklog.setWorking(false); // stopped, or paused while PostgreSQL or Redis is away
+    expect(s.ctx.jobBacklog.behind).toBe(false);
+    expect((await posting('no worker any more').done).statusCode).toBe(200);
+  });
+});

@@ -172,6 +172,7 @@ async function main() {
     await Promise.all(followerIds.map((id) => feeds.rebuild(id, async () => [])));
     const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;
     if (process.env.BENCH_REDIS_COMMANDS) await redis.config('RESETSTAT');
+    await statements?.reset();
     const fanCpuBefore = await cpuMs(server.pid!, redis);
     const fanned = await postAll(tokens, SECONDS);
     const stopped = performance.now();
@@ -221,6 +222,7 @@ async function main() {
     const fanCpuAfter = await cpuMs(server.pid!, redis);
     const jobTrouble = await failedJobs(redis, config.redisPrefix);
     const redisReport = process.env.BENCH_REDIS_COMMANDS ? redisCommandStats(await redis.info('commandstats'), posted.length) : '';
+    const fanStatementReport = statements ? await statements.report(posted.length) : '';
     peakOf('posting with followers');
     const stillMissing = [...missing.values()].reduce((n, ids) => n + ids.length, 0);
     const insertions = posted.length * FOLLOWERS;
@@ -249,6 +251,7 @@ async function main() {
     console.log(`  ${Math.round(fanned.rps)} posts/s accepted, p50 ${fanned.p50} ms, p99 ${fanned.p99} ms; ${posted.length} posts, ${insertions} feed insertions`);
     const fanPer = (k: 'server' | 'postgres' | 'redis') => ((fanCpuAfter[k] - fanCpuBefore[k]) / Math.max(posted.length, 1)).toFixed(2);
     console.log(`  CPU per post, its fan-out included (ms): server ${fanPer('server')}, PostgreSQL ${fanPer('postgres')}, Redis ${fanPer('redis')}`);
+    if (fanStatementReport) console.log(fanStatementReport);
     if (redisReport) console.log(redisReport);
     if (jobTrouble) console.log(`  ${jobTrouble}`);
     console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);

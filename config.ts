@@ -55,6 +55,8 @@ export interface Config {
   /** Largest accepted video or audio upload. */
   maxVideoBytes: number;
   actorIdleMs: number;
+  /** With the job worker in this process: the longest a new post waits while the worker is behind (0: never). */
+  postHoldMs: number;
   /** PostgreSQL connections this process may hold: requests and the jobs running at once (16 per worker) share them. */
   databasePoolSize: number;
   /**
@@ -226,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxVideoBytes: int(env, 'MAX_VIDEO_BYTES', 99 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
+    postHoldMs: int(env, 'POST_HOLD_MS', 2000, 0, 60_000),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 2, 500),
     streamingProcesses: int(env, 'STREAMING_PROCESSES', 1, 1, 64),
     trustProxy: bool(env, 'TRUST_PROXY', false),

@@ -85,7 +85,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     feeds,
     listFeeds,
     jobs,
-    jobBacklog: new JobBacklog(),
+    jobBacklog: new JobBacklog(config.postHoldMs),
     tokens,
     versions,
     events,

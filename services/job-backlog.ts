@@ -17,8 +17,6 @@
 
 /** The queue wait over which the worker counts as behind. */
 export const BEHIND_MS = 1_000;
-/** The longest a post is held back: after this it is accepted anyway (the backlog drains on its own). */
-export const MAX_HOLD_MS = 2_000;
 
 /** How long the latest job's wait stands for the queue after the worker's last progress. */
 const FRESH_MS = 500;
@@ -26,11 +24,17 @@ const FRESH_MS = 500;
 const RECHECK_MS = 50;
 
 export class JobBacklog {
+  /** The longest a post is held back (POST_HOLD_MS): after this it is accepted anyway (the backlog drains on its own). */
+  private readonly maxHoldMs: number;
   private working = false;
   private lastWaitMs = 0;
   private lastProgressAt = 0;
   private readonly held = new Set<() => void>();
   private recheck: NodeJS.Timeout | null = null;
+
+  constructor(maxHoldMs: number) {
+    this.maxHoldMs = maxHoldMs;
+  }
 
   /** Whether this process runs a job worker taking jobs (started or resumed; stopped or paused). */
   setWorking(working: boolean): void {
@@ -57,9 +61,9 @@ export class JobBacklog {
     return this.working && this.lastWaitMs > BEHIND_MS && Date.now() - this.lastProgressAt < FRESH_MS;
   }
 
-  /** Resolves at once unless the worker is behind; then once it has caught up, or after MAX_HOLD_MS. */
+  /** Resolves at once unless the worker is behind; then once it has caught up, or after the longest hold. */
   admit(): Promise<void> {
-    if (!this.behind) return Promise.resolve();
+    if (this.maxHoldMs === 0 || !this.behind) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -70,7 +74,7 @@ export class JobBacklog {
         }
         resolve();
       };
-      const timer = setTimeout(done, MAX_HOLD_MS);
+      const timer = setTimeout(done, this.maxHoldMs);
       this.held.add(done);
       // The figure also goes stale with time alone (nothing taken lately).
       this.recheck ??= setInterval(() => this.release(), RECHECK_MS);

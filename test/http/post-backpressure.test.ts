@@ -16,6 +16,21 @@ afterAll(async () => s?.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Plays a worker that keeps taking jobs which each waited 5 s in the queue: it makes progress, and stays behind.
+ * Returns what stops it.
+ */
+function keepBehind(backlog: TestServer['ctx']['jobBacklog']): () => void {
+  backlog.setWorking(true);
+  const work = () => {
+    backlog.started(Date.now() - 5_000, true);
+    backlog.finished();
+  };
+  work();
+  const busy = setInterval(work, 50);
+  return () => clearInterval(busy);
+}
+
 /** Posts, and tells whether the answer has come yet. */
 function posting(text: string) {
   const state = { answered: false, status: 0, at: 0 };
@@ -61,21 +76,14 @@ describe('posting while the job worker is behind', () => {
   });
 
   it('is accepted anyway after the longest hold', async () => {
-    s.ctx.jobBacklog.setWorking(true);
-    // A worker busy with jobs that each waited 5 s: it makes progress, and stays behind.
-    const work = () => {
-      s.ctx.jobBacklog.started(Date.now() - 5_000, true);
-      s.ctx.jobBacklog.finished();
-    };
-    work();
-    const busy = setInterval(work, 50);
+    const stop = keepBehind(s.ctx.jobBacklog);
     try {
       const sent = performance.now();
       const held = posting('held for the longest');
       expect((await held.done).statusCode).toBe(200);
       expect(held.state.at - sent).toBeGreaterThanOrEqual(s.ctx.config.postHoldMs - 50);
     } finally {
-      clearInterval(busy);
+      stop();
     }
   });
 
@@ -100,13 +108,7 @@ describe('with POST_HOLD_MS=0', () => {
     try {
       const [ann] = await registerUsers(off.app, 'ann');
       await off.stopWorkers();
-      off.ctx.jobBacklog.setWorking(true);
-      const work = () => {
-        off.ctx.jobBacklog.started(Date.now() - 5_000, true);
-        off.ctx.jobBacklog.finished();
-      };
-      work();
-      const busy = setInterval(work, 50);
+      const stop = keepBehind(off.ctx.jobBacklog);
       try {
         expect(off.ctx.jobBacklog.behind).toBe(true);
         const sent = performance.now();
@@ -114,7 +116,7 @@ describe('with POST_HOLD_MS=0', () => {
         expect(res.statusCode, res.body).toBe(200);
         expect(performance.now() - sent).toBeLessThan(1_000);
       } finally {
-        clearInterval(busy);
+        stop();
       }
     } finally {
       await off.close();

@@ -1,6 +1,9 @@
 import { start, spawn, dispatch, stop, type Ref } from 'nact';
 import { handleAccountMessage, type AccountActorDeps, type AccountMessage, type AccountReply } from './account.ts';
 
+/** The longest a feed batch gathers while others are being written. */
+const GATHER_MS = 20;
+
 type Outcome = { ok: unknown } | { error: unknown };
 
 interface Envelope {
@@ -121,8 +124,9 @@ export class ActorRegistry {
    * Puts a status into these accounts' home feeds (their feeds taking statuses, as the caller found), each through
    * its own actor. Fan-out jobs running at once are gathered: an account followed by several authors that post
    * together gets one message with all their statuses (one ZADD), not one message each. A batch goes at the end of
-   * the turn, unless the one before is still being written: then it gathers until that one is done, so the busier
-   * fan-out is, the more each message carries, and a quiet server adds no wait.
+   * the turn, unless one before it is still being written: then it gathers until that one is done, so the busier
+   * fan-out is, the more each message carries, and a quiet server adds no wait. It gathers for GATHER_MS at most: one
+   * follower's actor busy with something slow (a feed rebuild, a remote look-up) must not hold up every fan-out.
    */
   addToHomeFeeds(accountIds: string[], statusId: string): Promise<void> {
     if (accountIds.length === 0) return Promise.resolve();
@@ -139,27 +143,29 @@ export class ActorRegistry {
 
   /** The batch gathering additions, if any. */
   private feedBatch: FeedBatch | null = null;
-  /** Whether a batch is being written (its actors have not all answered). */
-  private feedBatchWriting = false;
+  /** Batches being written (their actors have not all answered). */
+  private feedBatchesWriting = 0;
 
   private newFeedBatch(): FeedBatch {
     const batch: FeedBatch = { statusIds: new Map(), waiting: [] };
     setImmediate(() => {
-      if (!this.feedBatchWriting) this.writeFeedBatch(batch);
+      if (this.feedBatchesWriting === 0) return this.writeFeedBatch(batch);
+      setTimeout(() => this.writeFeedBatch(batch), GATHER_MS);
     });
     return batch;
   }
 
   private writeFeedBatch(batch: FeedBatch): void {
-    if (this.feedBatch === batch) this.feedBatch = null;
-    this.feedBatchWriting = true;
+    if (this.feedBatch !== batch) return; // written already
+    this.feedBatch = null;
+    this.feedBatchesWriting += 1;
     // One timer for the whole batch rather than one per message.
     let left = batch.statusIds.size;
     let failure: { error: unknown } | null = null;
     const done = (outcome: { error: unknown } | null) => {
       clearTimeout(timer);
       for (const w of batch.waiting) outcome ? w.reject(outcome.error) : w.resolve();
-      this.feedBatchWriting = false;
+      this.feedBatchesWriting -= 1;
       // What gathered meanwhile goes now.
       if (this.feedBatch) this.writeFeedBatch(this.feedBatch);
     };

@@ -170,3 +170,34 @@ describe('an ActorRegistry of its own (idleMs 50) over the same database', () =>
     await expect(other.ask(ben.id, { type: 'unfollow', targetId: '1' })).rejects.toThrow();
   });
 });
+
+describe('home feed additions gathered by an ActorRegistry', () => {
+  it('go in batches, and one follower whose feed does not answer holds up only its own batch', async () => {
+    // Feeds of their own, whose additions for one account never finish (a follower's actor stuck on something slow).
+    const stuckId = cy.id;
+    const added: { accountId: string; statusIds: string[] }[] = [];
+    const feeds = Object.create(s.ctx.feeds) as typeof s.ctx.feeds;
+    feeds.add = (accountId: string, statusIds: string[]) => {
+      added.push({ accountId, statusIds });
+      return accountId === stuckId ? new Promise<void>(() => {}) : Promise.resolve();
+    };
+    const registry = new ActorRegistry({ db: s.ctx.db, feeds, listFeeds: s.ctx.listFeeds, jobs: s.ctx.jobs, config: s.ctx.config, versions: s.ctx.versions, events: s.ctx.events }, { idleMs: 5_000, queryTimeoutMs: 3_000 });
+    try {
+      // Two statuses for the same followers in one turn: one message (one addition) each, with both.
+      await Promise.all([registry.addToHomeFeeds([ann.id, ben.id], '1001'), registry.addToHomeFeeds([ann.id, ben.id], '1002')]);
+      expect(added).toEqual([{ accountId: ann.id, statusIds: ['1001', '1002'] }, { accountId: ben.id, statusIds: ['1001', '1002'] }]);
+      // A batch that waits on the stuck follower, then others: they go after a short gathering, not after it.
+      const stuck = registry.addToHomeFeeds([stuckId, ann.id], '1003');
+      stuck.catch(() => {});
+      await sleep(20);
+      const sent = Date.now();
+      await registry.addToHomeFeeds([ben.id], '1004');
+      await registry.addToHomeFeeds([ann.id, ben.id], '1005');
+      expect(Date.now() - sent).toBeLessThan(1_000);
+      // The stuck batch fails by the registry's timeout, as any unanswered message does.
+      await expect(stuck).rejects.toThrow('Query Timeout');
+    } finally {
+      registry.stop();
+    }
+  });
+});

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { redisScript, runScript } from './redis.ts';
 import type { Redis } from 'ioredis';
 import type { PageParams } from './paging.ts';
 
@@ -10,7 +10,7 @@ const ADD_KEYS_PER_CALL = 1000;
  * KEYS: feeds. ARGV: the feed size, then for each feed the number of its statuses and their ids (member and score
  * are the id). Returns nothing.
  */
-const ADD_TO_FEEDS = `
+const ADD_TO_FEEDS = redisScript(`
 local size = tonumber(ARGV[1])
 local a = 2
 for _, key in ipairs(KEYS) do
@@ -27,8 +27,7 @@ for _, key in ipairs(KEYS) do
   a = a + n + 1
   if redis.call('ZCARD', key) > size then redis.call('ZREMRANGEBYRANK', key, 0, -size - 1) end
 end
-`;
-const ADD_TO_FEEDS_SHA1 = createHash('sha1').update(ADD_TO_FEEDS).digest('hex');
+`);
 /** How long a rebuild's claim lasts: a rebuild that dies leaves a feed that is rebuilt again when next read. */
 const BUILDING_MS = 60_000;
 
@@ -171,30 +170,16 @@ export class HomeFeeds {
       keys.push(this.key(accountId));
       args.push(statusIds.length, ...statusIds);
       if (keys.length === ADD_KEYS_PER_CALL) {
-        calls.push(this.addScript(keys, args));
+        calls.push(runScript(this.redis, ADD_TO_FEEDS, keys, args));
         keys = [];
         args = [FEED_SIZE];
       }
     }
-    if (keys.length > 0) calls.push(this.addScript(keys, args));
+    if (keys.length > 0) calls.push(runScript(this.redis, ADD_TO_FEEDS, keys, args));
     Promise.all(calls).then(
       () => { for (const w of batch.waiting) w.resolve(); },
       (err: unknown) => { for (const w of batch.waiting) w.reject(err); },
     );
-  }
-
-  /**
-   * Runs the script by its digest, sending it whole once Redis does not know it (a restart, SCRIPT FLUSH). Not an
-   * ioredis defineCommand: a command defined while an auto-pipeline is being filled is missing from it, and ioredis
-   * then throws outside any promise, ending the process.
-   */
-  private async addScript(keys: string[], args: (string | number)[]): Promise<unknown> {
-    try {
-      return await this.redis.evalsha(ADD_TO_FEEDS_SHA1, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return this.redis.eval(ADD_TO_FEEDS, keys.length, ...keys, ...args);
-    }
   }
 
   /** Adds one status to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */

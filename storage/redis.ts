@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { ConfigError } from '../config.ts';
 import { KeyTracking } from './key-tracking.ts';
@@ -72,5 +73,29 @@ export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promis
   const stream = redis.scanStream({ match: `${prefix}*`, count: 500 });
   for await (const keys of stream as AsyncIterable<string[]>) {
     if (keys.length > 0) await redis.unlink(...keys);
+  }
+}
+
+/** A Lua script run by its digest (`runScript`). */
+export interface RedisScript {
+  source: string;
+  sha1: string;
+}
+
+export function redisScript(source: string): RedisScript {
+  return { source, sha1: createHash('sha1').update(source).digest('hex') };
+}
+
+/**
+ * Runs a script by its digest, sending it whole once Redis does not know it (a restart, SCRIPT FLUSH). Not an
+ * ioredis defineCommand: a command defined while an auto-pipeline is being filled is missing from it, and ioredis
+ * then throws outside any promise, ending the process.
+ */
+export async function runScript(redis: Redis, script: RedisScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+  try {
+    return await redis.evalsha(script.sha1, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return redis.eval(script.source, keys.length, ...keys, ...args);
   }
 }

@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import { redisScript, runScript } from '../storage/redis.ts';
 
 /**
  * What streaming sockets are told of, as it travels between processes over Redis pub/sub (Mastodon's channel
@@ -70,12 +69,6 @@ export function publicChannelsOf(s: { local: boolean; hasMedia: boolean; tags: s
 /** A message on a home shard channel: for the home streams of the accounts it names. */
 export type HomesMessage = StreamMessage & { homes: string[] };
 
-/**
- * KEYS: channels; ARGV: the message for each. A status going to a hundred followers is a message for each of their
- * home shards, up to 32: one script call costs this process a quarter of what 32 PUBLISH commands do.
- */
-const PUBLISH_EACH = redisScript(`for i, channel in ipairs(KEYS) do redis.call('PUBLISH', channel, ARGV[i]) end`);
-
 /** Publishes stream messages; a channel nobody listens to costs Redis next to nothing. */
 export class StreamEvents {
   private readonly redis: Redis;
@@ -93,15 +86,7 @@ export class StreamEvents {
   /** Publishes to each channel; losing a live event is no loss of data (timelines have it), so errors are dropped. */
   async publish(channels: string | string[], message: StreamMessage): Promise<void> {
     const text = JSON.stringify(message);
-    await this.publishEach([channels].flat().map((c) => [c, text]));
-  }
-
-  /** One message per channel, in one round trip: a single one as PUBLISH, more through a script. Errors are dropped. */
-  private async publishEach(messages: [channel: string, text: string][]): Promise<void> {
-    if (messages.length === 0) return;
-    const [first] = messages;
-    if (messages.length === 1) return void (await this.redis.publish(this.channelName(first![0]), first![1]).catch(() => 0));
-    await runScript(this.redis, PUBLISH_EACH, messages.map(([c]) => this.channelName(c)), messages.map(([, text]) => text)).catch(() => 0);
+    await Promise.all([channels].flat().map((c) => this.redis.publish(this.channelName(c), text).catch(() => 0)));
   }
 
   /** Publishes to the home streams of these accounts: one message per shard they fall in. */
@@ -113,6 +98,9 @@ export class StreamEvents {
       if (ids) ids.push(id);
       else byShard.set(shard, [id]);
     }
-    await this.publishEach([...byShard].map(([shard, homes]) => [streamChannels.homeShard(shard), JSON.stringify({ ...message, homes } satisfies HomesMessage)]));
+    await Promise.all([...byShard].map(([shard, homes]) => {
+      const text = JSON.stringify({ ...message, homes } satisfies HomesMessage);
+      return this.redis.publish(this.channelName(streamChannels.homeShard(shard)), text).catch(() => 0);
+    }));
   }
 }

@@ -158,6 +158,10 @@ export class ActorRegistry {
   private writeFeedBatch(batch: FeedBatch): void {
     if (this.feedBatch !== batch) return; // written already
     this.feedBatch = null;
+    if (this.stopped) {
+      for (const w of batch.waiting) w.reject(new Error('The actor registry has stopped'));
+      return;
+    }
     this.feedBatchesWriting += 1;
     // One timer for the whole batch rather than one per message.
     let left = batch.statusIds.size;
@@ -181,7 +185,10 @@ export class ActorRegistry {
     }
   }
 
+  private stopped = false;
+
   stop(): void {
+    this.stopped = true;
     clearInterval(this.sweeper);
     stop(this.system);
     this.actors.clear();

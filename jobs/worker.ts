@@ -12,9 +12,9 @@ import { publishScheduledStatus } from './scheduled-statuses.ts';
 import { sweepDueScheduledStatuses } from '../services/scheduled-statuses.ts';
 import { endPoll } from '../services/polls.ts';
 
-/** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 /** Jobs this process runs at once. */
 const CONCURRENCY = 16;
+/** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
 const SWEEP_AFTER_MS = 10_000;
 
@@ -31,9 +31,9 @@ export function startWorkers(ctx: AppContext): Workers {
   const worker = new Worker<FanoutJob>(
     FANOUT_QUEUE,
     async (job: Job<FanoutJob>) => {
-      // A retry after its backoff, or a delayed job, waited on purpose: only jobs meant to run at once say how far
-      // behind the worker is.
-      ctx.jobBacklog.started(job.timestamp, job.attemptsMade === 0 && !job.opts.delay);
+      // A retry after its backoff, a delayed job or a repeating one waited on purpose: only jobs meant to run at once
+      // say how far behind the worker is.
+      ctx.jobBacklog.started(job.timestamp, job.attemptsMade === 0 && !job.opts.delay && !job.repeatJobKey);
       try {
         await runJob(job);
       } finally {

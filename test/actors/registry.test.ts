@@ -196,6 +196,10 @@ describe('home feed additions gathered by an ActorRegistry', () => {
       expect(Date.now() - sent).toBeLessThan(1_000);
       // The stuck batch fails by the registry's timeout, as any unanswered message does.
       await expect(stuck).rejects.toThrow('Query Timeout');
+      // One still gathering when the registry stops is refused, not sent to stopped actors.
+      const late = registry.addToHomeFeeds([ann.id], '1006');
+      registry.stop();
+      await expect(late).rejects.toThrow('stopped');
     } finally {
       registry.stop();
     }

@@ -40,11 +40,8 @@ export const streamChannels = {
   home: (accountId: string) => `timeline:${accountId}`,
   /** The shard of home channels an account's is in: the fan-out of one status to many homes. */
   homeShard: (shard: number) => `${HOME_SHARD_PREFIX}${shard}`,
-  /** The home shard channel that also carries a channel's events, when it is a home channel; null otherwise. */
-  shardOfChannel: (channel: string): string | null => {
-    const id = HOME_CHANNEL.exec(channel)?.[1];
-    return id === undefined ? null : streamChannels.homeShard(homeShardOf(id));
-  },
+  /** Whose home a channel is, when it is a home channel (its events also come on its shard); null otherwise. */
+  homeOfChannel: (channel: string): string | null => HOME_CHANNEL.exec(channel)?.[1] ?? null,
   notifications: (accountId: string) => `timeline:${accountId}:notifications`,
   /** An account's direct conversations (services/conversations.ts). */
   direct: (accountId: string) => `timeline:direct:${accountId}`,

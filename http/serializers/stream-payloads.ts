@@ -19,8 +19,8 @@ import { findConversation } from '../../storage/conversations.ts';
  */
 export class StreamPayloads {
   private readonly ctx: AppContext;
-  /** Receivers waiting for a status this turn, by status and by `<viewer> <context>`. */
-  private pending = new Map<string, Map<string, Receiver>>();
+  /** Receivers waiting for a status this turn, by status, then where it is shown, then viewer. */
+  private pending = new Map<string, Map<FilterContext | 'list' | null, Map<string, Receiver>>>();
   private scheduled = false;
 
   constructor(ctx: AppContext) {
@@ -33,12 +33,13 @@ export class StreamPayloads {
    * promise: one event is asked for by thousands of sessions in the same turn.
    */
   status(statusId: string, viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
-    let receivers = this.pending.get(statusId);
-    if (!receivers) this.pending.set(statusId, (receivers = new Map()));
-    const key = context === null ? viewerId : `${viewerId} ${context}`;
-    const receiver = receivers.get(key);
+    let byContext = this.pending.get(statusId);
+    if (!byContext) this.pending.set(statusId, (byContext = new Map()));
+    let receivers = byContext.get(context);
+    if (!receivers) byContext.set(context, (receivers = new Map()));
+    const receiver = receivers.get(viewerId);
     if (receiver) receiver.waiting.push(done);
-    else receivers.set(key, { viewerId, context, waiting: [done] });
+    else receivers.set(viewerId, { viewerId, context, waiting: [done] });
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
@@ -61,10 +62,12 @@ export class StreamPayloads {
     const batch = this.pending;
     this.pending = new Map();
     this.scheduled = false;
-    for (const [statusId, receivers] of batch) {
-      void this.renderFor(statusId, [...receivers.values()]).then(
+    for (const [statusId, byContext] of batch) {
+      const receivers: Receiver[] = [];
+      for (const some of byContext.values()) for (const r of some.values()) receivers.push(r);
+      void this.renderFor(statusId, receivers).then(
         (payloads) => void deliver(receivers, payloads),
-        () => { for (const r of receivers.values()) for (const done of r.waiting) done(null); },
+        () => { for (const r of receivers) for (const done of r.waiting) done(null); },
       );
     }
   }
@@ -77,12 +80,15 @@ export class StreamPayloads {
     const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, viewerIds), this.ctx.versions.getMany({ f: viewerIds, r: viewerIds })]);
     const filtersOf = new Map<string, ViewerFilters>();
     const relationsOf = new Map<string, ViewerRelations>();
-    await Promise.all(viewerIds.map(async (v) => {
+    // Only the few with filters, blocks or mutes have anything to load (no promise for each of the others).
+    const loading: Promise<void>[] = [];
+    for (const v of viewerIds) {
       const f = versions.f.get(v)!;
       const r = versions.r.get(v)!;
-      if (f !== '0') filtersOf.set(v, await this.ctx.filters.forViewer(v, f));
-      if (r !== '0') relationsOf.set(v, await this.ctx.statusLoader.relations.forViewer(v, r));
-    }));
+      if (f !== '0') loading.push(this.ctx.filters.forViewer(v, f).then((x) => void filtersOf.set(v, x)));
+      if (r !== '0') loading.push(this.ctx.statusLoader.relations.forViewer(v, r).then((x) => void relationsOf.set(v, x)));
+    }
+    await Promise.all(loading);
     const out = new Map<Receiver, string>();
     for (const r of receivers) {
       const view = unfiltered.get(r.viewerId);
@@ -159,12 +165,12 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * and in between, what else has come (the same post's messages for other streams, answers to their queries) is
  * taken in, so that the next batch is rendered while this one is written rather than after.
  */
-async function deliver(receivers: Map<string, Receiver>, payloads: Map<Receiver, string>): Promise<void> {
+async function deliver(receivers: Receiver[], payloads: Map<Receiver, string>): Promise<void> {
   let n = 0;
-  for (const r of receivers.values()) {
+  for (const r of receivers) {
     const payload = payloads.get(r) ?? null;
     for (const done of r.waiting) done(payload);
-    if (++n % DELIVER_PER_TURN === 0 && n < receivers.size) await nextTurn();
+    if (++n % DELIVER_PER_TURN === 0 && n < receivers.length) await nextTurn();
   }
 }
 

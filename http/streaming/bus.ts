@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { HOME_SHARD_PREFIX, streamChannels, type HomesMessage, type StreamEvents, type StreamMessage } from '../../services/stream-events.ts';
+import { HOME_SHARD_PREFIX, homeShardOf, streamChannels, type HomesMessage, type StreamEvents, type StreamMessage } from '../../services/stream-events.ts';
 import { reconnectSoon } from '../../storage/redis.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
 
@@ -30,8 +30,13 @@ export class StreamBus {
   private readonly redisUrl: string;
   private connection: Redis | null = null;
   private readonly subscriptions = new Map<string, Subscription>();
-  /** The Redis channels each listened channel holds (its own, and its home shard's). */
-  private readonly holding = new WeakMap<Set<StreamListener>, Held[]>();
+  /** The Redis channels each listened channel holds (its own, and its home shard's), and whose home it is if one. */
+  private readonly holding = new WeakMap<Set<StreamListener>, { held: Held[]; home: string | null }>();
+  /**
+   * The listeners of home channels by account id, for a shard's messages: each names up to a thousand homes, and
+   * building each home's channel name to look it up would cost more than the rest of the hand-over.
+   */
+  private readonly homeListeners = new Map<string, Set<StreamListener>>();
   /** What the full names of home shard channels begin with. */
   private readonly shardPrefix: string;
   private last: { text: string; message: StreamMessage } | undefined;
@@ -81,7 +86,7 @@ export class StreamBus {
     const homes = (message as Partial<HomesMessage>).homes;
     if (!Array.isArray(homes)) return;
     for (const id of homes) {
-      const listeners = this.listeners.get(this.events.channelName(streamChannels.home(String(id))));
+      const listeners = this.homeListeners.get(String(id));
       if (listeners) for (const listener of listeners) listener(message);
     }
   }
@@ -93,10 +98,11 @@ export class StreamBus {
       const created = new Set<StreamListener>();
       set = created;
       this.listeners.set(name, created);
-      const shardChannel = streamChannels.shardOfChannel(channel);
-      const shardName = shardChannel === null ? null : this.events.channelName(shardChannel);
+      const home = streamChannels.homeOfChannel(channel);
+      const shardName = home === null ? null : this.events.channelName(streamChannels.homeShard(homeShardOf(home)));
       const held = [this.acquire(name), ...(shardName ? [this.acquire(shardName)] : [])];
-      this.holding.set(created, held);
+      this.holding.set(created, { held, home });
+      if (home !== null) this.homeListeners.set(home, created);
       void Promise.all(held.map((h) => h.subscription.ready)).catch(() => {
         // Not subscribed: the channel is forgotten, so the next listener tries again rather than waiting on nothing.
         if (this.listeners.get(name) === created) this.dropSet(name, created);
@@ -104,7 +110,7 @@ export class StreamBus {
     }
     set.add(listener);
     try {
-      await Promise.all((this.holding.get(set) ?? []).map((h) => h.subscription.ready));
+      await Promise.all((this.holding.get(set)?.held ?? []).map((h) => h.subscription.ready));
     } catch (err) {
       set.delete(listener);
       throw err;
@@ -121,7 +127,9 @@ export class StreamBus {
 
   private dropSet(name: string, set: Set<StreamListener>): void {
     this.listeners.delete(name);
-    for (const held of this.holding.get(set) ?? []) this.release(held);
+    const holding = this.holding.get(set);
+    for (const held of holding?.held ?? []) this.release(held);
+    if (holding?.home != null && this.homeListeners.get(holding.home) === set) this.homeListeners.delete(holding.home);
     this.holding.delete(set);
   }
 
@@ -182,6 +190,7 @@ export class StreamBus {
     this.connection?.disconnect();
     this.connection = null;
     this.listeners.clear();
+    this.homeListeners.clear();
     this.subscriptions.clear();
   }
 }

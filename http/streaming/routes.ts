@@ -71,7 +71,8 @@ function textFrame(text: string): Frame {
  * one write of those bytes.
  */
 class EventFrames {
-  private byPayload = new Map<string, Map<string, Frame>>();
+  /** By payload, then stream, then event; looked up once per socket, so with strings already made (no key built). */
+  private byPayload = new Map<string, Map<string, Map<string, Frame>>>();
   private clearing = false;
 
   of(stream: string[], event: string, payload: string | undefined): Frame {
@@ -87,9 +88,11 @@ class EventFrames {
         });
       }
     }
-    const key = stream.length === 1 ? `${stream[0]}\u0000${event}` : `${stream.join('\u0001')}\u0000${event}`;
-    let frame = byStream.get(key);
-    if (!frame) byStream.set(key, (frame = textFrame(JSON.stringify({ stream, event, payload }))));
+    const streamKey = stream.length === 1 ? stream[0]! : stream.join('\u0000');
+    let byEvent = byStream.get(streamKey);
+    if (!byEvent) byStream.set(streamKey, (byEvent = new Map()));
+    let frame = byEvent.get(event);
+    if (!frame) byEvent.set(event, (frame = textFrame(JSON.stringify({ stream, event, payload }))));
     return frame;
   }
 }

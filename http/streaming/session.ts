@@ -118,7 +118,8 @@ export class StreamSession {
     const { channels, stream } = resolveStream(this.owner, name, params);
     const key = channels.join(';');
     if (this.closed || this.subscriptions.has(key)) return;
-    const listener: StreamListener = (message) => this.enqueue(stream, message);
+    const context = filterContext(stream);
+    const listener: StreamListener = (message) => this.enqueue(stream, context, message);
     this.subscriptions.set(key, { channels, listener });
     await Promise.all(channels.map((c) => this.bus.listen(c, listener)));
   }
@@ -140,7 +141,7 @@ export class StreamSession {
     this.subscriptions.delete(key);
   }
 
-  private enqueue(stream: string[], message: StreamMessage): void {
+  private enqueue(stream: string[], context: FilterContext | 'list' | null, message: StreamMessage): void {
     // Rendering starts at once (receivers of one event are batched); writing keeps the order of arrival. Events
     // wait in an array rather than a chain of promises: a post reaches thousands of sessions in one turn.
     const item: Waiting = { stream, event: message.event, payload: NOT_YET };
@@ -149,21 +150,20 @@ export class StreamSession {
       item.payload = payload;
       this.drain();
     };
-    const failed = () => settle(null);
     switch (message.event) {
       case 'update':
       case 'status.update':
-        return this.payloads.status(message.statusId, this.owner.accountId, filterContext(stream), settle);
+        return this.payloads.status(message.statusId, this.owner.accountId, context, settle);
       case 'delete':
         return settle(message.statusId);
       case 'filters_changed':
         return settle(undefined);
       case 'notification':
-        return void this.payloads.notification(message.notificationId, this.owner.accountId).then(settle, failed);
+        return void this.payloads.notification(message.notificationId, this.owner.accountId).then(settle, () => settle(null));
       case 'conversation':
-        return void this.payloads.conversation(message.conversationId, this.owner.accountId).then(settle, failed);
+        return void this.payloads.conversation(message.conversationId, this.owner.accountId).then(settle, () => settle(null));
       default:
-        return failed();
+        return settle(null);
     }
   }
 

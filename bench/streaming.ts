@@ -5,7 +5,8 @@
 //     `update` for each status is timed from the moment the POST answered;
 //  2. idle sockets: 10,000 more sockets on `stream=user` (many per account), opened by two child processes, the
 //     server's resident memory before and after, and whether all are still open past one server ping (30 s).
-// The same file is the child that holds idle sockets (when BENCH_STREAMING_CHILD is set).
+// The same file is the child that holds idle sockets (when BENCH_STREAMING_CHILD is set), and the floor process
+// (BENCH_STREAMING_FLOOR=1, when BENCH_STREAMING_FLOOR_SERVER is set): see floorServer().
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -356,11 +357,60 @@ function closeAll(sockets: WebSocket[]): Promise<unknown> {
   })));
 }
 
+/**
+ * BENCH_STREAMING_FLOOR=1: the latency sockets are held, in place of the streaming process, by a bare `ws` server
+ * that does the least a streaming server can: it listens to the same Redis channels, and for each `update` writes
+ * one frame, made once per message with a sample status of a real post's size, to every socket of the stream (a
+ * `user` socket names its account in `?account=`; no token, no rendering, no query), through the server's own write
+ * path (http/streaming/frames.ts). Everything else (the posting process and its fan-out, PostgreSQL, Redis, the
+ * client processes, the machine's two cores) is as in the real run, so the figures are this machine's floor for the
+ * same measurement.
+ */
+async function floorServer(): Promise<void> {
+  const { createServer } = await import('node:http');
+  const { WebSocketServer } = await import('ws');
+  const { Redis } = await import('ioredis');
+  const { HOME_SHARDS, streamChannels } = await import('../services/stream-events.ts');
+  const { textFrame, writerOf } = await import('../http/streaming/frames.ts');
+  type Write = ReturnType<typeof writerOf>;
+  const prefix = process.env.FLOOR_CHANNEL_PREFIX!;
+  const sample = JSON.parse(process.env.FLOOR_SAMPLE!) as Record<string, unknown>;
+  const publicSockets = new Set<Write>();
+  const homes = new Map<string, Set<Write>>();
+  const http = createServer((req, res) => res.writeHead(req.url === '/health' ? 200 : 404).end());
+  const wss = new WebSocketServer({ server: http, perMessageDeflate: false });
+  wss.on('connection', (ws, req) => {
+    const query = new URL(req.url ?? '/', 'http://floor').searchParams;
+    const write = writerOf(ws);
+    const account = query.get('account');
+    const set = query.get('stream') === 'public:local' ? publicSockets : account ? (homes.get(account) ?? homes.set(account, new Set()).get(account)!) : null;
+    set?.add(write);
+    ws.on('close', () => set?.delete(write));
+  });
+  const frameOf = (stream: string, statusId: string) => textFrame(JSON.stringify({ stream: [stream], event: 'update', payload: JSON.stringify({ ...sample, id: statusId }) }));
+  const subscriber = new Redis(process.env.FLOOR_REDIS_URL!);
+  const publicChannel = prefix + streamChannels.public(':local', false);
+  subscriber.on('message', (channel: string, text: string) => {
+    const m = JSON.parse(text) as { event: string; statusId: string; homes?: string[] };
+    if (m.event !== 'update') return;
+    if (channel === publicChannel) {
+      const frame = frameOf('public:local', m.statusId);
+      for (const write of publicSockets) write(frame);
+      return;
+    }
+    const frame = frameOf('user', m.statusId);
+    for (const id of m.homes ?? []) for (const write of homes.get(id) ?? []) write(frame);
+  });
+  await subscriber.subscribe(publicChannel, ...Array.from({ length: HOME_SHARDS }, (_, i) => prefix + streamChannels.homeShard(i)));
+  http.listen(Number(process.env.PORT), '127.0.0.1');
+  process.on('SIGTERM', () => process.exit(0));
+}
+
 async function main(): Promise<void> {
   const { Redis } = await import('ioredis');
   const { dropDatabase, ensureDatabase, migrate } = await import('../storage/db.ts');
   const { deleteKeysWithPrefix } = await import('../storage/redis.ts');
-  const { homeShardOf, streamChannels } = await import('../services/stream-events.ts');
+  const { HOME_SHARDS, homeShardOf, streamChannels } = await import('../services/stream-events.ts');
   const { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } = await import('./common.ts');
 
   const { env, config, base } = benchSettings(PORT);
@@ -373,7 +423,10 @@ async function main(): Promise<void> {
   let server: ChildProcess | null = null;
   // BENCH_STREAMING_SPLIT=1: the latency sockets are held by a process of its own (ROLE=streaming, as Mastodon runs
   // its streaming server), while the first process takes the posts and runs the workers.
-  const split = process.env.BENCH_STREAMING_SPLIT === '1';
+  // BENCH_STREAMING_FLOOR=1: every round on the floor process (floorServer()); =alternate: odd rounds on it, even
+  // rounds on the real streaming process, for figures taken in the same hour.
+  const floorMode = process.env.BENCH_STREAMING_FLOOR;
+  const split = floorMode === '1' || floorMode === 'alternate' || process.env.BENCH_STREAMING_SPLIT === '1';
   let streamer: ChildProcess | null = null;
 
   const stop = async () => {
@@ -439,6 +492,7 @@ async function main(): Promise<void> {
         rmSync(process.env.BENCH_STREAMING_WAIT, { force: true });
       }
       if (rounds > 1) console.log(`\nround ${round} of ${rounds}`);
+      const floor = floorMode === '1' || (floorMode === 'alternate' && round % 2 === 1);
       t = performance.now();
       const channelPrefix = `${config.redisPrefix}stream:`;
       let socketBase = wsBase;
@@ -448,17 +502,28 @@ async function main(): Promise<void> {
           await new Promise((r) => streamer!.once('exit', r));
         }
         const streamingBase = base.replace(`:${PORT}`, `:${PORT + 1}`);
-        streamer = startServer({ ...env, PORT: String(PORT + 1) }, { role: 'streaming', nodeFlags: [`--inspect=127.0.0.1:${INSPECT_PORT + 1}`] });
+        if (floor) {
+          // A post of the benchmark's own, as a follower sees it: the floor's sample payload, of a real post's size.
+          await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: 'Streaming benchmark post (the floor\'s sample): a sentence or two, as posts go, for a thousand followers listening live. #streaming' } });
+          const [sample] = await api(base, `/api/v1/accounts/${authorId}/statuses?limit=1`, { token: tokens[0] });
+          streamer = spawn(process.execPath, [fileURLToPath(import.meta.url)], {
+            env: { ...process.env, BENCH_STREAMING_FLOOR_SERVER: '1', PORT: String(PORT + 1), FLOOR_REDIS_URL: config.redisUrl, FLOOR_CHANNEL_PREFIX: channelPrefix, FLOOR_SAMPLE: JSON.stringify(sample ?? {}) },
+            stdio: ['ignore', 'inherit', 'inherit'],
+          });
+        } else {
+          streamer = startServer({ ...env, PORT: String(PORT + 1) }, { role: 'streaming', nodeFlags: [`--inspect=127.0.0.1:${INSPECT_PORT + 1}`] });
+        }
         await waitHealthy(streamingBase);
         socketBase = streamingBase.replace(/^http/, 'ws');
         const processes = Number(process.env.STREAMING_PROCESSES ?? 1);
-        console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid}${processes > 1 ? `, sockets in ${processes} processes sharing the port: STREAMING_PROCESSES` : ''})`);
+        if (floor) console.log(`latency sockets held by the floor process (BENCH_STREAMING_FLOOR: a bare ws server writing one prebuilt frame per message, pid ${streamer.pid})`);
+        else console.log(`latency sockets held by a streaming process of their own (ROLE=streaming, pid ${streamer.pid}${processes > 1 ? `, sockets in ${processes} processes sharing the port: STREAMING_PROCESSES` : ''})`);
       }
       // The latency sockets are held by client processes of their own (BENCH_STREAMING_CLIENTS, 2 by default), each
       // with every n-th user and public socket: one process reading 2,000 sockets would itself put tens of milliseconds
       // between the first socket's message and the last one's, on the same two cores as the server.
       const specs: LatencySpec[] = [
-        ...tokens.map((token, i) => ({ url: `${socketBase}/api/v1/streaming?stream=user`, headers: { authorization: `Bearer ${token}` }, group: 'user', channel: `${channelPrefix}timeline:${accountIds[i]}` })),
+        ...tokens.map((token, i) => ({ url: `${socketBase}/api/v1/streaming?stream=user${floor ? `&account=${accountIds[i]}` : ''}`, headers: { authorization: `Bearer ${token}` }, group: 'user', channel: `${channelPrefix}timeline:${accountIds[i]}` })),
         ...tokens.map((token) => ({ url: `${socketBase}/api/v1/streaming?stream=public:local&access_token=${encodeURIComponent(token)}`, headers: {}, group: 'public:local', channel: `${channelPrefix}timeline:public:local` })),
       ];
       const clientCount = Math.max(1, Number(process.env.BENCH_STREAMING_CLIENTS ?? 2));
@@ -472,7 +537,8 @@ async function main(): Promise<void> {
       // channel (each user socket: its home and its notifications; the homes' shards; one channel for public:local).
       // Waited for, 10 s at most.
       const pattern = `${channelPrefix}timeline:*`;
-      const expectedChannels = 2 * ACCOUNTS + 1 + new Set(accountIds.map(homeShardOf)).size;
+      // (The floor process listens to the public channel and every home shard, nothing else.)
+      const expectedChannels = floor ? 1 + HOME_SHARDS : 2 * ACCOUNTS + 1 + new Set(accountIds.map(homeShardOf)).size;
       let channels = 0;
       for (let i = 0; i < 100; i++) {
         channels = ((await redis.pubsub('CHANNELS', pattern)) as string[]).length;
@@ -499,7 +565,7 @@ async function main(): Promise<void> {
 
       // BENCH_CPU_PROFILE=dir: the server's CPU profile while posting (through the inspector), for a look at where time
       // goes; with BENCH_STREAMING_SPLIT=1, the streaming process's too.
-      const profilers = process.env.BENCH_CPU_PROFILE ? [{ name: 'server', session: await inspector() }, ...(split ? [{ name: 'streaming', session: await inspector(INSPECT_PORT + 1) }] : [])] : [];
+      const profilers = process.env.BENCH_CPU_PROFILE ? [{ name: 'server', session: await inspector() }, ...(split && !floor ? [{ name: 'streaming', session: await inspector(INSPECT_PORT + 1) }] : [])] : [];
       for (const { session } of profilers) {
         await session.call('Profiler.enable');
         await session.call('Profiler.start');
@@ -664,4 +730,5 @@ async function main(): Promise<void> {
 }
 
 if (process.env.BENCH_STREAMING_CHILD) await child();
+else if (process.env.BENCH_STREAMING_FLOOR_SERVER) await floorServer();
 else await main();

@@ -20,8 +20,16 @@ import { findConversation } from '../../storage/conversations.ts';
 export class StreamPayloads {
   private readonly ctx: AppContext;
   /** Receivers waiting for a status this turn, by status, then where it is shown, then viewer. */
-  private pending = new Map<string, Map<FilterContext | 'list' | null, Map<string, Receiver>>>();
+  private pending = new Map<string, PendingStatus>();
   private scheduled = false;
+  /**
+   * Loads of a new status's public view under way, by status: one post reaches a process as several messages (the
+   * public streams', each home shard's), often a few milliseconds apart and so in different batches; the batches
+   * that come while the first one's load is out share it rather than each reading the status again. Only for
+   * `update` (a new status: any read made after its first message arrived shows it as made, and a later edit comes
+   * as a `status.update` of its own), and forgotten once the load ends.
+   */
+  private readonly newStatusLoads = new Map<string, Promise<LoadedStatus>>();
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
@@ -32,11 +40,16 @@ export class StreamPayloads {
    * stream), handed to `done` once the batch it joins is rendered: null when it is not for them. A callback, not a
    * promise: one event is asked for by thousands of sessions in the same turn.
    */
-  status(statusId: string, viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
-    let byContext = this.pending.get(statusId);
-    if (!byContext) this.pending.set(statusId, (byContext = new Map()));
-    let receivers = byContext.get(context);
-    if (!receivers) byContext.set(context, (receivers = new Map()));
+  status(statusId: string, event: 'update' | 'status.update', viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
+    let batch = this.pending.get(statusId);
+    if (!batch) {
+      this.pending.set(statusId, (batch = { byContext: new Map(), edited: false }));
+      // The status is read at once, while the rest of this turn's receivers are gathered.
+      if (event === 'update') this.loadNewStatus(statusId);
+    }
+    if (event === 'status.update') batch.edited = true;
+    let receivers = batch.byContext.get(context);
+    if (!receivers) batch.byContext.set(context, (receivers = new Map()));
     const receiver = receivers.get(viewerId);
     if (receiver) receiver.waiting.push(done);
     else receivers.set(viewerId, { viewerId, context, waiting: [done] });
@@ -62,22 +75,35 @@ export class StreamPayloads {
     const batch = this.pending;
     this.pending = new Map();
     this.scheduled = false;
-    for (const [statusId, byContext] of batch) {
+    for (const [statusId, { byContext, edited }] of batch) {
       const receivers: Receiver[] = [];
       for (const some of byContext.values()) for (const r of some.values()) receivers.push(r);
-      void this.renderFor(statusId, receivers).then(
+      // An edit is read afresh: a load started before it was made would show the status as it was.
+      const open = edited ? this.ctx.statusLoader.load(null, [statusId]) : this.loadNewStatus(statusId);
+      void this.renderFor(statusId, open, receivers).then(
         (payloads) => void deliver(receivers, payloads),
         () => { for (const r of receivers) for (const done of r.waiting) done(null); },
       );
     }
   }
 
+  /** A new status's public view: the load under way for it, or one started now. */
+  private loadNewStatus(statusId: string): Promise<LoadedStatus> {
+    const under = this.newStatusLoads.get(statusId);
+    if (under) return under;
+    const load = this.ctx.statusLoader.load(null, [statusId]);
+    this.newStatusLoads.set(statusId, load);
+    const forget = () => { if (this.newStatusLoads.get(statusId) === load) this.newStatusLoads.delete(statusId); };
+    load.then(forget, forget);
+    return load;
+  }
+
   /** Payloads by receiver, with each receiver's filters applied; a receiver left out is not to be sent it. */
-  private async renderFor(statusId: string, receivers: Receiver[]): Promise<Map<Receiver, string>> {
+  private async renderFor(statusId: string, open: Promise<LoadedStatus>, receivers: Receiver[]): Promise<Map<Receiver, string>> {
     const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
     // The receivers' filter and relation versions are read while their views are made; most are 0 (no filters, no
     // blocks or mutes: nothing to load).
-    const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, viewerIds), this.ctx.versions.getMany({ f: viewerIds, r: viewerIds })]);
+    const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, open, viewerIds), this.ctx.versions.getMany({ f: viewerIds, r: viewerIds })]);
     const filtersOf = new Map<string, ViewerFilters>();
     const relationsOf = new Map<string, ViewerRelations>();
     // Only the few with filters, blocks or mutes have anything to load (no promise for each of the others).
@@ -112,13 +138,13 @@ export class StreamPayloads {
   }
 
   /** Each receiver's view of the status before filters, with what rendering it took. */
-  private async unfilteredFor(statusId: string, viewerIds: string[]): Promise<Map<string, StatusView>> {
+  private async unfilteredFor(statusId: string, loading: Promise<LoadedStatus>, viewerIds: string[]): Promise<Map<string, StatusView>> {
     const out = new Map<string, StatusView>();
     // The flags are asked for with the status, assuming it is no boost (a boost's are those of its original, asked
     // for once it is known).
     const early = flagsOfViewers(this.ctx.db, viewerIds, [statusId]);
     early.catch(() => {});
-    const open = await this.ctx.statusLoader.load(null, [statusId]);
+    const open = await loading;
     const row = open.rows[0];
     if (!row) {
       // Followers-only or direct: seen by few, each checked as a REST read would check them.
@@ -172,6 +198,15 @@ async function deliver(receivers: Receiver[], payloads: Map<Receiver, string>): 
     for (const done of r.waiting) done(payload);
     if (++n % DELIVER_PER_TURN === 0 && n < receivers.length) await nextTurn();
   }
+}
+
+/** A status's public view as the loader gives it. */
+type LoadedStatus = Awaited<ReturnType<AppContext['statusLoader']['load']>>;
+
+/** The receivers of one status gathered this turn, and whether any of them is told of an edit. */
+interface PendingStatus {
+  byContext: Map<FilterContext | 'list' | null, Map<string, Receiver>>;
+  edited: boolean;
 }
 
 /** Someone a status is rendered for: a viewer, where it is shown, and the sessions' callbacks waiting for it. */

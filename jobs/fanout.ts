@@ -50,7 +50,7 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
   const found = await findStatusForFanOut(db, statusId);
   if (!found) return 0;
   const { status } = found;
-  const message = { event: edit ? 'status.update' : 'update', statusId } as const;
+  const message = { event: edit ? 'status.update' : 'update', statusId, accountId: status.account_id } as const;
   const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
   firstBatch?.catch(() => {});
   // The public streams are told together with the first followers' homes, in one pipeline: a streaming process

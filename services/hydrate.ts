@@ -189,12 +189,14 @@ export class StatusLoader {
   /**
    * Statuses (and what reblogs point at) by id, in the order asked, without what is deleted or hidden from the viewer.
    */
-  async load(viewerId: string | null, ids: string[]): Promise<{ rows: StatusRow[]; bundle: StatusBundle; versions: VersionsUsed; relations: ViewerRelations }> {
+  async load(viewerId: string | null, ids: string[], authors: readonly string[] = []): Promise<{ rows: StatusRow[]; bundle: StatusBundle; versions: VersionsUsed; relations: ViewerRelations }> {
     // Every version a page needs is asked for in one round trip: the statuses, what they reblog, their authors
     // and mentioned accounts (facts that no edit changes, so any cached copy tells them) and the viewer's.
     // Whatever was not cached yet costs a second round trip, once.
     const wantedStatuses = new Set(ids);
-    const wantedAccounts = new Set<string>();
+    // `authors`: accounts the caller knows the statuses are by (a stream message names its status's author), whose
+    // versions then come in the first read even when the statuses are not cached yet.
+    const wantedAccounts = new Set<string>(authors);
     const addFacts = (e: CachedStatus | undefined) => {
       if (!e) return;
       wantedAccounts.add(e.status.account_id);

@@ -178,7 +178,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   await Promise.all([
     deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] }),
     deps.feeds.addIfAccepting(accountId, status.id),
-    deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: status.id }),
+    deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: status.id, accountId }),
     enqueueAll(deps.jobs, outbox),
   ]).catch((err: unknown) => {
     // Redis went away since the commit: the post is made and is answered as made (a 503 would say it was not, and a
@@ -271,7 +271,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
     });
     await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
     await deps.feeds.addIfAccepting(accountId, reblog.id);
-    await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: reblog.id });
+    await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: reblog.id, accountId });
     await enqueueAll(deps.jobs, outbox);
     return reblog.id;
   } catch (err) {

@@ -6,9 +6,10 @@ import type { Redis } from 'ioredis';
  * receiver (what they may see, their favourites and boosts), once per distinct view.
  */
 export type StreamMessage =
-  | { event: 'update'; statusId: string }
+  /** `accountId`, when the publisher has it: the status's author (the receiving process reads its version sooner). */
+  | { event: 'update'; statusId: string; accountId?: string }
   /** An edited status, to the streams that had it (Mastodon's `status.update`, the Status entity as payload). */
-  | { event: 'status.update'; statusId: string }
+  | { event: 'status.update'; statusId: string; accountId?: string }
   | { event: 'delete'; statusId: string }
   | { event: 'notification'; notificationId: string }
   /** A direct conversation of the channel's account changed (Mastodon's `conversation`, on the `direct` stream). */

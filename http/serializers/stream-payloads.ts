@@ -40,14 +40,15 @@ export class StreamPayloads {
    * stream), handed to `done` once the batch it joins is rendered: null when it is not for them. A callback, not a
    * promise: one event is asked for by thousands of sessions in the same turn.
    */
-  status(statusId: string, event: 'update' | 'status.update', viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
+  status(statusId: string, event: 'update' | 'status.update', authorId: string | undefined, viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
     let batch = this.pending.get(statusId);
     if (!batch) {
-      this.pending.set(statusId, (batch = { byContext: new Map(), edited: false }));
+      this.pending.set(statusId, (batch = { byContext: new Map(), edited: false, authors: [] }));
       // The status is read at once, while the rest of this turn's receivers are gathered.
-      if (event === 'update') this.loadNewStatus(statusId);
+      if (event === 'update') this.loadNewStatus(statusId, authorId);
     }
     if (event === 'status.update') batch.edited = true;
+    if (authorId !== undefined && batch.authors.length === 0) batch.authors.push(authorId);
     let receivers = batch.byContext.get(context);
     if (!receivers) batch.byContext.set(context, (receivers = new Map()));
     const receiver = receivers.get(viewerId);
@@ -75,11 +76,11 @@ export class StreamPayloads {
     const batch = this.pending;
     this.pending = new Map();
     this.scheduled = false;
-    for (const [statusId, { byContext, edited }] of batch) {
+    for (const [statusId, { byContext, edited, authors }] of batch) {
       const receivers: Receiver[] = [];
       for (const some of byContext.values()) for (const r of some.values()) receivers.push(r);
       // An edit is read afresh: a load started before it was made would show the status as it was.
-      const open = edited ? this.ctx.statusLoader.load(null, [statusId]) : this.loadNewStatus(statusId);
+      const open = edited ? this.ctx.statusLoader.load(null, [statusId], authors) : this.loadNewStatus(statusId, authors[0]);
       void this.renderFor(statusId, open, receivers).then(
         (payloads) => void deliver(receivers, payloads),
         () => { for (const r of receivers) for (const done of r.waiting) done(null); },
@@ -88,10 +89,10 @@ export class StreamPayloads {
   }
 
   /** A new status's public view: the load under way for it, or one started now. */
-  private loadNewStatus(statusId: string): Promise<LoadedStatus> {
+  private loadNewStatus(statusId: string, authorId: string | undefined): Promise<LoadedStatus> {
     const under = this.newStatusLoads.get(statusId);
     if (under) return under;
-    const load = this.ctx.statusLoader.load(null, [statusId]);
+    const load = this.ctx.statusLoader.load(null, [statusId], authorId === undefined ? [] : [authorId]);
     this.newStatusLoads.set(statusId, load);
     const forget = () => { if (this.newStatusLoads.get(statusId) === load) this.newStatusLoads.delete(statusId); };
     load.then(forget, forget);
@@ -207,6 +208,8 @@ type LoadedStatus = Awaited<ReturnType<AppContext['statusLoader']['load']>>;
 interface PendingStatus {
   byContext: Map<FilterContext | 'list' | null, Map<string, Receiver>>;
   edited: boolean;
+  /** Its author, when a message named it (at most one: a status has one). */
+  authors: string[];
 }
 
 /** Someone a status is rendered for: a viewer, where it is shown, and the sessions' callbacks waiting for it. */

@@ -41,6 +41,8 @@ export interface AppContext {
   versions: CacheVersions;
   /** Live events for streaming sockets, published over Redis pub/sub. */
   events: StreamEvents;
+  /** A public status as most of its live receivers see it, for its stream messages (http/serializers/stream-payloads.ts). */
+  renderStreamView: (statusId: string, authorId: string) => Promise<string | null>;
   statusLoader: StatusLoader;
   /** Each viewer's filters, compiled, kept while their version holds. */
   filters: FilterCache;

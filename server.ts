@@ -8,6 +8,7 @@ import { LocalFileHost } from './storage/filehost/local.ts';
 import type { FileHost } from './storage/filehost/index.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { buildApp } from './http/app.ts';
+import { renderStreamView } from './http/serializers/stream-payloads.ts';
 import { HomeFeeds } from './storage/feeds.ts';
 import { JobQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/worker.ts';
@@ -59,7 +60,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   tracking.onInvalidate((keys) => homePages.invalidate(keys));
   const feeds = new HomeFeeds(redis, config.redisPrefix, tracking.reader);
   const listFeeds = new HomeFeeds(redis, config.redisPrefix, redis, 'list');
-  const versions = new CacheVersions(redis, config.redisPrefix, tracking.reader);
+  const versions = new CacheVersions(redis, config.redisPrefix, tracking.reader, tracking);
   const statusLoader = new StatusLoader(db, versions);
   // Redis lost its counters (restarted empty, flushed): filter and relation versions are restored from PostgreSQL,
   // so that 0 still means "none" and no mute or filter is forgotten.
@@ -76,6 +77,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   };
   const events = new StreamEvents(redis, config.redisPrefix);
   const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote, statusLoader }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const render = { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost };
   const ctx = {
     config,
     db,
@@ -94,7 +96,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     homePages,
     tracking,
     subscriber,
-    render: { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost },
+    render,
+    renderStreamView: (statusId: string, authorId: string) => renderStreamView({ statusLoader, render }, statusId, authorId),
     keyRing: new AccountKeyRing(db),
     dependencies,
     federationQueue: new BullMqMessageQueue(config.redisUrl, config.redisPrefix),

@@ -5,7 +5,7 @@ import { findStatusForFanOut, findStatusRecord, tagsOf, type StatusRow } from '.
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
 import { listsAlsoHolding, listsWithMember } from '../storage/lists.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
-import { publicChannelsOf, streamChannels, type StreamEvents } from '../services/stream-events.ts';
+import { publicChannelsOf, streamChannels, type StreamEvents, type StreamMessage } from '../services/stream-events.ts';
 import { addDirectStatus, removeDirectStatus } from '../services/conversations.ts';
 import { fanOutToTagFollowers } from './tag-fanout.ts';
 
@@ -17,6 +17,11 @@ export interface FanOutDeps {
   feeds: HomeFeeds;
   actors: ActorRegistry;
   events: StreamEvents;
+  /**
+   * A public or unlisted status as most of its live receivers see it (http/serializers/stream-payloads.ts), carried
+   * in its stream messages; without it, each streaming process reads the status itself.
+   */
+  renderStreamView?: (statusId: string, authorId: string) => Promise<string | null>;
 }
 
 /** Whether a status goes out on the public streams, as Mastodon decides: public, not a boost, not a reply to another. */
@@ -46,18 +51,22 @@ async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId:
  * skipped, found in one Redis round trip per batch: they are rebuilt from PostgreSQL when next read. Adding is
  * idempotent, so a retried job does no harm.
  */
-export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, statusId: string, edit = false): Promise<number> {
+export async function fanOutStatus({ db, feeds, actors, events, renderStreamView }: FanOutDeps, statusId: string, edit = false): Promise<number> {
   const found = await findStatusForFanOut(db, statusId);
   if (!found) return 0;
   const { status } = found;
-  const message = { event: edit ? 'status.update' : 'update', statusId, accountId: status.account_id } as const;
+  const idsOnly = { event: edit ? 'status.update' : 'update', statusId, accountId: status.account_id } as const;
   const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
   firstBatch?.catch(() => {});
+  // Rendered while the first followers are read (an edit after its commit, so the view is the edited one). A status
+  // seen only by some is rendered where its sockets are, for each of them.
+  const viewing = renderStreamView && (status.visibility === 'public' || status.visibility === 'unlisted') ? renderStreamView(statusId, status.account_id).catch(() => null) : null;
   // The public streams are told together with the first followers' homes, in one pipeline: a streaming process
   // holding both kinds of sockets gets them in one read and renders them as one batch (one load of the status, one
   // query of its receivers' flags, one read of their versions), where two batches a few milliseconds apart would
   // cost it all twice. A limited (silenced) author, or one of a silenced server, is kept off the public streams as
   // off public timelines.
+  let message: StreamMessage = idsOnly;
   let publicChannels = broadcastable(status) && !found.authorLimited ? publicChannelsOf({ local: status.uri === null, hasMedia: found.hasMedia, tags: found.tagNames }) : [];
   const tellPublic = async () => {
     const channels = publicChannels;
@@ -69,13 +78,15 @@ export async function fanOutStatus({ db, feeds, actors, events }: FanOutDeps, st
     // Direct statuses reach the home feeds of mentioned accounts that follow the author.
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
-    await events.publishToHomes(followers, message);
+    await events.publishToHomes(followers, idsOnly);
     const accepting = await feeds.acceptingAmong([...followers]);
     await addToFeeds(actors, accepting, statusId, edit);
     // And their conversations (services/conversations.ts).
     await addDirectStatus({ db, events }, status);
     return accepting.length;
   }
+  const view = await viewing;
+  message = view ? { ...idsOnly, view } : idsOnly;
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
   const replyToOther = status.in_reply_to_account_id && status.in_reply_to_account_id !== status.account_id ? status.in_reply_to_account_id : null;
   let after = '0';

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { unavailableDependency } from './dependencies.ts';
+import type { KeyTracking } from './key-tracking.ts';
 
 type Kind = 's' | 'a' | 'v' | 'f' | 'r';
 /** The versions a rendering was made under, by kind and id: while they are current, so is the rendering. */
@@ -29,11 +30,20 @@ export class CacheVersions {
   private repair: (() => Promise<void>) | null = null;
   private repairing = false;
   private unknown = 0;
+  private readonly tracking: KeyTracking | undefined;
+  /** Filter and relation versions read under client tracking and not changed since, by key (viewerVersions). */
+  private readonly remembered = new Map<string, string>();
 
-  constructor(redis: Redis, prefix: string, reader: Redis = redis) {
+  /** `tracking`: the client tracking `reader` belongs to, if any (it lets viewerVersions answer from memory). */
+  constructor(redis: Redis, prefix: string, reader: Redis = redis, tracking?: KeyTracking) {
     this.redis = redis;
     this.prefix = prefix;
     this.reader = reader;
+    this.tracking = tracking;
+    tracking?.onInvalidate((keys) => {
+      if (keys === null || keys.includes(this.epochKey)) this.remembered.clear();
+      else for (const k of keys) this.remembered.delete(k);
+    });
   }
 
   /** Called when the counters were lost: caches kept under them are dropped. */
@@ -59,6 +69,7 @@ export class CacheVersions {
   private observe(epoch: string | null): void {
     if (epoch === this.epoch) return;
     this.epoch = epoch;
+    this.remembered.clear();
     for (const fn of this.resetListeners) fn();
     if (epoch === null) void this.restore();
   }
@@ -121,6 +132,50 @@ export class CacheVersions {
     const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map(), r: new Map() };
     for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, this.version(kind, values ? (values[i++] ?? null) : undefined));
     return out;
+  }
+
+  /**
+   * The filter (f) and relation (r) versions of many viewers, for live streams, which ask for those of every receiver
+   * of every post (a thousand at a time): answered from memory for keys read before under client tracking that Redis
+   * has not said changed since, the rest in one read. A change made a moment ago, whose invalidation is still on its
+   * way, may go unseen for that moment, as if the event had been rendered a moment earlier; reads that must see every
+   * change completed before them (REST) use getMany. Without tracking, the same as getMany.
+   */
+  async viewerVersions(viewerIds: string[]): Promise<{ f: Map<string, string>; r: Map<string, string> }> {
+    const out = { f: new Map<string, string>(), r: new Map<string, string>() };
+    const missing: { kind: 'f' | 'r'; id: string; key: string }[] = [];
+    for (const kind of ['f', 'r'] as const) {
+      for (const id of viewerIds) {
+        const key = this.key(kind, id);
+        const known = this.remembered.get(key);
+        if (known !== undefined) out[kind].set(id, known);
+        else missing.push({ kind, id, key });
+      }
+    }
+    if (missing.length === 0) return out;
+    const ticket = this.tracking?.begin();
+    try {
+      const keys = missing.map((m) => m.key);
+      const values = await this.read(keys);
+      // Kept only when every key (and the epoch, read with them) was read under tracking and is unchanged since.
+      const keep = values !== null && this.epoch !== null && ticket !== undefined && this.tracking!.unchanged(ticket, [this.epochKey, ...keys]);
+      missing.forEach(({ kind, id, key }, i) => {
+        const version = this.version(kind, values ? (values[i] ?? null) : undefined);
+        out[kind].set(id, version);
+        if (keep) this.remember(key, version);
+      });
+    } finally {
+      if (ticket) this.tracking!.end(ticket);
+    }
+    return out;
+  }
+
+  /** At most this many remembered versions (a few per open stream's account); the oldest go first. */
+  private static readonly REMEMBERED_MAX = 200_000;
+
+  private remember(key: string, version: string): void {
+    if (this.remembered.size >= CacheVersions.REMEMBERED_MAX) this.remembered.delete(this.remembered.keys().next().value!);
+    this.remembered.set(key, version);
   }
 
   /** A set of versions as Redis keys and the values they had, for checking them all again in one read. */

@@ -9,13 +9,17 @@ import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
 import { renderNotifications } from './statuses.ts';
 import { conversationPayload } from './conversation.ts';
+import type { StreamMessage } from '../../services/stream-events.ts';
 import { findConversation } from '../../storage/conversations.ts';
 
 /**
  * Streaming payloads (the JSON text Mastodon puts in `payload`), rendered for their receivers. An event reaches
  * every socket of a channel in the same turn; the receivers of one status gathered in that turn are served by one
  * load, one query for their favourites and boosts, and one JSON encoding per distinct view (at most a few), however
- * many sockets there are. Null for a receiver who may not see it.
+ * many sockets there are. A new public status's messages bring the view most receivers share (StreamMessage's
+ * `view`): it goes as it is, with nothing read, to each receiver who is not its author and has no filters, blocks or
+ * mutes (their versions kept in memory under client tracking); the status is read only for the others. Null for a
+ * receiver who may not see it.
  */
 export class StreamPayloads {
   private readonly ctx: AppContext;
@@ -40,14 +44,20 @@ export class StreamPayloads {
    * stream), handed to `done` once the batch it joins is rendered: null when it is not for them. A callback, not a
    * promise: one event is asked for by thousands of sessions in the same turn.
    */
-  status(statusId: string, event: 'update' | 'status.update', authorId: string | undefined, viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
+  status(message: StatusMessage, viewerId: string, context: FilterContext | 'list' | null, done: (payload: string | null) => void): void {
+    const { statusId, event, accountId: authorId, view } = message;
     let batch = this.pending.get(statusId);
     if (!batch) {
-      this.pending.set(statusId, (batch = { byContext: new Map(), edited: false, authors: [] }));
-      // The status is read at once, while the rest of this turn's receivers are gathered.
-      if (event === 'update') this.loadNewStatus(statusId, authorId);
+      this.pending.set(statusId, (batch = { byContext: new Map(), edited: false, authors: [], view: undefined }));
+      // The status is read at once, while the rest of this turn's receivers are gathered, unless the message brings
+      // the view most of them are sent (then it is read, in flush, only if some receiver needs more).
+      if (event === 'update' && view === undefined) this.loadNewStatus(statusId, authorId);
     }
-    if (event === 'status.update') batch.edited = true;
+    // An edit's view replaces the view from before it (or, without one, the edit is read afresh).
+    if (event === 'status.update') {
+      batch.edited = true;
+      batch.view = view;
+    } else if (!batch.edited && batch.view === undefined) batch.view = view;
     if (authorId !== undefined && batch.authors.length === 0) batch.authors.push(authorId);
     let receivers = batch.byContext.get(context);
     if (!receivers) batch.byContext.set(context, (receivers = new Map()));
@@ -76,12 +86,12 @@ export class StreamPayloads {
     const batch = this.pending;
     this.pending = new Map();
     this.scheduled = false;
-    for (const [statusId, { byContext, edited, authors }] of batch) {
+    for (const [statusId, { byContext, edited, authors, view }] of batch) {
       const receivers: Receiver[] = [];
       for (const some of byContext.values()) for (const r of some.values()) receivers.push(r);
       // An edit is read afresh: a load started before it was made would show the status as it was.
-      const open = edited ? this.ctx.statusLoader.load(null, [statusId], authors) : this.loadNewStatus(statusId, authors[0]);
-      void this.renderFor(statusId, open, receivers).then(
+      const open = () => (edited ? this.ctx.statusLoader.load(null, [statusId], authors) : this.loadNewStatus(statusId, authors[0]));
+      void this.renderFor(statusId, view, open, receivers).then(
         (payloads) => void deliver(receivers, payloads),
         () => { for (const r of receivers) for (const done of r.waiting) done(null); },
       );
@@ -99,12 +109,28 @@ export class StreamPayloads {
     return load;
   }
 
-  /** Payloads by receiver, with each receiver's filters applied; a receiver left out is not to be sent it. */
-  private async renderFor(statusId: string, open: Promise<LoadedStatus>, receivers: Receiver[]): Promise<Map<Receiver, string>> {
-    const viewerIds = [...new Set(receivers.map((r) => r.viewerId))];
-    // The receivers' filter and relation versions are read while their views are made; most are 0 (no filters, no
-    // blocks or mutes: nothing to load).
-    const [unfiltered, versions] = await Promise.all([this.unfilteredFor(statusId, open, viewerIds), this.ctx.versions.getMany({ f: viewerIds, r: viewerIds })]);
+  /**
+   * Payloads by receiver, with each receiver's filters applied; a receiver left out is not to be sent it. `view`: the
+   * message's view of the status (StreamMessage), sent as it is to those it is for; `open` reads the status for the
+   * others.
+   */
+  private async renderFor(statusId: string, view: string | undefined, open: () => Promise<LoadedStatus>, receivers: Receiver[]): Promise<Map<Receiver, string>> {
+    // The receivers' filter and relation versions, from memory for the most part (CacheVersions.viewerVersions);
+    // most are 0 (no filters, no blocks or mutes: nothing to load).
+    const versions = await this.ctx.versions.viewerVersions([...new Set(receivers.map((r) => r.viewerId))]);
+    const out = new Map<Receiver, string>();
+    const shared = view === undefined ? null : sharedViewOf(view);
+    let rest = receivers;
+    if (shared) {
+      rest = [];
+      for (const r of receivers) {
+        if (versions.f.get(r.viewerId) === '0' && versions.r.get(r.viewerId) === '0' && !shared.authors.has(r.viewerId)) out.set(r, shared.json);
+        else rest.push(r);
+      }
+      if (rest.length === 0) return out;
+    }
+    const viewerIds = [...new Set(rest.map((r) => r.viewerId))];
+    const unfiltered = await this.unfilteredFor(statusId, open(), viewerIds);
     const filtersOf = new Map<string, ViewerFilters>();
     const relationsOf = new Map<string, ViewerRelations>();
     // Only the few with filters, blocks or mutes have anything to load (no promise for each of the others).
@@ -116,8 +142,7 @@ export class StreamPayloads {
       if (r !== '0') loading.push(this.ctx.statusLoader.relations.forViewer(v, r).then((x) => void relationsOf.set(v, x)));
     }
     await Promise.all(loading);
-    const out = new Map<Receiver, string>();
-    for (const r of receivers) {
+    for (const r of rest) {
       const view = unfiltered.get(r.viewerId);
       if (!view) continue;
       // Blocks and mutes as REST applies them (services/relations.ts): an author who blocks the receiver is never
@@ -177,6 +202,40 @@ export class StreamPayloads {
   }
 }
 
+/**
+ * A message's view (StreamMessage), and whom it is not for: the status's author and the boost's (their own posts
+ * show as theirs). Null when someone has favourited or boosted the status shown: who, only a read of the receivers'
+ * favourites and boosts tells.
+ */
+function sharedViewOf(json: string): { json: string; authors: Set<string> } | null {
+  type Shown = { account?: { id?: string }; favourites_count?: number; reblogs_count?: number };
+  try {
+    const status = JSON.parse(json) as Shown & { reblog?: Shown | null };
+    const proper = status.reblog ?? status;
+    if (proper.favourites_count !== 0 || proper.reblogs_count !== 0) return null;
+    const authors = new Set<string>();
+    for (const id of [status.account?.id, status.reblog?.account?.id]) if (id !== undefined) authors.add(id);
+    return { json, authors };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A public or unlisted status as a signed-in account that is not its author, and has neither favourited nor boosted
+ * it, sees it: what most receivers of its live events are sent. The fan-out job renders it once and its stream
+ * messages carry it (StreamMessage's `view`). Null when strangers may not see it.
+ */
+export async function renderStreamView(ctx: Pick<AppContext, 'statusLoader' | 'render'>, statusId: string, authorId: string): Promise<string | null> {
+  const { rows, bundle } = await ctx.statusLoader.load(null, [statusId], [authorId]);
+  const row = rows[0];
+  if (!row) return null;
+  return JSON.stringify(renderStatus(ctx.render, { ...bundle, favourited: new Set(), reblogged: new Set(), viewerId: NO_ACCOUNT }, row));
+}
+
+/** No account's id (ids are positive): a viewer who is neither the author nor anyone who acted on the status. */
+const NO_ACCOUNT = '0';
+
 function shownDespiteRelations(relations: ViewerRelations, context: FilterContext | 'list' | null, viewerId: string, view: StatusView): boolean {
   const original = view.row.reblog_of_id ? view.bundle.statuses.get(view.row.reblog_of_id) : undefined;
   if (relations.blockedBy.has(view.row.account_id) || (original && relations.blockedBy.has(original.account_id))) return false;
@@ -204,10 +263,15 @@ async function deliver(receivers: Receiver[], payloads: Map<Receiver, string>): 
 /** A status's public view as the loader gives it. */
 type LoadedStatus = Awaited<ReturnType<AppContext['statusLoader']['load']>>;
 
+/** An event of a status, as sessions pass it on. */
+type StatusMessage = Extract<StreamMessage, { event: 'update' | 'status.update' }>;
+
 /** The receivers of one status gathered this turn, and whether any of them is told of an edit. */
 interface PendingStatus {
   byContext: Map<FilterContext | 'list' | null, Map<string, Receiver>>;
   edited: boolean;
+  /** The view a message brought (StreamMessage), if any: an edit's, once an edit is among them. */
+  view: string | undefined;
   /** Its author, when a message named it (at most one: a status has one). */
   authors: string[];
 }

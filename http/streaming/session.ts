@@ -153,7 +153,7 @@ export class StreamSession {
     switch (message.event) {
       case 'update':
       case 'status.update':
-        return this.payloads.status(message.statusId, message.event, message.accountId, this.owner.accountId, context, settle);
+        return this.payloads.status(message, this.owner.accountId, context, settle);
       case 'delete':
         return settle(message.statusId);
       case 'filters_changed':

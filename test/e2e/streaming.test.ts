@@ -301,6 +301,48 @@ describe('the streaming API across processes', () => {
     user.ws.close();
     pub.ws.close();
   });
+  it('sends each receiver what REST shows them, and applies a mute or block made while the socket is open to the next post', async () => {
+    const [kim, lou, max, nia] = await registerUsers(a.app, 'vkim', 'vlou', 'vmax', 'vnia');
+    for (const u of [lou, max]) {
+      for (const target of [kim, nia]) expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${target.id}/follow`, headers: bearer(u.token) })).statusCode).toBe(200);
+    }
+    for (const u of [kim, lou, max]) await a.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(u.token) });
+    const louHome = await rawSocket('?stream=user', { protocol: lou.token });
+    const maxPublic = await rawSocket('?stream=public:local', { protocol: max.token });
+    const kimHome = await rawSocket('?stream=user', { protocol: kim.token });
+    const isUpdate = (id: string) => (m: Json) => m.event === 'update' && JSON.parse(m.payload).id === id;
+    const asRest = async (u: TestUser, id: string) => (await a.app.inject({ method: 'GET', url: `/api/v1/statuses/${id}`, headers: bearer(u.token) })).json();
+
+    const first = await post(kim, { status: 'shown as REST shows it', poll: { options: ['yes', 'no'], expires_in: 3600 } });
+    for (const [socket, u] of [[louHome, lou], [maxPublic, max]] as const) {
+      const payload = JSON.parse((await socket.waitFor(isUpdate(first.id))).payload);
+      expectEntity('Status', payload);
+      expect(payload).toEqual(await asRest(u, first.id));
+    }
+    // The author's own post shows as theirs (pinned, the poll as its owner's).
+    const own = JSON.parse((await kimHome.waitFor(isUpdate(first.id))).payload);
+    expect(own).toEqual(await asRest(kim, first.id));
+    expect(own).toMatchObject({ pinned: false, poll: { voted: true } });
+
+    // lou mutes kim and max blocks kim, through process A, with their sockets open since the first post.
+    expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/mute`, headers: bearer(lou.token) })).statusCode).toBe(200);
+    expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/block`, headers: bearer(max.token) })).statusCode).toBe(200);
+    const second = await post(kim, { status: 'after the mute and the block' });
+    const control = await post(nia, { status: 'both still see this' });
+    await louHome.waitFor(isUpdate(control.id));
+    await maxPublic.waitFor(isUpdate(control.id));
+    await kimHome.waitFor(isUpdate(second.id));
+    expect(louHome.messages.some(isUpdate(second.id))).toBe(false);
+    expect(maxPublic.messages.some(isUpdate(second.id))).toBe(false);
+
+    // Undone: the next post reaches them again.
+    await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/unmute`, headers: bearer(lou.token) });
+    await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/unblock`, headers: bearer(max.token) });
+    const third = await post(kim, { status: 'after both were undone' });
+    await louHome.waitFor(isUpdate(third.id));
+    await maxPublic.waitFor(isUpdate(third.id));
+    for (const c of [louHome, maxPublic, kimHome]) c.ws.close();
+  });
   it('streams a list to its owner, and refuses another person\'s list', async () => {
     const [owner, member, other] = await registerUsers(a.app, 'lown', 'lmem', 'loth');
     const api = async (u: TestUser, method: 'POST' | 'GET', url: string, payload?: object) =>

@@ -18,8 +18,8 @@ export interface FanOutDeps {
   actors: ActorRegistry;
   events: StreamEvents;
   /**
-   * A public or unlisted status as most of its live receivers see it (http/serializers/stream-payloads.ts), carried
-   * in its stream messages; without it, each streaming process reads the status itself.
+   * A status as most of its live receivers see it (http/serializers/stream-payloads.ts), carried in its stream
+   * messages; without it, each streaming process reads the status itself.
    */
   renderStreamView?: (statusId: string, authorId: string) => Promise<string | null>;
 }
@@ -58,9 +58,10 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
   const idsOnly = { event: edit ? 'status.update' : 'update', statusId, accountId: status.account_id } as const;
   const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
   firstBatch?.catch(() => {});
-  // Rendered while the first followers are read (an edit after its commit, so the view is the edited one). A status
-  // seen only by some is rendered where its sockets are, for each of them.
-  const viewing = renderStreamView && (status.visibility === 'public' || status.visibility === 'unlisted') ? renderStreamView(statusId, status.account_id).catch(() => null) : null;
+  // Rendered while the first followers are read (an edit after its commit, so the view is the edited one). Its
+  // messages go only to those who may see it: a followers-only status's to followers' homes (it is on no public
+  // stream). A direct one, seen by few, is rendered where their sockets are.
+  const viewing = renderStreamView && status.visibility !== 'direct' ? renderStreamView(statusId, status.account_id).catch(() => null) : null;
   // The public streams are told together with the first followers' homes, in one pipeline: a streaming process
   // holding both kinds of sockets gets them in one read and renders them as one batch (one load of the status, one
   // query of its receivers' flags, one read of their versions), where two batches a few milliseconds apart would

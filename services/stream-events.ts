@@ -3,14 +3,14 @@ import type { Redis } from 'ioredis';
 /**
  * What streaming sockets are told of, as it travels between processes over Redis pub/sub (Mastodon's channel
  * names, under our prefix). Messages carry ids: each is rendered where its sockets are, for each receiver (what they
- * may see, their favourites and boosts), once per distinct view; a new public status also carries the view most of
- * its receivers share (`view`).
+ * may see, their favourites and boosts), once per distinct view; a new status (not a direct one) also carries the
+ * view most of its receivers share (`view`).
  */
 export type StreamMessage =
   /**
    * `accountId`, when the publisher has it: the status's author (the receiving process reads its version sooner).
-   * `view`, from the fan-out job: a public or unlisted status as a signed-in account that is not its author and has
-   * neither favourited nor boosted it sees it (Status JSON), which is what most receivers are sent: a streaming
+   * `view`, from the fan-out job, on messages to those who may see the status: the status as an account that is not
+   * its author and has not acted on it sees it (Status JSON), which is what most receivers are sent: a streaming
    * process sends it to them without reading anything (as Mastodon's messages carry the rendered status), and
    * renders the status itself only for the others (its author, those with filters, blocks or mutes, those who
    * favourited or boosted it).

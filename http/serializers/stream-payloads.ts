@@ -62,8 +62,11 @@ export class StreamPayloads {
     let receivers = batch.byContext.get(context);
     if (!receivers) batch.byContext.set(context, (receivers = new Map()));
     const receiver = receivers.get(viewerId);
-    if (receiver) receiver.waiting.push(done);
-    else receivers.set(viewerId, { viewerId, context, waiting: [done] });
+    if (!receiver) receivers.set(viewerId, { viewerId, context, waiting: [done], viewed: view !== undefined });
+    else {
+      receiver.waiting.push(done);
+      if (view === undefined) receiver.viewed = false;
+    }
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
@@ -124,7 +127,7 @@ export class StreamPayloads {
     if (shared) {
       rest = [];
       for (const r of receivers) {
-        if (versions.f.get(r.viewerId) === '0' && versions.r.get(r.viewerId) === '0' && !shared.authors.has(r.viewerId)) out.set(r, shared.json);
+        if (r.viewed && versions.f.get(r.viewerId) === '0' && versions.r.get(r.viewerId) === '0' && !shared.authors.has(r.viewerId)) out.set(r, shared.json);
         else rest.push(r);
       }
       if (rest.length === 0) return out;
@@ -222,15 +225,18 @@ function sharedViewOf(json: string): { json: string; authors: Set<string> } | nu
 }
 
 /**
- * A public or unlisted status as a signed-in account that is not its author, and has neither favourited nor boosted
- * it, sees it: what most receivers of its live events are sent. The fan-out job renders it once and its stream
- * messages carry it (StreamMessage's `view`). Null when strangers may not see it.
+ * A status as an account that may see it, is not its author, and has not favourited, boosted or bookmarked it or
+ * voted in its poll sees it: what most receivers of its live events are sent. The fan-out job renders it once and
+ * the stream messages to those who may see it carry it (StreamMessage's `view`). Read as its author (who sees it
+ * whatever its visibility), rendered with nothing of theirs. Null when it is not to be shown (a suspended author).
  */
 export async function renderStreamView(ctx: Pick<AppContext, 'statusLoader' | 'render'>, statusId: string, authorId: string): Promise<string | null> {
-  const { rows, bundle } = await ctx.statusLoader.load(null, [statusId], [authorId]);
+  const { rows, bundle } = await ctx.statusLoader.load(authorId, [statusId]);
   const row = rows[0];
   if (!row) return null;
-  return JSON.stringify(renderStatus(ctx.render, { ...bundle, favourited: new Set(), reblogged: new Set(), viewerId: NO_ACCOUNT }, row));
+  const { statuses, accounts, mentions, tags, media, polls } = bundle;
+  const asNoOne: StatusBundle = { statuses, accounts, mentions, tags, media, ...(polls ? { polls } : {}), favourited: new Set(), reblogged: new Set(), viewerId: NO_ACCOUNT };
+  return JSON.stringify(renderStatus(ctx.render, asNoOne, row));
 }
 
 /** No account's id (ids are positive): a viewer who is neither the author nor anyone who acted on the status. */
@@ -281,6 +287,11 @@ interface Receiver {
   viewerId: string;
   context: FilterContext | 'list' | null;
   waiting: ((payload: string | null) => void)[];
+  /**
+   * Whether every message that named them for it brought a view: a message is sent only to those who may see what it
+   * brings (a followers-only status's view, to followers), so another's view is not for them.
+   */
+  viewed: boolean;
 }
 
 /** A viewer who has neither favourited nor boosted the status. */

@@ -323,6 +323,9 @@ describe('the streaming API across processes', () => {
     const own = JSON.parse((await kimHome.waitFor(isUpdate(first.id))).payload);
     expect(own).toEqual(await asRest(kim, first.id));
     expect(own).toMatchObject({ pinned: false, poll: { voted: true } });
+    // A followers-only post, to a follower's home as REST shows it to them; not on the public stream.
+    const privately = await post(kim, { status: 'for followers', visibility: 'private' });
+    expect(JSON.parse((await louHome.waitFor(isUpdate(privately.id))).payload)).toEqual(await asRest(lou, privately.id));
 
     // lou mutes kim and max blocks kim, through process A, with their sockets open since the first post.
     expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/mute`, headers: bearer(lou.token) })).statusCode).toBe(200);
@@ -334,6 +337,7 @@ describe('the streaming API across processes', () => {
     await kimHome.waitFor(isUpdate(second.id));
     expect(louHome.messages.some(isUpdate(second.id))).toBe(false);
     expect(maxPublic.messages.some(isUpdate(second.id))).toBe(false);
+    expect(maxPublic.messages.some(isUpdate(privately.id))).toBe(false);
 
     // Undone: the next post reaches them again.
     await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/unmute`, headers: bearer(lou.token) });

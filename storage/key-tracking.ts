@@ -187,7 +187,9 @@ export class KeyTracking {
 
   private lost(listener: boolean): void {
     if (listener) this.listenerId = null;
-    else this.readerTracking = false;
+    // The reader's tracking points at the listener's old id either way: it is on again only once track() has
+    // pointed it at the new one (until then, reads are not reported to anyone).
+    this.readerTracking = false;
     this.invalidate(null);
   }
 }

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { connectRedis, createKeyTracking, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
@@ -117,6 +117,24 @@ describe('Redis client tracking', () => {
     await writer.set(key, '3');
     expect(await tracking.sync()).toBe(true);
     expect(heard).toContain(key);
+  });
+
+  it('is not on again after the listener reconnects until the reader\'s tracking points at the new listener', async () => {
+    // Until then, the reader's reads are reported to the old listener's id, that is to nobody.
+    const client = tracking.reader.client.bind(tracking.reader) as (...args: unknown[]) => Promise<unknown>;
+    let pointing = 0;
+    vi.spyOn(tracking.reader, 'client').mockImplementation((async (...args: unknown[]) => {
+      if (args[0] === 'TRACKING') {
+        pointing++;
+        await new Promise((r) => setTimeout(r, 400));
+      }
+      return client(...args);
+    }) as never);
+    await writer.client('KILL', 'ID', await clientId(writer, `${prefix}:tracking-listener`));
+    await until(async () => pointing, (n) => n > 0, 'the reader being pointed at the new listener', 5000);
+    expect(tracking.active).toBe(false);
+    expect(await tracking.sync()).toBe(false);
+    await until(async () => tracking.active, (yes) => yes, 'tracking on again', 5000);
   });
 
   it('answers sync() with false while tracking is off', async () => {

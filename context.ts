@@ -9,7 +9,7 @@ import type { HomeFeeds } from './storage/feeds.ts';
 import type { JobQueues } from './jobs/queues.ts';
 import type { TokenCache } from './services/token-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
-import type { StreamEvents } from './services/stream-events.ts';
+import type { StreamEvents, StreamView } from './services/stream-events.ts';
 import type { FilterCache } from './services/filters.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
@@ -41,8 +41,8 @@ export interface AppContext {
   versions: CacheVersions;
   /** Live events for streaming sockets, published over Redis pub/sub. */
   events: StreamEvents;
-  /** A public status as most of its live receivers see it, for its stream messages (http/serializers/stream-payloads.ts). */
-  renderStreamView: (statusId: string, authorId: string) => Promise<string | null>;
+  /** A new status as most of its live receivers see it, for its stream messages (http/serializers/stream-payloads.ts). */
+  renderStreamView: (statusId: string, authorId: string) => Promise<StreamView | null>;
   statusLoader: StatusLoader;
   /** Each viewer's filters, compiled, kept while their version holds. */
   filters: FilterCache;

@@ -97,7 +97,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     tracking,
     subscriber,
     render,
-    renderStreamView: (statusId: string, authorId: string) => renderStreamView({ statusLoader, render }, statusId, authorId),
+    renderStreamView: (statusId: string, authorId: string) => renderStreamView({ statusLoader, render, versions }, statusId, authorId),
     keyRing: new AccountKeyRing(db),
     dependencies,
     federationQueue: new BullMqMessageQueue(config.redisUrl, config.redisPrefix),

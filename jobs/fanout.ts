@@ -5,9 +5,10 @@ import { findStatusForFanOut, findStatusRecord, tagsOf, type StatusRow } from '.
 import { localFollowersBatch, whoFollow } from '../storage/follows.ts';
 import { listsAlsoHolding, listsWithMember } from '../storage/lists.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
-import { publicChannelsOf, streamChannels, type StreamEvents, type StreamMessage } from '../services/stream-events.ts';
+import { publicChannelsOf, streamChannels, type StreamEvents, type StreamMessage, type StreamView } from '../services/stream-events.ts';
 import { addDirectStatus, removeDirectStatus } from '../services/conversations.ts';
 import { fanOutToTagFollowers } from './tag-fanout.ts';
+import { BatchViews } from './batch-views.ts';
 
 const BATCH = 1000;
 const IN_FLIGHT = 4;
@@ -21,7 +22,7 @@ export interface FanOutDeps {
    * A status as most of its live receivers see it (http/serializers/stream-payloads.ts), carried in its stream
    * messages; without it, each streaming process reads the status itself.
    */
-  renderStreamView?: (statusId: string, authorId: string) => Promise<string | null>;
+  renderStreamView?: (statusId: string, authorId: string) => Promise<StreamView | null>;
 }
 
 /** Whether a status goes out on the public streams, as Mastodon decides: public, not a boost, not a reply to another. */
@@ -58,18 +59,19 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
   const idsOnly = { event: edit ? 'status.update' : 'update', statusId, accountId: status.account_id } as const;
   const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
   firstBatch?.catch(() => {});
-  // Rendered while the first followers are read (an edit after its commit, so the view is the edited one). Its
-  // messages go only to those who may see it: a followers-only status's to followers' homes (it is on no public
-  // stream). A direct one, seen by few, is rendered where their sockets are.
-  const viewing = renderStreamView && status.visibility !== 'direct' ? renderStreamView(statusId, status.account_id).catch(() => null) : null;
+  // A new status's view is rendered while the first followers are read. Its messages go only to those who may see
+  // it: a followers-only status's to followers' homes (it is on no public stream). A direct status, seen by few, is
+  // rendered where their sockets are; so is an edit (receivers may have bookmarked it, voted in its poll or muted its
+  // thread, which a view for all cannot show) and a boost (its counts are above 0: receivers' flags must be read).
+  const views = renderStreamView && !edit && !status.reblog_of_id && status.visibility !== 'direct' ? new BatchViews(() => renderStreamView(statusId, status.account_id)) : null;
+  const messageFor = (view: string | undefined): StreamMessage => (view === undefined ? idsOnly : { ...idsOnly, view });
   // The public streams are told together with the first followers' homes, in one pipeline: a streaming process
   // holding both kinds of sockets gets them in one read and renders them as one batch (one load of the status, one
   // query of its receivers' flags, one read of their versions), where two batches a few milliseconds apart would
   // cost it all twice. A limited (silenced) author, or one of a silenced server, is kept off the public streams as
   // off public timelines.
-  let message: StreamMessage = idsOnly;
   let publicChannels = broadcastable(status) && !found.authorLimited ? publicChannelsOf({ local: status.uri === null, hasMedia: found.hasMedia, tags: found.tagNames }) : [];
-  const tellPublic = async () => {
+  const tellPublic = async (message: StreamMessage) => {
     const channels = publicChannels;
     publicChannels = [];
     if (channels.length > 0) await events.publish(channels, message);
@@ -86,16 +88,19 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
     await addDirectStatus({ db, events }, status);
     return accepting.length;
   }
-  const view = await viewing;
-  message = view ? { ...idsOnly, view } : idsOnly;
   // A reply to someone else reaches only followers who follow that someone too, as in Mastodon.
   const replyToOther = status.in_reply_to_account_id && status.in_reply_to_account_id !== status.account_id ? status.in_reply_to_account_id : null;
   let after = '0';
   // A batch's feeds are being written while the next batch is read: at most IN_FLIGHT batches' writes at once.
   const writing: Promise<void>[] = [];
   for (;;) {
-    const batch = after === '0' && firstBatch ? await firstBatch : await localFollowersBatch(db, status.account_id, after, BATCH);
-    if (batch.length === 0) break;
+    const reading = after === '0' && firstBatch ? firstBatch : localFollowersBatch(db, status.account_id, after, BATCH);
+    const [batch, view] = await Promise.all([reading, views?.forBatch()]);
+    const message = messageFor(view);
+    if (batch.length === 0) {
+      await tellPublic(message); // no local followers
+      break;
+    }
     after = batch.at(-1)!.followId;
     let targets = batch.filter((f) => !status.reblog_of_id || f.showReblogs).map((f) => f.accountId);
     if (replyToOther) {
@@ -104,7 +109,7 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
     }
     // Their streams before their feeds: whoever listens has a built feed (subscribing builds it), and a channel
     // nobody listens to costs Redis next to nothing, so there is no need to wait for the feeds' check.
-    await Promise.all([tellPublic(), events.publishToHomes(targets, message)]);
+    await Promise.all([tellPublic(message), events.publishToHomes(targets, message)]);
     const accepting = await feeds.acceptingAmong(targets);
     const written = addToFeeds(actors, accepting, statusId, edit);
     written.catch(() => {}); // awaited below; not an unhandled rejection meanwhile
@@ -113,7 +118,6 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
     delivered += accepting.length;
     if (batch.length < BATCH) break;
   }
-  await tellPublic(); // no local followers
   await Promise.all(writing);
   if (!edit && found.inLists) await fanOutToLists(db, actors, status);
   // Local accounts following one of its hashtags (jobs/tag-fanout.ts).

@@ -26,6 +26,17 @@ export type StreamMessage =
   | { event: 'filters_changed' };
 
 /**
+ * A new status as most of its receivers see it, rendered once by the fan-out job (http/serializers/stream-payloads.ts
+ * renderStreamView) for the `view` of its messages, and whether nothing it shows has changed since: a job that takes
+ * seconds for a large audience checks before each batch, so that a later batch does not carry counts or text that a
+ * favourite or an edit has made old.
+ */
+export interface StreamView {
+  json: string;
+  stillCurrent(): Promise<boolean>;
+}
+
+/**
  * Home channels are grouped in this many shards for fan-out: a status going to a thousand followers is one message
  * per shard naming its receivers (`homes`), not a thousand messages, each of which Redis, the publisher and every
  * subscribed process would handle on its own. A process holding a home stream listens to its account's channel and

@@ -172,6 +172,54 @@ export async function viewerMarks(db: Queryable, viewerId: string, statusIds: st
   return out;
 }
 
+/** What one viewer has done with one status: the per-viewer fields of its Status entity. */
+export interface ViewerMarks {
+  favourited: boolean;
+  reblogged: boolean;
+  bookmarked: boolean;
+  pinned: boolean;
+  /** Whether they muted the conversation it is in. */
+  muted: boolean;
+  /** Their choices in its poll. */
+  choices: number[];
+}
+
+/**
+ * viewerFlags and viewerMarks for many viewers of one status at once, with their votes in its poll: only the viewers
+ * who did anything with it are in the map (a live stream asks this for a thousand receivers of a post at once).
+ */
+export async function marksOfViewers(db: Queryable, viewerIds: string[], statusId: string): Promise<Map<string, ViewerMarks>> {
+  const out = new Map<string, ViewerMarks>();
+  if (viewerIds.length === 0) return out;
+  const { rows } = await db.query<{ kind: string; account_id: string; choice: number | null }>(
+    `WITH RECURSIVE up(id, parent, depth) AS (
+       SELECT id, in_reply_to_id, 0 FROM statuses WHERE id = $2
+       UNION ALL
+       SELECT s.id, s.in_reply_to_id, up.depth + 1 FROM statuses s JOIN up ON s.id = up.parent WHERE up.depth < ${THREAD_DEPTH}
+     )
+     SELECT 'f' AS kind, account_id, NULL::int AS choice FROM favourites WHERE status_id = $2 AND account_id = ANY($1::bigint[])
+     UNION ALL
+     SELECT 'r', account_id, NULL FROM statuses WHERE reblog_of_id = $2 AND account_id = ANY($1::bigint[]) AND deleted_at IS NULL
+     UNION ALL
+     SELECT 'b', account_id, NULL FROM bookmarks WHERE status_id = $2 AND account_id = ANY($1::bigint[])
+     UNION ALL
+     SELECT 'p', account_id, NULL FROM status_pins WHERE status_id = $2 AND account_id = ANY($1::bigint[])
+     UNION ALL
+     SELECT DISTINCT 'm', cm.account_id, NULL::int FROM up JOIN conversation_mutes cm ON cm.root_status_id = up.id WHERE cm.account_id = ANY($1::bigint[])
+     UNION ALL
+     SELECT 'v', v.account_id, v.choice FROM polls p JOIN poll_votes v ON v.poll_id = p.id WHERE p.status_id = $2 AND v.account_id = ANY($1::bigint[])
+     ORDER BY choice`,
+    [viewerIds, statusId],
+  );
+  for (const r of rows) {
+    let marks = out.get(r.account_id);
+    if (!marks) out.set(r.account_id, (marks = { favourited: false, reblogged: false, bookmarked: false, pinned: false, muted: false, choices: [] }));
+    if (r.kind === 'v') marks.choices.push(r.choice!);
+    else marks[({ f: 'favourited', r: 'reblogged', b: 'bookmarked', p: 'pinned', m: 'muted' } as const)[r.kind as 'f' | 'r' | 'b' | 'p' | 'm']] = true;
+  }
+  return out;
+}
+
 /** Where a remote account's featured collection is (null: it has none). */
 export async function setFeaturedCollectionUrl(db: Queryable, accountId: string, url: string | null): Promise<void> {
   await db.query(`UPDATE accounts SET featured_collection_url = $2 WHERE id = $1 AND domain IS NOT NULL AND featured_collection_url IS DISTINCT FROM $2`, [accountId, url]);

@@ -284,25 +284,6 @@ export async function viewerFlags(db: Queryable, viewerId: string, statusIds: st
   };
 }
 
-/** viewerFlags for many viewers at once: who of them favourited or reblogged which of these statuses. */
-export async function flagsOfViewers(db: Queryable, viewerIds: string[], statusIds: string[]): Promise<Map<string, { favourited: Set<string>; reblogged: Set<string> }>> {
-  // Only the viewers with a flag are in it: this is asked for a thousand viewers of a new post at once.
-  const out = new Map<string, { favourited: Set<string>; reblogged: Set<string> }>();
-  if (viewerIds.length === 0 || statusIds.length === 0) return out;
-  const { rows } = await db.query<{ kind: string; account_id: string; status_id: string }>(
-    `SELECT 'f' AS kind, account_id, status_id FROM favourites WHERE status_id = ANY($2::bigint[]) AND account_id = ANY($1::bigint[])
-     UNION ALL
-     SELECT 'r', account_id, reblog_of_id FROM statuses WHERE reblog_of_id = ANY($2::bigint[]) AND account_id = ANY($1::bigint[]) AND deleted_at IS NULL`,
-    [viewerIds, statusIds],
-  );
-  for (const r of rows) {
-    let flags = out.get(r.account_id);
-    if (!flags) out.set(r.account_id, (flags = { favourited: new Set(), reblogged: new Set() }));
-    flags[r.kind === 'f' ? 'favourited' : 'reblogged'].add(r.status_id);
-  }
-  return out;
-}
-
 /** Which of these authors the viewer follows, and which statuses mention the viewer: what visibility depends on. */
 export async function visibilityFacts(db: Queryable, viewerId: string, statuses: StatusRow[]): Promise<{ follows: Set<string>; mentioned: Set<string> }> {
   const authors = [...new Set(statuses.map((s) => s.account_id))];

@@ -4,22 +4,22 @@ import type { StatusRow } from '../../storage/statuses.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { applyFilters, type ViewerFilters } from '../../services/filters.ts';
 import { applyRelations, type ViewerRelations } from '../../services/relations.ts';
-import { flagsOfViewers } from '../../storage/statuses.ts';
+import { marksOfViewers, type ViewerMarks } from '../../storage/status-marks.ts';
 import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
 import { renderNotifications } from './statuses.ts';
 import { conversationPayload } from './conversation.ts';
-import type { StreamMessage } from '../../services/stream-events.ts';
+import type { StreamMessage, StreamView } from '../../services/stream-events.ts';
 import { findConversation } from '../../storage/conversations.ts';
 
 /**
  * Streaming payloads (the JSON text Mastodon puts in `payload`), rendered for their receivers. An event reaches
  * every socket of a channel in the same turn; the receivers of one status gathered in that turn are served by one
- * load, one query for their favourites and boosts, and one JSON encoding per distinct view (at most a few), however
- * many sockets there are. A new public status's messages bring the view most receivers share (StreamMessage's
- * `view`): it goes as it is, with nothing read, to each receiver who is not its author and has no filters, blocks or
- * mutes (their versions kept in memory under client tracking); the status is read only for the others. Null for a
- * receiver who may not see it.
+ * load, one query for what they did with it (favourites, boosts, bookmarks, votes, muted threads), and one JSON
+ * encoding per distinct view (at most a few), however many sockets there are. A new status's messages bring the
+ * view most receivers share (StreamMessage's `view`): it goes as it is, with nothing read, to each receiver who is
+ * not its author and has no filters, blocks or mutes (their versions kept in memory under client tracking); the
+ * status is read only for the others. Null for a receiver who may not see it.
  */
 export class StreamPayloads {
   private readonly ctx: AppContext;
@@ -169,9 +169,9 @@ export class StreamPayloads {
   /** Each receiver's view of the status before filters, with what rendering it took. */
   private async unfilteredFor(statusId: string, loading: Promise<LoadedStatus>, viewerIds: string[]): Promise<Map<string, StatusView>> {
     const out = new Map<string, StatusView>();
-    // The flags are asked for with the status, assuming it is no boost (a boost's are those of its original, asked
+    // The marks are asked for with the status, assuming it is no boost (a boost's are those of its original, asked
     // for once it is known).
-    const early = flagsOfViewers(this.ctx.db, viewerIds, [statusId]);
+    const early = marksOfViewers(this.ctx.db, viewerIds, statusId);
     early.catch(() => {});
     const open = await loading;
     const row = open.rows[0];
@@ -183,18 +183,20 @@ export class StreamPayloads {
       }
       return out;
     }
-    // Public or unlisted: one view per combination of the receiver's flags on the status shown.
+    // Public or unlisted: one view per combination of what the receivers did with the status shown (favourited,
+    // boosted, bookmarked, muted its thread, voted in its poll), as REST shows it to each.
     const proper = row.reblog_of_id ?? row.id;
     const author = open.bundle.statuses.get(proper)?.account_id;
-    const flags = await (proper === statusId ? early : flagsOfViewers(this.ctx.db, viewerIds, [proper]));
+    const pollId = open.bundle.polls?.get(proper)?.id;
+    const marks = await (proper === statusId ? early : marksOfViewers(this.ctx.db, viewerIds, proper));
     const views = new Map<string, StatusView>();
     for (const viewerId of viewerIds) {
-      const f = flags.get(viewerId) ?? NO_FLAGS;
+      const m = marks.get(viewerId) ?? NO_MARKS;
       const own = viewerId === row.account_id || viewerId === author;
-      const key = `${f.favourited.has(proper)}:${f.reblogged.has(proper)}`;
+      const key = `${+m.favourited}${+m.reblogged}${+m.bookmarked}${+m.muted}:${m.choices.join(',')}`;
       let view = own ? undefined : views.get(key);
       if (view === undefined) {
-        const bundle: StatusBundle = { ...open.bundle, favourited: f.favourited, reblogged: f.reblogged, viewerId };
+        const bundle: StatusBundle = { ...open.bundle, ...marksAsBundle(m, proper, pollId), viewerId };
         view = { json: JSON.stringify(renderStatus(this.ctx.render, bundle, row)), row, bundle };
         // Whose own post it is shows in the entity (pinned); such views are not shared with others.
         if (!own) views.set(key, view);
@@ -207,15 +209,16 @@ export class StreamPayloads {
 
 /**
  * A message's view (StreamMessage), and whom it is not for: the status's author and the boost's (their own posts
- * show as theirs). Null when someone has favourited or boosted the status shown: who, only a read of the receivers'
- * favourites and boosts tells.
+ * show as theirs). Null when someone has favourited or boosted the status shown, or voted in its poll: who, only a
+ * read of the receivers' marks tells. (A bookmark has no count: one made in the moment between a post and the
+ * arrival of its message does not show in that message; the next read of the status shows it.)
  */
 function sharedViewOf(json: string): { json: string; authors: Set<string> } | null {
-  type Shown = { account?: { id?: string }; favourites_count?: number; reblogs_count?: number };
+  type Shown = { account?: { id?: string }; favourites_count?: number; reblogs_count?: number; poll?: { votes_count?: number } | null };
   try {
     const status = JSON.parse(json) as Shown & { reblog?: Shown | null };
     const proper = status.reblog ?? status;
-    if (proper.favourites_count !== 0 || proper.reblogs_count !== 0) return null;
+    if (proper.favourites_count !== 0 || proper.reblogs_count !== 0 || (proper.poll && proper.poll.votes_count !== 0)) return null;
     const authors = new Set<string>();
     for (const id of [status.account?.id, status.reblog?.account?.id]) if (id !== undefined) authors.add(id);
     return { json, authors };
@@ -226,17 +229,25 @@ function sharedViewOf(json: string): { json: string; authors: Set<string> } | nu
 
 /**
  * A status as an account that may see it, is not its author, and has not favourited, boosted or bookmarked it or
- * voted in its poll sees it: what most receivers of its live events are sent. The fan-out job renders it once and
- * the stream messages to those who may see it carry it (StreamMessage's `view`). Read as its author (who sees it
- * whatever its visibility), rendered with nothing of theirs. Null when it is not to be shown (a suspended author).
+ * voted in its poll sees it: what most receivers of a new status's live events are sent. The fan-out job renders it
+ * once and the stream messages to those who may see it carry it (StreamMessage's `view`). Read as its author (who
+ * sees it whatever its visibility), rendered with nothing of theirs. Null when it is not to be shown (a suspended
+ * author).
  */
-export async function renderStreamView(ctx: Pick<AppContext, 'statusLoader' | 'render'>, statusId: string, authorId: string): Promise<string | null> {
-  const { rows, bundle } = await ctx.statusLoader.load(authorId, [statusId]);
+export async function renderStreamView(ctx: Pick<AppContext, 'statusLoader' | 'render' | 'versions'>, statusId: string, authorId: string): Promise<StreamView | null> {
+  const { rows, bundle, versions } = await ctx.statusLoader.load(authorId, [statusId]);
   const row = rows[0];
   if (!row) return null;
   const { statuses, accounts, mentions, tags, media, polls } = bundle;
   const asNoOne: StatusBundle = { statuses, accounts, mentions, tags, media, ...(polls ? { polls } : {}), favourited: new Set(), reblogged: new Set(), viewerId: NO_ACCOUNT };
-  return JSON.stringify(renderStatus(ctx.render, asNoOne, row));
+  // The statuses and accounts it shows, at the versions it was rendered under: a favourite, a boost, a vote, an
+  // edit or a new display name bumps one of them.
+  const shown = { s: [...versions.s.keys()], a: [...versions.a.keys()] };
+  const stillCurrent = async () => {
+    const now = await ctx.versions.getMany(shown);
+    return (['s', 'a'] as const).every((kind) => shown[kind].every((id) => now[kind].get(id) === versions[kind].get(id)));
+  };
+  return { json: JSON.stringify(renderStatus(ctx.render, asNoOne, row)), stillCurrent };
 }
 
 /** No account's id (ids are positive): a viewer who is neither the author nor anyone who acted on the status. */
@@ -294,8 +305,17 @@ interface Receiver {
   viewed: boolean;
 }
 
-/** A viewer who has neither favourited nor boosted the status. */
-const NO_FLAGS = { favourited: new Set<string>(), reblogged: new Set<string>() } as const;
+/** A viewer who has done nothing with the status. */
+const NO_MARKS: ViewerMarks = { favourited: false, reblogged: false, bookmarked: false, pinned: false, muted: false, choices: [] };
+
+/** A viewer's marks on a status (the original, for a boost) as a bundle holds them. */
+function marksAsBundle(m: ViewerMarks, statusId: string, pollId: string | undefined): Pick<StatusBundle, 'favourited' | 'reblogged' | 'bookmarked' | 'pinned' | 'muted' | 'ownVotes'> {
+  const setIf = (yes: boolean) => new Set(yes ? [statusId] : []);
+  return {
+    favourited: setIf(m.favourited), reblogged: setIf(m.reblogged), bookmarked: setIf(m.bookmarked), pinned: setIf(m.pinned), muted: setIf(m.muted),
+    ...(pollId && m.choices.length > 0 ? { ownVotes: new Map([[pollId, m.choices]]) } : {}),
+  };
+}
 
 interface StatusView {
   json: string;

@@ -302,39 +302,63 @@ describe('the streaming API across processes', () => {
     pub.ws.close();
   });
   it('sends each receiver what REST shows them, and applies a mute or block made while the socket is open to the next post', async () => {
-    const [kim, lou, max, nia] = await registerUsers(a.app, 'vkim', 'vlou', 'vmax', 'vnia');
-    for (const u of [lou, max]) {
+    const [kim, lou, max, nia, ned] = await registerUsers(a.app, 'vkim', 'vlou', 'vmax', 'vnia', 'vned');
+    for (const u of [lou, max, ned]) {
       for (const target of [kim, nia]) expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${target.id}/follow`, headers: bearer(u.token) })).statusCode).toBe(200);
     }
-    for (const u of [kim, lou, max]) await a.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(u.token) });
+    for (const u of [kim, lou, max, ned]) await a.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(u.token) });
     const louHome = await rawSocket('?stream=user', { protocol: lou.token });
     const maxPublic = await rawSocket('?stream=public:local', { protocol: max.token });
     const kimHome = await rawSocket('?stream=user', { protocol: kim.token });
-    const isUpdate = (id: string) => (m: Json) => m.event === 'update' && JSON.parse(m.payload).id === id;
+    // The author on a public stream: the fan-out's message reaches them there, and must show the post as theirs.
+    const kimPublic = await rawSocket('?stream=public:local', { protocol: kim.token });
+    const nedHome = await rawSocket('?stream=user', { protocol: ned.token });
+    const isUpdate = (id: string, event = 'update') => (m: Json) => m.event === event && JSON.parse(m.payload).id === id;
     const asRest = async (u: TestUser, id: string) => (await a.app.inject({ method: 'GET', url: `/api/v1/statuses/${id}`, headers: bearer(u.token) })).json();
+    const call = async (u: TestUser, method: 'POST' | 'PUT', url: string, payload?: object) => {
+      const res = await a.app.inject({ method, url, headers: bearer(u.token), ...(payload ? { payload } : {}) });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json();
+    };
 
     const first = await post(kim, { status: 'shown as REST shows it', poll: { options: ['yes', 'no'], expires_in: 3600 } });
-    for (const [socket, u] of [[louHome, lou], [maxPublic, max]] as const) {
+    for (const [socket, u] of [[louHome, lou], [maxPublic, max], [nedHome, ned]] as const) {
       const payload = JSON.parse((await socket.waitFor(isUpdate(first.id))).payload);
       expectEntity('Status', payload);
       expect(payload).toEqual(await asRest(u, first.id));
     }
-    // The author's own post shows as theirs (pinned, the poll as its owner's).
-    const own = JSON.parse((await kimHome.waitFor(isUpdate(first.id))).payload);
-    expect(own).toEqual(await asRest(kim, first.id));
-    expect(own).toMatchObject({ pinned: false, poll: { voted: true } });
+    // The author's own post shows as theirs (pinned, the poll as its owner's), on their home and on a public stream.
+    for (const socket of [kimHome, kimPublic]) {
+      const own = JSON.parse((await socket.waitFor(isUpdate(first.id))).payload);
+      expect(own).toEqual(await asRest(kim, first.id));
+      expect(own).toMatchObject({ pinned: false, poll: { voted: true } });
+    }
     // A followers-only post, to a follower's home as REST shows it to them; not on the public stream.
     const privately = await post(kim, { status: 'for followers', visibility: 'private' });
     expect(JSON.parse((await louHome.waitFor(isUpdate(privately.id))).payload)).toEqual(await asRest(lou, privately.id));
+
+    // An edit, to receivers who bookmarked the post, voted in its poll or favourited it: each sees it as REST does.
+    await call(lou, 'POST', `/api/v1/statuses/${first.id}/bookmark`);
+    await call(lou, 'POST', `/api/v1/polls/${first.poll.id}/votes`, { choices: [1] });
+    await call(max, 'POST', `/api/v1/statuses/${first.id}/favourite`);
+    await call(kim, 'PUT', `/api/v1/statuses/${first.id}`, { status: 'shown as REST shows it, edited', poll: { options: ['yes', 'no'], expires_in: 3600 } });
+    for (const [socket, u] of [[louHome, lou], [maxPublic, max], [nedHome, ned], [kimHome, kim]] as const) {
+      const payload = JSON.parse((await socket.waitFor(isUpdate(first.id, 'status.update'))).payload);
+      expectEntity('Status', payload);
+      expect(payload).toEqual(await asRest(u, first.id));
+    }
+    expect(JSON.parse(louHome.messages.find(isUpdate(first.id, 'status.update'))!.payload)).toMatchObject({ bookmarked: true, poll: { voted: true, own_votes: [1] } });
+    expect(JSON.parse(maxPublic.messages.find(isUpdate(first.id, 'status.update'))!.payload)).toMatchObject({ favourited: true, favourites_count: 1 });
 
     // lou mutes kim and max blocks kim, through process A, with their sockets open since the first post.
     expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/mute`, headers: bearer(lou.token) })).statusCode).toBe(200);
     expect((await a.app.inject({ method: 'POST', url: `/api/v1/accounts/${kim.id}/block`, headers: bearer(max.token) })).statusCode).toBe(200);
     const second = await post(kim, { status: 'after the mute and the block' });
-    const control = await post(nia, { status: 'both still see this' });
-    await louHome.waitFor(isUpdate(control.id));
-    await maxPublic.waitFor(isUpdate(control.id));
-    await kimHome.waitFor(isUpdate(second.id));
+    // The same fan-out reached another follower's home and the public stream (the author's socket there), and the
+    // messages to lou and max left with them: what they were to be sent, they have been by now.
+    await nedHome.waitFor(isUpdate(second.id));
+    await kimPublic.waitFor(isUpdate(second.id));
+    await new Promise((r) => setTimeout(r, 300));
     expect(louHome.messages.some(isUpdate(second.id))).toBe(false);
     expect(maxPublic.messages.some(isUpdate(second.id))).toBe(false);
     expect(maxPublic.messages.some(isUpdate(privately.id))).toBe(false);
@@ -345,7 +369,7 @@ describe('the streaming API across processes', () => {
     const third = await post(kim, { status: 'after both were undone' });
     await louHome.waitFor(isUpdate(third.id));
     await maxPublic.waitFor(isUpdate(third.id));
-    for (const c of [louHome, maxPublic, kimHome]) c.ws.close();
+    for (const c of [louHome, maxPublic, kimHome, kimPublic, nedHome]) c.ws.close();
   });
   it('streams a list to its owner, and refuses another person\'s list', async () => {
     const [owner, member, other] = await registerUsers(a.app, 'lown', 'lmem', 'loth');

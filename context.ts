@@ -18,6 +18,7 @@ import type { Federation } from '@fedify/fedify';
 import type { AccountKeyRing } from './federation/keys.ts';
 import type { BullMqMessageQueue } from './federation/queue.ts';
 import type { JobBacklog } from './services/job-backlog.ts';
+import type { LiveDeliveries } from './services/live-deliveries.ts';
 
 /** ActivityPub through Fedify, with this context as the data every handler gets. */
 export type AppFederation = Federation<AppContext>;
@@ -41,6 +42,8 @@ export interface AppContext {
   versions: CacheVersions;
   /** Live events for streaming sockets, published over Redis pub/sub. */
   events: StreamEvents;
+  /** Live stream deliveries under way in this process: feed writes wait for them (services/live-deliveries.ts). */
+  liveDeliveries: LiveDeliveries;
   /** A new status as most of its live receivers see it, for its stream messages (http/serializers/stream-payloads.ts). */
   renderStreamView: (statusId: string, authorId: string) => Promise<StreamView | null>;
   statusLoader: StatusLoader;

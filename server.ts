@@ -9,6 +9,7 @@ import type { FileHost } from './storage/filehost/index.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { buildApp } from './http/app.ts';
 import { renderStreamView } from './http/serializers/stream-payloads.ts';
+import { LiveDeliveries } from './services/live-deliveries.ts';
 import { HomeFeeds } from './storage/feeds.ts';
 import { JobQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/worker.ts';
@@ -76,7 +77,8 @@ export async function createContext(config: Config): Promise<AppContext> {
     return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
   };
   const events = new StreamEvents(redis, config.redisPrefix);
-  const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote, statusLoader }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000 });
+  const liveDeliveries = new LiveDeliveries();
+  const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote, statusLoader }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000, liveDeliveries });
   const render = { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost };
   const ctx = {
     config,
@@ -97,6 +99,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     tracking,
     subscriber,
     render,
+    liveDeliveries,
     renderStreamView: (statusId: string, authorId: string) => renderStreamView({ statusLoader, render, versions }, statusId, authorId),
     keyRing: new AccountKeyRing(db),
     dependencies,

@@ -1,8 +1,11 @@
 import { start, spawn, dispatch, stop, type Ref } from 'nact';
 import { handleAccountMessage, type AccountActorDeps, type AccountMessage, type AccountReply } from './account.ts';
+import type { LiveDeliveries } from '../services/live-deliveries.ts';
 
 /** The longest a feed batch gathers while others are being written. */
 const GATHER_MS = 20;
+/** The longest a feed batch waits for this process's live stream deliveries under way (services/live-deliveries.ts). */
+const LIVE_WAIT_MS = 100;
 
 type Outcome = { ok: unknown } | { error: unknown };
 
@@ -24,6 +27,8 @@ export interface ActorRegistryOptions {
   idleMs: number;
   /** How long a caller waits for an actor's answer. */
   queryTimeoutMs: number;
+  /** This process's live stream deliveries, which feed batches let go first (ROLE=all). */
+  liveDeliveries?: LiveDeliveries;
 }
 
 /**
@@ -126,7 +131,9 @@ export class ActorRegistry {
    * together gets one message with all their statuses (one ZADD), not one message each. A batch goes at the end of
    * the turn, unless one before it is still being written: then it gathers until that one is done, so the busier
    * fan-out is, the more each message carries, and a quiet server adds no wait. It gathers for GATHER_MS at most: one
-   * follower's actor busy with something slow (a feed rebuild, a remote look-up) must not hold up every fan-out.
+   * follower's actor busy with something slow (a feed rebuild, a remote look-up) must not hold up every fan-out. In a
+   * process that also holds streaming sockets, it first waits (LIVE_WAIT_MS at most) for the stream events being
+   * written to them.
    */
   addToHomeFeeds(accountIds: string[], statusId: string): Promise<void> {
     if (accountIds.length === 0) return Promise.resolve();
@@ -148,10 +155,14 @@ export class ActorRegistry {
 
   private newFeedBatch(): FeedBatch {
     const batch: FeedBatch = { statusIds: new Map(), waiting: [] };
-    setImmediate(() => {
+    const write = () => {
       if (this.feedBatchesWriting === 0) return this.writeFeedBatch(batch);
       setTimeout(() => this.writeFeedBatch(batch), GATHER_MS);
-    });
+    };
+    // Sockets first: a post's events being written here to those watching, its feed writes (read only when someone
+    // asks) wait until they are, gathering meanwhile.
+    const live = this.options.liveDeliveries;
+    setImmediate(() => (live?.busy ? void live.idle(LIVE_WAIT_MS).then(write) : write()));
     return batch;
   }
 

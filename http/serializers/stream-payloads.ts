@@ -49,6 +49,7 @@ export class StreamPayloads {
     let batch = this.pending.get(statusId);
     if (!batch) {
       this.pending.set(statusId, (batch = { byContext: new Map(), edited: false, authors: [], view: undefined }));
+      this.ctx.liveDeliveries.begin(); // ended once this batch is delivered (flush)
       // The status is read at once, while the rest of this turn's receivers are gathered, unless the message brings
       // the view most of them are sent (then it is read, in flush, only if some receiver needs more).
       if (event === 'update' && view === undefined) this.loadNewStatus(statusId, authorId);
@@ -94,10 +95,12 @@ export class StreamPayloads {
       for (const some of byContext.values()) for (const r of some.values()) receivers.push(r);
       // An edit is read afresh: a load started before it was made would show the status as it was.
       const open = () => (edited ? this.ctx.statusLoader.load(null, [statusId], authors) : this.loadNewStatus(statusId, authors[0]));
-      void this.renderFor(statusId, view, open, receivers).then(
-        (payloads) => void deliver(receivers, payloads),
-        () => { for (const r of receivers) for (const done of r.waiting) done(null); },
-      );
+      void this.renderFor(statusId, view, open, receivers)
+        .then(
+          (payloads) => deliver(receivers, payloads),
+          () => { for (const r of receivers) for (const done of r.waiting) done(null); },
+        )
+        .finally(() => this.ctx.liveDeliveries.end());
     }
   }
 

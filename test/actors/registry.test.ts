@@ -3,6 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { ActorRegistry } from '../../actors/registry.ts';
 import { ApiError } from '../../errors.ts';
+import { LiveDeliveries } from '../../services/live-deliveries.ts';
 
 let s: TestServer;
 let ann: TestUser;
@@ -200,6 +201,38 @@ describe('home feed additions gathered by an ActorRegistry', () => {
       const late = registry.addToHomeFeeds([ann.id], '1006');
       registry.stop();
       await expect(late).rejects.toThrow('stopped');
+    } finally {
+      registry.stop();
+    }
+  });
+  it('wait while this process writes stream events to sockets, until it has or for 100 ms at most', async () => {
+    const added: string[] = [];
+    const feeds = Object.create(s.ctx.feeds) as typeof s.ctx.feeds;
+    feeds.add = async (_accountId: string, statusIds: string[]) => void added.push(...statusIds);
+    const live = new LiveDeliveries();
+    const registry = new ActorRegistry({ db: s.ctx.db, feeds, listFeeds: s.ctx.listFeeds, jobs: s.ctx.jobs, config: s.ctx.config, versions: s.ctx.versions, events: s.ctx.events }, { idleMs: 5_000, queryTimeoutMs: 3_000, liveDeliveries: live });
+    try {
+      // Nothing being delivered: written at once.
+      await registry.addToHomeFeeds([ann.id], '2001');
+      expect(added).toEqual(['2001']);
+      // A delivery under way: the batch waits for its end, gathering what comes meanwhile.
+      live.begin();
+      const first = registry.addToHomeFeeds([ann.id], '2002');
+      await sleep(30);
+      const second = registry.addToHomeFeeds([ann.id], '2003');
+      await sleep(10);
+      expect(added).toEqual(['2001']);
+      live.end();
+      await Promise.all([first, second]);
+      expect(added).toEqual(['2001', '2002', '2003']);
+      // One that never ends holds feeds up for 100 ms, not longer.
+      live.begin();
+      const started = Date.now();
+      await registry.addToHomeFeeds([ann.id], '2004');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(95);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(added).toEqual(['2001', '2002', '2003', '2004']);
+      live.end();
     } finally {
       registry.stop();
     }

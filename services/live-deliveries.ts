@@ -28,14 +28,13 @@ export class LiveDeliveries {
   idle(maxWaitMs: number): Promise<void> {
     if (this.active === 0) return Promise.resolve();
     return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | undefined = undefined;
       const go = () => {
         clearTimeout(timer);
         resolve();
       };
-      timer = setTimeout(() => {
+      const timer = setTimeout(() => {
         this.waiting = this.waiting.filter((w) => w !== go);
-        go();
+        resolve();
       }, maxWaitMs);
       this.waiting.push(go);
     });

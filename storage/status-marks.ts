@@ -184,6 +184,9 @@ export interface ViewerMarks {
   choices: number[];
 }
 
+/** A viewer who has done nothing with the status. */
+export const noViewerMarks = (): ViewerMarks => ({ favourited: false, reblogged: false, bookmarked: false, pinned: false, muted: false, choices: [] });
+
 /**
  * viewerFlags and viewerMarks for many viewers of one status at once, with their votes in its poll: only the viewers
  * who did anything with it are in the map (a live stream asks this for a thousand receivers of a post at once).
@@ -213,7 +216,7 @@ export async function marksOfViewers(db: Queryable, viewerIds: string[], statusI
   );
   for (const r of rows) {
     let marks = out.get(r.account_id);
-    if (!marks) out.set(r.account_id, (marks = { favourited: false, reblogged: false, bookmarked: false, pinned: false, muted: false, choices: [] }));
+    if (!marks) out.set(r.account_id, (marks = noViewerMarks()));
     if (r.kind === 'v') marks.choices.push(r.choice!);
     else marks[({ f: 'favourited', r: 'reblogged', b: 'bookmarked', p: 'pinned', m: 'muted' } as const)[r.kind as 'f' | 'r' | 'b' | 'p' | 'm']] = true;
   }

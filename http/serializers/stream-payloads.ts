@@ -4,7 +4,7 @@ import type { StatusRow } from '../../storage/statuses.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { applyFilters, type ViewerFilters } from '../../services/filters.ts';
 import { applyRelations, type ViewerRelations } from '../../services/relations.ts';
-import { marksOfViewers, type ViewerMarks } from '../../storage/status-marks.ts';
+import { marksOfViewers, noViewerMarks, type ViewerMarks } from '../../storage/status-marks.ts';
 import { findNotification } from '../../storage/notifications.ts';
 import { renderStatus } from './status.ts';
 import { renderNotifications } from './statuses.ts';
@@ -308,8 +308,7 @@ interface Receiver {
   viewed: boolean;
 }
 
-/** A viewer who has done nothing with the status. */
-const NO_MARKS: ViewerMarks = { favourited: false, reblogged: false, bookmarked: false, pinned: false, muted: false, choices: [] };
+const NO_MARKS = noViewerMarks();
 
 /** A viewer's marks on a status (the original, for a boost) as a bundle holds them. */
 function marksAsBundle(m: ViewerMarks, statusId: string, pollId: string | undefined): Pick<StatusBundle, 'favourited' | 'reblogged' | 'bookmarked' | 'pinned' | 'muted' | 'ownVotes'> {

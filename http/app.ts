@@ -14,6 +14,7 @@ import mediaV2Routes from './api/v2/media.ts';
 import { readFileSync } from 'node:fs';
 import bodyPlugin from './plugins/body.ts';
 import errorsPlugin from './plugins/errors.ts';
+import corsPlugin from './plugins/cors.ts';
 import availabilityPlugin from './plugins/availability.ts';
 import authPlugin from './plugins/auth.ts';
 import rateLimitPlugin from './plugins/rate-limit.ts';
@@ -81,6 +82,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Before everything that may refuse a request, so that a 401, 429 or 503 still reaches a web client on another origin.
+  await app.register(corsPlugin);
   // Writes wait (2 s at most) for PostgreSQL and Redis while either is away, then are answered 503.
   await app.register(availabilityPlugin, { dependencies: ctx.dependencies });
 
@@ -158,7 +161,4 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   return app;
 }
 
-/** Route modules are plugins taking the shared context. */
-export interface RouteOptions {
-  ctx: AppContext;
-}
+export type { RouteOptions } from './route-options.ts';

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from './app.ts';
+import type { RouteOptions } from './route-options.ts';
 import { LocalFileHost, LOCAL_FILES_PREFIX } from '../storage/filehost/local.ts';
 
 const publicDir = fileURLToPath(new URL('./public', import.meta.url));

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from './app.ts';
+import type { RouteOptions } from './route-options.ts';
 import { RETRY_AFTER_S } from '../storage/dependencies.ts';
 
 /**

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { RouteOptions } from './app.ts';
+import type { RouteOptions } from './route-options.ts';
 import { ApiError } from '../errors.ts';
 import { metricsOf } from '../services/metrics.ts';
 import { grantsAny, parseScopes } from './oauth/scopes.ts';

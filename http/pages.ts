@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from './app.ts';
+import type { RouteOptions } from './route-options.ts';
 import { escapeHtml } from '../text/render.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { findStatus } from '../storage/statuses.ts';

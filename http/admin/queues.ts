@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../app.ts';
+import type { RouteOptions } from '../route-options.ts';
 import { ApiError } from '../../errors.ts';
 import { requireViewer } from '../plugins/auth.ts';
 import { listServerHealth } from '../../storage/federation-health.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../app.ts';
+import type { RouteOptions } from '../route-options.ts';
 import suggestionsRoutes from './v1/suggestions.ts';
 import accountSearchRoutes from './v1/accounts_search.ts';
 

@@ -2,7 +2,7 @@ import OAuth2Server, { Request, Response, OAuthError } from '@node-oauth/oauth2-
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../app.ts';
+import type { RouteOptions } from '../route-options.ts';
 import { oauthModel } from './model.ts';
 import { authorizePage, authorizationCodePage, errorPage } from './page.ts';
 import { ALL_SCOPES, DEFAULT_SCOPES, parseScopes, validScopes } from './scopes.ts';

@@ -1,7 +1,7 @@
 import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import type { RouteOptions } from '../app.ts';
+import type { RouteOptions } from '../route-options.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../errors.ts';
 import { hashSecret, findActiveAccessTokenByHash } from '../../storage/oauth.ts';

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { Bool } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { findAccounts } from '../../../services/account-search.ts';

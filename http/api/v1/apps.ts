@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { insertApplication, findApplicationById } from '../../../storage/oauth.ts';
 import { renderApplication, renderCredentialApplication } from '../../serializers/application.ts';
 import { DEFAULT_SCOPES, parseScopes, validScopes } from '../../oauth/scopes.ts';

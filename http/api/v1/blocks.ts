@@ -2,7 +2,7 @@ import { domainToASCII } from 'node:url';
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { Bool, PagingQuery } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';

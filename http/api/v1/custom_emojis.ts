@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 
 /** Custom emojis: this server has none (neither its own nor copies of other servers'), so the list is empty. */
 export default async function customEmojisRoutes(app: FastifyInstance, _options: RouteOptions) {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { instanceStats } from '../../../storage/instance.ts';
 import { listRules } from '../../../storage/rules.ts';
 import { renderExtendedDescription, renderInstanceV1, renderRule, type InstanceExtras } from '../../serializers/instance.ts';

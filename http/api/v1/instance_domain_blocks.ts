@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { ApiError, notFound } from '../../../errors.ts';
 import { userFacingDomainBlocks } from '../../../storage/instance-domain-blocks.ts';
 import { renderDomainBlock } from '../../serializers/domain-block.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { removeProfileImage } from '../../../services/profile.ts';
 import { findUserByAccountId } from '../../../storage/users.ts';

@@ -2,7 +2,7 @@ import { createPublicKey } from 'node:crypto';
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { Bool } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { notFound, unprocessable } from '../../../errors.ts';

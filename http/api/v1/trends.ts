@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { trendingStatuses, trendingTagsWithHistory } from '../../../services/instance.ts';
 import { renderTag } from '../../serializers/tag.ts';
 import { followedAmong } from '../../../storage/tag-follows.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RouteOptions } from '../../app.ts';
+import type { RouteOptions } from '../../route-options.ts';
 import { instanceStats } from '../../../storage/instance.ts';
 import { renderInstanceV2 } from '../../serializers/instance.ts';
 import { contactAccount, instanceExtras } from '../v1/instance.ts';

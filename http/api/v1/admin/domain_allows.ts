@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteOptions } from '../../../app.ts';
+import type { RouteOptions } from '../../../route-options.ts';
 import type { AppContext } from '../../../../context.ts';
 import { PagingQuery, isId } from '../../../params.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';

@@ -1,0 +1,32 @@
+import fp from 'fastify-plugin';
+import cors from '@fastify/cors';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Where web clients on other origins (Elk, Phanpy, Semaphore) may call us, as Mastodon's rack-cors set-up allows:
+ * the API (streaming included), the token endpoints, discovery documents and public ActivityPub documents. Sign-in,
+ * settings and every other page stay same-origin: no CORS headers there, and their preflights get a 404.
+ */
+const CROSS_ORIGIN_PATH = /^\/(?:api\/|oauth\/(?:token|revoke|userinfo)$|\.well-known\/|nodeinfo\/|users\/)/;
+
+const API = {
+  origin: '*',
+  credentials: false,
+  methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  // Without Link a web client cannot page; the rate-limit headers let it back off.
+  exposedHeaders: ['Link', 'X-RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Request-Id'],
+  maxAge: 7200,
+} as const;
+const NONE = { origin: false } as const;
+
+async function corsPlugin(app: FastifyInstance) {
+  await app.register(cors, {
+    hook: 'onRequest',
+    delegator: (request, callback) => {
+      const path = request.url.split('?', 1)[0]!;
+      callback(null, CROSS_ORIGIN_PATH.test(path) ? { ...API, methods: [...API.methods], exposedHeaders: [...API.exposedHeaders] } : NONE);
+    },
+  });
+}
+
+export default fp(corsPlugin, { name: 'cors' });

@@ -100,6 +100,33 @@ export interface Config {
   metricsToken: string;
   /** How far ahead a post must be scheduled (Mastodon: 5 minutes); lowered only by tests that wait for one. */
   scheduledStatusMinDelaySeconds: number;
+  /**
+   * Outgoing mail (confirmations, password resets, moderation): an SMTP server, or null when mail is off; then new
+   * addresses count as confirmed at once, so that a trial instance works without one.
+   */
+  smtp: SmtpSettings | null;
+  /** Operators' texts for /privacy-policy and /terms-of-service (HTML, sanitised when shown); '' for the defaults. */
+  privacyPolicy: string;
+  termsOfService: string;
+}
+
+export interface SmtpSettings {
+  /** smtp:// or smtps:// URL with credentials (SMTP_URL), or built from SMTP_SERVER, SMTP_PORT, SMTP_LOGIN, SMTP_PASSWORD. */
+  url: string;
+  /** The From address of every mail (SMTP_FROM_ADDRESS; default notifications@ the local domain's host). */
+  from: string;
+}
+
+function smtpSettings(env: Env, localDomain: string): SmtpSettings | null {
+  const host = localDomain.replace(/:\d+$/, '');
+  const from = str(env, 'SMTP_FROM_ADDRESS', `notifications@${host}`);
+  if (env.SMTP_URL) return { url: url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']), from };
+  const server = str(env, 'SMTP_SERVER', '');
+  if (server === '') return null;
+  const port = int(env, 'SMTP_PORT', 587, 1, 65535);
+  const login = str(env, 'SMTP_LOGIN', '');
+  const auth = login ? `${encodeURIComponent(login)}:${encodeURIComponent(str(env, 'SMTP_PASSWORD', ''))}@` : '';
+  return { url: `${port === 465 ? 'smtps' : 'smtp'}://${auth}${server}:${port}`, from };
 }
 
 type Env = Record<string, string | undefined>;
@@ -143,6 +170,12 @@ function file(env: Env, name: string): string {
     // reported below
   }
   throw new ConfigError(name, `no such file: "${path}"`);
+}
+
+/** The text of a file named by a setting ('' when unset), read at start: a file that cannot be read stops start-up. */
+function textFile(env: Env, name: string): string {
+  const path = file(env, name);
+  return path === '' ? '' : readFileSync(path, 'utf8');
 }
 
 function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
@@ -245,6 +278,9 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
     scheduledStatusMinDelaySeconds: int(env, 'SCHEDULED_STATUS_MIN_DELAY_SECONDS', 300, 0, 86_400),
     metricsToken: metricsToken(env),
+    smtp: smtpSettings(env, localDomain),
+    privacyPolicy: textFile(env, 'PRIVACY_POLICY_FILE'),
+    termsOfService: textFile(env, 'TERMS_OF_SERVICE_FILE'),
     // Mastodon signs with its contact email; without one, our https URL; on plain http (local trials), a placeholder.
     vapidSubject: url(env, 'VAPID_SUBJECT', contactEmail ? `mailto:${contactEmail}` : https ? `https://${localDomain}` : 'mailto:contact-not-set@example.invalid', ['mailto:', 'https:']),
     fileHost,

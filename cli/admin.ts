@@ -107,7 +107,7 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       if (!values.email) throw new UsageError('--email is required');
       const password = values.password ?? randomBytes(12).toString('base64url');
       const { account } = await registerLocalAccount(db, {
-        username, email: values.email, password, agreement: true, approved: true, admin: values.admin, allowReserved: true,
+        username, email: values.email, password, agreement: true, approved: true, admin: values.admin, allowReserved: true, confirmed: true,
       });
       out(account.id);
       if (!values.password) out(`password: ${password}`);

@@ -6,6 +6,7 @@ import { parseNested } from './plugins/body.ts';
 import textGuardPlugin from './plugins/text-guard.ts';
 import federationHook from '../federation/mount.ts';
 import pageRoutes from './pages.ts';
+import webRoutes from './web/index.ts';
 import adminQueueRoutes from './admin/queues.ts';
 import searchRoutes from './api/v2/search.ts';
 import discoveryRoutes from './api/discovery.ts';
@@ -117,6 +118,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   if (ctx.config.rateLimits) await app.register(rateLimitPlugin, { ctx });
   await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
 
+  // Pages for browsers (http/web/): their own scope, with sessions, CSRF checks and security headers.
+  await app.register(webRoutes, { ctx });
   await app.register(oauthRoutes, { ctx });
   await app.register(appsRoutes, { ctx });
   await app.register(accountsRoutes, { ctx });

@@ -27,6 +27,8 @@ export interface Registration {
   applicationId?: string | null;
   /** Operators may take reserved names; the public cannot. */
   allowReserved?: boolean;
+  /** Whether the address counts as confirmed at once (mail is off, or an operator made the account). */
+  confirmed: boolean;
 }
 
 type Details = ValidationFailed['details'];
@@ -87,6 +89,7 @@ export async function registerLocalAccount<T = undefined>(
         reason: r.reason ?? null,
         agreement: r.agreement,
         applicationId: r.applicationId ?? null,
+        confirmed: r.confirmed,
       });
       const extra = alsoInTransaction ? await alsoInTransaction(tx, { account, user }) : undefined;
       return { account, user, extra };

@@ -109,6 +109,8 @@ export async function insertAccessToken(
 export interface TokenOwner extends AccessTokenRow {
   account_id: string | null;
   approved: boolean | null;
+  /** The user's e-mail address is confirmed (null for an app's own token). */
+  confirmed: boolean | null;
   admin: boolean | null;
   /** The account is suspended or its user disabled: the token is refused. */
   suspended: boolean;
@@ -118,7 +120,7 @@ export interface TokenOwner extends AccessTokenRow {
 export async function findActiveAccessTokenByHash(db: Queryable, tokenHash: string): Promise<TokenOwner | null> {
   const { rows } = await db.query<TokenOwner>(
     `SELECT t.id, t.application_id, t.user_id, t.scopes, t.created_at,
-            u.account_id, u.approved, u.admin, (a.suspended_at IS NOT NULL OR coalesce(u.disabled, false)) AS suspended
+            u.account_id, u.approved, (u.confirmed_at IS NOT NULL) AS confirmed, u.admin, (a.suspended_at IS NOT NULL OR coalesce(u.disabled, false)) AS suspended
        FROM oauth_access_tokens t
        LEFT JOIN users u ON u.id = t.user_id
        LEFT JOIN accounts a ON a.id = u.account_id

@@ -14,13 +14,27 @@ export interface UserRow {
   default_sensitive: boolean;
   default_language: string | null;
   created_at: Date;
+  /** Null until the address is confirmed; such a user cannot sign in (as in Mastodon). */
+  confirmed_at: Date | null;
+  /** A new address waiting for confirmation; `email` stays in use meanwhile. */
+  unconfirmed_email: string | null;
+  /** Base32 TOTP secret; two-factor sign-in is on when `otp_enabled_at` is set. */
+  otp_secret: string | null;
+  otp_enabled_at: Date | null;
+  reason: string | null;
 }
 
 const COLUMNS = `id, account_id, email, password_hash, admin, approved, disabled, locale,
-  default_privacy, default_sensitive, default_language, created_at`;
+  default_privacy, default_sensitive, default_language, created_at, confirmed_at, unconfirmed_email,
+  otp_secret, otp_enabled_at, reason`;
 
 export async function findUserByEmail(db: Queryable, email: string): Promise<UserRow | null> {
   const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE lower(email) = lower($1)`, [email]);
+  return rows[0] ?? null;
+}
+
+export async function findUserById(db: Queryable, id: string): Promise<UserRow | null> {
+  const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
   return rows[0] ?? null;
 }
 
@@ -54,14 +68,16 @@ export interface NewUser {
   reason?: string | null;
   agreement: boolean;
   applicationId?: string | null;
+  /** Whether the address counts as confirmed at once (mail is off, or an operator made the account). */
+  confirmed: boolean;
 }
 
 export async function insertUser(db: Queryable, u: NewUser): Promise<UserRow> {
   const { rows } = await db.query<UserRow>(
-    `INSERT INTO users (account_id, email, password_hash, approved, admin, locale, reason, agreement_at, created_by_application_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END, $9)
+    `INSERT INTO users (account_id, email, password_hash, approved, admin, locale, reason, agreement_at, created_by_application_id, confirmed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END, $9, CASE WHEN $10::boolean THEN now() END)
      RETURNING ${COLUMNS}`,
-    [u.accountId, u.email, u.passwordHash, u.approved, u.admin ?? false, u.locale ?? null, u.reason ?? null, u.agreement, u.applicationId ?? null],
+    [u.accountId, u.email, u.passwordHash, u.approved, u.admin ?? false, u.locale ?? null, u.reason ?? null, u.agreement, u.applicationId ?? null, u.confirmed],
   );
   return rows[0]!;
 }
@@ -93,4 +109,93 @@ export async function updateSourceDefaults(db: Queryable, accountId: string, s: 
       WHERE account_id = $1`,
     [accountId, s.privacy ?? null, s.sensitive ?? null, s.language ?? null, s.language !== undefined],
   );
+}
+
+/** Single-use links sent by mail: the token is made when the mail is, and only its hash is kept. */
+export type MailToken = 'confirmation' | 'reset_password';
+const TOKEN_COLUMNS: Record<MailToken, { hash: string; sentAt: string }> = {
+  confirmation: { hash: 'confirmation_token_hash', sentAt: 'confirmation_sent_at' },
+  reset_password: { hash: 'reset_password_token_hash', sentAt: 'reset_password_sent_at' },
+};
+
+/** Stores a new token's hash (replacing any earlier one, whose link stops working). */
+export async function setMailToken(db: Queryable, userId: string, kind: MailToken, tokenHash: string): Promise<void> {
+  const c = TOKEN_COLUMNS[kind];
+  await db.query(`UPDATE users SET ${c.hash} = $2, ${c.sentAt} = now() WHERE id = $1`, [userId, tokenHash]);
+}
+
+/**
+ * Takes a token: the user it belongs to if it was sent less than `maxAgeSeconds` ago, and the token is cleared in
+ * the same statement so that it works once. Null for an unknown, used or expired token.
+ */
+export async function takeMailToken(db: Queryable, kind: MailToken, tokenHash: string, maxAgeSeconds: number): Promise<UserRow | null> {
+  const c = TOKEN_COLUMNS[kind];
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users SET ${c.hash} = NULL, updated_at = now()
+      WHERE ${c.hash} = $1 AND ${c.sentAt} > now() - make_interval(secs => $2)
+      RETURNING ${COLUMNS}`,
+    [tokenHash, maxAgeSeconds],
+  );
+  return rows[0] ?? null;
+}
+
+/** Marks the address confirmed; a waiting new address replaces the old one. */
+export async function confirmEmail(db: Queryable, userId: string): Promise<void> {
+  await db.query(
+    `UPDATE users SET confirmed_at = coalesce(confirmed_at, now()), email = coalesce(unconfirmed_email, email),
+                      unconfirmed_email = NULL, updated_at = now()
+      WHERE id = $1`,
+    [userId],
+  );
+}
+
+export async function setUnconfirmedEmail(db: Queryable, userId: string, email: string | null): Promise<void> {
+  await db.query(`UPDATE users SET unconfirmed_email = $2, updated_at = now() WHERE id = $1`, [userId, email]);
+}
+
+/** Operators who approve sign-ups and handle reports: every admin whose login works (bounded: a server has few). */
+export async function operatorEmails(db: Queryable, limit = 100): Promise<{ id: string; account_id: string; email: string; locale: string | null }[]> {
+  const { rows } = await db.query<{ id: string; account_id: string; email: string; locale: string | null }>(
+    `SELECT u.id, u.account_id, u.email, u.locale FROM users u JOIN accounts a ON a.id = u.account_id
+      WHERE u.admin AND NOT u.disabled AND u.confirmed_at IS NOT NULL AND a.suspended_at IS NULL ORDER BY u.id LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}
+
+export async function setOtp(db: Queryable, userId: string, otp: { secret: string | null; enabled: boolean; backupCodeHashes: string[] }): Promise<void> {
+  await db.query(
+    `UPDATE users SET otp_secret = $2, otp_enabled_at = CASE WHEN $3::boolean THEN coalesce(otp_enabled_at, now()) END,
+                      otp_backup_code_hashes = $4, otp_last_step = NULL, updated_at = now()
+      WHERE id = $1`,
+    [userId, otp.secret, otp.enabled, otp.backupCodeHashes],
+  );
+}
+
+/** Records a TOTP time step as used, unless it (or a later one) was used already: a code works once. */
+export async function useOtpStep(db: Queryable, userId: string, step: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE users SET otp_last_step = $2 WHERE id = $1 AND (otp_last_step IS NULL OR otp_last_step < $2)`,
+    [userId, step],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Uses one recovery code (by its hash): true if it was there, and it is gone afterwards. */
+export async function useOtpBackupCode(db: Queryable, userId: string, codeHash: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE users SET otp_backup_code_hashes = array_remove(otp_backup_code_hashes, $2)
+      WHERE id = $1 AND $2 = ANY(otp_backup_code_hashes)`,
+    [userId, codeHash],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function otpBackupCodesLeft(db: Queryable, userId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT cardinality(otp_backup_code_hashes) AS n FROM users WHERE id = $1`, [userId]);
+  return rows[0]?.n ?? 0;
+}
+
+export async function recordSignIn(db: Queryable, userId: string, ip: string | null): Promise<void> {
+  await db.query(`UPDATE users SET last_sign_in_at = now(), last_sign_in_ip = $2 WHERE id = $1`, [userId, ip]);
 }

@@ -71,7 +71,7 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
     if (!token) throw new ApiError(401, INVALID_TOKEN);
     if (token.user_id && token.suspended) throw new ApiError(403, 'Your login is currently disabled');
     request.token = token;
-    request.viewerId = token.user_id && token.approved ? token.account_id : null;
+    request.viewerId = token.user_id && token.approved && token.confirmed ? token.account_id : null;
     const scopes = policy.scopes ?? [];
     // An empty list means any token will do (as Mastodon's bare `doorkeeper_authorize!`).
     if (scopes.length > 0 && !grantsAny(parseScopes(token.scopes), scopes)) {
@@ -79,6 +79,7 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
     }
     if (policy.kind === 'user' || policy.kind === 'admin') {
       if (!token.user_id) throw new ApiError(422, 'This method requires an authenticated user');
+      if (!token.confirmed) throw new ApiError(403, 'Your login is missing a confirmed e-mail address');
       if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
     }
     if (policy.kind === 'admin' && !token.admin) throw new ApiError(403, 'This action is not allowed');

@@ -115,6 +115,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       reason: body.reason ?? null,
       approved: mode === 'open',
       applicationId: token.application_id,
+      // With mail off nobody could confirm: the address counts as confirmed at once.
+      confirmed: ctx.config.smtp === null,
     }, (tx, { user }) => insertAccessToken(tx, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes }));
     return renderToken(accessToken, row!.scopes, row!.created_at);
   });

@@ -1,0 +1,38 @@
+import helmet from '@fastify/helmet';
+import type { FastifyInstance } from 'fastify';
+import type { RouteOptions } from '../route-options.ts';
+import sessionPlugin from './session.ts';
+
+/**
+ * What a browser gets: public pages, joining and signing in, settings and moderation. One encapsulated scope, so
+ * its cookies, CSRF checks and page security headers never touch the API's routes.
+ */
+export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+  await app.register(helmet, {
+    // No script runs on any page; styles and fonts come from our stylesheet; images and media may be remote
+    // (avatars and attachments of other servers, or an S3 file host).
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:', 'https:', 'http:'],
+        mediaSrc: ["'self'", 'https:', 'http:'],
+        fontSrc: ["'self'"],
+        connectSrc: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+        manifestSrc: ["'self'"],
+      },
+    },
+    frameguard: { action: 'deny' },
+    referrerPolicy: { policy: 'same-origin' },
+    // The pages link to remote images and media: no cross-origin isolation.
+    crossOriginEmbedderPolicy: false,
+    crossOriginResourcePolicy: false,
+    // HSTS belongs to whoever terminates TLS (LOCAL_HTTPS behind a proxy, or TLS_CERT_FILE).
+    hsts: ctx.config.publicUrl.startsWith('https:') ? { maxAge: 31536000 } : false,
+  });
+  await app.register(sessionPlugin, { ctx });
+}

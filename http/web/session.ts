@@ -1,0 +1,111 @@
+import fp from 'fastify-plugin';
+import cookie from '@fastify/cookie';
+import csrf from '@fastify/csrf-protection';
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { hashSecret } from '../../storage/oauth.ts';
+import { deleteWebSession, findWebSession, insertWebSession, touchWebSession, type WebSessionRow } from '../../storage/web-sessions.ts';
+import { findUserById, recordSignIn, type UserRow } from '../../storage/users.ts';
+import { findAccountById, type AccountRow } from '../../storage/accounts.ts';
+
+export const SESSION_COOKIE = '_session';
+/** A session unused for this long is over (a person who comes back after a month signs in again). */
+const SESSION_IDLE_SECONDS = 30 * 24 * 3600;
+/** A session's last use is written at most this often: not a write per page. */
+const TOUCH_EVERY_MS = 3600_000;
+
+/** Who a browser's session belongs to. */
+export interface SignedIn {
+  session: WebSessionRow;
+  user: UserRow;
+  account: AccountRow;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in person of this request's session cookie, or null; read once per request. */
+    signedIn(): Promise<SignedIn | null>;
+  }
+}
+
+/** Whether a user may be signed in at all: confirmed, approved, not disabled, account not suspended. */
+export function loginBlocker(user: UserRow, account: AccountRow | null): string | null {
+  if (!account || account.suspended_at) return 'Your account is suspended.';
+  if (!user.confirmed_at) return 'You need to confirm your e-mail address before you can sign in.';
+  if (!user.approved) return 'Your account is waiting for approval by the operators.';
+  if (user.disabled) return 'Your login is currently disabled.';
+  return null;
+}
+
+const cache = new WeakMap<FastifyRequest, Promise<SignedIn | null>>();
+
+async function sessionOf(ctx: AppContext, request: FastifyRequest): Promise<SignedIn | null> {
+  const raw = request.cookies[SESSION_COOKIE];
+  if (!raw || raw.length > 100) return null;
+  const session = await findWebSession(ctx.db, hashSecret(raw), SESSION_IDLE_SECONDS);
+  if (!session) return null;
+  const user = await findUserById(ctx.db, session.user_id);
+  const account = user ? await findAccountById(ctx.db, user.account_id) : null;
+  if (!user || !account || loginBlocker(user, account)) return null;
+  if (Date.now() - session.last_active_at.getTime() > TOUCH_EVERY_MS) await touchWebSession(ctx.db, session.id);
+  return { session, user, account };
+}
+
+function cookieOptions(ctx: AppContext) {
+  return {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: ctx.config.publicUrl.startsWith('https:'),
+  };
+}
+
+/**
+ * Starts a session for a user who has just proved who they are: a new random token (never one the browser already
+ * had, so a planted cookie is worth nothing), and a new form secret.
+ */
+export async function startWebSession(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, user: UserRow): Promise<void> {
+  const old = request.cookies[SESSION_COOKIE];
+  if (old) await deleteWebSession(ctx.db, hashSecret(old));
+  const token = randomBytes(32).toString('base64url');
+  await insertWebSession(ctx.db, { tokenHash: hashSecret(token), userId: user.id, ip: request.ip ?? null, userAgent: request.headers['user-agent'] ?? null });
+  await recordSignIn(ctx.db, user.id, request.ip ?? null);
+  reply.setCookie(SESSION_COOKIE, token, { ...cookieOptions(ctx), maxAge: SESSION_IDLE_SECONDS });
+  reply.clearCookie('_csrf', { path: '/' });
+  cache.delete(request);
+}
+
+export async function endWebSession(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const raw = request.cookies[SESSION_COOKIE];
+  if (raw) await deleteWebSession(ctx.db, hashSecret(raw));
+  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+  reply.clearCookie('_csrf', { path: '/' });
+  cache.delete(request);
+}
+
+/**
+ * Cookies, web sessions and CSRF protection for the pages (registered inside the pages' scope only: the API
+ * never reads a cookie). Every POST of a page must carry the form's `_csrf` token, checked before validation.
+ */
+async function sessionPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  await app.register(cookie);
+  await app.register(csrf, {
+    sessionPlugin: '@fastify/cookie',
+    cookieOpts: cookieOptions(ctx),
+  });
+  app.decorateRequest('signedIn', function signedIn(this: FastifyRequest) {
+    let found = cache.get(this);
+    if (!found) {
+      found = sessionOf(ctx, this);
+      cache.set(this, found);
+    }
+    return found;
+  });
+  app.addHook('preValidation', (request, reply, done) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return done();
+    app.csrfProtection(request, reply, done);
+  });
+}
+
+export default fp(sessionPlugin, { name: 'web-session' });

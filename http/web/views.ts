@@ -1,0 +1,34 @@
+import { Eta } from 'eta';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The web pages' template engine. Eta escapes every `<%= %>` value by default; `<%~ %>` (raw) is used only for
+ * HTML that was sanitised when it was made (status content, bios) or rendered by another template.
+ */
+const eta = new Eta({
+  views: fileURLToPath(new URL('./templates', import.meta.url)),
+  cache: true,
+  autoEscape: true,
+  autoTrim: false,
+});
+
+/** What the layout shows on every page: the instance's name, who is signed in, the form token. */
+export interface PageChrome {
+  title: string;
+  instanceTitle: string;
+  /** The signed-in person's handle, or null for a stranger. */
+  signedInAs: { username: string; admin: boolean } | null;
+  /** CSRF token for the page's forms; '' where the page has none (public pages, which are cached). */
+  csrfToken: string;
+  /** Extra `<head>` lines, already rendered by a template (OpenGraph, alternate links, robots). */
+  head?: string;
+  /** Where sign-up stands: the layout links to it only when it is open. */
+  registrationsOpen: boolean;
+  /** The page's language (the instance's first language by default). */
+  lang: string;
+}
+
+/** Renders a page template (`templates/<name>.eta`) with its data and the chrome the layout needs. */
+export function renderView(name: string, data: Record<string, unknown> & { chrome: PageChrome }): string {
+  return eta.render(`./${name}`, data);
+}

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { OutboxRow } from '../storage/outbox.ts';
 import type { Delivery } from '../services/deliveries.ts';
+import type { Mail } from '../services/mail.ts';
 
 export const FANOUT_QUEUE = 'fanout';
 
@@ -15,6 +16,8 @@ export type FanoutJob =
   | { kind: 'domainBlock'; outboxId: string; domain: string; createdAt: string }
   /** A poll's end (services/polls.ts), delayed until its `expires_at`. */
   | { kind: 'endPoll'; outboxId: string; pollId: string; runAt: string }
+  /** One mail (services/mail.ts, sent by jobs/mail.ts), retried as MAIL_RETRIES says. */
+  | { kind: 'sendMail'; outboxId: string; mail: Mail }
   /** Publishes a scheduled status (jobs/scheduled-statuses.ts), delayed until its time; not from the outbox. */
   | { kind: 'publishScheduledStatus'; outboxId?: undefined; scheduledStatusId: string }
   | { kind: 'cleanMedia'; outboxId?: undefined };
@@ -39,6 +42,12 @@ export function producerConnection(redisUrl: string): Redis {
   return redis;
 }
 
+/**
+ * Mail is retried for longer than the rest: an SMTP server that is down or greylisting may take a while. 10 attempts,
+ * 10 s doubling: the last one about 85 minutes after the first.
+ */
+export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
+
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
 function outboxJob(row: OutboxRow) {
   const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
@@ -49,8 +58,7 @@ function outboxJob(row: OutboxRow) {
     opts: {
       jobId: `outbox-${row.id}`,
       ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
-      attempts: 10,
-      backoff: { type: 'exponential' as const, delay: 1000 },
+      ...(row.kind === 'sendMail' ? MAIL_RETRIES : { attempts: 10, backoff: { type: 'exponential' as const, delay: 1000 } }),
       removeOnComplete: true,
       removeOnFail: 1000,
     },

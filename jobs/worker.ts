@@ -11,6 +11,7 @@ import { refusedDelivery } from '../federation/domain-policy.ts';
 import { publishScheduledStatus } from './scheduled-statuses.ts';
 import { sweepDueScheduledStatuses } from '../services/scheduled-statuses.ts';
 import { endPoll } from '../services/polls.ts';
+import { closeMailTransport, sendMailJob } from './mail.ts';
 
 /** Jobs this process runs at once. */
 const CONCURRENCY = 16;
@@ -61,6 +62,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
     else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
     else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
+    else if (data.kind === 'sendMail') await sendMailJob(ctx, data, job, log);
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });
@@ -121,6 +123,7 @@ export function startWorkers(ctx: AppContext): Workers {
       federationStop.abort();
       ctx.jobBacklog.setWorking(false);
       await worker.close();
+      await closeMailTransport(ctx);
       connection.disconnect();
     },
   };

@@ -6,14 +6,17 @@ import { emailTaken, insertUser, pendingAccountIds, type UserRow } from '../stor
 import { findAccountById, insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
 import { isId } from '../storage/ids.ts';
 import { hashPassword } from './passwords.ts';
-import { notFound, ValidationFailed } from '../errors.ts';
+import { forbidden, notFound, unprocessable, ValidationFailed } from '../errors.ts';
+import type { AppContext } from '../context.ts';
+import type { OutboxRow } from '../storage/outbox.ts';
+import { queueMail } from './mail.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 // Mastodon's rule for local usernames: letters, digits and underscores (dots and dashes occur only in remote ones).
 const USERNAME = /^[a-z0-9_]+$/i;
 const RESERVED = new Set(['admin', 'administrator', 'root', 'webmaster', 'support', 'help', 'mod', 'moderator', 'postmaster', 'hostmaster', 'abuse', 'security', 'instance', 'actor', 'system']);
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export interface Registration {
   username: string;
@@ -57,7 +60,7 @@ export async function registerLocalAccount<T = undefined>(
   if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
   if (!r.allowReserved && RESERVED.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
   if (blank(r.email)) add(details, 'email', 'ERR_BLANK', "can't be blank");
-  if (!EMAIL.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
+  if (!EMAIL_FORMAT.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
   if (blank(r.password)) add(details, 'password', 'ERR_BLANK', "can't be blank");
   else if (r.password.length < 8) add(details, 'password', 'ERR_TOO_SHORT', 'is too short (minimum is 8 characters)');
   if (r.password.length > 72) add(details, 'password', 'ERR_TOO_LONG', 'is too long (maximum is 72 characters)');
@@ -115,4 +118,50 @@ export async function visibleAccount(db: Db, id: string): Promise<AccountRow> {
   const account = isId(id) ? await findAccountById(db, id) : null;
   if (!account || (account.domain === null && (await pendingAccountIds(db, [account.id])).has(account.id))) throw notFound();
   return account;
+}
+
+/** What a person gives to join, through an app (POST /api/v1/accounts) or the sign-up page. */
+export interface SignUp {
+  username: string;
+  email: string;
+  password: string;
+  agreement: boolean;
+  locale?: string | null | undefined;
+  reason?: string | null | undefined;
+}
+
+/**
+ * The one place that decides whether someone may join and how: the registration mode (closed: refused; approval:
+ * a reason is needed and the account waits), whether the address must be confirmed by mail (not when mail is off),
+ * and the account's own rules (registerLocalAccount). The API and the sign-up page both call it.
+ */
+export async function signUp<T = undefined>(
+  ctx: AppContext,
+  input: SignUp,
+  opts: { applicationId?: string | null; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
+): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
+  const mode = ctx.config.registrationsMode;
+  if (mode === 'none') throw forbidden('Registrations are closed');
+  if (mode === 'approved' && !input.reason?.trim()) {
+    throw unprocessable('Validation failed: reason must be given while registrations need approval');
+  }
+  const queued: OutboxRow[] = [];
+  const result = await registerLocalAccount(ctx.db, {
+    username: input.username,
+    email: input.email,
+    password: input.password,
+    agreement: input.agreement,
+    locale: input.locale ?? null,
+    reason: mode === 'approved' ? input.reason?.trim() ?? null : null,
+    approved: mode === 'open',
+    applicationId: opts.applicationId ?? null,
+    // With mail off nobody could confirm: the address counts as confirmed at once.
+    confirmed: ctx.config.smtp === null,
+  }, async (tx, created) => {
+    if (!created.user.confirmed_at) queued.push(await queueMail(tx, { type: 'confirmation', userId: created.user.id }));
+    return opts.alsoInTransaction ? opts.alsoInTransaction(tx, created) : undefined;
+  });
+  // After the commit; a crash before this leaves the rows for the outbox sweeper.
+  await ctx.jobs.enqueueMany(queued).catch(() => {});
+  return result;
 }

@@ -11,6 +11,7 @@ import { listRules } from '../storage/rules.ts';
 import { forbidden, notFound, unprocessable } from '../errors.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from './token-cache.ts';
 import { queueDelivery } from './deliveries.ts';
+import { alertOperatorsOfReport, type OperatorAlertDeps } from './operator-alerts.ts';
 
 /**
  * What moderation needs: the database, cache versions to bump after each change, a way to tell every process that a
@@ -22,6 +23,8 @@ export interface ModerationDeps {
   versions: Pick<CacheVersions, 'bump'>;
   invalidate: (what: TokenInvalidation) => Promise<void>;
   jobs?: { enqueue(row: OutboxRow): Promise<void> } | null;
+  /** Telling operators of new reports (services/operator-alerts.ts); a server has it, the CLI does not. */
+  alerts?: OperatorAlertDeps | null;
 }
 
 export function moderationDeps(ctx: AppContext): ModerationDeps {
@@ -30,6 +33,7 @@ export function moderationDeps(ctx: AppContext): ModerationDeps {
     versions: ctx.versions,
     invalidate: (what) => publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, what),
     jobs: ctx.jobs,
+    alerts: ctx,
   };
 }
 
@@ -189,7 +193,8 @@ export async function fileReport(deps: ModerationDeps, reporter: AccountRow, inp
       category: ruleIds.length > 0 ? 'violation' : input.category,
       forwarded,
     }))!;
-    return { report, outbox: forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : [] };
+    const alerts = deps.alerts ? await alertOperatorsOfReport(tx, deps.alerts, { reportId: report.id, reporterAccountId: reporter.id, targetAccountId: target.id }) : [];
+    return { report, outbox: [...(forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : []), ...alerts] };
   });
   await enqueue(deps, outbox);
   return report;

@@ -63,6 +63,8 @@ const TITLES: Record<NotificationType, (name: string) => string> = {
   favourite: (name) => `${name} favorited your post`,
   poll: (name) => `A poll by ${name} has ended`,
   update: (name) => `${name} edited a post`,
+  'admin.sign_up': (name) => `${name} signed up`,
+  'admin.report': (name) => `${name} submitted a report`,
 };
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };

@@ -1,8 +1,9 @@
 import type { Queryable } from './db.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 
-export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update';
-export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update'];
+/** `admin.sign_up` and `admin.report` go to operators (services/operator-alerts.ts). */
+export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update' | 'admin.sign_up' | 'admin.report';
+export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report'];
 
 export interface NotificationRow {
   id: string;
@@ -10,6 +11,8 @@ export interface NotificationRow {
   from_account_id: string;
   type: NotificationType;
   status_id: string | null;
+  /** The report an `admin.report` is about. Absent where a query does not read it. */
+  report_id?: string | null;
   created_at: Date;
   /** Its group (storage/notification-groups.ts); null when ungrouped. Absent where a query does not read it. */
   group_key?: string | null;
@@ -21,15 +24,15 @@ export interface NotificationRow {
  * Records an event for accountId; nobody is notified of their own actions (but of their poll's end), and one event notifies once. Returns the
  * new notification, or null when there is none (a repeat, one's own action, a remote account).
  */
-export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, filtered = false): Promise<NotificationRow | null> {
+export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, filtered = false, reportId: string | null = null): Promise<NotificationRow | null> {
   // A poll's end is the one event its author hears of from themselves, as in Mastodon.
   if (accountId === fromAccountId && type !== 'poll') return null;
   const { rows } = await db.query<NotificationRow>(
-    `INSERT INTO notifications (account_id, from_account_id, type, status_id, filtered, group_key)
-     SELECT $1, $2, $3, $4, $5, CASE WHEN $5 THEN NULL ELSE notification_group_key($1, $3, $4) END FROM accounts WHERE id = $1 AND domain IS NULL
+    `INSERT INTO notifications (account_id, from_account_id, type, status_id, filtered, group_key, report_id)
+     SELECT $1, $2, $3, $4, $5, CASE WHEN $5 THEN NULL ELSE notification_group_key($1, $3, $4) END, $6 FROM accounts WHERE id = $1 AND domain IS NULL
      ON CONFLICT DO NOTHING
-     RETURNING id, account_id, from_account_id, type, status_id, created_at, group_key, filtered`,
-    [accountId, fromAccountId, type, statusId, filtered],
+     RETURNING id, account_id, from_account_id, type, status_id, report_id, created_at, group_key, filtered`,
+    [accountId, fromAccountId, type, statusId, filtered, reportId],
   );
   return rows[0] ?? null;
 }
@@ -67,7 +70,7 @@ export async function notificationsPage(db: Queryable, accountId: string, f: Not
   const c = pageClause('n.id', p, values);
   // Notifications about deleted statuses disappear with them.
   const { rows } = await db.query<NotificationRow>(
-    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at, n.group_key, n.filtered FROM notifications n
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.created_at, n.group_key, n.filtered FROM notifications n
        LEFT JOIN statuses s ON s.id = n.status_id
       WHERE n.account_id = $1 AND (n.status_id IS NULL OR s.deleted_at IS NULL)${extra} AND ${c.where}
       ORDER BY ${c.order} ${c.limit}`,
@@ -78,7 +81,7 @@ export async function notificationsPage(db: Queryable, accountId: string, f: Not
 
 export async function findNotification(db: Queryable, accountId: string, id: string): Promise<NotificationRow | null> {
   const { rows } = await db.query<NotificationRow>(
-    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.created_at, n.group_key, n.filtered FROM notifications n
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.created_at, n.group_key, n.filtered FROM notifications n
        LEFT JOIN statuses s ON s.id = n.status_id
       WHERE n.id = $1 AND n.account_id = $2 AND (n.status_id IS NULL OR s.deleted_at IS NULL)`,
     [id, accountId],

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiError, ValidationFailed } from '../../errors.ts';
 import { unavailableDependency } from '../../storage/dependencies.ts';
 import { sendUnavailable } from './availability.ts';
+import { sendErrorPage } from '../web/error-pages.ts';
 
 function validationMessage(err: FastifyError): string {
   const first = err.validation?.[0];
@@ -21,13 +22,24 @@ function validationMessage(err: FastifyError): string {
 
 /** Every error leaves as Mastodon's error entity; nothing the client sent can produce a 500. */
 async function errorsPlugin(app: FastifyInstance) {
-  app.setNotFoundHandler((_request, reply) => {
+  app.setNotFoundHandler((request, reply) => {
+    // A browser asking for a page gets the HTML 404 page (http/web/error-pages.ts); the API keeps its JSON.
+    if (sendErrorPage(request, reply, 404)) return;
     reply.code(404).send({ error: 'Record not found' });
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     // PostgreSQL or Redis is away (logged once by storage/dependencies.ts, not here per request): try again later.
     if (unavailableDependency(err)) return sendUnavailable(reply);
+    // A browser on a page (not the API) gets the HTML error page for the same status; a refused form's CSRF check
+    // (FST_CSRF_*) says to reload the form.
+    const pageStatus = err instanceof ApiError ? err.statusCode
+      : err.validation || err.code === '22021' || err.code === '22P05' ? 422
+      : (err.statusCode ?? (request.isMultipart?.() ? 400 : 500));
+    if (sendErrorPage(request, reply, pageStatus, err.code)) {
+      if (pageStatus >= 500 && !(err instanceof ApiError)) request.log.error({ err }, 'unhandled error');
+      return;
+    }
     if (err instanceof ApiError) {
       const body: { error: string; error_description?: string } = { error: err.message };
       if (err.description) body.error_description = err.description;

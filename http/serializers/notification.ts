@@ -3,8 +3,8 @@ import type { AccountRow } from '../../storage/accounts.ts';
 import type { RenderContext } from './context.ts';
 import { renderAccount } from './account.ts';
 
-/** Mastodon's Notification entity; `status` is the rendered status it concerns, if any. */
-export function renderNotification(ctx: RenderContext, n: NotificationRow, from: AccountRow, status: Record<string, unknown> | null) {
+/** Mastodon's Notification entity; `status` is the rendered status it concerns, if any, `report` the report of an admin.report. */
+export function renderNotification(ctx: RenderContext, n: NotificationRow, from: AccountRow, status: Record<string, unknown> | null, report: Record<string, unknown> | null = null) {
   return {
     id: n.id,
     type: n.type,
@@ -12,5 +12,6 @@ export function renderNotification(ctx: RenderContext, n: NotificationRow, from:
     created_at: n.created_at.toISOString(),
     account: renderAccount(ctx, from),
     ...(n.status_id ? { status } : {}),
+    ...(n.report_id && report ? { report } : {}),
   };
 }

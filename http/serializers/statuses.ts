@@ -6,6 +6,8 @@ import { renderNotification } from './notification.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { applyFilters } from '../../services/filters.ts';
 import { applyRelations, silencesNotificationsFrom } from '../../services/relations.ts';
+import { findReport } from '../../storage/reports.ts';
+import { renderReport } from './report.ts';
 
 // Loading and rendering together, so that routes share one path instead of importing each other.
 
@@ -43,7 +45,15 @@ export async function renderStatuses(ctx: AppContext, viewerId: string | null, i
  * out of notifications, is left out.
  */
 export async function renderNotifications(ctx: AppContext, viewerId: string, rows: NotificationRow[]) {
-  const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a]));
+  // An admin.report carries its report (few: only operators get them).
+  const reportIds = [...new Set(rows.map((n) => n.report_id).filter((id): id is string => !!id))];
+  const reports = new Map((await Promise.all(reportIds.map((id) => findReport(ctx.db, id)))).filter((r) => r !== null).map((r) => [r.id, r]));
+  const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set([...rows.map((n) => n.from_account_id), ...[...reports.values()].map((r) => r.target_account_id)])])).map((a) => [a.id, a]));
+  const renderedReport = (id: string | null | undefined) => {
+    const report = id ? reports.get(id) : undefined;
+    const target = report ? accounts.get(report.target_account_id) : undefined;
+    return report && target ? renderReport(ctx.render, report, target) : null;
+  };
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
   const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));
@@ -51,5 +61,5 @@ export async function renderNotifications(ctx: AppContext, viewerId: string, row
   const silenced = (id: string) => silencesNotificationsFrom(relations, accounts.get(id), id);
   return rows
     .filter((n) => accounts.has(n.from_account_id) && !silenced(n.from_account_id) && (!n.status_id || rendered.has(n.status_id)))
-    .map((n) => renderNotification(ctx.render, n, accounts.get(n.from_account_id)!, n.status_id ? rendered.get(n.status_id)! : null));
+    .map((n) => renderNotification(ctx.render, n, accounts.get(n.from_account_id)!, n.status_id ? rendered.get(n.status_id)! : null, renderedReport(n.report_id)));
 }

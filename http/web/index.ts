@@ -2,6 +2,8 @@ import helmet from '@fastify/helmet';
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../route-options.ts';
 import sessionPlugin from './session.ts';
+import authPageRoutes from './auth.ts';
+import authorizePageRoutes from './authorize.ts';
 
 /**
  * What a browser gets: public pages, joining and signing in, settings and moderation. One encapsulated scope, so
@@ -35,4 +37,6 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
     hsts: ctx.config.publicUrl.startsWith('https:') ? { maxAge: 31536000 } : false,
   });
   await app.register(sessionPlugin, { ctx });
+  await app.register(authPageRoutes, { ctx });
+  await app.register(authorizePageRoutes, { ctx });
 }

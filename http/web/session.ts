@@ -8,6 +8,7 @@ import { hashSecret } from '../../storage/oauth.ts';
 import { deleteWebSession, findWebSession, insertWebSession, touchWebSession, type WebSessionRow } from '../../storage/web-sessions.ts';
 import { findUserById, recordSignIn, type UserRow } from '../../storage/users.ts';
 import { findAccountById, type AccountRow } from '../../storage/accounts.ts';
+import { loginBlocker } from '../../services/sign-in.ts';
 
 export const SESSION_COOKIE = '_session';
 /** A session unused for this long is over (a person who comes back after a month signs in again). */
@@ -27,15 +28,6 @@ declare module 'fastify' {
     /** The signed-in person of this request's session cookie, or null; read once per request. */
     signedIn(): Promise<SignedIn | null>;
   }
-}
-
-/** Whether a user may be signed in at all: confirmed, approved, not disabled, account not suspended. */
-export function loginBlocker(user: UserRow, account: AccountRow | null): string | null {
-  if (!account || account.suspended_at) return 'Your account is suspended.';
-  if (!user.confirmed_at) return 'You need to confirm your e-mail address before you can sign in.';
-  if (!user.approved) return 'Your account is waiting for approval by the operators.';
-  if (user.disabled) return 'Your login is currently disabled.';
-  return null;
 }
 
 const cache = new WeakMap<FastifyRequest, Promise<SignedIn | null>>();

@@ -8,6 +8,7 @@ import { createOAuthAPIClient, createRestAPIClient, MastoHttpError, type mastodo
 import { startListeningServer } from '../helpers/listen.ts';
 import { pkcePair, type TestServer } from '../helpers/server.ts';
 import { hiddenFields } from '../helpers/oauth.ts';
+import { CookieJar, csrfOf } from '../helpers/web.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
 const REDIRECT = 'https://app.example/callback';
@@ -55,17 +56,27 @@ async function authorizeInBrowser(clientId: string, email: string, password: str
     client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: SCOPES, state: 'st4te',
     code_challenge: challenge, code_challenge_method: 'S256',
   });
-  const page = await fetch(`${s.url}/oauth/authorize?${query}`);
+  // Not signed in: the authorize page sends the browser to sign in first, then back.
+  const jar = new CookieJar();
+  const go = async (url: string, init: RequestInit = {}) => {
+    const res = await fetch(new URL(url, s.url), { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: jar.header() } });
+    jar.take(res.headers.getSetCookie());
+    return res;
+  };
+  const first = await go(`/oauth/authorize?${query}`);
+  expect(first.status).toBe(302);
+  const signInPage = await go(first.headers.get('location')!);
+  const signInHtml = await signInPage.text();
+  const returnTo = new URL(first.headers.get('location')!, s.url).searchParams.get('return_to')!;
+  const signedIn = await go('/auth/sign_in', { method: 'POST', body: new URLSearchParams({ _csrf: csrfOf(signInHtml), email, password, return_to: returnTo }) });
+  expect(signedIn.status).toBe(303);
+  const page = await go(signedIn.headers.get('location')!);
   expect(page.status).toBe(200);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   const html = await page.text();
   const hidden = hiddenFields(html);
   expect(hidden.code_challenge).toBe(challenge);
-  const submitted = await fetch(`${s.url}/oauth/authorize`, {
-    method: 'POST',
-    body: new URLSearchParams({ ...hidden, email, password, decision: 'approve' }),
-    redirect: 'manual',
-  });
+  const submitted = await go('/oauth/authorize', { method: 'POST', body: new URLSearchParams({ ...hidden, decision: 'approve' }) });
   expect(submitted.status).toBe(302);
   const location = new URL(submitted.headers.get('location')!);
   expect(location.origin + location.pathname).toBe(REDIRECT);

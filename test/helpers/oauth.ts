@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import type { App } from '../../http/app.ts';
 import { pkcePair } from './server.ts';
+import { WebClient } from './web.ts';
 
 export const REDIRECT_URI = 'https://app.example/callback';
 
@@ -36,24 +37,30 @@ function decodeEntities(s: string): string {
   return s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
 
-/** The hidden fields of the authorize page's form, as a browser would submit them. */
+/** The hidden fields of the authorize page's form (the CSRF token included), as a browser would submit them. */
 export function hiddenFields(html: string): Record<string, string> {
   return Object.fromEntries(
     [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1]!, decodeEntities(m[2]!)]),
   );
 }
 
-/** Opens the authorize page and submits its form as a person would; returns the response to the submission. */
+/**
+ * What a person does in the browser: opens the authorize page, is sent to sign in, signs in, comes back and approves
+ * (or denies). Returns the last answer: the sign-in form's when signing in fails, else the decision's.
+ */
 export async function submitAuthorizeForm(app: App, query: Record<string, string>, email: string, password: string, decision = 'approve') {
-  const page = await app.inject({ method: 'GET', url: `/oauth/authorize?${new URLSearchParams(query)}` });
+  const browser = new WebClient(app);
+  const authorizeUrl = `/oauth/authorize?${new URLSearchParams(query)}`;
+  const first = await browser.get(authorizeUrl);
+  expect(first.statusCode, first.body).toBe(302);
+  const signInUrl = first.headers.location as string;
+  expect(signInUrl).toMatch(/^\/auth\/sign_in\?return_to=/);
+  const returnTo = new URL(signInUrl, 'http://x').searchParams.get('return_to')!;
+  const signedIn = await browser.signIn(email, password, returnTo);
+  if (signedIn.statusCode !== 303) return signedIn;
+  const page = await browser.get(signedIn.headers.location as string);
   expect(page.statusCode, page.body).toBe(200);
-  const form = new URLSearchParams({ ...hiddenFields(page.body), email, password, decision });
-  return app.inject({
-    method: 'POST',
-    url: '/oauth/authorize',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: form.toString(),
-  });
+  return browser.post('/oauth/authorize', { ...hiddenFields(page.body), decision });
 }
 
 /** The browser flow: open the authorize page, sign in, approve, take the code from the redirect, redeem it with PKCE. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { appToken, bearer, createApp, type RegisteredApp } from '../helpers/oauth.ts';
+import { WebClient } from '../helpers/web.ts';
 import { LIMITS } from '../../http/plugins/rate-limit.ts';
 
 let s: TestServer;
@@ -29,16 +30,16 @@ describe('rate limits', () => {
     expect(rows[0].n).toBe(LIMITS.registration.max);
   });
 
-  it('limits password attempts on the sign-in page', async () => {
-    let last = 0;
+  it('limits password attempts on the sign-in page per address', async () => {
+    const browser = new WebClient(s.app);
+    const page = (await browser.get('/auth/sign_in')).body;
+    const statuses: number[] = [];
     for (let i = 0; i < LIMITS.signIn.max + 1; i++) {
-      const res = await s.app.inject({
-        method: 'POST', url: '/oauth/authorize',
-        payload: { client_id: client.client_id, redirect_uri: 'urn:ietf:wg:oauth:2.0:oob', response_type: 'code', email: 'nobody@example.com', password: 'guess' },
-      });
-      last = res.statusCode;
+      const res = await browser.post('/auth/sign_in', { email: `nobody${i}@example.com`, password: 'guess' }, page);
+      statuses.push(res.statusCode);
     }
-    expect(last).toBe(429);
+    expect(statuses.slice(0, LIMITS.signIn.max).every((c) => c === 401)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
   });
 
   it('counts API requests in Redis under this server\'s prefix', async () => {

@@ -12,7 +12,7 @@ import { findAccountById, findAccountByUsername, findAccountsByIds, type Account
 import { findUserByAccountId, pendingAccountIds } from '../../../storage/users.ts';
 import { findApplicationById, insertAccessToken } from '../../../storage/oauth.ts';
 import * as follows from '../../../storage/follows.ts';
-import { registerLocalAccount, visibleAccount } from '../../../services/accounts.ts';
+import { signUp, visibleAccount } from '../../../services/accounts.ts';
 import { updateAccountProfile } from '../../../services/profile.ts';
 import { renderAccount, renderCredentialAccount } from '../../serializers/account.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
@@ -97,27 +97,22 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       if (ctx.config.registrationsMode === 'none') throw forbidden('Registrations are closed');
     },
   }, async (request) => {
-    const mode = ctx.config.registrationsMode;
     const body = request.body;
-    if (mode === 'approved' && !body.reason?.trim()) {
-      throw unprocessable('Validation failed: reason must be given while registrations need approval');
-    }
     const token = request.token!;
     // The new user's token carries the scopes the app registered (not those of the app token), as in Mastodon's AppSignUpService.
     const application = await findApplicationById(ctx.db, token.application_id);
     const accessToken = randomBytes(32).toString('base64url');
-    const { extra: row } = await registerLocalAccount(ctx.db, {
+    const { extra: row } = await signUp(ctx, {
       username: body.username ?? '',
       email: body.email ?? '',
       password: body.password ?? '',
       agreement: body.agreement ?? false,
       locale: body.locale,
       reason: body.reason ?? null,
-      approved: mode === 'open',
+    }, {
       applicationId: token.application_id,
-      // With mail off nobody could confirm: the address counts as confirmed at once.
-      confirmed: ctx.config.smtp === null,
-    }, (tx, { user }) => insertAccessToken(tx, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes }));
+      alsoInTransaction: (tx, { user }) => insertAccessToken(tx, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes }),
+    });
     return renderToken(accessToken, row!.scopes, row!.created_at);
   });
 

@@ -7,6 +7,7 @@ import type { AppContext } from '../../../context.ts';
 import { activity, contactAccount, extendedDescription, peers } from '../../../services/instance.ts';
 import { instanceThumbnail } from '../../../services/instance-thumbnail.ts';
 import { LANGUAGES } from '../../../services/languages.ts';
+import { privacyPolicy, termsOfService } from '../../../services/instance-policies.ts';
 
 export { contactAccount };
 
@@ -37,6 +38,18 @@ export default async function instanceV1Routes(app: FastifyInstance, { ctx }: Ro
 
   app.get('/api/v1/instance/extended_description', { config: { auth: { kind: 'anonymous' } } }, async () =>
     renderExtendedDescription(await extendedDescription(ctx)));
+
+  // The operator's texts, or the defaults the pages show too (services/instance-policies.ts).
+  app.get('/api/v1/instance/privacy_policy', { config: { auth: { kind: 'anonymous' } } }, async () => {
+    const policy = await privacyPolicy(ctx);
+    return { updated_at: policy.updatedAt.toISOString(), content: policy.content };
+  });
+
+  app.get('/api/v1/instance/terms_of_service', { config: { auth: { kind: 'anonymous' } } }, async () => {
+    const terms = await termsOfService(ctx);
+    // One version, in effect since it was last changed.
+    return { effective_date: terms.updatedAt.toISOString().slice(0, 10), effective: true, content: terms.content, succeeded_by: null };
+  });
 
   app.get('/api/v1/instance/languages', { config: { auth: { kind: 'anonymous' } } }, async () => LANGUAGE_LIST);
 

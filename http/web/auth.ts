@@ -1,0 +1,231 @@
+import { randomBytes } from 'node:crypto';
+import { Type } from 'typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../route-options.ts';
+import { LIMITS } from '../plugins/rate-limit.ts';
+import { ApiError, ValidationFailed } from '../../errors.ts';
+import { signUp } from '../../services/accounts.ts';
+import { checkCredentials, checkSecondFactor, clearFailures } from '../../services/sign-in.ts';
+import { confirmAddress, passwordProblem, requestPasswordReset, resetPassword } from '../../services/account-security.ts';
+import { operatorHtml } from '../../services/instance.ts';
+import { listRules } from '../../storage/rules.ts';
+import { findUserById } from '../../storage/users.ts';
+import { endWebSession, startWebSession } from './session.ts';
+import { sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
+
+const SignInForm = Type.Object({
+  email: Type.Optional(Type.String({ maxLength: 320 })),
+  password: Type.Optional(Type.String({ maxLength: 200 })),
+  return_to: Type.Optional(Type.String({ maxLength: 4000 })),
+});
+const SignUpForm = Type.Object({
+  username: Type.Optional(Type.String({ maxLength: 200 })),
+  email: Type.Optional(Type.String({ maxLength: 320 })),
+  password: Type.Optional(Type.String({ maxLength: 200 })),
+  password_confirmation: Type.Optional(Type.String({ maxLength: 200 })),
+  agreement: Type.Optional(Type.String({ maxLength: 10 })),
+  reason: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+const PENDING_COOKIE = '_pending_sign_in';
+/** How long the second step of a sign-in may wait for its code. */
+const PENDING_SECONDS = 300;
+
+/** Only our own paths: an open redirect after sign-in would hand a fresh session's first page to anyone. */
+export function safeReturnTo(value: string | undefined): string {
+  if (!value || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\r\n]/.test(value)) return '/';
+  return value;
+}
+
+/** Joining, confirming an address, signing in (with a second factor), signing out and resetting a password. */
+export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const pendingKey = (token: string) => `${ctx.config.redisPrefix}sign-in-pending:{${token}}`;
+  const signInLimit = { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `sign-in:${request.ip}` };
+
+  async function signUpPage(request: FastifyRequest, reply: FastifyReply, values: Record<string, string | boolean> = {}, errors: FieldErrors = {}, error = '', status = 200) {
+    const mode = ctx.config.registrationsMode;
+    return sendFormPage(ctx, request, reply, 'auth/sign_up', 'Create an account', {
+      closed: mode === 'none',
+      closedMessage: mode === 'none' ? operatorHtml(ctx.config.registrationsClosedMessage) : '',
+      approvalRequired: mode === 'approved',
+      rules: mode === 'none' ? [] : await listRules(ctx.db),
+      domain: ctx.config.localDomain,
+      values: { username: '', email: '', reason: '', agreement: false, ...values },
+      errors,
+      error,
+    }, status);
+  }
+
+  app.get('/auth/sign_up', async (request, reply) => {
+    if (await request.signedIn()) return reply.redirect('/');
+    return signUpPage(request, reply);
+  });
+
+  app.post('/auth/sign_up', {
+    schema: { body: SignUpForm },
+    config: { rateLimit: { ...LIMITS.registration, keyGenerator: (request: FastifyRequest) => `registration:${request.ip}` } },
+  }, async (request, reply) => {
+    const body = request.body;
+    const values = { username: body.username ?? '', email: body.email ?? '', reason: body.reason ?? '', agreement: body.agreement === '1' };
+    if (ctx.config.registrationsMode === 'none') return signUpPage(request, reply, values, {}, '', 403);
+    const mismatch = passwordProblem(body.password ?? '', body.password_confirmation ?? '');
+    if (mismatch === 'The two passwords do not match.') {
+      return signUpPage(request, reply, values, { password_confirmation: [mismatch] }, '', 422);
+    }
+    let created;
+    try {
+      created = await signUp(ctx, {
+        username: values.username.trim(),
+        email: values.email.trim(),
+        password: body.password ?? '',
+        agreement: values.agreement,
+        locale: ctx.config.instanceLanguages[0] ?? 'en',
+        reason: values.reason,
+      });
+    } catch (err) {
+      if (err instanceof ValidationFailed) {
+        const errors: FieldErrors = {};
+        for (const [field, list] of Object.entries(err.details)) {
+          errors[field] = list.map((e) => `${field === 'agreement' ? 'The agreement' : field[0]!.toUpperCase() + field.slice(1)} ${e.description}.`);
+        }
+        return signUpPage(request, reply, values, errors, 'Please correct the fields marked below.', 422);
+      }
+      if (err instanceof ApiError && err.statusCode < 500) {
+        const reasonMissing = /reason/.test(err.message);
+        return signUpPage(request, reply, values, reasonMissing ? { reason: ['Please tell the operators why you want to join.'] } : {}, reasonMissing ? 'Please correct the fields marked below.' : err.message, err.statusCode);
+      }
+      throw err;
+    }
+    const { user } = created;
+    if (user.confirmed_at && user.approved) {
+      await startWebSession(ctx, request, reply, user);
+      return reply.redirect(`/@${encodeURIComponent(created.account.username)}`, 303);
+    }
+    const steps = [
+      !user.confirmed_at ? `We sent a link to ${user.email}: follow it to confirm your address.` : '',
+      !user.approved ? 'The operators will review your request; you will get an e-mail once they have.' : '',
+    ].filter(Boolean).join(' ');
+    return sendMessagePage(ctx, request, reply, 'Almost there', steps);
+  });
+
+  app.get<{ Querystring: { confirmation_token?: string } }>('/auth/confirmation', {
+    schema: { querystring: Type.Object({ confirmation_token: Type.Optional(Type.String({ maxLength: 200 })) }) },
+  }, async (request, reply) => {
+    const user = request.query.confirmation_token ? await confirmAddress(ctx, request.query.confirmation_token) : null;
+    if (!user) {
+      return sendMessagePage(ctx, request, reply, 'Link not valid', 'This confirmation link is invalid, was already used or has expired. Sign in to get a new one.', { status: 404, kind: 'error', link: { href: '/auth/sign_in', text: 'Sign in' } });
+    }
+    const fresh = await findUserById(ctx.db, user.id);
+    const message = fresh && !fresh.approved
+      ? 'Your e-mail address is confirmed. The operators still have to approve your account; you will get an e-mail once they have.'
+      : 'Your e-mail address is confirmed.';
+    return sendMessagePage(ctx, request, reply, 'Address confirmed', message, { link: { href: '/auth/sign_in', text: 'Sign in' } });
+  });
+
+  app.get<{ Querystring: { return_to?: string } }>('/auth/sign_in', {
+    schema: { querystring: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })) }) },
+  }, async (request, reply) => {
+    const returnTo = safeReturnTo(request.query.return_to);
+    if (await request.signedIn()) return reply.redirect(returnTo);
+    return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email: '', returnTo, error: '', notice: '' });
+  });
+
+  app.post('/auth/sign_in', { schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
+    const { email = '', password = '' } = request.body;
+    const returnTo = safeReturnTo(request.body.return_to);
+    const checked = await checkCredentials(ctx, email.trim(), password);
+    if (!checked.ok) {
+      return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email, returnTo, error: checked.error, notice: '' }, checked.status);
+    }
+    if (checked.user.otp_enabled_at) {
+      // The password was right: the second step waits for the code, bound to this browser by a cookie of its own.
+      const token = randomBytes(32).toString('base64url');
+      await ctx.redis.set(pendingKey(token), JSON.stringify({ userId: checked.user.id, returnTo }), 'EX', PENDING_SECONDS);
+      reply.setCookie(PENDING_COOKIE, token, { path: '/auth/sign_in', httpOnly: true, sameSite: 'lax', secure: ctx.config.publicUrl.startsWith('https:'), maxAge: PENDING_SECONDS });
+      return reply.redirect('/auth/sign_in/two_factor', 303);
+    }
+    await clearFailures(ctx, checked.user.id);
+    await startWebSession(ctx, request, reply, checked.user);
+    return reply.redirect(returnTo, 303);
+  });
+
+  const pendingSignIn = async (request: FastifyRequest) => {
+    const token = request.cookies[PENDING_COOKIE];
+    const raw = token && token.length < 100 ? await ctx.redis.get(pendingKey(token)) : null;
+    return raw && token ? { token, ...(JSON.parse(raw) as { userId: string; returnTo: string }) } : null;
+  };
+
+  app.get('/auth/sign_in/two_factor', async (request, reply) => {
+    if (!(await pendingSignIn(request))) return reply.redirect('/auth/sign_in');
+    return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: '' });
+  });
+
+  app.post('/auth/sign_in/two_factor', {
+    schema: { body: Type.Object({ code: Type.Optional(Type.String({ maxLength: 40 })) }) },
+    config: { rateLimit: signInLimit },
+  }, async (request, reply) => {
+    const pending = await pendingSignIn(request);
+    const user = pending ? await findUserById(ctx.db, pending.userId) : null;
+    if (!pending || !user) return reply.redirect('/auth/sign_in', 303);
+    const checked = await checkSecondFactor(ctx, user, request.body.code ?? '');
+    if (!checked.ok) return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: checked.error }, checked.status);
+    await ctx.redis.del(pendingKey(pending.token));
+    reply.clearCookie(PENDING_COOKIE, { path: '/auth/sign_in' });
+    await clearFailures(ctx, user.id);
+    await startWebSession(ctx, request, reply, user);
+    return reply.redirect(pending.returnTo, 303);
+  });
+
+  app.get('/auth/sign_out', async (request, reply) => {
+    if (!(await request.signedIn())) return reply.redirect('/');
+    return sendFormPage(ctx, request, reply, 'auth/sign_out', 'Sign out');
+  });
+
+  app.post('/auth/sign_out', async (request, reply) => {
+    await endWebSession(ctx, request, reply);
+    return reply.redirect('/', 303);
+  });
+
+  app.get('/auth/password/new', async (request, reply) =>
+    sendFormPage(ctx, request, reply, 'auth/password_new', 'Reset your password', { error: '' }));
+
+  app.post('/auth/password', {
+    schema: { body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }) },
+    config: { rateLimit: { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `password-reset:${request.ip}` } },
+  }, async (request, reply) => {
+    await requestPasswordReset(ctx, request.body.email ?? '');
+    // The same answer whether or not the address has an account here.
+    return sendMessagePage(ctx, request, reply, 'Check your mail',
+      ctx.config.smtp
+        ? 'If an account uses that address, you will get a link to choose a new password within a few minutes. It works for an hour.'
+        : 'This server sends no e-mail. Ask its operators to reset your password.');
+  });
+
+  app.get<{ Querystring: { reset_password_token?: string } }>('/auth/password/edit', {
+    schema: { querystring: Type.Object({ reset_password_token: Type.Optional(Type.String({ maxLength: 200 })) }) },
+  }, async (request, reply) => {
+    const token = request.query.reset_password_token ?? '';
+    if (!token) return reply.redirect('/auth/password/new');
+    return sendFormPage(ctx, request, reply, 'auth/password_edit', 'Choose a new password', { token, error: '' });
+  });
+
+  app.post('/auth/password/edit', {
+    schema: {
+      body: Type.Object({
+        reset_password_token: Type.Optional(Type.String({ maxLength: 200 })),
+        password: Type.Optional(Type.String({ maxLength: 200 })),
+        password_confirmation: Type.Optional(Type.String({ maxLength: 200 })),
+      }),
+    },
+    config: { rateLimit: signInLimit },
+  }, async (request, reply) => {
+    const token = request.body.reset_password_token ?? '';
+    const result = await resetPassword(ctx, token, request.body.password ?? '', request.body.password_confirmation ?? '');
+    if (!result.ok) {
+      if (result.tokenBad) return sendMessagePage(ctx, request, reply, 'Link not valid', result.error, { status: 404, kind: 'error', link: { href: '/auth/password/new', text: 'Ask for a new link' } });
+      return sendFormPage(ctx, request, reply, 'auth/password_edit', 'Choose a new password', { token, error: result.error }, 422);
+    }
+    return sendMessagePage(ctx, request, reply, 'Password changed', 'Your password is changed, and every browser and app was signed out. Sign in with the new password.', { link: { href: '/auth/sign_in', text: 'Sign in' } });
+  });
+}

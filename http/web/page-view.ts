@@ -1,0 +1,251 @@
+// What the public page templates show of an account or a status, taken from the API's own entities (the
+// serializers), so that a page shows exactly what an app would: the templates only choose how.
+import type { RenderContext } from '../serializers/context.ts';
+import { renderAccount } from '../serializers/account.ts';
+
+type AccountEntity = ReturnType<typeof renderAccount>;
+
+/** The fields of Mastodon's Status entity that the pages use (http/serializers/status.ts renders them). */
+interface StatusEntity {
+  id: string;
+  uri: string;
+  url: string | null;
+  created_at: string;
+  edited_at: string | null;
+  account: AccountEntity;
+  content: string;
+  visibility: string;
+  sensitive: boolean;
+  spoiler_text: string;
+  language: string | null;
+  in_reply_to_id: string | null;
+  media_attachments: MediaEntity[];
+  tags: { name: string; url: string }[];
+  poll: PollEntity | null;
+  replies_count: number;
+  reblogs_count: number;
+  favourites_count: number;
+  reblog: StatusEntity | null;
+}
+
+interface MediaEntity {
+  id: string;
+  type: string;
+  url: string | null;
+  preview_url: string | null;
+  remote_url: string | null;
+  description: string | null;
+  meta: { small?: { width?: number; height?: number }; original?: { width?: number; height?: number } } | null;
+}
+
+interface PollEntity {
+  expires_at: string | null;
+  expired: boolean;
+  multiple: boolean;
+  votes_count: number;
+  voters_count: number | null;
+  options: { title: string; votes_count: number | null }[];
+}
+
+export interface DateView {
+  iso: string;
+  text: string;
+}
+
+export interface AccountView {
+  id: string;
+  username: string;
+  /** user@domain, always with the domain (what a stranger types into their own server). */
+  handle: string;
+  displayName: string;
+  url: string;
+  /** The ActivityPub actor id. */
+  uri: string;
+  avatar: string;
+  header: string | null;
+  noteHtml: string;
+  /** The bio as plain text, for descriptions in `<meta>`. */
+  noteText: string;
+  fields: { name: string; valueHtml: string; verified: boolean; verifiedAt: DateView | null }[];
+  statusesCount: number;
+  followingCount: number;
+  followersCount: number;
+  hideCollections: boolean;
+  bot: boolean;
+  locked: boolean;
+  joined: DateView;
+}
+
+export interface MediaView {
+  kind: 'image' | 'video' | 'audio' | 'link';
+  url: string;
+  preview: string | null;
+  /** The author's description, or a plain statement that there is none (never empty: the image is no decoration). */
+  alt: string;
+  described: boolean;
+  width: number | null;
+  height: number | null;
+}
+
+export interface PollView {
+  options: { title: string; votes: number | null; percent: number | null }[];
+  hidden: boolean;
+  expired: boolean;
+  endsAt: DateView | null;
+  people: number;
+  multiple: boolean;
+}
+
+export interface StatusView {
+  id: string;
+  url: string;
+  uri: string;
+  author: AccountView;
+  created: DateView;
+  edited: DateView | null;
+  contentHtml: string;
+  /** The content as plain text (descriptions in `<meta>`, titles). */
+  text: string;
+  spoiler: string;
+  sensitive: boolean;
+  visibility: string;
+  language: string | null;
+  reply: boolean;
+  media: MediaView[];
+  poll: PollView | null;
+  tags: { name: string; url: string }[];
+  replies: number;
+  reblogs: number;
+  favourites: number;
+}
+
+/** An entry of a list of posts: a post, or a boost of one (then `post` is the original and `boostedBy` who boosted). */
+export interface EntryView {
+  id: string;
+  post: StatusView;
+  boostedBy: AccountView | null;
+  boostedAt: DateView | null;
+}
+
+const DATE = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+
+export function dateView(iso: string | Date): DateView {
+  const d = typeof iso === 'string' ? new Date(iso) : iso;
+  return { iso: d.toISOString(), text: `${DATE.format(d)} UTC` };
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** Sanitised HTML as plain text: paragraphs and line breaks become spaces, tags go, entities are decoded. */
+export function htmlToText(html: string): string {
+  return html
+    .replace(/<br\s*\/?>|<\/p>\s*<p[^>]*>|<\/(?:li|h[1-6]|blockquote)>/gi, ' ')
+    .replace(/<[^>]*>/g, '')
+    .replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, code: string) => {
+      if (code[0] !== '#') return ENTITIES[code.toLowerCase()] ?? m;
+      const n = code[1] === 'x' || code[1] === 'X' ? parseInt(code.slice(2), 16) : parseInt(code.slice(1), 10);
+      return n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : m;
+    })
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/** At most `max` characters, cut at a word where one is near, with an ellipsis. */
+export function truncate(text: string, max: number): string {
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  const cut = chars.slice(0, max - 1).join('');
+  const space = cut.lastIndexOf(' ');
+  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
+}
+
+export function accountView(ctx: RenderContext, a: AccountEntity): AccountView {
+  const local = a.acct === a.username;
+  const missingHeader = a.header.endsWith('/headers/original/missing.png');
+  return {
+    id: a.id,
+    username: a.username,
+    handle: local ? `${a.username}@${ctx.localDomain}` : a.acct,
+    displayName: a.display_name.trim() || a.username,
+    url: a.url ?? a.uri,
+    uri: a.uri,
+    avatar: a.avatar,
+    header: missingHeader ? null : a.header,
+    noteHtml: a.note,
+    noteText: htmlToText(a.note),
+    fields: a.fields.map((f) => ({ name: f.name, valueHtml: f.value, verified: !!f.verified_at, verifiedAt: f.verified_at ? dateView(f.verified_at) : null })),
+    statusesCount: a.statuses_count,
+    followingCount: a.following_count,
+    followersCount: a.followers_count,
+    hideCollections: a.hide_collections,
+    bot: a.bot,
+    locked: a.locked,
+    joined: dateView(a.created_at),
+  };
+}
+
+const size = (m: MediaEntity) => {
+  const dims = m.meta?.small ?? m.meta?.original;
+  return typeof dims?.width === 'number' && typeof dims.height === 'number' ? { width: dims.width, height: dims.height } : { width: null, height: null };
+};
+
+function mediaView(m: MediaEntity): MediaView | null {
+  const url = m.url ?? m.remote_url;
+  if (!url) return null; // still processing: nothing to show yet
+  const described = !!m.description?.trim();
+  const kind = m.type === 'image' ? 'image' : m.type === 'video' || m.type === 'gifv' ? 'video' : m.type === 'audio' ? 'audio' : 'link';
+  const what = kind === 'image' ? 'Image' : kind === 'video' ? 'Video' : kind === 'audio' ? 'Audio' : 'Attachment';
+  return {
+    kind, url, preview: m.preview_url, described, ...size(m),
+    alt: described ? m.description!.trim() : `${what} without a description`,
+  };
+}
+
+function pollView(p: PollEntity): PollView {
+  // Multiple-choice polls count each voter once in the whole, as Mastodon's percentages do.
+  const whole = p.multiple ? (p.voters_count ?? p.votes_count) : p.votes_count;
+  const hidden = p.options.some((o) => o.votes_count === null);
+  return {
+    options: p.options.map((o) => ({
+      title: o.title,
+      votes: o.votes_count,
+      percent: o.votes_count === null ? null : whole > 0 ? Math.round((o.votes_count / whole) * 100) : 0,
+    })),
+    hidden,
+    expired: p.expired,
+    endsAt: p.expires_at ? dateView(p.expires_at) : null,
+    people: p.voters_count ?? p.votes_count,
+    multiple: p.multiple,
+  };
+}
+
+function statusView(ctx: RenderContext, s: StatusEntity): StatusView {
+  return {
+    id: s.id,
+    url: s.url ?? s.uri,
+    uri: s.uri,
+    author: accountView(ctx, s.account),
+    created: dateView(s.created_at),
+    edited: s.edited_at ? dateView(s.edited_at) : null,
+    contentHtml: s.content,
+    text: htmlToText(s.content),
+    spoiler: s.spoiler_text,
+    sensitive: s.sensitive,
+    visibility: s.visibility,
+    language: s.language,
+    reply: s.in_reply_to_id !== null,
+    media: s.media_attachments.map(mediaView).filter((m): m is MediaView => m !== null),
+    poll: s.poll ? pollView(s.poll) : null,
+    tags: s.tags,
+    replies: s.replies_count,
+    reblogs: s.reblogs_count,
+    favourites: s.favourites_count,
+  };
+}
+
+/** A Status entity (as http/serializers/status.ts renders it) as an entry of a page. */
+export function entryView(ctx: RenderContext, entity: Record<string, unknown>): EntryView {
+  const s = entity as unknown as StatusEntity;
+  if (s.reblog) return { id: s.id, post: statusView(ctx, s.reblog), boostedBy: accountView(ctx, s.account), boostedAt: dateView(s.created_at) };
+  return { id: s.id, post: statusView(ctx, s), boostedBy: null, boostedAt: null };
+}

@@ -1,0 +1,41 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { renderView, type PageChrome } from './views.ts';
+
+/** Page status codes and headers every signed-in or form page shares: never cached, never framed. */
+function privatePage(reply: FastifyReply, status: number) {
+  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store');
+}
+
+/** The layout's data for a page with forms: who is signed in, and a CSRF token for its forms. */
+export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, title: string): Promise<PageChrome> {
+  const signedIn = await request.signedIn();
+  return {
+    title: `${title} - ${ctx.config.instanceTitle}`,
+    instanceTitle: ctx.config.instanceTitle,
+    signedInAs: signedIn ? { username: signedIn.account.username, admin: signedIn.user.admin } : null,
+    csrfToken: reply.generateCsrf(),
+    registrationsOpen: ctx.config.registrationsMode !== 'none',
+    lang: ctx.config.instanceLanguages[0] ?? 'en',
+  };
+}
+
+/** Renders a form page (sign-in, sign-up, settings): private, uncached. */
+export async function sendFormPage(
+  ctx: AppContext, request: FastifyRequest, reply: FastifyReply,
+  view: string, title: string, data: Record<string, unknown> = {}, status = 200,
+) {
+  const chrome = await chromeOf(ctx, request, reply, title);
+  return privatePage(reply, status).send(renderView(view, { ...data, chrome }));
+}
+
+/** A short page with a heading and a message (after sign-up, a sent mail, a used link). */
+export function sendMessagePage(
+  ctx: AppContext, request: FastifyRequest, reply: FastifyReply,
+  title: string, message: string, options: { status?: number; kind?: 'notice' | 'error'; link?: { href: string; text: string } } = {},
+) {
+  return sendFormPage(ctx, request, reply, 'message', title, { heading: title, message, kind: options.kind ?? 'notice', link: options.link ?? null }, options.status ?? 200);
+}
+
+/** Field errors of a failed validation, by form field, for the templates. */
+export type FieldErrors = Record<string, string[]>;

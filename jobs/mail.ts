@@ -1,0 +1,298 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { UnrecoverableError } from 'bullmq';
+import type { Eta } from 'eta';
+import type { Transporter } from 'nodemailer';
+import { contextSlot, type AppContext } from '../context.ts';
+import type { Config, SmtpSettings } from '../config.ts';
+import { findUserById, setMailToken, type UserRow } from '../storage/users.ts';
+import { findAccountById, type AccountRow } from '../storage/accounts.ts';
+import { findReport } from '../storage/reports.ts';
+import { removeFromOutbox } from '../storage/outbox.ts';
+import { hashSecret } from '../storage/oauth.ts';
+import { CONFIRMATION_TOKEN_TTL_SECONDS, RESET_PASSWORD_TOKEN_TTL_SECONDS, type Mail } from '../services/mail.ts';
+
+// The sendMail job: reads what a mail is about as it is now, renders it (plain text and HTML, from the Eta templates
+// in mail-templates/), and hands it to the SMTP server. Failures throw for BullMQ to retry (jobs/queues.ts,
+// MAIL_RETRIES); a recipient or message the server refuses for good (a 5xx reply) is given up at once.
+
+export interface MailJob {
+  outboxId?: string | undefined;
+  mail: Mail;
+}
+
+/** The attempt being made, as BullMQ's Job tells it: the last one gives up the outbox row with the job. */
+export interface MailAttempt {
+  attemptsMade: number;
+  opts: { attempts?: number | undefined };
+}
+
+interface Log {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** A rendered mail, ready for the SMTP server. */
+export interface Message {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** sent; off: mail is off; skipped: nothing to send any more (the user is gone, already confirmed, …). */
+export type MailOutcome = 'sent' | 'off' | 'skipped';
+
+const TEMPLATES = fileURLToPath(new URL('./mail-templates', import.meta.url));
+
+// Eta and nodemailer are loaded at the first mail, not when the worker starts (most processes never send one).
+let engines: Promise<{ html: Eta; text: Eta }> | undefined;
+function templates(): Promise<{ html: Eta; text: Eta }> {
+  engines ??= import('eta').then(({ Eta }) => ({
+    // HTML escapes every `<%= %>` value; plain text is not HTML, so it is written as it is.
+    html: new Eta({ views: TEMPLATES, cache: true, autoEscape: true, autoTrim: false }),
+    text: new Eta({ views: TEMPLATES, cache: true, autoEscape: false, autoTrim: false }),
+  }));
+  engines.catch(() => (engines = undefined));
+  return engines;
+}
+
+/** One SMTP transport per process (per context), made at the first mail and closed with the workers. */
+const transportSlot = contextSlot('mail-transport', (app) => {
+  const smtp = app.config.smtp!;
+  const ready = import('nodemailer').then(({ createTransport }) => createTransport({
+    url: smtp.url,
+    // A server that does not answer is given up in a minute or so, and the job tried again later.
+    connectionTimeout: 30_000,
+    greetingTimeout: 30_000,
+    socketTimeout: 60_000,
+  }));
+  return {
+    ready,
+    async close() {
+      (await ready.catch(() => null))?.close();
+    },
+  };
+});
+
+function transport(ctx: AppContext): Promise<Transporter> {
+  return transportSlot.of(ctx).ready;
+}
+
+/** Closes this process's SMTP transport, if it made one (workers' shutdown). */
+export async function closeMailTransport(ctx: AppContext): Promise<void> {
+  await transportSlot.close(ctx);
+}
+
+const warnedOff = new WeakSet<object>();
+
+/**
+ * Runs one sendMail job. With mail off it does nothing (and says so once per process). `attempt` is BullMQ's job:
+ * when the last attempt fails, or the server refuses the mail for good, the outbox row goes too, so that the sweeper
+ * does not start it over.
+ */
+export async function sendMailJob(ctx: AppContext, job: MailJob, attempt?: MailAttempt, log?: Log): Promise<MailOutcome> {
+  const smtp = ctx.config.smtp;
+  if (!smtp) {
+    if (!warnedOff.has(ctx)) {
+      warnedOff.add(ctx);
+      log?.info({ mail: job.mail.type }, 'mail is off (no SMTP server set): mails are dropped');
+    }
+    return 'off';
+  }
+  const message = await buildMessage(ctx, job.mail);
+  if (!message) return 'skipped';
+  try {
+    await deliver(ctx, smtp, message);
+    return 'sent';
+  } catch (err) {
+    const e = err as SmtpError;
+    const forGood = refusedForGood(e);
+    const lastAttempt = attempt !== undefined && attempt.attemptsMade + 1 >= (attempt.opts.attempts ?? 1);
+    if (forGood || lastAttempt) {
+      log?.error({ mail: job.mail.type, code: e.code, responseCode: e.responseCode, response: e.response }, forGood ? 'mail refused by the SMTP server; given up' : 'mail not sent after every attempt; given up');
+      if (job.outboxId) await removeFromOutbox(ctx.db, job.outboxId);
+    }
+    if (forGood) throw new UnrecoverableError(`mail refused: ${e.response ?? e.message}`);
+    throw err;
+  }
+}
+
+/** What nodemailer's errors carry (nodemailer's NodemailerError). */
+interface SmtpError extends Error {
+  code?: string | undefined;
+  command?: string | undefined;
+  response?: string | undefined;
+  responseCode?: number | undefined;
+}
+
+/**
+ * A refusal that sending again would meet again: a 5xx reply to the recipient or to the message (RFC 5321: permanent;
+ * 503 is a session out of step, not a refusal), or an address nodemailer cannot even send to. A refused login or
+ * sender is the server's settings, which an operator fixes: those are retried.
+ */
+export function refusedForGood(e: SmtpError): boolean {
+  if (e.code === 'EAUTH' || e.command === 'MAIL FROM') return false;
+  if (e.code === 'EENVELOPE' && e.command === 'API') return true;
+  const code = e.responseCode;
+  return code !== undefined && code >= 500 && code < 600 && code !== 503 && (e.code === 'EENVELOPE' || e.code === 'EMESSAGE');
+}
+
+async function deliver(ctx: AppContext, smtp: SmtpSettings, m: Message): Promise<void> {
+  await (await transport(ctx)).sendMail({
+    from: smtp.from,
+    to: m.to,
+    subject: m.subject,
+    text: m.text,
+    html: m.html,
+    messageId: `<${randomUUID()}@${hostOf(ctx.config)}>`,
+    // RFC 3834: no vacation replies to a machine.
+    headers: { 'Auto-Submitted': 'auto-generated' },
+  });
+}
+
+const hostOf = (config: Pick<Config, 'localDomain'>) => config.localDomain.replace(/:\d+$/, '');
+
+/** The acct a person knows an account by: `name` here, `name@domain` elsewhere. */
+const acctOf = (a: AccountRow) => (a.domain ? `${a.username}@${a.domain}` : a.username);
+
+/** A token for a single-use link: 32 random bytes, base64url; only its hash is stored. */
+function newToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function duration(seconds: number): string {
+  if (seconds % 86_400 === 0) return seconds === 86_400 ? 'one day' : `${seconds / 86_400} days`;
+  if (seconds % 3600 === 0) return seconds === 3600 ? 'one hour' : `${seconds / 3600} hours`;
+  return `${Math.round(seconds / 60)} minutes`;
+}
+
+/** An operator who still handles sign-ups and reports (as storage/users.ts operatorEmails chooses them). */
+function stillOperator(u: UserRow | null): u is UserRow {
+  return !!u && u.admin && !u.disabled && u.confirmed_at !== null;
+}
+
+/**
+ * The mail as it would go now: its recipient, subject and both parts, or null when there is nothing to send (what it
+ * is about is gone, or no longer calls for it). Makes and stores single-use tokens (their hashes) for the links.
+ */
+export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message | null> {
+  const { config } = ctx;
+  const instance = config.instanceTitle;
+  const link = (path: string) => `${config.publicUrl}${path}`;
+  const userAndAccount = async (userId: string) => {
+    const user = await findUserById(ctx.db, userId);
+    const account = user ? await findAccountById(ctx.db, user.account_id) : null;
+    return user && account ? { user, account } : null;
+  };
+  switch (mail.type) {
+    case 'confirmation': {
+      const found = await userAndAccount(mail.userId);
+      if (!found) return null;
+      const { user, account } = found;
+      // Confirmed meanwhile, and no new address waiting: nothing to confirm.
+      if (user.confirmed_at !== null && !user.unconfirmed_email) return null;
+      const token = newToken();
+      await setMailToken(ctx.db, user.id, 'confirmation', hashSecret(token));
+      const reconfirming = user.confirmed_at !== null;
+      return render(ctx, 'confirmation', user.unconfirmed_email ?? user.email,
+        reconfirming ? `Confirm your new e-mail address on ${instance}` : `Confirm your e-mail address for ${instance}`, {
+          username: account.username,
+          email: user.unconfirmed_email ?? user.email,
+          reconfirming,
+          link: link(`/auth/confirmation?confirmation_token=${encodeURIComponent(token)}`),
+          validFor: duration(CONFIRMATION_TOKEN_TTL_SECONDS),
+        });
+    }
+    case 'reset_password': {
+      const found = await userAndAccount(mail.userId);
+      if (!found) return null;
+      const { user, account } = found;
+      const token = newToken();
+      await setMailToken(ctx.db, user.id, 'reset_password', hashSecret(token));
+      return render(ctx, 'reset_password', user.email, `Reset your password on ${instance}`, {
+        username: account.username,
+        link: link(`/auth/password/edit?reset_password_token=${encodeURIComponent(token)}`),
+        validFor: duration(RESET_PASSWORD_TOKEN_TTL_SECONDS),
+      });
+    }
+    case 'approved': {
+      const found = await userAndAccount(mail.userId);
+      if (!found || !found.user.approved) return null;
+      return render(ctx, 'approved', found.user.email, `Your account on ${instance} has been approved`, {
+        username: found.account.username,
+        link: link('/auth/sign_in'),
+      });
+    }
+    case 'rejected':
+      return render(ctx, 'rejected', mail.email, `Your sign-up on ${instance} was not approved`, {
+        username: mail.username,
+      });
+    case 'new_sign_up': {
+      const operator = await findUserById(ctx.db, mail.operatorId);
+      if (!stillOperator(operator)) return null;
+      const found = await userAndAccount(mail.userId);
+      if (!found) return null;
+      const { user, account } = found;
+      const pending = !user.approved;
+      return render(ctx, 'new_sign_up', operator.email,
+        pending ? `New account up for review on ${instance} (${account.username})` : `New sign-up on ${instance} (${account.username})`, {
+          username: account.username,
+          email: user.email,
+          reason: user.reason ?? '',
+          pending,
+          link: link('/admin/approvals'),
+          profile: link(`/@${account.username}`),
+        });
+    }
+    case 'new_report': {
+      const operator = await findUserById(ctx.db, mail.operatorId);
+      if (!stillOperator(operator)) return null;
+      const report = await findReport(ctx.db, mail.reportId);
+      if (!report) return null;
+      const [reporter, target] = await Promise.all([findAccountById(ctx.db, report.account_id), findAccountById(ctx.db, report.target_account_id)]);
+      if (!reporter || !target) return null;
+      return render(ctx, 'new_report', operator.email, `New report for ${instance} (#${report.id})`, {
+        id: report.id,
+        reporter: acctOf(reporter),
+        remoteReporter: reporter.domain,
+        target: acctOf(target),
+        category: report.category,
+        comment: report.comment,
+        statusCount: report.status_ids.length,
+        link: link(`/admin/reports/${report.id}`),
+      });
+    }
+    case 'email_changed': {
+      const found = await userAndAccount(mail.userId);
+      if (!found) return null;
+      const { user, account } = found;
+      const to = mail.oldEmail ?? user.email;
+      // Without the old address, one already replaced by the new one has no one to warn.
+      if (to.toLowerCase() === mail.newEmail.toLowerCase()) return null;
+      return render(ctx, 'email_changed', to, `E-mail address change asked for on ${instance}`, {
+        username: account.username,
+        newEmail: mail.newEmail,
+        link: link('/auth/sign_in'),
+      });
+    }
+  }
+}
+
+async function render(ctx: AppContext, name: Mail['type'], to: string, subject: string, data: Record<string, unknown>): Promise<Message> {
+  const { html, text } = await templates();
+  const it = {
+    ...data,
+    subject,
+    instance: ctx.config.instanceTitle,
+    home: ctx.config.publicUrl,
+  };
+  return {
+    to,
+    // A header is one line, whatever the instance's title holds.
+    subject: subject.replace(/[\r\n]+/g, ' '),
+    text: text.render(`./${name}.text.eta`, it),
+    html: html.render(`./${name}.html.eta`, it),
+  };
+}

@@ -1,0 +1,112 @@
+import type { AppContext } from '../context.ts';
+import { transaction } from '../storage/db.ts';
+import { hashSecret, revokeUserTokens } from '../storage/oauth.ts';
+import { confirmEmail, emailTaken, findUserByEmail, setPasswordHash, setUnconfirmedEmail, takeMailToken, type UserRow } from '../storage/users.ts';
+import { deleteUserWebSessions } from '../storage/web-sessions.ts';
+import type { OutboxRow } from '../storage/outbox.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
+import { publishTokenInvalidation } from './token-cache.ts';
+import { CONFIRMATION_TOKEN_TTL_SECONDS, RESET_PASSWORD_TOKEN_TTL_SECONDS, queueMail } from './mail.ts';
+import { EMAIL_FORMAT } from './accounts.ts';
+
+
+/** Mastodon's password rule (Devise): 8 to 72 characters. */
+export function passwordProblem(password: string, confirmation?: string): string | null {
+  if (password.length < 8) return 'The password is too short (minimum is 8 characters).';
+  if (password.length > 72) return 'The password is too long (maximum is 72 characters).';
+  if (confirmation !== undefined && confirmation !== password) return 'The two passwords do not match.';
+  return null;
+}
+
+async function enqueue(ctx: AppContext, rows: OutboxRow[]) {
+  // After the commit; if this fails or the process dies first, the outbox sweeper queues them.
+  await ctx.jobs.enqueueMany(rows).catch(() => {});
+}
+
+/** Signs a user out of every browser and every app, in this process at once and in the others over pub/sub. */
+export async function signOutEverywhere(ctx: AppContext, userId: string): Promise<void> {
+  await deleteUserWebSessions(ctx.db, userId);
+  await revokeUserTokens(ctx.db, userId);
+  ctx.tokens.forget(`user:${userId}`);
+  await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { userId });
+}
+
+/**
+ * Sends a reset link if the address belongs to someone; the caller answers the same either way, so the form does
+ * not tell who has an account here.
+ */
+export async function requestPasswordReset(ctx: AppContext, email: string): Promise<void> {
+  const user = email ? await findUserByEmail(ctx.db, email.trim()) : null;
+  if (!user || user.disabled || !ctx.config.smtp) return;
+  const row = await transaction(ctx.db, (tx) => queueMail(tx, { type: 'reset_password', userId: user.id }));
+  await enqueue(ctx, [row]);
+}
+
+/** Sets a new password with a mailed token (once, within the hour), then signs the person out everywhere. */
+export async function resetPassword(ctx: AppContext, token: string, password: string, confirmation: string): Promise<{ ok: true; user: UserRow } | { ok: false; error: string; tokenBad?: boolean }> {
+  const problem = passwordProblem(password, confirmation);
+  if (problem) return { ok: false, error: problem };
+  const hash = await hashPassword(password);
+  const user = await transaction(ctx.db, async (tx) => {
+    const found = await takeMailToken(tx, 'reset_password', hashSecret(token), RESET_PASSWORD_TOKEN_TTL_SECONDS);
+    if (found) await setPasswordHash(tx, found.id, hash);
+    return found;
+  });
+  if (!user) return { ok: false, error: 'This password reset link is invalid or has expired. Ask for a new one.', tokenBad: true };
+  await signOutEverywhere(ctx, user.id);
+  return { ok: true, user };
+}
+
+/** Confirms an address with a mailed token (once); a changed address replaces the old one here. */
+export async function confirmAddress(ctx: AppContext, token: string): Promise<UserRow | null> {
+  return transaction(ctx.db, async (tx) => {
+    const user = await takeMailToken(tx, 'confirmation', hashSecret(token), CONFIRMATION_TOKEN_TTL_SECONDS);
+    if (user) await confirmEmail(tx, user.id);
+    return user;
+  });
+}
+
+/** Sends the confirmation mail again (POST /api/v1/emails/confirmations, the settings page). */
+export async function resendConfirmation(ctx: AppContext, userId: string): Promise<void> {
+  if (!ctx.config.smtp) return;
+  const row = await transaction(ctx.db, (tx) => queueMail(tx, { type: 'confirmation', userId }));
+  await enqueue(ctx, [row]);
+}
+
+/** Changes the password with the current one; every other browser and app is signed out. */
+export async function changePassword(ctx: AppContext, user: UserRow, current: string, password: string, confirmation: string): Promise<string | null> {
+  if (!(await verifyPassword(user.password_hash, current))) return 'The current password is wrong.';
+  const problem = passwordProblem(password, confirmation);
+  if (problem) return problem;
+  await setPasswordHash(ctx.db, user.id, await hashPassword(password));
+  await signOutEverywhere(ctx, user.id);
+  return null;
+}
+
+/**
+ * Changes the e-mail address (with the password). With mail on, the new address waits until it is confirmed from a
+ * link sent to it, and the old one is told; with mail off it changes at once.
+ */
+export async function changeEmail(ctx: AppContext, user: UserRow, newEmail: string, password: string): Promise<string | null> {
+  const email = newEmail.trim();
+  if (!(await verifyPassword(user.password_hash, password))) return 'The current password is wrong.';
+  if (!EMAIL_FORMAT.test(email) || email.length > 254) return 'That e-mail address is invalid.';
+  if (email.toLowerCase() === user.email.toLowerCase()) return 'That is already your address.';
+  if (await emailTaken(ctx.db, email)) return 'That e-mail address is already taken.';
+  if (!ctx.config.smtp) {
+    await transaction(ctx.db, async (tx) => {
+      await setUnconfirmedEmail(tx, user.id, email);
+      await confirmEmail(tx, user.id);
+    });
+    return null;
+  }
+  const rows = await transaction(ctx.db, async (tx) => {
+    await setUnconfirmedEmail(tx, user.id, email);
+    return [
+      await queueMail(tx, { type: 'confirmation', userId: user.id }),
+      await queueMail(tx, { type: 'email_changed', userId: user.id, newEmail: email, oldEmail: user.email }),
+    ];
+  });
+  await enqueue(ctx, rows);
+  return null;
+}

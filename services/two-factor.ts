@@ -8,12 +8,16 @@ import { setOtp, useOtpBackupCode, useOtpStep, type UserRow } from '../storage/u
 /** Ten single-use recovery codes, as Mastodon gives. */
 const RECOVERY_CODES = 10;
 
-/** A new TOTP secret and what an authenticator app scans to take it (an otpauth:// URI and its QR code as SVG). */
-export async function newTotpSecret(issuer: string, label: string): Promise<{ secret: string; uri: string; qrSvg: string }> {
-  const secret = generateSecret();
+/** A new TOTP secret (base32, 160 bits). */
+export function newTotpSecret(): string {
+  return generateSecret();
+}
+
+/** What an authenticator app scans to take a secret: the otpauth:// URI, and its QR code as a PNG data URL. */
+export async function totpEnrolment(secret: string, issuer: string, label: string): Promise<{ uri: string; qrDataUrl: string }> {
   const uri = generateURI({ issuer, label, secret });
-  const qrSvg = await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
-  return { secret, uri, qrSvg };
+  const qrDataUrl = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 2, width: 220 });
+  return { uri, qrDataUrl };
 }
 
 /** Whether a six-digit code is right for this secret now (one step of clock drift either way). */

@@ -147,3 +147,35 @@ export async function revokeUserTokens(db: Queryable, userId: string): Promise<n
   );
   return rowCount ?? 0;
 }
+
+/** An app a user has let in: its name and site, the scopes of its live tokens, and when it was last let in. */
+export interface AuthorizedApplication {
+  id: string;
+  name: string;
+  website: string | null;
+  scopes: string;
+  authorized_at: Date;
+  tokens: number;
+}
+
+/** The apps holding live tokens of a user (settings: authorized apps); bounded, a person has few. */
+export async function authorizedApplications(db: Queryable, userId: string, limit = 200): Promise<AuthorizedApplication[]> {
+  const { rows } = await db.query<AuthorizedApplication>(
+    `SELECT a.id, a.name, a.website, string_agg(DISTINCT t.scopes, ' ') AS scopes, max(t.created_at) AS authorized_at, count(*)::int AS tokens
+       FROM oauth_access_tokens t JOIN oauth_applications a ON a.id = t.application_id
+      WHERE t.user_id = $1 AND t.revoked_at IS NULL
+      GROUP BY a.id ORDER BY max(t.created_at) DESC LIMIT $2`,
+    [userId, limit],
+  );
+  return rows;
+}
+
+/** Revokes every live token of one app for one user; the hashes are returned so caches can forget them. */
+export async function revokeApplicationForUser(db: Queryable, userId: string, applicationId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE oauth_access_tokens SET revoked_at = now() WHERE user_id = $1 AND application_id = $2 AND revoked_at IS NULL`,
+    [userId, applicationId],
+  );
+  await db.query(`UPDATE oauth_access_grants SET revoked_at = now() WHERE user_id = $1 AND application_id = $2 AND revoked_at IS NULL`, [userId, applicationId]);
+  return rowCount ?? 0;
+}

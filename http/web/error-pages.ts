@@ -10,10 +10,15 @@ import { publicChrome } from './page-chrome.ts';
  */
 const MACHINE_PATH = /^\/(?:api\/|oauth\/(?:token|revoke|introspect)|\.well-known\/|nodeinfo\/|users\/|inbox|system\/|health|metrics|instance\/|files\/)/;
 
-/** A browser asking for a page (it sends `Accept: text/html,…`) on a path that is not the API's. */
-export function wantsHtml(request: FastifyRequest): boolean {
+/** A browser (it sends `Accept: text/html,…`). */
+export function acceptsHtml(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
-  return typeof accept === 'string' && accept.includes('text/html') && !MACHINE_PATH.test(request.url);
+  return typeof accept === 'string' && accept.includes('text/html');
+}
+
+/** A browser asking for a page, on a path that is not the API's. */
+export function wantsHtml(request: FastifyRequest): boolean {
+  return acceptsHtml(request) && !MACHINE_PATH.test(request.url);
 }
 
 export interface ErrorPage {

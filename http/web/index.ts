@@ -2,8 +2,10 @@ import helmet from '@fastify/helmet';
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../route-options.ts';
 import sessionPlugin from './session.ts';
+import publicPageRoutes from './public-pages.ts';
 import authPageRoutes from './auth.ts';
 import authorizePageRoutes from './authorize.ts';
+import settingsPageRoutes from './settings.ts';
 
 /**
  * What a browser gets: public pages, joining and signing in, settings and moderation. One encapsulated scope, so
@@ -37,6 +39,8 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
     hsts: ctx.config.publicUrl.startsWith('https:') ? { maxAge: 31536000 } : false,
   });
   await app.register(sessionPlugin, { ctx });
+  await app.register(publicPageRoutes, { ctx });
   await app.register(authPageRoutes, { ctx });
   await app.register(authorizePageRoutes, { ctx });
+  await app.register(settingsPageRoutes, { ctx });
 }

@@ -1,0 +1,228 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { isId } from '../params.ts';
+import { findAccountByUsername, type AccountRow } from '../../storage/accounts.ts';
+import { accountStatusIds, findStatus, threadIds, type StatusRow } from '../../storage/statuses.ts';
+import { pinnedStatusIds } from '../../storage/status-marks.ts';
+import { publishedLocalAccount } from '../../services/local-accounts.ts';
+import { PROFILE_VISIBILITIES, prefersNoindex, threadReadingOrder } from '../../services/public-pages.ts';
+import { renderAccount } from '../serializers/account.ts';
+import { renderView } from './views.ts';
+import { headTags, publicChrome } from './page-chrome.ts';
+import { notFoundPage } from './error-pages.ts';
+import { accountView, truncate, type AccountView, type EntryView } from './page-view.ts';
+import { renderRss } from './feeds.ts';
+import { loadEntries, mergeVersions, servePage, wantsActivityJson, type PageResult, type PublicPageOptions } from './page-serving.ts';
+import { VERSION } from '../serializers/instance.ts';
+
+/** Posts per page, as the API's default. */
+const PAGE_SIZE = 20;
+/** A thread page shows at most this many replies (the thread below may hold thousands). */
+const MAX_REPLIES = 300;
+/** Pages kept this long at most; every change to what they show drops them sooner (PublicPageCache). */
+const TTL_MS = 10 * 60_000;
+
+type Tab = 'posts' | 'with_replies' | 'media';
+const TABS: { tab: Tab; suffix: string; label: string; heading: string }[] = [
+  { tab: 'posts', suffix: '', label: 'Posts', heading: 'Posts' },
+  { tab: 'with_replies', suffix: '/with_replies', label: 'Posts and replies', heading: 'Posts and replies' },
+  { tab: 'media', suffix: '/media', label: 'Media', heading: 'Media' },
+];
+
+const profilePath = (username: string) => `/@${encodeURIComponent(username)}`;
+
+/** `max_id` when it is an id (anything else is the first page, as the API treats it). */
+const maxIdOf = (request: FastifyRequest) => {
+  const maxId = (request.query as { max_id?: unknown }).max_id;
+  return typeof maxId === 'string' && isId(maxId) ? maxId : undefined;
+};
+
+/**
+ * A local account a stranger may see, with the versions of it and of its marks (pins) read before it was: the
+ * account is found by name, its versions read, then it is read again (a change in between is then newer than the
+ * versions say, never older).
+ */
+async function accountWithVersions(ctx: AppContext, username: string) {
+  const first = await publishedLocalAccount(ctx, username);
+  if (!first) return null;
+  const versions = await ctx.versions.getMany({ a: [first.id], v: [first.id] });
+  const account = await publishedLocalAccount(ctx, username);
+  if (!account || account.id !== first.id) return null;
+  return { account, versions: { s: versions.s, a: versions.a, v: versions.v } };
+}
+
+const threadKey = (t: Awaited<ReturnType<typeof threadIds>>) => `${t.ancestors.join()}/${t.descendants.map((d) => d.id).join()}`;
+
+/**
+ * A post's thread, with the versions of its posts read before the thread was (last) read: a reply made after that
+ * bumps its parent, which is then among them. The thread is read until two reads agree (a few times at most); a
+ * thread that keeps changing is shown without versions (not kept).
+ */
+async function threadWithVersions(ctx: AppContext, status: StatusRow) {
+  let thread = await threadIds(ctx.db, status);
+  for (let i = 0; i < 3; i++) {
+    const used = await ctx.versions.getMany({ s: [...thread.ancestors, status.id, ...thread.descendants.map((d) => d.id)] });
+    const again = await threadIds(ctx.db, status);
+    if (threadKey(again) === threadKey(thread)) return { thread, versions: { s: used.s, a: used.a, v: used.v } };
+    thread = again;
+  }
+  return { thread, versions: null };
+}
+
+function profileHead(ctx: AppContext, row: AccountRow, a: AccountView, canonical: string | undefined) {
+  const title = `${a.displayName} (@${a.handle})`;
+  const description = truncate(a.noteText || `Public posts from @${a.handle}`, 200);
+  return headTags({
+    description,
+    canonical,
+    noindex: prefersNoindex(row),
+    alternates: [
+      { type: 'application/activity+json', href: a.uri },
+      { type: 'application/rss+xml', href: `${ctx.config.publicUrl}${profilePath(a.username)}.rss`, title: `Posts of ${title}` },
+    ],
+    og: [
+      ['og:type', 'profile'], ['og:site_name', ctx.config.instanceTitle], ['og:title', title], ['og:description', description],
+      ['og:url', a.url], ['og:image', a.avatar], ['og:image:alt', `Avatar of ${a.displayName}`], ['profile:username', a.handle],
+    ],
+    twitter: [['twitter:card', 'summary'], ['twitter:title', title], ['twitter:description', description], ['twitter:image', a.avatar]],
+  });
+}
+
+function postHead(ctx: AppContext, row: AccountRow, e: EntryView) {
+  const p = e.post;
+  const a = p.author;
+  const title = `${a.displayName} (@${a.handle})`;
+  const attachments = p.media.length > 0 ? ` [${p.media.length} attachment${p.media.length === 1 ? '' : 's'}]` : '';
+  const description = p.spoiler ? `Content warning: ${p.spoiler}` : truncate(p.text, 300) + attachments;
+  // A picture is shown in previews only when it is neither sensitive nor behind a warning.
+  const image = !p.sensitive && !p.spoiler ? p.media.find((m) => m.kind === 'image') : undefined;
+  return headTags({
+    description,
+    canonical: p.url,
+    // Unlisted posts are kept out of discovery here as elsewhere.
+    noindex: prefersNoindex(row) || p.visibility !== 'public',
+    alternates: [
+      { type: 'application/activity+json', href: p.uri },
+      { type: 'application/json+oembed', href: `${ctx.config.publicUrl}/api/oembed?format=json&url=${encodeURIComponent(p.url)}` },
+    ],
+    og: [
+      ['og:type', 'article'], ['og:site_name', ctx.config.instanceTitle], ['og:title', title], ['og:description', description], ['og:url', p.url],
+      ['og:image', image ? (image.preview ?? image.url) : a.avatar], ['og:image:alt', image ? image.alt : `Avatar of ${a.displayName}`],
+      ['article:published_time', p.created.iso], ...(p.edited ? [['article:modified_time', p.edited.iso] as [string, string]] : []),
+    ],
+    twitter: [
+      ['twitter:card', image ? 'summary_large_image' : 'summary'], ['twitter:title', title], ['twitter:description', description],
+      ['twitter:image', image ? (image.preview ?? image.url) : a.avatar],
+    ],
+  });
+}
+
+/** A remote account's `/@user@domain`: its own page on its server when it is known here and not suspended. */
+async function remoteProfile(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, username: string, domain: string) {
+  const account = await findAccountByUsername(ctx.db, username, domain);
+  const target = account && !account.suspended_at ? (wantsActivityJson(request) ? account.uri : (account.url ?? account.uri)) : null;
+  if (!target || !/^https?:\/\//i.test(target)) return notFoundPage(request, reply);
+  return reply.redirect(target);
+}
+
+export default async function accountPageRoutes(app: FastifyInstance, opts: PublicPageOptions) {
+  const { ctx } = opts;
+
+  /** A profile's tab (or its RSS feed): the account's header, its pins (first page of posts), a page of posts. */
+  async function profile(request: FastifyRequest, reply: FastifyReply, username: string, tab: Tab, rss: boolean) {
+    const maxId = rss ? undefined : maxIdOf(request);
+    const path = `${profilePath(username)}${TABS.find((t) => t.tab === tab)!.suffix}${rss ? '.rss' : ''}`;
+    return servePage(opts, request, reply, `${path}?${maxId ?? ''}`, null, async (viewer): Promise<PageResult | FastifyReply> => {
+      const found = await accountWithVersions(ctx, username);
+      if (!found) return notFoundPage(request, reply);
+      const { account: row } = found;
+      const account = accountView(ctx.render, renderAccount(ctx.render, row));
+      // Replies to others are left out of "Posts" (one's own threads stay), as on Mastodon; RSS has no boosts either.
+      const ids = await accountStatusIds(ctx.db, row.id, {
+        visibilities: PROFILE_VISIBILITIES, excludeReplies: tab === 'posts', onlyMedia: tab === 'media', excludeReblogs: rss,
+      }, { maxId, limit: PAGE_SIZE + 1 });
+      const pageIds = ids.slice(0, PAGE_SIZE);
+      const pinnedIds = tab === 'posts' && !rss && !maxId ? await pinnedStatusIds(ctx.db, row.id, { visibilities: PROFILE_VISIBILITIES, limit: 10 }) : [];
+      const loaded = await loadEntries(ctx, [...pinnedIds, ...pageIds], [row.id]);
+      const pinned = new Set(pinnedIds);
+      const shownPins = loaded.entries.filter((e) => pinned.has(e.id));
+      const entries = loaded.entries.filter((e) => !pinned.has(e.id) || pageIds.includes(e.id));
+      const cache = { used: mergeVersions(found.versions, loaded.versions), ttlMs: TTL_MS };
+      const base = `${ctx.config.publicUrl}${profilePath(row.username)}`;
+      if (rss) {
+        const body = renderRss({
+          title: account.displayName, description: `Public posts from @${account.handle}`, link: account.url, self: `${base}.rss`,
+          image: { url: account.avatar, title: account.displayName, link: account.url }, generator: VERSION,
+        }, entries);
+        return { contentType: 'application/rss+xml; charset=utf-8', body, cache };
+      }
+      const here = `${profilePath(row.username)}${TABS.find((t) => t.tab === tab)!.suffix}`;
+      const last = pageIds.at(-1);
+      const body = renderView('public/profile', {
+        chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle})`,
+          profileHead(ctx, row, account, tab === 'posts' && !maxId ? account.url : undefined)),
+        account,
+        rssUrl: `${base}.rss`,
+        tabs: TABS.map((t) => ({ label: t.label, href: `${profilePath(row.username)}${t.suffix}`, current: t.tab === tab })),
+        listHeading: TABS.find((t) => t.tab === tab)!.heading,
+        pinned: shownPins,
+        entries,
+        olderPage: !!maxId,
+        pager: { older: ids.length > PAGE_SIZE && last ? `${here}?max_id=${last}` : null, newest: maxId ? here : null },
+      });
+      return { body, cache };
+    });
+  }
+
+  app.get<{ Params: { username: string } }>('/@:username', async (request, reply) => {
+    let username = request.params.username;
+    const rss = username.endsWith('.rss');
+    if (rss) username = username.slice(0, -4);
+    const at = username.indexOf('@');
+    if (at !== -1) {
+      const domain = username.slice(at + 1).toLowerCase();
+      if (domain !== ctx.config.localDomain.toLowerCase()) return remoteProfile(ctx, request, reply, username.slice(0, at), domain);
+      username = username.slice(0, at);
+    }
+    // ActivityPub clients are sent to the actor (Fedify answers it), as Mastodon answers them the actor itself.
+    if (!rss && wantsActivityJson(request)) return reply.header('vary', 'Accept').redirect(`${ctx.config.publicUrl}/users/${encodeURIComponent(username)}`);
+    return profile(request, reply, username, 'posts', rss);
+  });
+
+  for (const tab of ['with_replies', 'media'] as const) {
+    app.get<{ Params: { username: string } }>(`/@:username/${tab}`, async (request, reply) => profile(request, reply, request.params.username, tab, false));
+  }
+
+  /** A post with its thread: the ancestors and the replies a stranger may see. */
+  app.get<{ Params: { username: string; id: string } }>('/@:username/:id', async (request, reply) => {
+    const { username, id } = request.params;
+    if (!isId(id)) return notFoundPage(request, reply);
+    if (wantsActivityJson(request)) return reply.header('vary', 'Accept').redirect(`${ctx.config.publicUrl}/users/${encodeURIComponent(username)}/statuses/${id}`);
+    return servePage(opts, request, reply, `${profilePath(username)}/${id}`, null, async (viewer): Promise<PageResult | FastifyReply> => {
+      const found = await accountWithVersions(ctx, username);
+      const status = found ? await findStatus(ctx.db, id) : null;
+      if (!found || !status || status.account_id !== found.account.id) return notFoundPage(request, reply);
+      const { account: row } = found;
+      if (status.reblog_of_id) {
+        // A boost's page is the boosted post's, as on Mastodon.
+        const [original] = (await loadEntries(ctx, [status.id])).entries;
+        return original ? reply.redirect(original.post.url) : notFoundPage(request, reply);
+      }
+      const { thread, versions } = await threadWithVersions(ctx, status);
+      const loaded = await loadEntries(ctx, [...thread.ancestors, status.id, ...thread.descendants.map((d) => d.id)], [row.id]);
+      const byId = new Map(loaded.entries.map((e) => [e.id, e]));
+      const entry = byId.get(status.id);
+      if (!entry) return notFoundPage(request, reply);
+      const descendants = threadReadingOrder(status.id, thread.descendants, new Set(byId.keys()), MAX_REPLIES).map((d) => byId.get(d)!);
+      const p = entry.post;
+      const body = renderView('public/post', {
+        chrome: publicChrome(ctx.config, viewer, `${p.author.displayName}: "${truncate(p.spoiler ? `Content warning: ${p.spoiler}` : p.text || 'Post', 60)}"`, postHead(ctx, row, entry)),
+        heading: `Post by ${p.author.displayName}`,
+        ancestors: thread.ancestors.map((a) => byId.get(a)).filter((e) => e !== undefined),
+        entry,
+        descendants,
+      });
+      return { body, ...(versions ? { cache: { used: mergeVersions(mergeVersions(found.versions, versions), loaded.versions), ttlMs: TTL_MS } } : {}) };
+    });
+  });
+}

@@ -1,0 +1,243 @@
+import { Type } from 'typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../route-options.ts';
+import { ApiError } from '../../errors.ts';
+import { updateAccountProfile } from '../../services/profile.ts';
+import { changeEmail, changePassword, signOutEverywhere } from '../../services/account-security.ts';
+import { disableTwoFactor, enableTwoFactor, newTotpSecret, regenerateRecoveryCodes, totpEnrolment, totpMatches } from '../../services/two-factor.ts';
+import { verifyPassword } from '../../services/passwords.ts';
+import { isLanguage } from '../../services/languages.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { authorizedApplications, revokeApplicationForUser } from '../../storage/oauth.ts';
+import { findUserById, otpBackupCodesLeft } from '../../storage/users.ts';
+import { userWebSessions } from '../../storage/web-sessions.ts';
+import { findAccountById } from '../../storage/accounts.ts';
+import { renderAccount } from '../serializers/account.ts';
+import { endWebSession, SESSION_COOKIE, type SignedIn } from './session.ts';
+import { sendFormPage } from './page.ts';
+
+const MAX_FIELDS = 4;
+const VISIBILITIES = ['public', 'unlisted', 'private', 'direct'] as const;
+/** Notices shown after a redirect, by key: the query string never carries text to show. */
+const NOTICES: Record<string, string> = {
+  saved: 'Your changes are saved.',
+  email: 'We sent a confirmation link to the new address; it takes effect once you follow it.',
+  email_changed: 'Your e-mail address is changed.',
+  two_factor_on: 'Two-factor authentication is on.',
+  two_factor_off: 'Two-factor authentication is off.',
+  revoked: 'The app can no longer use your account.',
+};
+const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) });
+const checkbox = (v: unknown) => v === '1' || v === 'on' || v === 'true';
+const str = (v: unknown, max: number) => (typeof v === 'string' ? v.slice(0, max) : '');
+
+/** A person's own settings: profile, posting defaults, e-mail and password, two-factor sign-in, authorized apps. */
+export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const setupKey = (userId: string) => `${ctx.config.redisPrefix}otp-setup:{${userId}}`;
+
+  /** Every settings page is for the signed-in person; others are sent to sign in and brought back. */
+  const signedInOrRedirect = async (request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> => {
+    const me = await request.signedIn();
+    if (!me) {
+      const back = request.method === 'GET' ? request.url : '/settings/profile';
+      await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(back)}`, 303);
+      return null;
+    }
+    return me;
+  };
+  const notice = (q: { notice?: string | undefined }) => (q.notice && NOTICES[q.notice]) || '';
+
+  app.get('/settings', async (_request, reply) => reply.redirect('/settings/profile'));
+
+  async function profilePage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
+    const account = (await findAccountById(ctx.db, me.account.id)) ?? me.account;
+    const rendered = renderAccount(ctx.render, account);
+    const fields = [...account.fields.map((f) => ({ name: f.name, value: f.value })), ...Array(MAX_FIELDS).fill({ name: '', value: '' })].slice(0, MAX_FIELDS);
+    return sendFormPage(ctx, request, reply, 'settings/profile', 'Profile', {
+      account, fields, notice: extra.notice ?? '', error: extra.error ?? '',
+      avatarUrl: account.avatar_file ? rendered.avatar : '', headerUrl: account.header_file ? rendered.header : '',
+    }, status);
+  }
+
+  app.get('/settings/profile', { schema: { querystring: Notice } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    return me && profilePage(request, reply, me, { notice: notice(request.query) });
+  });
+
+  // Multipart (files) or a plain form: the body plugin gives fields in the body and files in request.uploads.
+  app.post('/settings/profile', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const rows = body.fields_attributes && typeof body.fields_attributes === 'object' ? Object.values(body.fields_attributes as Record<string, Record<string, unknown>>) : [];
+    const fields = rows.slice(0, MAX_FIELDS)
+      .map((f) => ({ name: str(f?.name, 255).trim(), value: str(f?.value, 255).trim() }))
+      .filter((f) => f.name !== '' || f.value !== '');
+    try {
+      // The same service as PATCH /api/v1/accounts/update_credentials: the same checks, the same writes.
+      await updateAccountProfile(ctx, me.account, {
+        displayName: str(body.display_name, 30),
+        note: str(body.note, 500),
+        locked: checkbox(body.locked),
+        bot: checkbox(body.bot),
+        discoverable: checkbox(body.discoverable),
+        hideCollections: checkbox(body.hide_collections),
+        fields,
+        avatar: request.uploads?.avatar?.data.length ? request.uploads.avatar.data : undefined,
+        header: request.uploads?.header?.data.length ? request.uploads.header.data : undefined,
+      });
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode < 500) return profilePage(request, reply, me, { error: err.message.replace(/^Validation failed: /, '') }, 422);
+      throw err;
+    }
+    return reply.redirect('/settings/profile?notice=saved', 303);
+  });
+
+  app.get('/settings/preferences', { schema: { querystring: Notice } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    return me && sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, notice: notice(request.query), error: '' });
+  });
+
+  app.post('/settings/preferences', {
+    schema: { body: Type.Object({ privacy: Type.Optional(Type.String({ maxLength: 20 })), language: Type.Optional(Type.String({ maxLength: 10 })), sensitive: Type.Optional(Type.String({ maxLength: 10 })) }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const { privacy = 'public', language = '' } = request.body;
+    const lang = language.trim().toLowerCase();
+    const error = !(VISIBILITIES as readonly string[]).includes(privacy) ? 'Choose who sees new posts.'
+      : lang !== '' && !isLanguage(lang) ? `"${lang}" is not a language code this server knows.` : '';
+    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, notice: '', error }, 422);
+    await updateAccountProfile(ctx, me.account, { source: { privacy, sensitive: checkbox(request.body.sensitive), language: lang === '' ? null : lang } });
+    return reply.redirect('/settings/preferences?notice=saved', 303);
+  });
+
+  async function accountPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
+    const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
+    const sessions = (await userWebSessions(ctx.db, user.id)).map((s) => ({ ...s, current: s.id === me.session.id }));
+    return sendFormPage(ctx, request, reply, 'settings/account', 'Account', { user, sessions, notice: extra.notice ?? '', error: extra.error ?? '' }, status);
+  }
+
+  app.get('/settings/account', { schema: { querystring: Notice } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    return me && accountPage(request, reply, me, { notice: notice(request.query) });
+  });
+
+  const Password = { current_password: Type.Optional(Type.String({ maxLength: 200 })) };
+
+  app.post('/settings/account/email', {
+    schema: { body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), ...Password }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const error = await changeEmail(ctx, me.user, request.body.email ?? '', request.body.current_password ?? '');
+    if (error) return accountPage(request, reply, me, { error }, 422);
+    return reply.redirect(`/settings/account?notice=${ctx.config.smtp ? 'email' : 'email_changed'}`, 303);
+  });
+
+  app.post('/settings/account/password', {
+    schema: { body: Type.Object({ password: Type.Optional(Type.String({ maxLength: 200 })), password_confirmation: Type.Optional(Type.String({ maxLength: 200 })), ...Password }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const error = await changePassword(ctx, me.user, request.body.current_password ?? '', request.body.password ?? '', request.body.password_confirmation ?? '');
+    if (error) return accountPage(request, reply, me, { error }, 422);
+    // Every session ended, this one too: the person signs in again with the new password.
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return reply.redirect('/auth/sign_in', 303);
+  });
+
+  app.post('/settings/account/sign_out_everywhere', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    await signOutEverywhere(ctx, me.user.id);
+    await endWebSession(ctx, request, reply);
+    return reply.redirect('/auth/sign_in', 303);
+  });
+
+  async function twoFactorPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string; recoveryCodes?: string[] } = {}, status = 200) {
+    const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
+    const enabled = user.otp_enabled_at !== null;
+    const pendingSecret = enabled ? null : await ctx.redis.get(setupKey(user.id));
+    const setup = pendingSecret
+      ? { secret: pendingSecret, ...(await totpEnrolment(pendingSecret, ctx.config.instanceTitle, `${me.account.username}@${ctx.config.localDomain}`)) }
+      : null;
+    return sendFormPage(ctx, request, reply, 'settings/two_factor', 'Two-factor authentication', {
+      enabled, setup, codesLeft: enabled ? await otpBackupCodesLeft(ctx.db, user.id) : 0,
+      recoveryCodes: extra.recoveryCodes ?? null, notice: extra.notice ?? '', error: extra.error ?? '',
+    }, status);
+  }
+
+  app.get('/settings/two_factor', { schema: { querystring: Notice } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    return me && twoFactorPage(request, reply, me, { notice: notice(request.query) });
+  });
+
+  // A new secret waits (15 minutes) for the person to prove their app has it; only then is it the account's.
+  app.post('/settings/two_factor/new', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    if (!me.user.otp_enabled_at) await ctx.redis.set(setupKey(me.user.id), newTotpSecret(), 'EX', 900);
+    return reply.redirect('/settings/two_factor', 303);
+  });
+
+  app.post('/settings/two_factor', {
+    schema: { body: Type.Object({ code: Type.Optional(Type.String({ maxLength: 20 })), ...Password }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const secret = await ctx.redis.get(setupKey(me.user.id));
+    if (!secret || me.user.otp_enabled_at) return reply.redirect('/settings/two_factor', 303);
+    if (!(await verifyPassword(me.user.password_hash, request.body.current_password ?? ''))) {
+      return twoFactorPage(request, reply, me, { error: 'The current password is wrong.' }, 422);
+    }
+    if (!(await totpMatches(secret, (request.body.code ?? '').trim()))) {
+      return twoFactorPage(request, reply, me, { error: 'That code is not right. Check that your phone\'s clock is correct and try the code shown now.' }, 422);
+    }
+    const codes = await enableTwoFactor(ctx.db, me.user.id, secret);
+    await ctx.redis.del(setupKey(me.user.id));
+    return twoFactorPage(request, reply, me, { notice: NOTICES.two_factor_on, recoveryCodes: codes });
+  });
+
+  app.post('/settings/two_factor/recovery_codes', { schema: { body: Type.Object(Password) } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    if (!me.user.otp_enabled_at) return reply.redirect('/settings/two_factor', 303);
+    if (!(await verifyPassword(me.user.password_hash, request.body.current_password ?? ''))) {
+      return twoFactorPage(request, reply, me, { error: 'The current password is wrong.' }, 422);
+    }
+    const codes = await regenerateRecoveryCodes(ctx.db, me.user);
+    return twoFactorPage(request, reply, me, { notice: 'New recovery codes made; the old ones no longer work.', recoveryCodes: codes });
+  });
+
+  app.post('/settings/two_factor/disable', { schema: { body: Type.Object(Password) } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    if (!(await verifyPassword(me.user.password_hash, request.body.current_password ?? ''))) {
+      return twoFactorPage(request, reply, me, { error: 'The current password is wrong.' }, 422);
+    }
+    await disableTwoFactor(ctx.db, me.user.id);
+    return reply.redirect('/settings/two_factor?notice=two_factor_off', 303);
+  });
+
+  app.get('/settings/applications', { schema: { querystring: Notice } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    return me && sendFormPage(ctx, request, reply, 'settings/applications', 'Authorized apps', {
+      apps: await authorizedApplications(ctx.db, me.user.id), notice: notice(request.query), error: '',
+    });
+  });
+
+  app.post<{ Params: { id: string } }>('/settings/applications/:id/revoke', {
+    schema: { params: Type.Object({ id: Type.String({ pattern: '^[0-9]{1,20}$' }) }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    await revokeApplicationForUser(ctx.db, me.user.id, request.params.id);
+    // Cached tokens of this user are forgotten everywhere; the revoked ones are then refused.
+    ctx.tokens.forget(`user:${me.user.id}`);
+    await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { userId: me.user.id });
+    return reply.redirect('/settings/applications?notice=revoked', 303);
+  });
+}

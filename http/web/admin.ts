@@ -1,0 +1,128 @@
+import { Type } from 'typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../route-options.ts';
+import { ApiError } from '../../errors.ts';
+import * as moderation from '../../services/moderation.ts';
+import { adminAccountIds, usersOfAccounts } from '../../storage/moderation.ts';
+import { findAccountById, findAccountsByIds } from '../../storage/accounts.ts';
+import { findReport, reportsPage } from '../../storage/reports.ts';
+import { isId } from '../../storage/ids.ts';
+import { renderAdminReports } from '../serializers/report.ts';
+import type { SignedIn } from './session.ts';
+import { sendFormPage, sendMessagePage } from './page.ts';
+
+const PAGE = 20;
+const NOTICES: Record<string, string> = {
+  approved: 'The account is approved; its owner gets an e-mail.',
+  rejected: 'The sign-up is rejected and removed; its owner gets an e-mail.',
+  resolved: 'The report is resolved.',
+};
+const ListQuery = Type.Object({ max_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
+const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
+const ACTIONS = ['none', 'sensitive', 'disable', 'silence', 'suspend'] as const;
+
+/** The operators' pages: sign-ups waiting for approval and open reports, over the same services as the admin API. */
+export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const deps = moderation.moderationDeps(ctx);
+
+  /** Only operators; a stranger is sent to sign in, a signed-in person who is not one gets a 403 page. */
+  async function operator(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> {
+    const me = await request.signedIn();
+    if (!me) {
+      await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(request.method === 'GET' ? request.url : '/admin/reports')}`, 303);
+      return null;
+    }
+    if (!me.user.admin) {
+      await sendMessagePage(ctx, request, reply, 'Not allowed', 'Only the operators of this server may see this page.', { status: 403, kind: 'error' });
+      return null;
+    }
+    return me;
+  }
+
+  /** Moderation services refuse with ApiErrors (403 for an account that is not pending, 404 for one that is gone). */
+  const refused = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
+    if (err instanceof ApiError && err.statusCode < 500) {
+      return sendMessagePage(ctx, request, reply, 'Not done', err.statusCode === 404 ? 'That no longer exists.' : 'That cannot be done to this account (any more).', { status: err.statusCode, kind: 'error', link: { href: '/admin/approvals', text: 'Back' } });
+    }
+    throw err;
+  };
+
+  app.get('/admin', async (_request, reply) => reply.redirect('/admin/approvals'));
+
+  app.get('/admin/approvals', { schema: { querystring: ListQuery } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    const ids = await adminAccountIds(ctx.db, { local: true, pending: true }, { limit: PAGE + 1, maxId: request.query.max_id });
+    const page = ids.slice(0, PAGE);
+    const [accounts, users] = await Promise.all([findAccountsByIds(ctx.db, page), usersOfAccounts(ctx.db, page)]);
+    const byId = new Map(accounts.map((a) => [a.id, a]));
+    const pending = page.flatMap((id) => {
+      const account = byId.get(id);
+      const user = users.get(id);
+      return account && user ? [{ accountId: id, username: account.username, email: user.email, reason: user.reason, createdAt: user.created_at }] : [];
+    });
+    return sendFormPage(ctx, request, reply, 'admin/approvals', 'Waiting for approval', {
+      pending, nextPage: ids.length > PAGE ? `/admin/approvals?max_id=${page.at(-1)}` : '',
+      notice: (request.query.notice && NOTICES[request.query.notice]) || '', error: '',
+    });
+  });
+
+  for (const [name, act] of [['approve', moderation.approveAccount], ['reject', moderation.rejectAccount]] as const) {
+    app.post(`/admin/accounts/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
+      if (!(await operator(request, reply))) return;
+      const target = isId(request.params.id) ? await findAccountById(ctx.db, request.params.id) : null;
+      if (!target) return refused(request, reply, new ApiError(404, 'Record not found'));
+      try {
+        await act(deps, target);
+      } catch (err) {
+        return refused(request, reply, err);
+      }
+      return reply.redirect(`/admin/approvals?notice=${name === 'approve' ? 'approved' : 'rejected'}`, 303);
+    });
+  }
+
+  app.get('/admin/reports', { schema: { querystring: ListQuery } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    const rows = await reportsPage(ctx.db, {}, { limit: PAGE + 1, maxId: request.query.max_id });
+    const page = rows.slice(0, PAGE);
+    const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(page.flatMap((r) => [r.account_id, r.target_account_id]))])).map((a) => [a.id, a]));
+    const acct = (id: string) => {
+      const a = accounts.get(id);
+      return a ? (a.domain ? `${a.username}@${a.domain}` : a.username) : '?';
+    };
+    return sendFormPage(ctx, request, reply, 'admin/reports', 'Open reports', {
+      reports: page.map((r) => ({ id: r.id, target: acct(r.target_account_id), reporter: acct(r.account_id), category: r.category, createdAt: r.created_at })),
+      nextPage: rows.length > PAGE ? `/admin/reports?max_id=${page.at(-1)!.id}` : '',
+      notice: (request.query.notice && NOTICES[request.query.notice]) || '', error: '',
+    });
+  });
+
+  app.get('/admin/reports/:id', { schema: { params: IdParams, querystring: ListQuery } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    const row = isId(request.params.id) ? await findReport(ctx.db, request.params.id) : null;
+    const [report] = row ? await renderAdminReports(ctx.db, ctx.render, [row]) : [];
+    if (!report) return refused(request, reply, new ApiError(404, 'Record not found'));
+    return sendFormPage(ctx, request, reply, 'admin/report', `Report #${row!.id}`, {
+      report, notice: (request.query.notice && NOTICES[request.query.notice]) || '', error: '',
+    });
+  });
+
+  app.post('/admin/reports/:id/action', {
+    schema: { params: IdParams, body: Type.Object({ type: Type.Optional(Type.String({ maxLength: 20 })) }) },
+  }, async (request, reply) => {
+    const me = await operator(request, reply);
+    if (!me) return;
+    const report = isId(request.params.id) ? await findReport(ctx.db, request.params.id) : null;
+    const target = report ? await findAccountById(ctx.db, report.target_account_id) : null;
+    const type = ACTIONS.find((a) => a === request.body.type) ?? 'none';
+    if (!report || !target) return refused(request, reply, new ApiError(404, 'Record not found'));
+    try {
+      // The same action as POST /api/v1/admin/accounts/:id/action with report_id: it resolves the report.
+      await moderation.takeAccountAction(deps, me.account.id, target, type, report.id);
+    } catch (err) {
+      return refused(request, reply, err);
+    }
+    return reply.redirect('/admin/reports?notice=resolved', 303);
+  });
+}

@@ -6,6 +6,7 @@ import publicPageRoutes from './public-pages.ts';
 import authPageRoutes from './auth.ts';
 import authorizePageRoutes from './authorize.ts';
 import settingsPageRoutes from './settings.ts';
+import adminPageRoutes from './admin.ts';
 
 /**
  * What a browser gets: public pages, joining and signing in, settings and moderation. One encapsulated scope, so
@@ -43,4 +44,5 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(authPageRoutes, { ctx });
   await app.register(authorizePageRoutes, { ctx });
   await app.register(settingsPageRoutes, { ctx });
+  await app.register(adminPageRoutes, { ctx });
 }

@@ -1,0 +1,43 @@
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { existsSync } from 'node:fs';
+import { mkdtemp, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+
+/** Debian's chromium (`.ci/run` installs it when missing); CHROMIUM_PATH points elsewhere. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const hasChromium = existsSync(CHROMIUM);
+
+/**
+ * A headless Chromium as the machine's set-up runs it: no sandbox (tests run as root), no background networking
+ * (this machine's network is closed; Chromium would otherwise keep trying Google's hosts).
+ */
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+}
+
+/** Where a test's screenshots go: a folder under the system's temp folder, printed once so a person can look. */
+export async function artifactsDir(name: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `fedi-${name}-`));
+  await mkdir(dir, { recursive: true });
+  console.log(`screenshots of ${name}: ${dir}`);
+  return dir;
+}
+
+/** Saves a full-page screenshot as `<n>-<label>.png`. */
+export async function screenshot(page: Page, dir: string, label: string): Promise<void> {
+  await page.screenshot({ path: join(dir, `${label.replace(/[^\w-]+/g, '-')}.png`), fullPage: true });
+}
+
+/** Runs axe on the page as it is (a page of `browser.newContext()`, as axe needs); fails on any serious or critical violation, naming them. */
+export async function expectAccessible(page: Page, label: string): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`), `${label}: ${page.url()}`).toEqual([]);
+}

@@ -42,8 +42,8 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     manuallyApprovesFollowers: account.locked,
     discoverable: account.discoverable ?? false,
     indexable: account.indexable,
-    icon: account.avatar_file ? new Image({ url: new URL(app.fileHost.url(account.avatar_file)), mediaType: account.avatar_content_type }) : null,
-    image: account.header_file ? new Image({ url: new URL(app.fileHost.url(account.header_file)), mediaType: account.header_content_type }) : null,
+    icon: account.avatar_file ? new Image({ url: new URL(app.fileHost.url(account.avatar_file)), mediaType: account.avatar_content_type, name: account.avatar_description || null }) : null,
+    image: account.header_file ? new Image({ url: new URL(app.fileHost.url(account.header_file)), mediaType: account.header_content_type, name: account.header_description || null }) : null,
   });
 }
 

@@ -16,6 +16,9 @@ export interface ProfileUpdate {
   discoverable?: boolean | undefined;
   indexable?: boolean | undefined;
   hideCollections?: boolean | undefined;
+  avatarDescription?: string | undefined;
+  headerDescription?: string | undefined;
+  noindex?: boolean | undefined;
   fields?: { name: string; value: string }[] | undefined;
   avatar?: Buffer | undefined;
   header?: Buffer | undefined;
@@ -47,6 +50,9 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     discoverable: u.discoverable,
     indexable: u.indexable,
     hideCollections: u.hideCollections,
+    avatarDescription: u.avatarDescription,
+    headerDescription: u.headerDescription,
+    noindex: u.noindex,
   };
   if (u.note !== undefined) {
     // Multipart bodies carry line breaks as CRLF; store what the person typed, with plain newlines.

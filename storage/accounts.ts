@@ -18,6 +18,11 @@ export interface AccountRow {
   avatar_content_type: string | null;
   header_file: string | null;
   header_content_type: string | null;
+  /** Alt text of the avatar and header images ('' for none). */
+  avatar_description: string;
+  header_description: string;
+  /** The person asked search engines not to index their pages. */
+  noindex: boolean;
   uri: string | null;
   url: string | null;
   inbox_url: string | null;
@@ -50,6 +55,7 @@ export interface ProfileField {
 // Every column but the private key: that one is read only where a request is signed.
 const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
+  avatar_description, header_description, noindex,
   uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
   followers_count, following_count,
   statuses_count, last_status_at, suspended_at, silenced_at, sensitized_at, created_at, updated_at`;
@@ -114,6 +120,9 @@ export interface ProfileChanges {
   avatarContentType?: string | null;
   headerFile?: string | null;
   headerContentType?: string | null;
+  avatarDescription?: string;
+  headerDescription?: string;
+  noindex?: boolean;
 }
 
 const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
@@ -130,6 +139,9 @@ const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
   avatarContentType: 'avatar_content_type',
   headerFile: 'header_file',
   headerContentType: 'header_content_type',
+  avatarDescription: 'avatar_description',
+  headerDescription: 'header_description',
+  noindex: 'noindex',
 };
 
 export interface ProfileUpdateResult {

@@ -17,6 +17,10 @@ ALTER TABLE users
   ADD COLUMN otp_backup_code_hashes text[] NOT NULL DEFAULT '{}',
   ADD COLUMN last_sign_in_at timestamptz,
   ADD COLUMN last_sign_in_ip inet;
+-- Alt text of the profile images (Mastodon 4.4's avatar_description and header_description).
+-- And the person's wish that search engines leave their pages alone (Mastodon's noindex setting).
+ALTER TABLE accounts ADD COLUMN avatar_description text NOT NULL DEFAULT '', ADD COLUMN header_description text NOT NULL DEFAULT '',
+  ADD COLUMN noindex boolean NOT NULL DEFAULT false;
 -- Everyone who exists already could sign in: they count as confirmed.
 UPDATE users SET confirmed_at = created_at;
 CREATE UNIQUE INDEX users_confirmation_token ON users (confirmation_token_hash) WHERE confirmation_token_hash IS NOT NULL;
@@ -36,6 +40,7 @@ CREATE INDEX web_sessions_user ON web_sessions (user_id, id);
 
 -- Down Migration
 DROP TABLE web_sessions;
+ALTER TABLE accounts DROP COLUMN avatar_description, DROP COLUMN header_description, DROP COLUMN noindex;
 DROP INDEX users_reset_password_token;
 DROP INDEX users_confirmation_token;
 ALTER TABLE users

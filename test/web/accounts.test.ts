@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, authorizationCodeToken, type RegisteredApp } from '../helpers/oauth.ts';
 import { WebClient, csrfOf } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
+import { expectEntity } from '../helpers/schema.ts';
 
 let s: TestServer;
 let client: RegisteredApp;
@@ -109,6 +110,8 @@ describe('settings', () => {
       'fields_attributes[0][name]': 'Site',
       'fields_attributes[0][value]': 'https://painter.example',
       locked: '1',
+      noindex: '1',
+      avatar_description: 'A blue square',
       avatar: { data: avatar, filename: 'me.png', type: 'image/png' },
     });
     const res = await s.app.inject({ method: 'POST', url: '/settings/profile', payload: body.payload, headers: { ...body.headers, cookie: browser.jar.header() } });
@@ -118,6 +121,8 @@ describe('settings', () => {
     expect(account.display_name).toBe('The Painter');
     expect(account.note).toContain('I paint &lt;b&gt;things&lt;/b&gt;');
     expect(account.locked).toBe(true);
+    expect(account.noindex).toBe(true);
+    expect(account.avatar_description).toBe('A blue square');
     expect(account.fields[0]).toMatchObject({ name: 'Site' });
     expect(account.avatar).not.toMatch(/missing\.png$/);
     const image = await s.app.inject({ method: 'GET', url: new URL(account.avatar).pathname });
@@ -126,6 +131,16 @@ describe('settings', () => {
     const notAnImage = await multipart({ _csrf: csrfOf(page.body), avatar: { data: Buffer.from('not an image'), filename: 'x.png', type: 'image/png' } });
     const refused = await s.app.inject({ method: 'POST', url: '/settings/profile', payload: notAnImage.payload, headers: { ...notAnImage.headers, cookie: browser.jar.header() } });
     expect(refused.statusCode).toBe(422);
+  });
+
+  it('takes image descriptions through the API too (Mastodon 4.4), validated as Account entities', async () => {
+    const user = await registerUser(s.app, client, 'describer');
+    const res = await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(user.token), payload: { avatar_description: 'My face', header_description: 'A mountain' } });
+    expect(res.statusCode, res.body).toBe(200);
+    expectEntity('CredentialAccount', res.json());
+    expect(res.json()).toMatchObject({ avatar_description: 'My face', header_description: 'A mountain', noindex: false });
+    const tooLong = await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(user.token), payload: { avatar_description: 'x'.repeat(151) } });
+    expect(tooLong.statusCode).toBe(422);
   });
 
   it('sets posting defaults that the API reports in preferences', async () => {

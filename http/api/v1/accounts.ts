@@ -58,6 +58,9 @@ const UpdateCredentials = Type.Object({
   discoverable: Type.Optional(Bool()),
   indexable: Type.Optional(Bool()),
   hide_collections: Type.Optional(Bool()),
+  // Mastodon 4.4: alt text of the profile images, plain text.
+  avatar_description: Type.Optional(Type.String({ maxLength: 150 })),
+  header_description: Type.Optional(Type.String({ maxLength: 150 })),
   // Forms send `fields_attributes[0][name]`, which nests to an object keyed by index; JSON clients send an array.
   fields_attributes: Type.Optional(Type.Union([Type.Array(Field, { maxItems: 4 }), Type.Record(Type.String({ pattern: '^[0-9]+$' }), Field, { maxProperties: 4 })])),
   source: Type.Optional(Type.Object({
@@ -153,6 +156,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       discoverable: body.discoverable,
       indexable: body.indexable,
       hideCollections: body.hide_collections,
+      avatarDescription: body.avatar_description,
+      headerDescription: body.header_description,
       fields,
       avatar: request.uploads.avatar?.data,
       header: request.uploads.header?.data,

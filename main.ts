@@ -3,11 +3,13 @@ import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startServer } from './server.ts';
 import { unavailableDependency } from './storage/dependencies.ts';
+import { MAIL_OFF_NOTICE } from './services/mail.ts';
 
 async function main() {
   const config = loadConfig();
   if (config.role === 'streaming' && config.streamingProcesses > 1 && cluster.isPrimary) return superviseStreaming(config);
   const server = await startServer(config);
+  if (!config.smtp) server.app.log.warn(MAIL_OFF_NOTICE);
   // A promise nobody waited on, failing because PostgreSQL or Redis went away, must not end a server that comes
   // back by itself (the outage is logged once, by storage/dependencies.ts); anything else still ends it, as Node would.
   process.on('unhandledRejection', (err) => {

@@ -5,7 +5,6 @@ import type { AppContext } from '../context.ts';
 import { parseNested } from './plugins/body.ts';
 import textGuardPlugin from './plugins/text-guard.ts';
 import federationHook from '../federation/mount.ts';
-import pageRoutes from './pages.ts';
 import webRoutes from './web/index.ts';
 import adminQueueRoutes from './admin/queues.ts';
 import searchRoutes from './api/v2/search.ts';
@@ -43,6 +42,7 @@ import streamingRoutes from './streaming/routes.ts';
 import filtersV1Routes from './api/v1/filters.ts';
 import filtersV2Routes from './api/v2/filters.ts';
 import reportsRoutes from './api/v1/reports.ts';
+import emailsRoutes from './api/v1/emails.ts';
 import adminReportsRoutes from './api/v1/admin/reports.ts';
 import adminAccountsRoutes from './api/v1/admin/accounts.ts';
 import adminDomainBlocksRoutes from './api/v1/admin/domain_blocks.ts';
@@ -114,7 +114,6 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(textGuardPlugin);
   // ActivityPub first (Fedify); what it does not handle falls through to the routes below.
   await app.register(federationHook, { ctx });
-  await app.register(pageRoutes, { ctx });
   if (ctx.config.rateLimits) await app.register(rateLimitPlugin, { ctx });
   await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
 
@@ -142,6 +141,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(filtersV1Routes, { ctx });
   await app.register(filtersV2Routes, { ctx });
   await app.register(reportsRoutes, { ctx });
+  await app.register(emailsRoutes, { ctx });
   await app.register(adminReportsRoutes, { ctx });
   await app.register(adminAccountsRoutes, { ctx });
   await app.register(adminDomainBlocksRoutes, { ctx });

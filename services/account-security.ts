@@ -6,7 +6,7 @@ import { deleteUserWebSessions } from '../storage/web-sessions.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import { publishTokenInvalidation } from './token-cache.ts';
-import { CONFIRMATION_TOKEN_TTL_SECONDS, RESET_PASSWORD_TOKEN_TTL_SECONDS, queueMail } from './mail.ts';
+import { CONFIRMATION_TOKEN_TTL_SECONDS, RESET_PASSWORD_TOKEN_TTL_SECONDS, queueMail, resendConfirmationMail } from './mail.ts';
 import { EMAIL_FORMAT } from './accounts.ts';
 
 
@@ -59,18 +59,27 @@ export async function resetPassword(ctx: AppContext, token: string, password: st
 
 /** Confirms an address with a mailed token (once); a changed address replaces the old one here. */
 export async function confirmAddress(ctx: AppContext, token: string): Promise<UserRow | null> {
-  return transaction(ctx.db, async (tx) => {
-    const user = await takeMailToken(tx, 'confirmation', hashSecret(token), CONFIRMATION_TOKEN_TTL_SECONDS);
-    if (user) await confirmEmail(tx, user.id);
-    return user;
+  const user = await transaction(ctx.db, async (tx) => {
+    const found = await takeMailToken(tx, 'confirmation', hashSecret(token), CONFIRMATION_TOKEN_TTL_SECONDS);
+    if (found) await confirmEmail(tx, found.id);
+    return found;
   });
+  if (user) {
+    // Tokens cached as unconfirmed (refused) are read again, here and in every other process.
+    ctx.tokens.forget(`user:${user.id}`);
+    await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { userId: user.id });
+  }
+  return user;
 }
 
-/** Sends the confirmation mail again (POST /api/v1/emails/confirmations, the settings page). */
-export async function resendConfirmation(ctx: AppContext, userId: string): Promise<void> {
-  if (!ctx.config.smtp) return;
-  const row = await transaction(ctx.db, (tx) => queueMail(tx, { type: 'confirmation', userId }));
-  await enqueue(ctx, [row]);
+/**
+ * Sends the confirmation mail again to whoever asks with an unconfirmed address (the page for a lost or expired
+ * link); the caller answers the same whether or not the address is known.
+ */
+export async function resendConfirmationTo(ctx: AppContext, email: string): Promise<void> {
+  const user = email ? await findUserByEmail(ctx.db, email.trim()) : null;
+  if (!user || (user.confirmed_at && !user.unconfirmed_email) || !ctx.config.smtp) return;
+  await resendConfirmationMail(ctx, user.id);
 }
 
 /** Changes the password with the current one; every other browser and app is signed out. */

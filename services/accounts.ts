@@ -10,6 +10,7 @@ import { forbidden, notFound, unprocessable, ValidationFailed } from '../errors.
 import type { AppContext } from '../context.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import { queueMail } from './mail.ts';
+import { alertOperatorsOfSignUp } from './operator-alerts.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -159,6 +160,8 @@ export async function signUp<T = undefined>(
     confirmed: ctx.config.smtp === null,
   }, async (tx, created) => {
     if (!created.user.confirmed_at) queued.push(await queueMail(tx, { type: 'confirmation', userId: created.user.id }));
+    // Operators hear of every sign-up at once (admin.sign_up, and a mail): in approval mode they have work to do.
+    queued.push(...(await alertOperatorsOfSignUp(tx, ctx, { userId: created.user.id, accountId: created.account.id })));
     return opts.alsoInTransaction ? opts.alsoInTransaction(tx, created) : undefined;
   });
   // After the commit; a crash before this leaves the rows for the outbox sweeper.

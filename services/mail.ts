@@ -1,6 +1,9 @@
-import type { Queryable } from '../storage/db.ts';
+import { transaction, type Db, type Queryable } from '../storage/db.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
+import { emailTaken, findUserById, setUnconfirmedEmail } from '../storage/users.ts';
 import type { Config } from '../config.ts';
+import { forbidden, notFound, ValidationFailed } from '../errors.ts';
+import { EMAIL_FORMAT } from './accounts.ts';
 
 /**
  * The mail this server sends. A payload names what the mail is about by id, never by row, and never carries a
@@ -51,4 +54,32 @@ export const MAIL_OFF_NOTICE = 'Mail is off (no SMTP_URL or SMTP_SERVER): no mai
  */
 export async function queueMail(tx: Queryable, mail: Mail): Promise<OutboxRow> {
   return addToOutbox(tx, MAIL_JOB_KIND, { mail });
+}
+
+/**
+ * Sends the confirmation mail again (Mastodon's resend_confirmation_instructions), for a user whose address is not
+ * confirmed yet, or who waits to confirm a new one; `email` first corrects the address to confirm (it becomes the
+ * user's `unconfirmed_email`; the address in use stays until the new one is confirmed; giving the address in use
+ * again drops a waiting change). Refused (403) for a user with nothing to confirm; an address that is malformed or
+ * another user's is a 422. The change and the mail's outbox row commit together; the job is queued after.
+ */
+export async function resendConfirmationMail(deps: { db: Db; jobs: { enqueue(row: OutboxRow): Promise<void> } }, userId: string, email?: string): Promise<void> {
+  const user = await findUserById(deps.db, userId);
+  if (!user) throw notFound();
+  if (user.confirmed_at !== null && !user.unconfirmed_email) {
+    throw forbidden('This method is only available while the e-mail is awaiting confirmation');
+  }
+  let unconfirmed: string | null | undefined;
+  if (email !== undefined) {
+    const address = email.trim();
+    if (!EMAIL_FORMAT.test(address) || address.length > 254) throw new ValidationFailed({ email: [{ error: 'ERR_INVALID', description: 'is invalid' }] });
+    if (address.toLowerCase() === user.email.toLowerCase()) unconfirmed = null;
+    else if (await emailTaken(deps.db, address)) throw new ValidationFailed({ email: [{ error: 'ERR_TAKEN', description: 'is already taken' }] });
+    else unconfirmed = address;
+  }
+  const row = await transaction(deps.db, async (tx) => {
+    if (unconfirmed !== undefined) await setUnconfirmedEmail(tx, user.id, unconfirmed);
+    return queueMail(tx, { type: 'confirmation', userId: user.id });
+  });
+  await deps.jobs.enqueue(row).catch(() => {});
 }

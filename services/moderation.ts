@@ -12,6 +12,7 @@ import { forbidden, notFound, unprocessable } from '../errors.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from './token-cache.ts';
 import { queueDelivery } from './deliveries.ts';
 import { alertOperatorsOfReport, type OperatorAlertDeps } from './operator-alerts.ts';
+import { queueMail } from './mail.ts';
 
 /**
  * What moderation needs: the database, cache versions to bump after each change, a way to tell every process that a
@@ -112,7 +113,12 @@ async function pendingUser(deps: ModerationDeps, target: AccountRow) {
 
 export async function approveAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
   const user = await pendingUser(deps, target);
-  await setApproved(deps.db, user.id, true);
+  // The approval and its mail in one transaction: a crash loses neither half.
+  const row = await transaction(deps.db, async (tx) => {
+    await setApproved(tx, user.id, true);
+    return queueMail(tx, { type: 'approved', userId: user.id });
+  });
+  await enqueue(deps, [row]);
   await deps.invalidate({ userId: user.id });
   await deps.versions.bump({ accounts: [target.id] });
 }
@@ -120,7 +126,12 @@ export async function approveAccount(deps: ModerationDeps, target: AccountRow): 
 /** A rejected sign-up is removed with everything of it (its name is free again). */
 export async function rejectAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
   const user = await pendingUser(deps, target);
-  await moderation.deletePendingAccount(deps.db, target.id);
+  // The user row goes with the account, so the mail carries the address and name it needs.
+  const row = await transaction(deps.db, async (tx) => {
+    await moderation.deletePendingAccount(tx, target.id);
+    return queueMail(tx, { type: 'rejected', email: user.email, username: target.username });
+  });
+  await enqueue(deps, [row]);
   await deps.invalidate({ userId: user.id });
   await deps.versions.bump({ accounts: [target.id] });
 }

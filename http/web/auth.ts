@@ -7,7 +7,7 @@ import { LIMITS } from '../plugins/rate-limit.ts';
 import { ApiError, ValidationFailed } from '../../errors.ts';
 import { signUp } from '../../services/accounts.ts';
 import { checkCredentials, checkSecondFactor, clearFailures } from '../../services/sign-in.ts';
-import { confirmAddress, passwordProblem, requestPasswordReset, resetPassword } from '../../services/account-security.ts';
+import { confirmAddress, passwordProblem, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
 import { operatorHtml } from '../../services/instance.ts';
 import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
@@ -114,13 +114,25 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const user = request.query.confirmation_token ? await confirmAddress(ctx, request.query.confirmation_token) : null;
     if (!user) {
-      return sendMessagePage(ctx, request, reply, 'Link not valid', 'This confirmation link is invalid, was already used or has expired. Sign in to get a new one.', { status: 404, kind: 'error', link: { href: '/auth/sign_in', text: 'Sign in' } });
+      return sendMessagePage(ctx, request, reply, 'Link not valid', 'This confirmation link is invalid, was already used or has expired.', { status: 404, kind: 'error', link: { href: '/auth/confirmation/new', text: 'Send a new link' } });
     }
     const fresh = await findUserById(ctx.db, user.id);
     const message = fresh && !fresh.approved
       ? 'Your e-mail address is confirmed. The operators still have to approve your account; you will get an e-mail once they have.'
       : 'Your e-mail address is confirmed.';
     return sendMessagePage(ctx, request, reply, 'Address confirmed', message, { link: { href: '/auth/sign_in', text: 'Sign in' } });
+  });
+
+  app.get('/auth/confirmation/new', async (request, reply) =>
+    sendFormPage(ctx, request, reply, 'auth/confirmation_new', 'Confirm your e-mail address'));
+
+  app.post('/auth/confirmation', {
+    schema: { body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }) },
+    config: { rateLimit: { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `confirmation:${request.ip}` } },
+  }, async (request, reply) => {
+    await resendConfirmationTo(ctx, request.body.email ?? '');
+    // The same answer whether or not the address has an account waiting here.
+    return sendMessagePage(ctx, request, reply, 'Check your mail', 'If an account waits for that address to be confirmed, a new link is on its way.');
   });
 
   app.get<{ Querystring: { return_to?: string } }>('/auth/sign_in', {

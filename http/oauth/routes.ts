@@ -4,8 +4,12 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
 import { oauthServer } from './server.ts';
-import { ALL_SCOPES, DEFAULT_SCOPES, parseScopes, validScopes } from './scopes.ts';
-import { findApplicationByClientId, revokeAccessToken, hashSecret, secretMatches, type ApplicationRow } from '../../storage/oauth.ts';
+import { ALL_SCOPES } from './scopes.ts';
+import { findApplicationByClientId, revokeAccessToken, hashSecret, secretMatches } from '../../storage/oauth.ts';
+import { findAccountById } from '../../storage/accounts.ts';
+import { requireViewer } from '../plugins/auth.ts';
+import { renderAccount } from '../serializers/account.ts';
+import { ApiError } from '../../errors.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
 function sendOAuthError(reply: FastifyReply, err: unknown) {
@@ -81,6 +85,27 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
     return reply.send({});
   });
 
+  // Mastodon 4.4's OpenID-Connect-style userinfo: who the token's user is, for apps that sign people in with us.
+  for (const method of ['GET', 'POST'] as const) {
+    app.route({
+      method, url: '/oauth/userinfo',
+      config: { auth: { kind: 'user', scopes: ['profile', 'read:accounts'] } },
+      handler: async (request, reply) => {
+        const account = await findAccountById(ctx.db, requireViewer(request));
+        if (!account) throw new ApiError(401, 'The access token is invalid');
+        const entity = renderAccount(ctx.render, account);
+        return reply.header('cache-control', 'no-store').send({
+          iss: `${ctx.config.publicUrl}/`,
+          sub: entity.uri,
+          name: entity.display_name,
+          preferred_username: entity.username,
+          profile: entity.url,
+          picture: entity.avatar,
+        });
+      },
+    });
+  }
+
   app.get('/.well-known/oauth-authorization-server', async () => {
     const base = ctx.config.publicUrl;
     return {
@@ -89,6 +114,7 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
       authorization_endpoint: `${base}/oauth/authorize`,
       token_endpoint: `${base}/oauth/token`,
       revocation_endpoint: `${base}/oauth/revoke`,
+      userinfo_endpoint: `${base}/oauth/userinfo`,
       app_registration_endpoint: `${base}/api/v1/apps`,
       scopes_supported: ALL_SCOPES,
       response_types_supported: ['code'],

@@ -186,3 +186,21 @@ describe('scopes and tokens', () => {
     expect(res.json().code_challenge_methods_supported).toEqual(['S256']);
   });
 });
+
+describe('userinfo', () => {
+  it('tells an app with the profile (or read:accounts) scope who signed in, and refuses others', async () => {
+    const profileApp = await createApp(s.app, 'profile');
+    const token = await authorizationCodeToken(s.app, profileApp, alice.email, alice.password, 'profile');
+    for (const method of ['GET', 'POST'] as const) {
+      const res = await s.app.inject({ method, url: '/oauth/userinfo', headers: bearer(token) });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ iss: 'http://test.local/', sub: 'http://test.local/users/alice', preferred_username: 'alice', profile: 'http://test.local/@alice' });
+      expect(res.json().picture).toMatch(/^http/);
+    }
+    const appOnly = await s.app.inject({ method: 'GET', url: '/oauth/userinfo', headers: bearer(await appToken(s.app, client, 'read')) });
+    expect(appOnly.statusCode).toBe(422);
+    expect((await s.app.inject({ method: 'GET', url: '/oauth/userinfo' })).statusCode).toBe(401);
+    const meta = (await s.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server' })).json();
+    expect(meta.userinfo_endpoint).toBe('http://test.local/oauth/userinfo');
+  });
+});

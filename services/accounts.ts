@@ -19,13 +19,18 @@ const USERNAME = /^[a-z0-9_]+$/i;
 const RESERVED = new Set(['admin', 'administrator', 'root', 'webmaster', 'support', 'help', 'mod', 'moderator', 'postmaster', 'hostmaster', 'abuse', 'security', 'instance', 'actor', 'system']);
 export const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-export interface Registration {
+/** What a person gives to join, through an app (POST /api/v1/accounts) or the sign-up page. */
+export interface SignUp {
   username: string;
   email: string;
   password: string;
   agreement: boolean;
   locale?: string | null | undefined;
   reason?: string | null | undefined;
+}
+
+/** A local account to create, by a sign-up or an operator. */
+export interface Registration extends SignUp {
   approved: boolean;
   admin?: boolean;
   applicationId?: string | null;
@@ -119,16 +124,6 @@ export async function visibleAccount(db: Db, id: string): Promise<AccountRow> {
   const account = isId(id) ? await findAccountById(db, id) : null;
   if (!account || (account.domain === null && (await pendingAccountIds(db, [account.id])).has(account.id))) throw notFound();
   return account;
-}
-
-/** What a person gives to join, through an app (POST /api/v1/accounts) or the sign-up page. */
-export interface SignUp {
-  username: string;
-  email: string;
-  password: string;
-  agreement: boolean;
-  locale?: string | null | undefined;
-  reason?: string | null | undefined;
 }
 
 /**

@@ -11,6 +11,7 @@ import { HomeFeeds } from '../storage/feeds.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
 import { accountMaker, api, benchSettings, peakRssMb, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
+import { benchPublicProfile } from './public-pages.ts';
 
 // BENCH_PORT moves the three servers' ports (so two benchmarks can run side by side).
 const PORT = Number(process.env.BENCH_PORT ?? 3900);
@@ -161,6 +162,8 @@ async function main() {
     console.log(`\nhome timeline for a reader who blocks 500 accounts and mutes 100: ${blockerRounds[0]!.rps} req/s (p50 ${blockerRounds[0]!.p50} ms, p99 ${blockerRounds[0]!.p99} ms) against ${blockerRounds[1]!.rps} req/s for a reader with none in the next round`);
     console.log(`  one more block, then the next read: median ${median(afterBlock).toFixed(1)} ms (max ${Math.max(...afterBlock).toFixed(1)} ms) against ${median(steady).toFixed(1)} ms for the read after it (single requests, 20 blocks)`);
     console.log(`\nfan-out to 10,000 local followers: ${Number.isNaN(fanOutMs) ? 'did not finish in time' : `${Math.round(fanOutMs)} ms`} from POST to the last feed (target < 1000 ms)`);
+    // The public profile page for strangers, from the page cache, against the API's page of the same posts.
+    await benchPublicProfile(base, register);
     console.log(`\nserver peak memory (VmHWM): ${peakRssMb(server.pid!)} MB\n`);
   } finally {
     bare?.kill();

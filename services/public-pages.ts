@@ -11,13 +11,11 @@ import type { Visibility } from '../storage/statuses.ts';
 export const PROFILE_VISIBILITIES: Visibility[] = ['public', 'unlisted'];
 
 /**
- * Whether an account asks search engines to keep away. Mastodon has a separate `noindex` preference; this server has
- * no such setting yet, so the account's own opt-out of discovery stands for it (`discoverable` set to false): someone
- * who asked not to be suggested or listed is not put into search engines either. Accounts that never chose are
- * indexed, as Mastodon's default is.
+ * Whether an account asks search engines to keep away from its pages (Mastodon's `noindex` setting); Mastodon marks
+ * its profile and its posts' pages so.
  */
-export function prefersNoindex(account: Pick<AccountRow, 'discoverable'>): boolean {
-  return account.discoverable === false;
+export function prefersNoindex(account: Pick<AccountRow, 'noindex'>): boolean {
+  return account.noindex;
 }
 
 /**

@@ -82,7 +82,7 @@ function profileHead(ctx: AppContext, row: AccountRow, a: AccountView, canonical
     ],
     og: [
       ['og:type', 'profile'], ['og:site_name', ctx.config.instanceTitle], ['og:title', title], ['og:description', description],
-      ['og:url', a.url], ['og:image', a.avatar], ['og:image:alt', `Avatar of ${a.displayName}`], ['profile:username', a.handle],
+      ['og:url', a.url], ['og:image', a.avatar], ['og:image:alt', a.avatarAlt], ['profile:username', a.handle],
     ],
     twitter: [['twitter:card', 'summary'], ['twitter:title', title], ['twitter:description', description], ['twitter:image', a.avatar]],
   });
@@ -107,7 +107,7 @@ function postHead(ctx: AppContext, row: AccountRow, e: EntryView) {
     ],
     og: [
       ['og:type', 'article'], ['og:site_name', ctx.config.instanceTitle], ['og:title', title], ['og:description', description], ['og:url', p.url],
-      ['og:image', image ? (image.preview ?? image.url) : a.avatar], ['og:image:alt', image ? image.alt : `Avatar of ${a.displayName}`],
+      ['og:image', image ? (image.preview ?? image.url) : a.avatar], ['og:image:alt', image ? image.alt : a.avatarAlt],
       ['article:published_time', p.created.iso], ...(p.edited ? [['article:modified_time', p.edited.iso] as [string, string]] : []),
     ],
     twitter: [

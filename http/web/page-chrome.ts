@@ -3,11 +3,13 @@ import type { AppContext } from '../../context.ts';
 import type { PageChrome } from './views.ts';
 import { SESSION_COOKIE, type SignedIn } from './session.ts';
 import { escapeHtml } from '../../text/render.ts';
+import { truncate } from './page-view.ts';
 
 /** The layout's chrome for a public page: for a stranger when `signedIn` is null (the form that is cached). */
 export function publicChrome(config: AppContext['config'], signedIn: SignedIn | null, title: string, head = ''): PageChrome {
   return {
-    title,
+    // Titles are what search results and tabs show: kept short.
+    title: truncate(title, 70),
     instanceTitle: config.instanceTitle,
     signedInAs: signedIn ? { username: signedIn.account.username, admin: signedIn.user.admin } : null,
     csrfToken: '',

@@ -62,7 +62,10 @@ export interface AccountView {
   /** The ActivityPub actor id. */
   uri: string;
   avatar: string;
+  /** The account's own description of its avatar and header, or a plain statement of whose they are. */
+  avatarAlt: string;
   header: string | null;
+  headerAlt: string;
   noteHtml: string;
   /** The bio as plain text, for descriptions in `<meta>`. */
   noteText: string;
@@ -162,15 +165,18 @@ export function truncate(text: string, max: number): string {
 export function accountView(ctx: RenderContext, a: AccountEntity): AccountView {
   const local = a.acct === a.username;
   const missingHeader = a.header.endsWith('/headers/original/missing.png');
+  const displayName = a.display_name.trim() || a.username;
   return {
     id: a.id,
     username: a.username,
     handle: local ? `${a.username}@${ctx.localDomain}` : a.acct,
-    displayName: a.display_name.trim() || a.username,
+    displayName,
     url: a.url ?? a.uri,
     uri: a.uri,
     avatar: a.avatar,
+    avatarAlt: a.avatar_description?.trim() || `Avatar of ${displayName}`,
     header: missingHeader ? null : a.header,
+    headerAlt: a.header_description?.trim() || `Header image of ${displayName}`,
     noteHtml: a.note,
     noteText: htmlToText(a.note),
     fields: a.fields.map((f) => ({ name: f.name, valueHtml: f.value, verified: !!f.verified_at, verifiedAt: f.verified_at ? dateView(f.verified_at) : null })),

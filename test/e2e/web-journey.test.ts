@@ -50,7 +50,8 @@ function watchConsole(page: Page): string[] {
   page.on('console', (m) => { if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(m.text()); });
   page.on('pageerror', (e) => problems.push(e.message));
   page.on('response', (r) => { if (r.request().resourceType() !== 'document' && r.status() >= 400) problems.push(`${r.status()} ${r.url()}`); });
-  page.on('requestfailed', (r) => problems.push(`failed: ${r.url()}`));
+  // A request cut off by the next navigation (ERR_ABORTED, often the icon) is the test moving on, not a fault.
+  page.on('requestfailed', (r) => { if (!/ERR_ABORTED/.test(r.failure()?.errorText ?? '')) problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`); });
   return problems;
 }
 

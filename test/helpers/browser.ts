@@ -1,6 +1,5 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
-import { existsSync } from 'node:fs';
 import { mkdtemp, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +7,6 @@ import { expect } from 'vitest';
 
 /** Debian's chromium (`.ci/run` installs it when missing); CHROMIUM_PATH points elsewhere. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const hasChromium = existsSync(CHROMIUM);
 
 /**
  * A headless Chromium as the machine's set-up runs it: no sandbox (tests run as root), no background networking

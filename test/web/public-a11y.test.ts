@@ -8,7 +8,7 @@ import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { expectAccessible, hasChromium, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
 
 let s: TestServer & { url: string };
 let browser: Browser;
@@ -16,7 +16,6 @@ let alice: TestUser;
 const paths: string[] = [];
 
 beforeAll(async () => {
-  if (!hasChromium) return;
   s = await startListeningServer({ INSTANCE_TITLE: 'Accessible place' });
   const client = await createApp(s.app);
   alice = await registerUser(s.app, client, 'alice');
@@ -41,7 +40,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-describe.skipIf(!hasChromium)('public pages in a browser', () => {
+describe('public pages in a browser', () => {
   // Every page in the light scheme; the dark one changes only colours, so a few pages with every kind of content.
   for (const scheme of ['light', 'dark'] as const) {
     it(`pass axe in the ${scheme} colour scheme, without scripts or CSP violations`, async () => {

@@ -194,7 +194,7 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       // Confirmed meanwhile, and no new address waiting: nothing to confirm.
       if (user.confirmed_at !== null && !user.unconfirmed_email) return null;
       const token = newToken();
-      await setMailToken(ctx.db, user.id, 'confirmation', hashSecret(token));
+      await setMailToken(ctx.db, user.id, 'confirmation', hashSecret(token), user.unconfirmed_email ?? user.email);
       const reconfirming = user.confirmed_at !== null;
       return render(ctx, 'confirmation', user.unconfirmed_email ?? user.email,
         reconfirming ? `Confirm your new e-mail address on ${instance}` : `Confirm your e-mail address for ${instance}`, {

@@ -155,8 +155,9 @@ export async function signUp<T = undefined>(
     confirmed: ctx.config.smtp === null,
   }, async (tx, created) => {
     if (!created.user.confirmed_at) queued.push(await queueMail(tx, { type: 'confirmation', userId: created.user.id }));
-    // Operators hear of every sign-up at once (admin.sign_up, and a mail): in approval mode they have work to do.
-    queued.push(...(await alertOperatorsOfSignUp(tx, ctx, { userId: created.user.id, accountId: created.account.id })));
+    // Operators hear of a sign-up (admin.sign_up, and a mail) once its address is confirmed: now if it needs no
+    // confirmation, else when the link is followed (services/account-security.ts).
+    if (created.user.confirmed_at) queued.push(...(await alertOperatorsOfSignUp(tx, ctx, { userId: created.user.id, accountId: created.account.id })));
     return opts.alsoInTransaction ? opts.alsoInTransaction(tx, created) : undefined;
   });
   // After the commit; a crash before this leaves the rows for the outbox sweeper.

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { findUserByEmail, type UserRow } from '../storage/users.ts';
+import { hashSecret } from '../storage/oauth.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import { verifyPassword } from './passwords.ts';
 import { secondFactorMatches } from './two-factor.ts';
@@ -12,14 +13,19 @@ export type CredentialCheck =
   | { ok: true; user: UserRow; account: AccountRow }
   | { ok: false; error: string; status: 401 | 403 | 429 };
 
-const failuresKey = (ctx: AppContext, userId: string) => `${ctx.config.redisPrefix}sign-in-failures:{${userId}}`;
+/**
+ * Failures are counted by address, whether or not an account has it: a lock that only known addresses could reach
+ * would tell which addresses have accounts here.
+ */
+const failuresKey = (ctx: AppContext, email: string) => `${ctx.config.redisPrefix}sign-in-failures:{${hashSecret(email.trim().toLowerCase())}}`;
 
-async function tooManyFailures(ctx: AppContext, userId: string): Promise<boolean> {
-  return Number(await ctx.redis.get(failuresKey(ctx, userId))) >= MAX_FAILURES;
+async function tooManyFailures(ctx: AppContext, email: string): Promise<boolean> {
+  return Number(await ctx.redis.get(failuresKey(ctx, email))) >= MAX_FAILURES;
 }
 
-async function countFailure(ctx: AppContext, userId: string): Promise<void> {
-  await ctx.redis.multi().incr(failuresKey(ctx, userId)).expire(failuresKey(ctx, userId), FAILURE_WINDOW_SECONDS).exec();
+async function countFailure(ctx: AppContext, email: string): Promise<void> {
+  const key = failuresKey(ctx, email);
+  await ctx.redis.multi().incr(key).expire(key, FAILURE_WINDOW_SECONDS).exec();
 }
 
 export const TOO_MANY_ATTEMPTS = 'Too many failed sign-in attempts. Try again in a few minutes.';
@@ -30,10 +36,10 @@ const INVALID = 'Invalid e-mail address or password.';
  * then whether this login may be used at all. Unknown addresses cost the same time as known ones.
  */
 export async function checkCredentials(ctx: AppContext, email: string, password: string): Promise<CredentialCheck> {
+  if (email && (await tooManyFailures(ctx, email))) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
   const user = email ? await findUserByEmail(ctx.db, email) : null;
-  if (user && (await tooManyFailures(ctx, user.id))) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
   if (!(await verifyPassword(user?.password_hash ?? null, password)) || !user) {
-    if (user) await countFailure(ctx, user.id);
+    if (email) await countFailure(ctx, email);
     return { ok: false, error: INVALID, status: 401 };
   }
   const account = await findAccountById(ctx.db, user.account_id);
@@ -44,15 +50,26 @@ export async function checkCredentials(ctx: AppContext, email: string, password:
 
 /** The second step when two-factor sign-in is on; failures count against the same per-account limit. */
 export async function checkSecondFactor(ctx: AppContext, user: UserRow, code: string): Promise<{ ok: true } | { ok: false; error: string; status: 401 | 429 }> {
-  if (await tooManyFailures(ctx, user.id)) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
+  if (await tooManyFailures(ctx, user.email)) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
   if (await secondFactorMatches(ctx.db, user, code)) return { ok: true };
-  await countFailure(ctx, user.id);
+  await countFailure(ctx, user.email);
   return { ok: false, error: 'Invalid two-factor code or recovery code.', status: 401 };
 }
 
 /** After a successful sign-in, earlier failures no longer count. */
-export async function clearFailures(ctx: AppContext, userId: string): Promise<void> {
-  await ctx.redis.del(failuresKey(ctx, userId));
+export async function clearFailures(ctx: AppContext, user: UserRow): Promise<void> {
+  await ctx.redis.del(failuresKey(ctx, user.email));
+}
+
+/**
+ * The current password, asked again by settings (e-mail and password changes, two-factor changes): failures count
+ * against the same per-account limit as sign-in, so a borrowed session cannot be used to guess it.
+ */
+export async function checkCurrentPassword(ctx: AppContext, user: UserRow, password: string): Promise<string | null> {
+  if (await tooManyFailures(ctx, user.email)) return TOO_MANY_ATTEMPTS;
+  if (await verifyPassword(user.password_hash, password)) return null;
+  await countFailure(ctx, user.email);
+  return 'The current password is wrong.';
 }
 
 /** Whether a user may be signed in at all: confirmed, approved, not disabled, account not suspended. */

@@ -139,6 +139,11 @@ export async function revokeAccessToken(db: Queryable, token: string, applicatio
   );
 }
 
+/** Voids a user's authorization codes not yet exchanged (with a sign-out everywhere, a code must not outlive it). */
+export async function revokeUserGrants(db: Queryable, userId: string): Promise<void> {
+  await db.query(`UPDATE oauth_access_grants SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, [userId]);
+}
+
 /** Signs a user out of every app (after a password reset). */
 export async function revokeUserTokens(db: Queryable, userId: string): Promise<number> {
   const { rowCount } = await db.query(

@@ -118,21 +118,30 @@ const TOKEN_COLUMNS: Record<MailToken, { hash: string; sentAt: string }> = {
   reset_password: { hash: 'reset_password_token_hash', sentAt: 'reset_password_sent_at' },
 };
 
-/** Stores a new token's hash (replacing any earlier one, whose link stops working). */
-export async function setMailToken(db: Queryable, userId: string, kind: MailToken, tokenHash: string): Promise<void> {
+/**
+ * Stores a new token's hash (replacing any earlier one, whose link stops working). A confirmation token also records
+ * the address it was sent to: it confirms that address only, whatever the account asks for later.
+ */
+export async function setMailToken(db: Queryable, userId: string, kind: MailToken, tokenHash: string, sentTo?: string): Promise<void> {
   const c = TOKEN_COLUMNS[kind];
-  await db.query(`UPDATE users SET ${c.hash} = $2, ${c.sentAt} = now() WHERE id = $1`, [userId, tokenHash]);
+  if (kind === 'confirmation') {
+    await db.query(`UPDATE users SET ${c.hash} = $2, ${c.sentAt} = now(), confirmation_sent_to = $3 WHERE id = $1`, [userId, tokenHash, sentTo ?? null]);
+  } else {
+    await db.query(`UPDATE users SET ${c.hash} = $2, ${c.sentAt} = now() WHERE id = $1`, [userId, tokenHash]);
+  }
 }
 
 /**
- * Takes a token: the user it belongs to if it was sent less than `maxAgeSeconds` ago, and the token is cleared in
- * the same statement so that it works once. Null for an unknown, used or expired token.
+ * Takes a token: the user it belongs to if it was sent less than `maxAgeSeconds` ago (and, for a confirmation, to
+ * the address now waiting for it), and the token is cleared in the same statement so that it works once. Null for
+ * an unknown, used, expired or superseded token.
  */
 export async function takeMailToken(db: Queryable, kind: MailToken, tokenHash: string, maxAgeSeconds: number): Promise<UserRow | null> {
   const c = TOKEN_COLUMNS[kind];
+  const sameAddress = kind === 'confirmation' ? `AND lower(coalesce(unconfirmed_email, email)) = lower(confirmation_sent_to)` : '';
   const { rows } = await db.query<UserRow>(
     `UPDATE users SET ${c.hash} = NULL, updated_at = now()
-      WHERE ${c.hash} = $1 AND ${c.sentAt} > now() - make_interval(secs => $2)
+      WHERE ${c.hash} = $1 AND ${c.sentAt} > now() - make_interval(secs => $2) ${sameAddress}
       RETURNING ${COLUMNS}`,
     [tokenHash, maxAgeSeconds],
   );
@@ -149,8 +158,9 @@ export async function confirmEmail(db: Queryable, userId: string): Promise<void>
   );
 }
 
+/** Sets the address waiting for confirmation; any confirmation link sent before is void from now on. */
 export async function setUnconfirmedEmail(db: Queryable, userId: string, email: string | null): Promise<void> {
-  await db.query(`UPDATE users SET unconfirmed_email = $2, updated_at = now() WHERE id = $1`, [userId, email]);
+  await db.query(`UPDATE users SET unconfirmed_email = $2, confirmation_token_hash = NULL, updated_at = now() WHERE id = $1`, [userId, email]);
 }
 
 /** Operators who approve sign-ups and handle reports: every admin whose login works (bounded: a server has few). */

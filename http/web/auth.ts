@@ -11,6 +11,7 @@ import { confirmAddress, passwordProblem, requestPasswordReset, resendConfirmati
 import { operatorHtml } from '../../services/instance.ts';
 import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
+import { hashSecret } from '../../storage/oauth.ts';
 import { endWebSession, startWebSession } from './session.ts';
 import { sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
 
@@ -31,10 +32,20 @@ const PENDING_COOKIE = '_pending_sign_in';
 /** How long the second step of a sign-in may wait for its code. */
 const PENDING_SECONDS = 300;
 
-/** Only our own paths: an open redirect after sign-in would hand a fresh session's first page to anyone. */
-export function safeReturnTo(value: string | undefined): string {
-  if (!value || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\r\n]/.test(value)) return '/';
-  return value;
+/**
+ * Only our own paths: an open redirect after sign-in would hand a fresh session's first page to anyone. The value is
+ * resolved as a browser would resolve it (which drops tabs and line breaks, and reads `\\` as `/`) and must stay on
+ * our origin; what is returned is the resolved path, percent-encoded.
+ */
+export function safeReturnTo(value: string | undefined, base: string): string {
+  if (!value || !value.startsWith('/') || /[\x00-\x1f\\]/.test(value)) return '/';
+  try {
+    const origin = new URL(base).origin;
+    const url = new URL(value, origin);
+    return url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : '/';
+  } catch {
+    return '/';
+  }
 }
 
 /** Joining, confirming an address, signing in (with a second factor), signing out and resetting a password. */
@@ -112,10 +123,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   app.get<{ Querystring: { confirmation_token?: string } }>('/auth/confirmation', {
     schema: { querystring: Type.Object({ confirmation_token: Type.Optional(Type.String({ maxLength: 200 })) }) },
   }, async (request, reply) => {
-    const user = request.query.confirmation_token ? await confirmAddress(ctx, request.query.confirmation_token) : null;
-    if (!user) {
+    const confirmed = request.query.confirmation_token ? await confirmAddress(ctx, request.query.confirmation_token) : null;
+    if (confirmed && 'taken' in confirmed) {
+      return sendMessagePage(ctx, request, reply, 'Address taken', 'Another account took this address while it waited for confirmation. Choose another one in your settings.', { status: 409, kind: 'error' });
+    }
+    if (!confirmed) {
       return sendMessagePage(ctx, request, reply, 'Link not valid', 'This confirmation link is invalid, was already used or has expired.', { status: 404, kind: 'error', link: { href: '/auth/confirmation/new', text: 'Send a new link' } });
     }
+    const user = confirmed.user;
     const fresh = await findUserById(ctx.db, user.id);
     const message = fresh && !fresh.approved
       ? 'Your e-mail address is confirmed. The operators still have to approve your account; you will get an e-mail once they have.'
@@ -138,14 +153,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   app.get<{ Querystring: { return_to?: string } }>('/auth/sign_in', {
     schema: { querystring: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })) }) },
   }, async (request, reply) => {
-    const returnTo = safeReturnTo(request.query.return_to);
+    const returnTo = safeReturnTo(request.query.return_to, ctx.config.publicUrl);
     if (await request.signedIn()) return reply.redirect(returnTo);
     return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email: '', returnTo, error: '', notice: '' });
   });
 
   app.post('/auth/sign_in', { schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const { email = '', password = '' } = request.body;
-    const returnTo = safeReturnTo(request.body.return_to);
+    const returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
     const checked = await checkCredentials(ctx, email.trim(), password);
     if (!checked.ok) {
       return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email, returnTo, error: checked.error, notice: '' }, checked.status);
@@ -153,11 +168,12 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     if (checked.user.otp_enabled_at) {
       // The password was right: the second step waits for the code, bound to this browser by a cookie of its own.
       const token = randomBytes(32).toString('base64url');
-      await ctx.redis.set(pendingKey(token), JSON.stringify({ userId: checked.user.id, returnTo }), 'EX', PENDING_SECONDS);
+      // Bound to the password it was started with: a reset or change meanwhile voids it.
+      await ctx.redis.set(pendingKey(token), JSON.stringify({ userId: checked.user.id, returnTo, pw: hashSecret(checked.user.password_hash) }), 'EX', PENDING_SECONDS);
       reply.setCookie(PENDING_COOKIE, token, { path: '/auth/sign_in', httpOnly: true, sameSite: 'lax', secure: ctx.config.publicUrl.startsWith('https:'), maxAge: PENDING_SECONDS });
       return reply.redirect('/auth/sign_in/two_factor', 303);
     }
-    await clearFailures(ctx, checked.user.id);
+    await clearFailures(ctx, checked.user);
     await startWebSession(ctx, request, reply, checked.user);
     return reply.redirect(returnTo, 303);
   });
@@ -165,7 +181,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   const pendingSignIn = async (request: FastifyRequest) => {
     const token = request.cookies[PENDING_COOKIE];
     const raw = token && token.length < 100 ? await ctx.redis.get(pendingKey(token)) : null;
-    return raw && token ? { token, ...(JSON.parse(raw) as { userId: string; returnTo: string }) } : null;
+    return raw && token ? { token, ...(JSON.parse(raw) as { userId: string; returnTo: string; pw: string }) } : null;
   };
 
   app.get('/auth/sign_in/two_factor', async (request, reply) => {
@@ -179,12 +195,12 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const pending = await pendingSignIn(request);
     const user = pending ? await findUserById(ctx.db, pending.userId) : null;
-    if (!pending || !user) return reply.redirect('/auth/sign_in', 303);
+    if (!pending || !user || hashSecret(user.password_hash) !== pending.pw) return reply.redirect('/auth/sign_in', 303);
     const checked = await checkSecondFactor(ctx, user, request.body.code ?? '');
     if (!checked.ok) return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: checked.error }, checked.status);
     await ctx.redis.del(pendingKey(pending.token));
     reply.clearCookie(PENDING_COOKIE, { path: '/auth/sign_in' });
-    await clearFailures(ctx, user.id);
+    await clearFailures(ctx, user);
     await startWebSession(ctx, request, reply, user);
     return reply.redirect(pending.returnTo, 303);
   });

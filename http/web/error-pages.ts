@@ -8,7 +8,7 @@ import { publicChrome } from './page-chrome.ts';
  * Paths that answer programs, never people: the API, OAuth's token endpoints, ActivityPub and discovery documents,
  * health and metrics. Their errors stay Mastodon's JSON whatever the client accepts.
  */
-const MACHINE_PATH = /^\/(?:api\/|oauth\/(?:token|revoke|introspect)|\.well-known\/|nodeinfo\/|users\/|inbox|system\/|health|metrics|instance\/|files\/)/;
+const MACHINE_PATH = /^\/(?:api\/|admin\/queues|oauth\/(?:token|revoke|introspect|userinfo)|\.well-known\/|nodeinfo\/|users\/|inbox|system\/|health|metrics|instance\/|files\/)/;
 
 /** A browser (it sends `Accept: text/html,…`). */
 export function acceptsHtml(request: FastifyRequest): boolean {

@@ -28,7 +28,12 @@ export default async function oembedRoutes(app: FastifyInstance, { ctx }: Public
     const target = new URL(url);
     const match = POST_PATH.exec(target.pathname);
     if (target.origin !== new URL(ctx.config.publicUrl).origin || !match) return notFound();
-    const username = decodeURIComponent(match[1] ?? match[2]!);
+    let username: string;
+    try {
+      username = decodeURIComponent(match[1] ?? match[2]!);
+    } catch {
+      return notFound(); // a malformed escape is no post of ours
+    }
     const id = match[3]!;
     const account = isId(id) ? await publishedLocalAccount(ctx, username) : null;
     const status = account ? await findStatus(ctx.db, id) : null;

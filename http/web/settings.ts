@@ -6,7 +6,7 @@ import { ApiError } from '../../errors.ts';
 import { updateAccountProfile } from '../../services/profile.ts';
 import { changeEmail, changePassword, signOutEverywhere } from '../../services/account-security.ts';
 import { disableTwoFactor, enableTwoFactor, newTotpSecret, regenerateRecoveryCodes, totpEnrolment, totpMatches } from '../../services/two-factor.ts';
-import { verifyPassword } from '../../services/passwords.ts';
+import { checkCurrentPassword } from '../../services/sign-in.ts';
 import { isLanguage } from '../../services/languages.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { authorizedApplications, revokeApplicationForUser } from '../../storage/oauth.ts';
@@ -193,9 +193,8 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!me) return;
     const secret = await ctx.redis.get(setupKey(me.user.id));
     if (!secret || me.user.otp_enabled_at) return reply.redirect('/settings/two_factor', 303);
-    if (!(await verifyPassword(me.user.password_hash, request.body.current_password ?? ''))) {
-      return twoFactorPage(request, reply, me, { error: 'The current password is wrong.' }, 422);
-    }
+    const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
+    if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
     if (!(await totpMatches(secret, (request.body.code ?? '').trim()))) {
       return twoFactorPage(request, reply, me, { error: 'That code is not right. Check that your phone\'s clock is correct and try the code shown now.' }, 422);
     }
@@ -208,9 +207,8 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
     if (!me.user.otp_enabled_at) return reply.redirect('/settings/two_factor', 303);
-    if (!(await verifyPassword(me.user.password_hash, request.body.current_password ?? ''))) {
-      return twoFactorPage(request, reply, me, { error: 'The current password is wrong.' }, 422);
-    }
+    const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
+    if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
     const codes = await regenerateRecoveryCodes(ctx.db, me.user);
     return twoFactorPage(request, reply, me, { notice: 'New recovery codes made; the old ones no longer work.', recoveryCodes: codes });
   });
@@ -218,9 +216,8 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
   app.post('/settings/two_factor/disable', { schema: { body: Type.Object(Password) } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
-    if (!(await verifyPassword(me.user.password_hash, request.body.current_password ?? ''))) {
-      return twoFactorPage(request, reply, me, { error: 'The current password is wrong.' }, 422);
-    }
+    const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
+    if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
     await disableTwoFactor(ctx.db, me.user.id);
     return reply.redirect('/settings/two_factor?notice=two_factor_off', 303);
   });

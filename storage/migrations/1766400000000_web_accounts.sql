@@ -5,6 +5,8 @@ ALTER TABLE users
   ADD COLUMN confirmed_at timestamptz,
   ADD COLUMN confirmation_token_hash text,
   ADD COLUMN confirmation_sent_at timestamptz,
+  -- The address the confirmation link went to: it confirms that address and no other.
+  ADD COLUMN confirmation_sent_to text,
   -- A new address waits here until it is confirmed; the old one stays in use meanwhile (Devise's reconfirmable).
   ADD COLUMN unconfirmed_email text,
   ADD COLUMN reset_password_token_hash text,
@@ -44,6 +46,6 @@ ALTER TABLE accounts DROP COLUMN avatar_description, DROP COLUMN header_descript
 DROP INDEX users_reset_password_token;
 DROP INDEX users_confirmation_token;
 ALTER TABLE users
-  DROP COLUMN confirmed_at, DROP COLUMN confirmation_token_hash, DROP COLUMN confirmation_sent_at, DROP COLUMN unconfirmed_email,
+  DROP COLUMN confirmed_at, DROP COLUMN confirmation_token_hash, DROP COLUMN confirmation_sent_at, DROP COLUMN confirmation_sent_to, DROP COLUMN unconfirmed_email,
   DROP COLUMN reset_password_token_hash, DROP COLUMN reset_password_sent_at, DROP COLUMN otp_secret, DROP COLUMN otp_enabled_at,
   DROP COLUMN otp_last_step, DROP COLUMN otp_backup_code_hashes, DROP COLUMN last_sign_in_at, DROP COLUMN last_sign_in_ip;

@@ -82,7 +82,7 @@ describe('joining from the browser', () => {
     const bad = await browser.signIn('walker@example.com', 'wrong-password');
     expect(bad.statusCode).toBe(401);
     expect(bad.body).toContain('Invalid e-mail address or password');
-    for (const evil of ['https://evil.example/', '//evil.example/', '/\\evil.example']) {
+    for (const evil of ['https://evil.example/', '//evil.example/', '/\\evil.example', '/\t/evil.example', '/\n/evil.example']) {
       const res = await new WebClient(s.app).signIn('walker@example.com', 'pw-walker-long', evil);
       expect(res.statusCode).toBe(303);
       expect(res.headers.location).toBe('/');
@@ -239,5 +239,25 @@ describe('two-factor sign-in', () => {
     const locked = await new WebClient(s.app).signIn('target@example.com', 'pw-target-long');
     expect(locked.statusCode).toBe(429);
     expect(locked.body).toContain('Too many failed sign-in attempts');
+    // An address without an account locks the same way: the lock tells nobody which addresses have accounts.
+    for (let i = 0; i < 10; i++) expect((await new WebClient(s.app).signIn('ghost@example.com', `guess-${i}`)).statusCode).toBe(401);
+    expect((await new WebClient(s.app).signIn('ghost@example.com', 'anything')).statusCode).toBe(429);
+  });
+
+  it('counts wrong current passwords in settings against the same limit', async () => {
+    const browser = new WebClient(s.app);
+    await signUp(browser, 'borrowed');
+    for (let i = 0; i < 10; i++) {
+      const res = await browser.submit('/settings/account', '/settings/account/password', { current_password: `guess-${i}`, password: 'whatever-new-1', password_confirmation: 'whatever-new-1' });
+      expect(res.statusCode).toBe(422);
+    }
+    const locked = await browser.submit('/settings/account', '/settings/account/password', { current_password: 'pw-borrowed-long', password: 'whatever-new-1', password_confirmation: 'whatever-new-1' });
+    expect(locked.statusCode).toBe(422);
+    expect(locked.body).toContain('Too many failed sign-in attempts');
+  });
+
+  it('answers a malformed oEmbed URL with 404, not an error', async () => {
+    const res = await s.app.inject({ method: 'GET', url: `/api/oembed?url=${encodeURIComponent('http://test.local/@%E0%A4%A/1')}` });
+    expect(res.statusCode).toBe(404);
   });
 });

@@ -57,6 +57,17 @@ describe('address confirmation', () => {
     expect((await browser.signIn('fresh@example.com', 'pw-fresh-long')).statusCode).toBe(303);
   });
 
+  it('voids a link once another address is asked for: it never confirms an address its mail did not reach', async () => {
+    const token = await apiSignUp('mallory');
+    const first = await smtp.waitFor((m) => m.envelopeTo.includes('mallory@example.com'));
+    const change = await s.app.inject({ method: 'POST', url: '/api/v1/emails/confirmations', headers: bearer(token), payload: { email: 'victim@example.org' } });
+    expect(change.statusCode, change.body).toBe(200);
+    expect((await new WebClient(s.app).get(linkIn(first.text, '/auth/confirmation'))).statusCode).toBe(404);
+    const { rows } = await s.ctx.db.query(`SELECT email, confirmed_at FROM users WHERE email = 'mallory@example.com'`);
+    expect(rows[0].confirmed_at).toBeNull();
+    expect((await s.ctx.db.query(`SELECT 1 FROM users WHERE email = 'victim@example.org'`)).rowCount).toBe(0);
+  });
+
   it('sends a new link on request, answering the same for unknown addresses', async () => {
     await apiSignUp('forgetful');
     await smtp.waitFor((m) => m.envelopeTo.includes('forgetful@example.com'));

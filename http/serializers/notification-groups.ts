@@ -5,7 +5,7 @@ import { findAccountsByIds, type AccountRow } from '../../storage/accounts.ts';
 import { silencesNotificationsFrom } from '../../services/relations.ts';
 import { renderAccount } from './account.ts';
 import { renderStatus } from './status.ts';
-import { loadForViewer } from './statuses.ts';
+import { loadForViewer, reportsOfNotifications } from './statuses.ts';
 
 // Mastodon's GroupedNotificationsResults, NotificationGroup, PartialAccountWithAvatar and NotificationRequest.
 
@@ -28,6 +28,7 @@ function renderPartialAccount(ctx: AppContext, a: AccountRow) {
 export async function renderGroupedNotifications(ctx: AppContext, viewerId: string, groups: PageGroup[], expand: ExpandAccounts = 'full') {
   const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(groups.flatMap((g) => g.sampleAccountIds))])).map((a) => [a.id, a]));
   const statusIds = [...new Set(groups.map((g) => g.statusId).filter((id): id is string => !!id))];
+  const reports = await reportsOfNotifications(ctx, groups.map((g) => g.reportId));
   const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const statuses = new Map(visible.map((s) => [s.id, s]));
   const shown = (id: string) => accounts.has(id) && !silencesNotificationsFrom(relations, accounts.get(id), id);
@@ -50,6 +51,7 @@ export async function renderGroupedNotifications(ctx: AppContext, viewerId: stri
       ...(g.page ? { page_min_id: g.page.minId, page_max_id: g.page.maxId, latest_page_notification_at: g.page.latestAt.toISOString() } : {}),
       sample_account_ids: sample,
       ...(g.statusId ? { status_id: g.statusId } : {}),
+      ...(g.reportId && reports.render(g.reportId) ? { report: reports.render(g.reportId) } : {}),
     });
   }
   return {

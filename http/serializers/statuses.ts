@@ -40,20 +40,28 @@ export async function renderStatuses(ctx: AppContext, viewerId: string | null, i
   return rows.map((s) => renderStatus(ctx.render, bundle, s));
 }
 
+/** The reports admin.report notifications carry (few: only operators get them), rendered as Report entities. */
+export async function reportsOfNotifications(ctx: AppContext, ids: (string | null | undefined)[]) {
+  const reportIds = [...new Set(ids.filter((id): id is string => !!id))];
+  const reports = new Map((await Promise.all(reportIds.map((id) => findReport(ctx.db, id)))).filter((r) => r !== null).map((r) => [r.id, r]));
+  const targets = new Map((await findAccountsByIds(ctx.db, [...new Set([...reports.values()].map((r) => r.target_account_id))])).map((a) => [a.id, a]));
+  return {
+    accounts: targets,
+    render: (id: string | null | undefined) => {
+      const report = id ? reports.get(id) : undefined;
+      const target = report ? targets.get(report.target_account_id) : undefined;
+      return report && target ? renderReport(ctx.render, report, target) : null;
+    },
+  };
+}
+
 /**
  * Notifications with their accounts and statuses; one whose status the viewer can no longer see, or has filtered
  * out of notifications, is left out.
  */
 export async function renderNotifications(ctx: AppContext, viewerId: string, rows: NotificationRow[]) {
-  // An admin.report carries its report (few: only operators get them).
-  const reportIds = [...new Set(rows.map((n) => n.report_id).filter((id): id is string => !!id))];
-  const reports = new Map((await Promise.all(reportIds.map((id) => findReport(ctx.db, id)))).filter((r) => r !== null).map((r) => [r.id, r]));
-  const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set([...rows.map((n) => n.from_account_id), ...[...reports.values()].map((r) => r.target_account_id)])])).map((a) => [a.id, a]));
-  const renderedReport = (id: string | null | undefined) => {
-    const report = id ? reports.get(id) : undefined;
-    const target = report ? accounts.get(report.target_account_id) : undefined;
-    return report && target ? renderReport(ctx.render, report, target) : null;
-  };
+  const { accounts: reportTargets, render: renderedReport } = await reportsOfNotifications(ctx, rows.map((n) => n.report_id));
+  const accounts = new Map([...reportTargets, ...(await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a] as const)]);
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
   const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));

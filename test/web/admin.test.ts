@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp } from '../helpers/oauth.ts';
 import { WebClient } from '../helpers/web.ts';
+import { expectEntity } from '../helpers/schema.ts';
 import { registerLocalAccount } from '../../services/accounts.ts';
 
 let s: TestServer;
@@ -86,6 +87,12 @@ describe('operators handle reports from the browser', () => {
     const filed = await s.app.inject({ method: 'POST', url: '/api/v1/reports', headers: bearer(victimToken), payload: { account_id: troll.id, status_ids: [post.id], comment: 'Rude <b>again</b>' } });
     expect(filed.statusCode, filed.body).toBe(200);
     const reportId = filed.json().id;
+    // The operator's apps see it too, grouped (v2) as well as not (v1), with the report.
+    const bossToken = await authorizationCodeToken(s.app, client, 'boss@example.com', 'boss-password', 'read');
+    const v2 = (await s.app.inject({ method: 'GET', url: '/api/v2/notifications', headers: bearer(bossToken) })).json();
+    const group = v2.notification_groups.find((g: { type: string }) => g.type === 'admin.report');
+    expect(group?.report?.id).toBe(reportId);
+    expectEntity('GroupedNotificationsResults', v2);
 
     const list = await operator.get('/admin/reports');
     expect(list.body).toContain(`/admin/reports/${reportId}`);

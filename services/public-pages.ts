@@ -22,7 +22,7 @@ export function prefersNoindex(account: Pick<AccountRow, 'noindex'>): boolean {
  * A thread's replies in reading order: depth-first, oldest reply first at each level. A reply a stranger may not see
  * hides its subtree too (as Mastodon's context does), and at most `limit` are kept.
  */
-export function threadReadingOrder(rootId: string, descendants: { id: string; parent: string }[], visible: ReadonlySet<string>, limit: number): string[] {
+export function threadReadingOrder(rootId: string, descendants: { id: string; parent: string }[], visible: { has(id: string): boolean }, limit: number): string[] {
   const children = new Map<string, string[]>();
   for (const d of descendants) {
     const list = children.get(d.parent);

@@ -12,7 +12,7 @@ import { headTags, publicChrome } from './page-chrome.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView, truncate, type AccountView, type EntryView } from './page-view.ts';
 import { renderRss } from './feeds.ts';
-import { loadEntries, mergeVersions, servePage, wantsActivityJson, type PageResult, type PublicPageOptions } from './page-serving.ts';
+import { loadEntries, mergeVersions, servePage, wantsActivityJson, type PageResult, type PublicPageOptions, type Versions } from './page-serving.ts';
 import { VERSION } from '../serializers/instance.ts';
 
 /** Posts per page, as the API's default. */
@@ -61,12 +61,37 @@ const threadKey = (t: Awaited<ReturnType<typeof threadIds>>) => `${t.ancestors.j
 async function threadWithVersions(ctx: AppContext, status: StatusRow) {
   let thread = await threadIds(ctx.db, status);
   for (let i = 0; i < 3; i++) {
-    const used = await ctx.versions.getMany({ s: [...thread.ancestors, status.id, ...thread.descendants.map((d) => d.id)] });
+    const used = await ctx.versions.getMany({ s: [...thread.ancestors, status.id, ...replyWindow(status.id, thread)] });
     const again = await threadIds(ctx.db, status);
     if (threadKey(again) === threadKey(thread)) return { thread, versions: { s: used.s, a: used.a, v: used.v } };
     thread = again;
   }
   return { thread, versions: null };
+}
+
+/** The replies a page could show, in reading order, before knowing which a stranger may see (twice what is shown). */
+const replyWindow = (rootId: string, thread: Awaited<ReturnType<typeof threadIds>>) =>
+  threadReadingOrder(rootId, thread.descendants, { has: () => true }, MAX_REPLIES * 2);
+
+/**
+ * The replies a stranger may see, in reading order, loaded in rounds of at most MAX_REPLIES posts: a thread of
+ * thousands costs what its first page of replies costs, not a load of every reply.
+ */
+async function visibleReplies(ctx: AppContext, rootId: string, thread: Awaited<ReturnType<typeof threadIds>>, authors: string[]) {
+  const loaded = new Map<string, EntryView>();
+  const hidden = new Set<string>();
+  const versions: Versions[] = [];
+  for (let round = 0; round < 4; round++) {
+    const order = threadReadingOrder(rootId, thread.descendants, { has: (id) => !hidden.has(id) }, MAX_REPLIES);
+    const unknown = order.filter((id) => !loaded.has(id));
+    if (unknown.length === 0) return { order, loaded, versions };
+    const batch = await loadEntries(ctx, unknown, authors);
+    versions.push(batch.versions);
+    for (const e of batch.entries) loaded.set(e.id, e);
+    for (const id of unknown) if (!loaded.has(id)) hidden.add(id);
+  }
+  // Still unsettled after four rounds (a thread mostly hidden from strangers): what is known to be visible.
+  return { order: threadReadingOrder(rootId, thread.descendants, loaded, MAX_REPLIES), loaded, versions };
 }
 
 function profileHead(ctx: AppContext, row: AccountRow, a: AccountView, canonical: string | undefined) {
@@ -209,11 +234,12 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
         return original ? reply.redirect(original.post.url) : notFoundPage(request, reply);
       }
       const { thread, versions } = await threadWithVersions(ctx, status);
-      const loaded = await loadEntries(ctx, [...thread.ancestors, status.id, ...thread.descendants.map((d) => d.id)], [row.id]);
+      const loaded = await loadEntries(ctx, [...thread.ancestors, status.id], [row.id]);
       const byId = new Map(loaded.entries.map((e) => [e.id, e]));
       const entry = byId.get(status.id);
       if (!entry) return notFoundPage(request, reply);
-      const descendants = threadReadingOrder(status.id, thread.descendants, new Set(byId.keys()), MAX_REPLIES).map((d) => byId.get(d)!);
+      const replies = await visibleReplies(ctx, status.id, thread, [row.id]);
+      const descendants = replies.order.map((d) => replies.loaded.get(d)!);
       const p = entry.post;
       const body = renderView('public/post', {
         chrome: publicChrome(ctx.config, viewer, `${p.author.displayName}: "${truncate(p.spoiler ? `Content warning: ${p.spoiler}` : p.text || 'Post', 60)}"`, postHead(ctx, row, entry)),
@@ -222,7 +248,8 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
         entry,
         descendants,
       });
-      return { body, ...(versions ? { cache: { used: mergeVersions(mergeVersions(found.versions, versions), loaded.versions), ttlMs: TTL_MS } } : {}) };
+      const used = [versions, loaded.versions, ...replies.versions].reduce((all, v) => (all && v ? mergeVersions(all, v) : null), found.versions as Versions | null);
+      return { body, ...(used ? { cache: { used, ttlMs: TTL_MS } } : {}) };
     });
   });
 }

@@ -122,6 +122,8 @@ describe('joining from a browser', () => {
     await look(op, 'approvals');
     await op.getByRole('button', { name: 'Approve @newcomer' }).click();
     await expect.poll(() => op.textContent('main')).toContain('approved');
+    await op.goto(s.url + '/admin/reports');
+    await look(op, 'reports');
     await operator.close();
     const approved = await smtp.waitFor((m) => m.envelopeTo.includes('newcomer@example.com') && /approved/i.test(m.subject + m.text));
     expect(linkIn(approved.text, '/auth/sign_in')).toBeTruthy();
@@ -180,6 +182,10 @@ describe('joining from a browser', () => {
     expect(await page.textContent('main')).toContain('Hello from the browser');
     expect(await page.locator('img[alt="An orange square"]').count()).toBeGreaterThan(0);
     await look(page, 'public-profile');
+    for (const settings of ['preferences', 'account', 'applications']) {
+      await page.goto(`${s.url}/settings/${settings}`);
+      await look(page, `settings-${settings}`);
+    }
     const api = await (await fetch(`${s.url}/api/v1/accounts/lookup?acct=newcomer`)).json() as Record<string, string>;
     expect(api.display_name).toBe('New Comer');
     expect(api.avatar_description).toBe('An orange square');

@@ -105,6 +105,11 @@ export interface Config {
    * addresses count as confirmed at once, so that a trial instance works without one.
    */
   smtp: SmtpSettings | null;
+  /**
+   * The key that encrypts two-factor secrets at rest (OTP_SECRET, 32 characters or more; every process must share
+   * it); '' to use a key file made in DATA_DIR on first use (one machine).
+   */
+  otpSecret: string;
   /** Operators' texts for /privacy-policy and /terms-of-service (HTML, sanitised when shown); '' for the defaults. */
   privacyPolicy: string;
   termsOfService: string;
@@ -170,6 +175,12 @@ function file(env: Env, name: string): string {
     // reported below
   }
   throw new ConfigError(name, `no such file: "${path}"`);
+}
+
+function otpSecret(env: Env): string {
+  const value = str(env, 'OTP_SECRET', '');
+  if (value !== '' && value.length < 32) throw new ConfigError('OTP_SECRET', 'must be at least 32 characters (e.g. openssl rand -hex 32)');
+  return value;
 }
 
 /** The text of a file named by a setting ('' when unset), read at start: a file that cannot be read stops start-up. */
@@ -279,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
     scheduledStatusMinDelaySeconds: int(env, 'SCHEDULED_STATUS_MIN_DELAY_SECONDS', 300, 0, 86_400),
     metricsToken: metricsToken(env),
     smtp: smtpSettings(env, localDomain),
+    otpSecret: otpSecret(env),
     privacyPolicy: textFile(env, 'PRIVACY_POLICY_FILE'),
     termsOfService: textFile(env, 'TERMS_OF_SERVICE_FILE'),
     // Mastodon signs with its contact email; without one, our https URL; on plain http (local trials), a placeholder.

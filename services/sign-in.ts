@@ -51,7 +51,7 @@ export async function checkCredentials(ctx: AppContext, email: string, password:
 /** The second step when two-factor sign-in is on; failures count against the same per-account limit. */
 export async function checkSecondFactor(ctx: AppContext, user: UserRow, code: string): Promise<{ ok: true } | { ok: false; error: string; status: 401 | 429 }> {
   if (await tooManyFailures(ctx, user.email)) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
-  if (await secondFactorMatches(ctx.db, user, code)) return { ok: true };
+  if (await secondFactorMatches(ctx, user, code)) return { ok: true };
   await countFailure(ctx, user.email);
   return { ok: false, error: 'Invalid two-factor code or recovery code.', status: 401 };
 }

@@ -12,6 +12,13 @@ describe('settings', () => {
     expect(c.registrationsMode).toBe('open');
   });
 
+  it('reads mail settings by URL or by Mastodon\'s names; none means mail is off', () => {
+    expect(loadConfig({}).smtp).toBeNull();
+    expect(loadConfig({ SMTP_URL: 'smtps://u:p@mail.example:465' }).smtp).toEqual({ url: 'smtps://u:p@mail.example:465', from: 'notifications@localhost' });
+    expect(loadConfig({ SMTP_SERVER: 'mail.example', SMTP_LOGIN: 'me@x', SMTP_PASSWORD: 'p:w', SMTP_FROM_ADDRESS: 'Social <hi@social.example>' }).smtp)
+      .toEqual({ url: 'smtp://me%40x:p%3Aw@mail.example:587', from: 'Social <hi@social.example>' });
+  });
+
   it('builds https URLs behind a TLS proxy', () => {
     expect(loadConfig({ LOCAL_DOMAIN: 'social.example', LOCAL_HTTPS: 'true' }).publicUrl).toBe('https://social.example');
   });
@@ -26,6 +33,10 @@ describe('settings', () => {
     [{ LOCAL_DOMAIN: 'https://x.example/' }, 'LOCAL_DOMAIN'],
     [{ REGISTRATIONS_MODE: 'sometimes' }, 'REGISTRATIONS_MODE'],
     [{ LOCAL_HTTPS: 'maybe' }, 'LOCAL_HTTPS'],
+    [{ OTP_SECRET: 'too-short' }, 'OTP_SECRET'],
+    [{ SMTP_URL: 'http://mail.example' }, 'SMTP_URL'],
+    [{ SMTP_SERVER: 'mail.example', SMTP_PORT: 'x' }, 'SMTP_PORT'],
+    [{ PRIVACY_POLICY_FILE: '/no/such/file.html' }, 'PRIVACY_POLICY_FILE'],
   ])('refuses %o naming %s', (env, setting) => {
     let error: unknown;
     try {

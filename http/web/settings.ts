@@ -198,7 +198,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!(await totpMatches(secret, (request.body.code ?? '').trim()))) {
       return twoFactorPage(request, reply, me, { error: 'That code is not right. Check that your phone\'s clock is correct and try the code shown now.' }, 422);
     }
-    const codes = await enableTwoFactor(ctx.db, me.user.id, secret);
+    const codes = await enableTwoFactor(ctx, me.user.id, secret);
     await ctx.redis.del(setupKey(me.user.id));
     return twoFactorPage(request, reply, me, { notice: NOTICES.two_factor_on, recoveryCodes: codes });
   });
@@ -209,7 +209,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!me.user.otp_enabled_at) return reply.redirect('/settings/two_factor', 303);
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
-    const codes = await regenerateRecoveryCodes(ctx.db, me.user);
+    const codes = await regenerateRecoveryCodes(ctx, me.user);
     return twoFactorPage(request, reply, me, { notice: 'New recovery codes made; the old ones no longer work.', recoveryCodes: codes });
   });
 
@@ -218,7 +218,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!me) return;
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
-    await disableTwoFactor(ctx.db, me.user.id);
+    await disableTwoFactor(ctx, me.user.id);
     return reply.redirect('/settings/two_factor?notice=two_factor_off', 303);
   });
 

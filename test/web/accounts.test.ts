@@ -209,8 +209,11 @@ describe('two-factor sign-in', () => {
     expect(on.statusCode).toBe(200);
     const codes = [...on.body.matchAll(/<li>([0-9a-f]{10})<\/li>/g)].map((m) => m[1]!);
     expect(codes).toHaveLength(10);
-    const stored = (await s.ctx.db.query(`SELECT otp_backup_code_hashes FROM users WHERE email = 'careful@example.com'`)).rows[0].otp_backup_code_hashes;
-    expect(stored).not.toContain(codes[0]);
+    const row = (await s.ctx.db.query(`SELECT otp_secret, otp_backup_code_hashes FROM users WHERE email = 'careful@example.com'`)).rows[0];
+    expect(row.otp_backup_code_hashes).not.toContain(codes[0]);
+    // The TOTP secret is kept encrypted (AES-GCM, a key outside the database).
+    expect(row.otp_secret).toMatch(/^v1:/);
+    expect(row.otp_secret).not.toContain(secret);
 
     const next = new WebClient(s.app);
     const first = await next.signIn('careful@example.com', 'pw-careful-long');

@@ -10,6 +10,7 @@ import { bearer, createApp, registerUser, authorizationCodeToken, type Registere
 import { multipart } from '../helpers/multipart.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { setAdmin } from '../../storage/users.ts';
+import { expectEntity } from '../helpers/schema.ts';
 import { findAccountById, upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { insertWebSession } from '../../storage/web-sessions.ts';
@@ -173,8 +174,9 @@ describe('the about page', () => {
     const apiPolicy = await api(null, 'GET', '/api/v1/instance/privacy_policy');
     expect(apiPolicy.status).toBe(200);
     expect(apiPolicy.body).toEqual({ updated_at: expect.any(String), content: expect.stringContaining('session cookie') });
+    // No operator terms: the page shows defaults, the API answers 404 as Mastodon's does.
     const apiTerms = await api(null, 'GET', '/api/v1/instance/terms_of_service');
-    expect(apiTerms.body).toMatchObject({ effective: true, effective_date: expect.stringMatching(/^\d{4}-\d\d-\d\d$/), succeeded_by: null });
+    expect(apiTerms.status).toBe(404);
   });
 
   it("shows the operator's texts, sanitised", async () => {
@@ -189,6 +191,13 @@ describe('the about page', () => {
       const apiPolicy = (await other.app.inject({ method: 'GET', url: '/api/v1/instance/privacy_policy' })).json();
       expect(apiPolicy.content).toContain('We keep little.');
       expect(apiPolicy.content).not.toContain('<script');
+      other.config.termsOfService = '<p>Be decent.</p>';
+      const terms = await other.app.inject({ method: 'GET', url: '/api/v1/instance/terms_of_service' });
+      expect(terms.statusCode).toBe(200);
+      expectEntity('TermsOfService', terms.json());
+      expect(terms.json()).toMatchObject({ effective: true, content: '<p>Be decent.</p>', succeeded_by: null });
+      expect((await other.app.inject({ method: 'GET', url: `/api/v1/instance/terms_of_service/${terms.json().effective_date}` })).statusCode).toBe(200);
+      expect((await other.app.inject({ method: 'GET', url: '/api/v1/instance/terms_of_service/2001-01-01' })).statusCode).toBe(404);
     } finally {
       await other.close();
     }

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../../route-options.ts';
+import { Type } from 'typebox';
+import { notFound } from '../../../errors.ts';
 import { instanceStats } from '../../../storage/instance.ts';
 import { listRules } from '../../../storage/rules.ts';
 import { renderExtendedDescription, renderInstanceV1, renderRule, type InstanceExtras } from '../../serializers/instance.ts';
@@ -36,8 +38,9 @@ export default async function instanceV1Routes(app: FastifyInstance, { ctx }: Ro
   app.get('/api/v1/instance/rules', { config: { auth: { kind: 'anonymous' } } }, async () =>
     (await listRules(ctx.db)).map(renderRule));
 
+  // With none set by the operator, Mastodon answers an empty text and no date (the about page shows the description).
   app.get('/api/v1/instance/extended_description', { config: { auth: { kind: 'anonymous' } } }, async () =>
-    renderExtendedDescription(await extendedDescription(ctx)));
+    (ctx.config.instanceExtendedDescription.trim() === '' ? { updated_at: null, content: '' } : renderExtendedDescription(await extendedDescription(ctx))));
 
   // The operator's texts, or the defaults the pages show too (services/instance-policies.ts).
   app.get('/api/v1/instance/privacy_policy', { config: { auth: { kind: 'anonymous' } } }, async () => {
@@ -45,10 +48,21 @@ export default async function instanceV1Routes(app: FastifyInstance, { ctx }: Ro
     return { updated_at: policy.updatedAt.toISOString(), content: policy.content };
   });
 
-  app.get('/api/v1/instance/terms_of_service', { config: { auth: { kind: 'anonymous' } } }, async () => {
+  // Only the operator's terms (TERMS_OF_SERVICE_FILE): with none, 404 as on Mastodon (the page shows default terms).
+  // One version, in effect since it last changed; /:date answers it for its own date only.
+  const operatorTerms = async () => {
     const terms = await termsOfService(ctx);
-    // One version, in effect since it was last changed.
+    if (!terms.custom) throw notFound();
     return { effective_date: terms.updatedAt.toISOString().slice(0, 10), effective: true, content: terms.content, succeeded_by: null };
+  };
+  app.get('/api/v1/instance/terms_of_service', { config: { auth: { kind: 'anonymous' } } }, operatorTerms);
+  app.get<{ Params: { date: string } }>('/api/v1/instance/terms_of_service/:date', {
+    schema: { params: Type.Object({ date: Type.String({ maxLength: 20 }) }) },
+    config: { auth: { kind: 'anonymous' } },
+  }, async (request) => {
+    const terms = await operatorTerms();
+    if (terms.effective_date !== request.params.date) throw notFound();
+    return terms;
   });
 
   app.get('/api/v1/instance/languages', { config: { auth: { kind: 'anonymous' } } }, async () => LANGUAGE_LIST);

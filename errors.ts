@@ -24,3 +24,12 @@ export class ValidationFailed extends ApiError {
     this.details = details;
   }
 }
+
+/** A post would mention accounts outside its `allowed_mentions` (Mastodon's UnexpectedMentionsError): 422 naming them. */
+export class UnexpectedMentions extends ApiError {
+  readonly accountIds: string[];
+  constructor(accountIds: string[]) {
+    super(422, 'Post would be sent to unexpected accounts');
+    this.accountIds = accountIds;
+  }
+}

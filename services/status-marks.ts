@@ -19,16 +19,15 @@ export async function unbookmark(deps: StatusDeps, accountId: string, status: St
   if (await marks.deleteBookmark(deps.db, accountId, status.id)) await deps.versions.bump({ viewers: [accountId] });
 }
 
-/** Mastodon's StatusPinValidator, with its messages; private posts are refused too (they are not featured). */
+/** Mastodon's StatusPinValidator, with its messages: followers-only posts may be pinned (shown to followers), direct ones not. */
 function pinProblem(accountId: string, status: StatusRow): string | null {
   if (status.reblog_of_id) return 'A boost cannot be pinned';
   if (status.account_id !== accountId) return "Someone else's post cannot be pinned";
   if (status.visibility === 'direct') return 'Posts that are only visible to mentioned users cannot be pinned';
-  if (status.visibility === 'private') return 'Posts that are only visible to followers cannot be pinned';
   return null;
 }
 
-/** Pins one of the account's own public or unlisted statuses (again: no change), and tells followers' servers (Add). */
+/** Pins one of the account's own statuses that is not direct (again: no change), and tells followers' servers (Add). */
 export async function pin(deps: StatusDeps, accountId: string, status: StatusRow): Promise<void> {
   const problem = pinProblem(accountId, status);
   if (problem) throw unprocessable(`Validation failed: ${problem}`);

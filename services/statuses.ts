@@ -12,7 +12,7 @@ import { notifyAccount } from './notifications.ts';
 import { blockedEitherWay } from '../storage/blocks.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { parseStatusText, renderStatusText, mentionKey, type ResolvedMention } from '../text/status.ts';
-import { ApiError, notFound, unprocessable } from '../errors.ts';
+import { ApiError, notFound, unprocessable, UnexpectedMentions } from '../errors.ts';
 import { canSee } from './visibility.ts';
 import { queueDelivery } from './deliveries.ts';
 import { claimScheduledStatus } from '../storage/scheduled-statuses.ts';
@@ -22,6 +22,7 @@ import * as polls from '../storage/polls.ts';
 import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
 import { unavailableDependency } from '../storage/dependencies.ts';
 import type { StatusLoader } from './hydrate.ts';
+import { firstCardLink, ownHosts } from './preview-cards.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -55,6 +56,8 @@ export interface PostParams {
   /** Publishing this scheduled status (services/scheduled-statuses.ts): its media are its own, and its row is taken. */
   scheduledStatusId?: string | null;
   poll?: PollParams | null;
+  /** Account ids the post may mention (Mastodon's `allowed_mentions`): any other mention refuses the post. */
+  allowedMentions?: string[] | null;
 }
 
 /** PUT /api/v1/statuses/:id: the status as it is to be (what is left out goes, as in Mastodon; the language stays). */
@@ -132,6 +135,11 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();
   }
   const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, accountId, deps.resolveRemote);
+  if (p.allowedMentions) {
+    const allowed = new Set(p.allowedMentions);
+    const unexpected = mentioned.filter((a) => !allowed.has(a.id)).map((a) => a.id);
+    if (unexpected.length > 0) throw new UnexpectedMentions(unexpected);
+  }
   const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
   const row = {
     accountId, text: p.text, content, spoilerText: p.spoilerText, sensitive: p.sensitive || p.spoilerText !== '',
@@ -145,6 +153,8 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     // Both rows get the status's id from insertPost.
     outbox: [{ kind: 'fanOutStatus', payload: {} }, { kind: 'deliver', payload: { activity: 'Create' }, remoteOnly: true }],
   };
+  // Its link's preview card (jobs/link-cards.ts); none for posts with media, as in Mastodon.
+  if (mediaIds.length === 0 && firstCardLink(content, ownHosts(config))) extras.outbox.push({ kind: 'fetchLinkCard', payload: {} });
   const localMentions = mentioned.filter((a) => a.domain === null);
   // A post is one statement (storage/statuses.ts insertPost) and one commit. It still runs in a transaction: a
   // PostgreSQL that hangs and wakes up later does not apply a post whose client was answered 503 meanwhile (the commit
@@ -354,10 +364,12 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
         });
       }
       for (const a of r.mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, r.accountId, 'mention', status.id);
-      return { status, outbox: await addToOutbox(tx, 'fanOutStatus', { statusId: status.id }) };
+      const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id })];
+      if (r.media.length === 0 && firstCardLink(r.content, ownHosts(deps.config))) outbox.push(await addToOutbox(tx, 'fetchLinkCard', { statusId: status.id }));
+      return { status, outbox };
     });
     await deps.versions.bump({ accounts: [r.accountId], statuses: [r.parent?.id] });
-    await enqueueAll(deps.jobs, [outbox]);
+    await enqueueAll(deps.jobs, outbox);
     return status.id;
   } catch (err) {
     if ((err as { constraint?: string }).constraint === 'statuses_uri') return null; // the same Create, raced
@@ -428,6 +440,11 @@ export async function editStatus(deps: StatusDeps, accountId: string, statusId: 
       await notifyAccount(deps, tx, reblogger, accountId, 'update', status.id);
     }
     outbox.push(await addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true }), await queueDelivery(tx, { activity: 'Update', statusId: status.id }));
+    // The card follows the text: fetched for a new link, taken away with the old one.
+    const own = ownHosts(config);
+    if (firstCardLink(content, own) || firstCardLink(status.content, own)) {
+      outbox.push(await addToOutbox(tx, 'fetchLinkCard', { statusId: status.id }));
+    }
     return outbox;
   });
   await deps.versions.bump({ statuses: [status.id] });
@@ -454,10 +471,14 @@ export async function editRemoteStatus(deps: StatusDeps, status: statuses.Status
       await removeNotification(tx, reblogger, status.account_id, 'update', status.id);
       await notifyAccount(deps, tx, reblogger, status.account_id, 'update', status.id);
     }
-    return addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true });
+    const rows = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true })];
+    // The card follows the text (jobs/link-cards.ts).
+    const own = ownHosts(deps.config);
+    if (firstCardLink(u.content, own) || firstCardLink(status.content, own)) rows.push(await addToOutbox(tx, 'fetchLinkCard', { statusId: status.id }));
+    return rows;
   });
   await deps.versions.bump({ statuses: [status.id] });
-  if (outbox) await enqueueAll(deps.jobs, [outbox]);
+  if (outbox) await enqueueAll(deps.jobs, outbox);
 }
 
 /** A poll of another server as its Question says it. */

@@ -6,7 +6,7 @@ import type { AppContext } from '../../../context.ts';
 import { Bool, IdList, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
-import { notFound, unprocessable } from '../../../errors.ts';
+import { notFound, unprocessable, UnexpectedMentions } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { blocksAccount } from '../../../services/relations.ts';
@@ -35,6 +35,8 @@ const PostStatus = Type.Object({
   media_ids: Type.Optional(IdList(4)),
   // Read by parsePoll (forms send it as strings, JSON as numbers and booleans; empty means none).
   poll: Type.Optional(Type.Unknown()),
+  // Account ids the post may mention; a mention of anyone else is refused (422 with unexpected_accounts).
+  allowed_mentions: Type.Optional(IdList(50)),
   // Declared only so that they are seen (the validator removes unknown properties) and refused below.
   scheduled_at: Type.Optional(Type.Unknown()),
   quoted_status_id: Type.Optional(Type.Unknown()),
@@ -109,7 +111,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
   app.post('/api/v1/statuses', {
     schema: { body: PostStatus, headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ maxLength: 256 })) }) },
     config: { auth: { kind: 'user', scopes: ['write:statuses'] } },
-  }, async (request) => {
+  }, async (request, reply) => {
     const viewerId = requireViewer(request);
     const body = request.body;
     refuseUnsupported(body);
@@ -126,6 +128,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       poll: parsePoll(body.poll),
       idempotencyKey: request.headers['idempotency-key'] ?? null,
       applicationId: request.token!.application_id,
+      allowedMentions: body.allowed_mentions ?? null,
     };
     // A time to come makes a ScheduledStatus (published by jobs/scheduled-statuses.ts); a past one posts now, as in
     // Mastodon.
@@ -136,7 +139,15 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     }
     // While this process's job worker is behind, a new post waits (bounded) for it (services/job-backlog.ts).
     await ctx.jobBacklog.admit();
-    const id = await ctx.actors.ask(viewerId, { type: 'postStatus', params });
+    let id: string;
+    try {
+      id = await ctx.actors.ask(viewerId, { type: 'postStatus', params });
+    } catch (err) {
+      if (!(err instanceof UnexpectedMentions)) throw err;
+      // Mastodon names the accounts the post would have reached, so the app can ask before sending it anyway.
+      const accounts = await findAccountsByIds(ctx.db, err.accountIds);
+      return reply.code(422).send({ error: err.message, unexpected_accounts: accounts.map((a) => renderAccount(ctx.render, a)) });
+    }
     return renderOne(ctx, viewerId, id);
   });
 

@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { expectEntity } from '../helpers/schema.ts';
+
+/** Calls of Mastodon 4.3–4.5 that apps make, and the smaller differences from Mastodon (issue 29). */
+let s: TestServer;
+let alice: TestUser;
+let bob: TestUser;
+let carol: TestUser;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  const client = await createApp(s.app);
+  [alice, bob, carol] = await Promise.all([registerUser(s.app, client, 'alice'), registerUser(s.app, client, 'bob'), registerUser(s.app, client, 'carol')]);
+});
+afterAll(async () => s?.close());
+
+const call = (user: TestUser | null, method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH', url: string, payload?: object) =>
+  s.app.inject({ method, url, headers: user ? bearer(user.token) : {}, ...(payload ? { payload } : {}) });
+
+describe('allowed_mentions', () => {
+  it('refuses a post that would mention anyone outside the list, naming them, and writes nothing', async () => {
+    const before = (await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n;
+    const res = await call(alice, 'POST', '/api/v1/statuses', { status: '@bob and @carol, hello', allowed_mentions: [bob.id] });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toBe('Post would be sent to unexpected accounts');
+    expect(res.json().unexpected_accounts.map((a: { id: string }) => a.id)).toEqual([carol.id]);
+    for (const a of res.json().unexpected_accounts) expectEntity('Account', a);
+    expect((await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n).toBe(before);
+    const ok = await call(alice, 'POST', '/api/v1/statuses', { status: '@bob hello', allowed_mentions: [bob.id] });
+    expect(ok.statusCode).toBe(200);
+    const none = await call(alice, 'POST', '/api/v1/statuses', { status: 'no one at all', allowed_mentions: [] });
+    expect(none.statusCode).toBe(200);
+  });
+});

@@ -47,6 +47,7 @@ import adminReportsRoutes from './api/v1/admin/reports.ts';
 import adminAccountsRoutes from './api/v1/admin/accounts.ts';
 import adminDomainBlocksRoutes from './api/v1/admin/domain_blocks.ts';
 import adminDomainAllowsRoutes from './api/v1/admin/domain_allows.ts';
+import adminDashboardRoutes from './api/v1/admin/dashboard.ts';
 import instanceDomainBlocksRoutes from './api/v1/instance_domain_blocks.ts';
 import blocksRoutes from './api/v1/blocks.ts';
 import listsRoutes from './api/v1/lists.ts';
@@ -146,6 +147,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(adminAccountsRoutes, { ctx });
   await app.register(adminDomainBlocksRoutes, { ctx });
   await app.register(adminDomainAllowsRoutes, { ctx });
+  await app.register(adminDashboardRoutes, { ctx });
   await app.register(instanceDomainBlocksRoutes, { ctx });
   await app.register(blocksRoutes, { ctx });
   await app.register(listsRoutes, { ctx });

@@ -34,3 +34,24 @@ describe('allowed_mentions', () => {
     expect(none.statusCode).toBe(200);
   });
 });
+
+describe('notification requests in bulk', () => {
+  it('accepts and dismisses with id as a JSON array (as masto sends it) and as form id[]', async () => {
+    await call(bob, 'POST', '/api/v1/statuses', { status: '@alice psst', visibility: 'direct' });
+    await call(carol, 'POST', '/api/v1/statuses', { status: '@alice psst too', visibility: 'direct' });
+    const list = async () => (await call(alice, 'GET', '/api/v1/notifications/requests')).json() as { id: string; account: { id: string } }[];
+    let requests = await list();
+    expect(requests.map((r) => r.account.id).sort()).toEqual([bob.id, carol.id].sort());
+    const fromBob = requests.find((r) => r.account.id === bob.id)!;
+    const accepted = await call(alice, 'POST', '/api/v1/notifications/requests/accept', { id: [fromBob.id] });
+    expect(accepted.statusCode, accepted.body).toBe(200);
+    requests = await list();
+    expect(requests.map((r) => r.account.id)).toEqual([carol.id]);
+    const dismissed = await s.app.inject({
+      method: 'POST', url: '/api/v1/notifications/requests/dismiss',
+      headers: { ...bearer(alice.token), 'content-type': 'application/x-www-form-urlencoded' }, payload: `id[]=${requests[0]!.id}`,
+    });
+    expect(dismissed.statusCode, dismissed.body).toBe(200);
+    expect(await list()).toEqual([]);
+  });
+});

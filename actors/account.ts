@@ -70,7 +70,7 @@ export type AccountMessage =
   /** Followed hashtags (services/tag-follows.ts). */
   | { type: 'followTag' | 'unfollowTag'; name: string }
   /** Direct conversations (services/conversations.ts): the account's own rows. */
-  | { type: 'readConversation' | 'removeConversation'; conversationId: string }
+  | { type: 'readConversation' | 'unreadConversation' | 'removeConversation'; conversationId: string }
   /** Bookmarks, pins and muted conversations (services/status-marks.ts). */
   | { type: 'bookmark' | 'unbookmark' | 'pin' | 'unpin' | 'muteConversation' | 'unmuteConversation'; status: StatusRow };
 
@@ -286,7 +286,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     case 'unfollowTag':
       return tagFollowService.unfollowTag(deps, accountId, msg.name);
     case 'readConversation':
-      return conversationService.markRead(deps, accountId, msg.conversationId);
+    case 'unreadConversation':
+      return conversationService.markRead(deps, accountId, msg.conversationId, msg.type === 'unreadConversation');
     case 'removeConversation':
       return conversationService.remove(deps, accountId, msg.conversationId);
     case 'rebuildHomeFeed':

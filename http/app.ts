@@ -25,6 +25,7 @@ import oauthRoutes from './oauth/routes.ts';
 import appsRoutes from './api/v1/apps.ts';
 import accountsRoutes from './api/v1/accounts.ts';
 import profileRoutes from './api/v1/profile.ts';
+import directoryRoutes from './api/v1/directory.ts';
 import followRequestsRoutes from './api/v1/follow_requests.ts';
 import instanceV1Routes from './api/v1/instance.ts';
 import statusesRoutes from './api/v1/statuses.ts';
@@ -48,6 +49,10 @@ import adminAccountsRoutes from './api/v1/admin/accounts.ts';
 import adminDomainBlocksRoutes from './api/v1/admin/domain_blocks.ts';
 import adminDomainAllowsRoutes from './api/v1/admin/domain_allows.ts';
 import adminDashboardRoutes from './api/v1/admin/dashboard.ts';
+import adminIpBlocksRoutes from './api/v1/admin/ip_blocks.ts';
+import adminEmailDomainBlocksRoutes from './api/v1/admin/email_domain_blocks.ts';
+import adminCanonicalEmailBlocksRoutes from './api/v1/admin/canonical_email_blocks.ts';
+import ipAccessPlugin from './plugins/ip-access.ts';
 import instanceDomainBlocksRoutes from './api/v1/instance_domain_blocks.ts';
 import blocksRoutes from './api/v1/blocks.ts';
 import listsRoutes from './api/v1/lists.ts';
@@ -88,6 +93,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(corsPlugin);
   // Writes wait (2 s at most) for PostgreSQL and Redis while either is away, then are answered 503.
   await app.register(availabilityPlugin, { dependencies: ctx.dependencies });
+  // The operator's no_access IP blocks refuse everything else (Mastodon's Rack::Attack blocklist).
+  await app.register(ipAccessPlugin, { db: ctx.db });
 
   // Callback-style hooks where nothing is awaited: every request passes through them.
   app.addHook('onRequest', (request, reply, done) => {
@@ -124,6 +131,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(appsRoutes, { ctx });
   await app.register(accountsRoutes, { ctx });
   await app.register(profileRoutes, { ctx });
+  await app.register(directoryRoutes, { ctx });
   await app.register(followRequestsRoutes, { ctx });
   await app.register(statusesRoutes, { ctx });
   await app.register(timelinesRoutes, { ctx });
@@ -148,6 +156,9 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(adminDomainBlocksRoutes, { ctx });
   await app.register(adminDomainAllowsRoutes, { ctx });
   await app.register(adminDashboardRoutes, { ctx });
+  await app.register(adminIpBlocksRoutes, { ctx });
+  await app.register(adminEmailDomainBlocksRoutes, { ctx });
+  await app.register(adminCanonicalEmailBlocksRoutes, { ctx });
   await app.register(instanceDomainBlocksRoutes, { ctx });
   await app.register(blocksRoutes, { ctx });
   await app.register(listsRoutes, { ctx });

@@ -20,7 +20,9 @@ export type FanoutJob =
   | { kind: 'sendMail'; outboxId: string; mail: Mail }
   /** Publishes a scheduled status (jobs/scheduled-statuses.ts), delayed until its time; not from the outbox. */
   | { kind: 'publishScheduledStatus'; outboxId?: undefined; scheduledStatusId: string }
-  | { kind: 'cleanMedia'; outboxId?: undefined };
+  | { kind: 'cleanMedia'; outboxId?: undefined }
+  /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */
+  | { kind: 'fetchLinkCard'; outboxId: string; statusId: string };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */
 export function bullConnection(redisUrl: string): Redis {

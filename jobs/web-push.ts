@@ -30,7 +30,7 @@ export class PrivateAddressError extends Error {}
 /** A push service's answer that is worth trying again (5xx, 408, 429): BullMQ retries the job with backoff. */
 export class RetryablePushError extends Error {}
 
-function isPublicAddress(address: string): boolean {
+export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   return (family === 4 && isValidPublicIPv4Address(address)) || (family === 6 && isValidPublicIPv6Address(address));
 }
@@ -39,7 +39,7 @@ function isPublicAddress(address: string): boolean {
  * DNS resolution that refuses non-public addresses, used for the connection itself: the address checked is the
  * address connected to (no second lookup an attacker's DNS could answer differently).
  */
-const publicOnlyLookup = ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: Error | null, address?: string | LookupAddress[], family?: number) => void) => {
+export const publicOnlyLookup = ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: Error | null, address?: string | LookupAddress[], family?: number) => void) => {
   dnsLookup(hostname, { family: options.family ?? 0, all: true }, (err, addresses) => {
     if (err) return callback(err);
     const bad = addresses.find((a) => !isPublicAddress(a.address));

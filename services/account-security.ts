@@ -10,6 +10,7 @@ import { alertOperatorsOfSignUp } from './operator-alerts.ts';
 import { publishTokenInvalidation } from './token-cache.ts';
 import { CONFIRMATION_TOKEN_TTL_SECONDS, RESET_PASSWORD_TOKEN_TTL_SECONDS, queueMail, resendConfirmationMail } from './mail.ts';
 import { EMAIL_FORMAT } from './accounts.ts';
+import { emailBlockErrors } from './admin-blocks.ts';
 
 
 /** Mastodon's password rule (Devise): 8 to 72 characters. */
@@ -133,6 +134,9 @@ export async function changeEmail(ctx: AppContext, user: UserRow, newEmail: stri
   if (!EMAIL_FORMAT.test(email) || email.length > 254) return 'That e-mail address is invalid.';
   if (email.toLowerCase() === user.email.toLowerCase()) return 'That is already your address.';
   if (await emailTaken(ctx.db, email)) return 'That e-mail address is already taken.';
+  // The operator's e-mail blocks, as for a sign-up (a blocked canonical address reads as taken, as in Mastodon).
+  const blocked = await emailBlockErrors({ db: ctx.db, redis: ctx.redis, redisPrefix: ctx.config.redisPrefix }, email);
+  if (blocked.length) return blocked[0]!.error === 'ERR_BLOCKED' ? 'That e-mail address uses a disallowed e-mail provider.' : 'That e-mail address is already taken.';
   if (!ctx.config.smtp) {
     await transaction(ctx.db, async (tx) => {
       await setUnconfirmedEmail(tx, user.id, email);

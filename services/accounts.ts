@@ -11,6 +11,7 @@ import type { AppContext } from '../context.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import { queueMail } from './mail.ts';
 import { alertOperatorsOfSignUp } from './operator-alerts.ts';
+import { emailBlockErrors, signUpIpPolicy, type EmailBlockDeps } from './admin-blocks.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -38,6 +39,8 @@ export interface Registration extends SignUp {
   allowReserved?: boolean;
   /** Whether the address counts as confirmed at once (mail is off, or an operator made the account). */
   confirmed: boolean;
+  /** A sign-up's address is checked against the operator's e-mail blocks (with the address it came from). */
+  emailBlocks?: EmailBlockDeps & { ip?: string | null | undefined };
 }
 
 type Details = ValidationFailed['details'];
@@ -67,6 +70,7 @@ export async function registerLocalAccount<T = undefined>(
   if (!r.allowReserved && RESERVED.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
   if (blank(r.email)) add(details, 'email', 'ERR_BLANK', "can't be blank");
   if (!EMAIL_FORMAT.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
+  else if (r.emailBlocks) for (const e of await emailBlockErrors(r.emailBlocks, r.email, r.emailBlocks.ip)) add(details, 'email', e.error, e.description);
   if (blank(r.password)) add(details, 'password', 'ERR_BLANK', "can't be blank");
   else if (r.password.length < 8) add(details, 'password', 'ERR_TOO_SHORT', 'is too short (minimum is 8 characters)');
   if (r.password.length > 72) add(details, 'password', 'ERR_TOO_LONG', 'is too long (maximum is 72 characters)');
@@ -134,10 +138,14 @@ export async function visibleAccount(db: Db, id: string): Promise<AccountRow> {
 export async function signUp<T = undefined>(
   ctx: AppContext,
   input: SignUp,
-  opts: { applicationId?: string | null; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
+  opts: { applicationId?: string | null; ip?: string | null | undefined; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
 ): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
   const mode = ctx.config.registrationsMode;
   if (mode === 'none') throw forbidden('Registrations are closed');
+  // The operator's IP blocks (Mastodon's allowed_registration? and requires_approval?): sign_up_block refuses as a
+  // closed server does (403), sign_up_requires_approval holds the account for approval even while sign-ups are open.
+  const ipPolicy = await signUpIpPolicy(ctx.db, opts.ip);
+  if (ipPolicy === 'block') throw forbidden();
   if (mode === 'approved' && !input.reason?.trim()) {
     throw unprocessable('Validation failed: reason must be given while registrations need approval');
   }
@@ -148,11 +156,12 @@ export async function signUp<T = undefined>(
     password: input.password,
     agreement: input.agreement,
     locale: input.locale ?? null,
-    reason: mode === 'approved' ? input.reason?.trim() ?? null : null,
-    approved: mode === 'open',
+    reason: mode === 'approved' || ipPolicy === 'approval' ? input.reason?.trim() || null : null,
+    approved: mode === 'open' && ipPolicy !== 'approval',
     applicationId: opts.applicationId ?? null,
     // With mail off nobody could confirm: the address counts as confirmed at once.
     confirmed: ctx.config.smtp === null,
+    emailBlocks: { db: ctx.db, redis: ctx.redis, redisPrefix: ctx.config.redisPrefix, ip: opts.ip },
   }, async (tx, created) => {
     if (!created.user.confirmed_at) queued.push(await queueMail(tx, { type: 'confirmation', userId: created.user.id }));
     // Operators hear of a sign-up (admin.sign_up, and a mail) once its address is confirmed: now if it needs no

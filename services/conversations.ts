@@ -36,8 +36,8 @@ export async function removeDirectStatus(db: Db, accountIds: string[], statusId:
 }
 
 /** POST /api/v1/conversations/:id/read. */
-export async function markRead(deps: StatusDeps, accountId: string, id: string): Promise<void> {
-  if (!(await conversations.markConversationRead(deps.db, accountId, id))) throw notFound();
+export async function markRead(deps: StatusDeps, accountId: string, id: string, unread = false): Promise<void> {
+  if (!(await conversations.markConversationRead(deps.db, accountId, id, unread))) throw notFound();
 }
 
 /** DELETE /api/v1/conversations/:id: gone from the account's list (a new direct status makes it again). */

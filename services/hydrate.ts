@@ -5,6 +5,7 @@ import { findStatusesByIds, mentionsOf, tagsOf, viewerFlags, type StatusRow } fr
 import { viewerMarks } from '../storage/status-marks.ts';
 import { mediaOfStatuses, type MediaRow } from '../storage/media.ts';
 import { ownVotes, pollsOfStatuses, type PollRow } from '../storage/polls.ts';
+import { cardsOfStatuses, type PreviewCardRow } from '../storage/preview-cards.ts';
 import { visibleTo } from './visibility.ts';
 import type { FilterMatch } from './filters.ts';
 import { RelationsCache, type ViewerRelations } from './relations.ts';
@@ -23,6 +24,8 @@ export interface StatusBundle {
   /** Polls by status id; and the viewer's choices in them, by poll id (absent: no viewer, or no polls). */
   polls?: Map<string, PollRow>;
   ownVotes?: Map<string, number[]>;
+  /** Link preview cards by status id (absent: none). */
+  cards?: Map<string, PreviewCardRow>;
   favourited: Set<string>;
   reblogged: Set<string>;
   /** The viewer's bookmarks, pins and muted conversations among these statuses (absent: none). */
@@ -78,6 +81,7 @@ interface CachedStatus {
   tags: string[];
   media: MediaRow[];
   poll: PollRow | null;
+  card?: PreviewCardRow | null;
 }
 
 /**
@@ -142,11 +146,13 @@ export class StatusLoader {
 
   private statusesById(ids: string[], known: Map<string, string>): Promise<Map<string, CachedStatus>> {
     return this.current('s', this.statuses, ids, known, async (missing) => {
-      const [rows, mentions, tags, media, polls] = await Promise.all([
+      const [rows, mentions, tags, media, polls, cards] = await Promise.all([
         findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing), mediaOfStatuses(this.db, missing), pollsOfStatuses(this.db, missing),
+        cardsOfStatuses(this.db, missing),
       ]);
       return rows.map((status) => [status.id, {
         status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [], media: media.get(status.id) ?? [], poll: polls.get(status.id) ?? null,
+        card: cards.get(status.id) ?? null,
       }]);
     });
   }
@@ -252,6 +258,7 @@ export class StatusLoader {
         tags: new Map([...found].map(([id, e]) => [id, e.tags])),
         media: new Map([...found].map(([id, e]) => [id, e.media])),
         polls: new Map([...found].flatMap(([id, e]) => (e.poll ? [[id, e.poll] as const] : []))),
+        cards: new Map([...found].flatMap(([id, e]) => (e.card ? [[id, e.card] as const] : []))),
         ...(votes ? { ownVotes: votes } : {}),
         ...flags,
         viewerId,

@@ -67,9 +67,9 @@ export async function findConversation(db: Queryable, accountId: string, id: str
   return rows[0] ?? null;
 }
 
-export async function markConversationRead(db: Queryable, accountId: string, id: string): Promise<ConversationRow | null> {
+export async function markConversationRead(db: Queryable, accountId: string, id: string, unread = false): Promise<ConversationRow | null> {
   const { rows } = await db.query<ConversationRow>(
-    `UPDATE account_conversations SET unread = false WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`, [id, accountId],
+    `UPDATE account_conversations SET unread = $3 WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`, [id, accountId, unread],
   );
   return rows[0] ?? null;
 }

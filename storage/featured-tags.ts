@@ -52,6 +52,20 @@ export async function featureTag(db: Queryable, accountId: string, name: string)
   return inserted.rows[0]?.id ?? null;
 }
 
+export async function unfeatureTagNamed(db: Queryable, accountId: string, name: string): Promise<void> {
+  await db.query(`DELETE FROM featured_tags WHERE account_id = $1 AND lower(name) = lower($2)`, [accountId, name]);
+}
+
+/** Of these tag names, those the account features (lower-cased). */
+export async function featuredTagNames(db: Queryable, accountId: string, names: string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT lower(name) AS name FROM featured_tags WHERE account_id = $1 AND lower(name) = ANY($2::text[])`,
+    [accountId, names.map((n) => n.toLowerCase())],
+  );
+  return new Set(rows.map((r) => r.name));
+}
+
 export async function unfeatureTag(db: Queryable, accountId: string, id: string): Promise<boolean> {
   const { rowCount } = await db.query(`DELETE FROM featured_tags WHERE id = $1 AND account_id = $2`, [id, accountId]);
   return rowCount === 1;

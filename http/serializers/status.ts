@@ -6,6 +6,7 @@ import { renderAccount } from './account.ts';
 import { renderMedia } from './media.ts';
 import { renderFilterResult } from './filter.ts';
 import { renderPoll } from './poll.ts';
+import { renderPreviewCard } from './preview-card.ts';
 
 /** The fields of a Status that are the same for every viewer, without `reblog`. */
 function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {
@@ -38,7 +39,7 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
     })),
     tags: (b.tags.get(s.id) ?? []).map((name) => ({ name: name.toLowerCase(), url: `${ctx.publicUrl}/tags/${encodeURIComponent(name.toLowerCase())}` })),
     emojis: [],
-    card: null,
+    card: b.cards?.get(s.id) ? renderPreviewCard(ctx, b.cards.get(s.id)!) : null,
     poll: pollOf(b, s),
     replies_count: s.replies_count,
     reblogs_count: s.reblogs_count,
@@ -93,7 +94,7 @@ const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: Buffer }>();
 
 function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): Buffer {
   const mentions = b.mentions.get(s.id) ?? [];
-  const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), b.media.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
+  const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), b.media.get(s.id), b.cards?.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
   const hit = baseJson.get(s);
   if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.json;
   const json = Buffer.from(JSON.stringify(baseFields(ctx, b, s)).slice(0, -1)); // without the closing brace

@@ -93,7 +93,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
         agreement: values.agreement,
         locale: ctx.config.instanceLanguages[0] ?? 'en',
         reason: values.reason,
-      });
+      }, { ip: request.ip });
     } catch (err) {
       if (err instanceof ValidationFailed) {
         const errors: FieldErrors = {};

@@ -55,3 +55,61 @@ describe('notification requests in bulk', () => {
     expect(await list()).toEqual([]);
   });
 });
+
+describe('hashtags featured from the tag (Mastodon 4.4)', () => {
+  it('features and unfeatures, shown as featuring on the tag and in featured_tags', async () => {
+    const featured = await call(alice, 'POST', '/api/v1/tags/Gardening/feature');
+    expect(featured.statusCode, featured.body).toBe(200);
+    expectEntity('Tag', featured.json());
+    expect(featured.json()).toMatchObject({ name: expect.stringMatching(/^gardening$/i), featuring: true, following: false });
+    expect((await call(alice, 'GET', '/api/v1/featured_tags')).json().map((t: { name: string }) => t.name)).toEqual(['Gardening']);
+    expect((await call(alice, 'GET', '/api/v1/tags/gardening')).json().featuring).toBe(true);
+    expect((await call(bob, 'GET', '/api/v1/tags/gardening')).json().featuring).toBe(false);
+    expect((await call(null, 'GET', '/api/v1/tags/gardening')).json().featuring).toBeUndefined();
+    const un = await call(alice, 'POST', '/api/v1/tags/Gardening/unfeature');
+    expect(un.json().featuring).toBe(false);
+    expect((await call(alice, 'GET', '/api/v1/featured_tags')).json()).toEqual([]);
+    expect((await call(alice, 'POST', '/api/v1/tags/1234/feature')).statusCode).toBe(422);
+    expect((await call(null, 'POST', '/api/v1/tags/x/feature')).statusCode).toBe(401);
+  });
+});
+
+describe('conversations marked unread again (Mastodon 4.5)', () => {
+  it('reads and unreads a conversation', async () => {
+    await call(carol, 'POST', '/api/v1/statuses', { status: '@bob a secret', visibility: 'direct' });
+    const [conversation] = (await call(bob, 'GET', '/api/v1/conversations')).json();
+    const read = await call(bob, 'POST', `/api/v1/conversations/${conversation.id}/read`);
+    expect(read.json().unread).toBe(false);
+    const unread = await call(bob, 'POST', `/api/v1/conversations/${conversation.id}/unread`);
+    expect(unread.statusCode).toBe(200);
+    expectEntity('Conversation', unread.json());
+    expect(unread.json().unread).toBe(true);
+    expect((await call(alice, 'POST', `/api/v1/conversations/${conversation.id}/unread`)).statusCode).toBe(404);
+  });
+});
+
+describe('the profile directory', () => {
+  it('lists discoverable accounts, by activity or newest, local or all, with offset paging', async () => {
+    for (const u of [alice, bob]) await call(u, 'PATCH', '/api/v1/accounts/update_credentials', { discoverable: true });
+    await call(carol, 'PATCH', '/api/v1/accounts/update_credentials', { discoverable: false });
+    await call(bob, 'POST', '/api/v1/statuses', { status: 'recently active' });
+    const active = await call(null, 'GET', '/api/v1/directory?order=active');
+    expect(active.statusCode).toBe(200);
+    const ids = active.json().map((a: { id: string }) => a.id);
+    expect(ids[0]).toBe(bob.id);
+    expect(ids).toContain(alice.id);
+    expect(ids).not.toContain(carol.id);
+    for (const a of active.json()) expectEntity('Account', a);
+    const newest = (await call(null, 'GET', '/api/v1/directory?order=new&local=true')).json().map((a: { id: string }) => a.id);
+    expect(newest).toEqual([...newest].sort((x: string, y: string) => (BigInt(y) > BigInt(x) ? 1 : -1)));
+    expect((await call(null, 'GET', '/api/v1/directory?order=new&limit=1&offset=1')).json()).toHaveLength(1);
+    expect((await call(null, 'GET', '/api/v1/directory?limit=500')).statusCode).toBe(200);
+    expect((await call(null, 'GET', '/api/v1/directory?order=popular')).statusCode).toBe(422);
+    expect((await call(null, 'GET', '/api/v1/directory?offset=-1')).statusCode).toBe(422);
+  });
+
+  it('answers identity proofs with an empty list, and 404 for an unknown account', async () => {
+    expect((await call(null, 'GET', `/api/v1/accounts/${alice.id}/identity_proofs`)).json()).toEqual([]);
+    expect((await call(null, 'GET', '/api/v1/accounts/999999/identity_proofs')).statusCode).toBe(404);
+  });
+});

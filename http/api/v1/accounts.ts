@@ -114,6 +114,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       reason: body.reason ?? null,
     }, {
       applicationId: token.application_id,
+      ip: request.ip,
       alsoInTransaction: (tx, { user }) => insertAccessToken(tx, { token: accessToken, applicationId: token.application_id, userId: user.id, scopes: application?.scopes ?? token.scopes }),
     });
     return renderToken(accessToken, row!.scopes, row!.created_at);

@@ -29,17 +29,20 @@ export default async function conversationsRoutes(fastify: FastifyInstance, { ct
     return renderConversations(ctx, viewerId, rows);
   });
 
-  app.post('/api/v1/conversations/:id/read', {
-    schema: { params: Params },
-    config: { auth: { kind: 'user', scopes: ['write:conversations'] } },
-  }, async (request) => {
-    const viewerId = requireViewer(request);
-    if (!isId(request.params.id)) throw notFound();
-    await ctx.actors.ask(viewerId, { type: 'readConversation', conversationId: request.params.id });
-    const row = await findConversation(ctx.db, viewerId, request.params.id);
-    if (!row) throw notFound();
-    return (await renderConversations(ctx, viewerId, [row]))[0];
-  });
+  // Read, and (Mastodon 4.5) unread again.
+  for (const [action, type] of [['read', 'readConversation'], ['unread', 'unreadConversation']] as const) {
+    app.post(`/api/v1/conversations/:id/${action}`, {
+      schema: { params: Params },
+      config: { auth: { kind: 'user', scopes: ['write:conversations'] } },
+    }, async (request) => {
+      const viewerId = requireViewer(request);
+      if (!isId(request.params.id)) throw notFound();
+      await ctx.actors.ask(viewerId, { type, conversationId: request.params.id });
+      const row = await findConversation(ctx.db, viewerId, request.params.id);
+      if (!row) throw notFound();
+      return (await renderConversations(ctx, viewerId, [row]))[0];
+    });
+  }
 
   app.delete('/api/v1/conversations/:id', {
     schema: { params: Params },

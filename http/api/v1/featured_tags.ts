@@ -4,16 +4,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';
 import { isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
-import { notFound, unprocessable } from '../../../errors.ts';
+import { notFound } from '../../../errors.ts';
+import { featureHashtag } from '../../../services/featured-tags.ts';
 import { visibleAccount } from '../../../services/accounts.ts';
 import { findAccountById } from '../../../storage/accounts.ts';
-import { transaction } from '../../../storage/db.ts';
-import { FEATURED_TAGS_LIMIT, featureTag, featuredTagsOf, recentlyUsedTags, unfeatureTag } from '../../../storage/featured-tags.ts';
+import { featuredTagsOf, recentlyUsedTags, unfeatureTag } from '../../../storage/featured-tags.ts';
 import { renderFeaturedTag } from '../../serializers/featured-tag.ts';
 import { renderTag } from '../../serializers/tag.ts';
-
-/** A hashtag as Mastodon takes one: letters, digits, underscores (and a middle dot), not only digits. */
-const TAG = /^[\p{L}\p{N}_\u00b7\u200c]{1,100}$/u;
 
 export default async function featuredTagsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -29,11 +26,7 @@ export default async function featuredTagsRoutes(fastify: FastifyInstance, { ctx
     config: { auth: { kind: 'user', scopes: ['write:accounts'] } },
   }, async (request) => {
     const viewerId = requireViewer(request);
-    const name = (request.body.name ?? '').trim().replace(/^#/, '');
-    if (!name) throw unprocessable("Validation failed: Name can't be blank");
-    if (!TAG.test(name) || /^\d+$/.test(name)) throw unprocessable('Validation failed: Name is invalid');
-    const id = await transaction(ctx.db, (tx) => featureTag(tx, viewerId, name));
-    if (!id) throw unprocessable(`Validation failed: You cannot feature more than ${FEATURED_TAGS_LIMIT} hashtags`);
+    const id = await featureHashtag(ctx.db, viewerId, request.body.name ?? '');
     return (await render(viewerId)).find((t) => t.id === id)!;
   });
 

@@ -1,0 +1,281 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { encode as encodeBlurhash } from 'blurhash';
+import type { AppContext } from '../context.ts';
+import { findStatus } from '../storage/statuses.ts';
+import { findAccountById } from '../storage/accounts.ts';
+import { mediaOfStatuses } from '../storage/media.ts';
+import { attachCard, detachCard, findCardByUrl, setCardImage, statusesWithCard, upsertCard, type PreviewCardRow } from '../storage/preview-cards.ts';
+import { firstCardLink, ownHosts, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
+import { loadSharp } from '../services/sharp.ts';
+import { isPublicAddress, publicOnlyLookup, PrivateAddressError } from './web-push.ts';
+import { fanOutStatus } from './fanout.ts';
+
+/**
+ * The fetchLinkCard job (queued from the outbox with a status that has a link, services/statuses.ts): the link's
+ * page is fetched (unsigned, public addresses only unless ALLOW_PRIVATE_ADDRESSES, size- and time-limited, HTML only),
+ * read for a card (services/preview-cards.ts), its image resized onto the file host, and the card attached to the
+ * status; then the status's renderings are refreshed and its streams told (`status.update`). A page that cannot be
+ * had gives no card and no error: the job ends quietly.
+ */
+
+/** Limits of the fetches; a test may shorten them (they are read at each fetch). */
+export const LINK_CARD_LIMITS = {
+  /** The whole of one fetch (connection, redirects, answer). */
+  timeoutMs: 10_000,
+  pageBytes: 1024 * 1024,
+  oembedBytes: 64 * 1024,
+  imageBytes: 4 * 1024 * 1024,
+  redirects: 3,
+};
+
+/** A card is fetched again after this long (Mastodon: two weeks). */
+const REFRESH_AFTER_MS = 14 * 24 * 3600_000;
+/** Mastodon's card image size: at most 400×400, aspect kept. */
+const IMAGE_SIZE = 400;
+const MAX_INPUT_PIXELS = 7680 * 4320;
+
+interface Log {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+/** Why a fetch gave nothing (logged, never thrown out of the job). */
+export class LinkFetchError extends Error {}
+
+interface Fetched {
+  url: URL;
+  contentType: string;
+  charset: string | null;
+  body: Buffer;
+}
+
+/**
+ * GETs a URL as every fetch of this server does to what others name: never signed, no cookies, only http(s), only
+ * public addresses (checked on the address connected to) unless ALLOW_PRIVATE_ADDRESSES, redirects followed a few
+ * times (each hop checked again), at most `maxBytes` read, within the time limit. `accept` says which media types
+ * are taken; any other is refused before its body is read.
+ */
+export async function guardedGet(url: URL, o: { accept: (type: string) => boolean; acceptHeader: string; maxBytes: number; allowPrivateAddresses: boolean; userAgent: string }): Promise<Fetched> {
+  const signal = AbortSignal.timeout(LINK_CARD_LIMITS.timeoutMs);
+  let current = url;
+  for (let hop = 0; hop <= LINK_CARD_LIMITS.redirects; hop++) {
+    if (current.protocol !== 'http:' && current.protocol !== 'https:') throw new LinkFetchError(`not http(s): ${current.protocol}`);
+    const host = current.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (!o.allowPrivateAddresses && isIP(host) !== 0 && !isPublicAddress(host)) throw new PrivateAddressError(`${host} is not a public address`);
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = (current.protocol === 'https:' ? httpsRequest : httpRequest)(current, {
+        method: 'GET',
+        headers: { accept: o.acceptHeader, 'user-agent': o.userAgent, 'accept-encoding': 'identity' },
+        signal,
+        ...(o.allowPrivateAddresses ? {} : { lookup: publicOnlyLookup }),
+      }, resolve);
+      req.on('error', reject);
+      req.end();
+    });
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.destroy();
+      current = new URL(res.headers.location, current);
+      continue;
+    }
+    if (status < 200 || status >= 300) {
+      res.destroy();
+      throw new LinkFetchError(`answered ${status}`);
+    }
+    const [type = '', ...params] = (res.headers['content-type'] ?? '').split(';').map((p) => p.trim());
+    if (!o.accept(type.toLowerCase())) {
+      res.destroy();
+      throw new LinkFetchError(`not taken: ${type || 'no content type'}`);
+    }
+    const length = Number(res.headers['content-length']);
+    if (Number.isFinite(length) && length > o.maxBytes) {
+      res.destroy();
+      throw new LinkFetchError(`too large: ${length} bytes`);
+    }
+    const charset = params.map((p) => /^charset=["']?([^"';]+)/i.exec(p)?.[1]).find((c) => !!c) ?? null;
+    const body = await readAtMost(res, o.maxBytes, signal);
+    return { url: current, contentType: type.toLowerCase(), charset, body };
+  }
+  throw new LinkFetchError('too many redirects');
+}
+
+function readAtMost(res: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (err: Error) => {
+      signal.removeEventListener('abort', onAbort);
+      res.destroy();
+      reject(err);
+    };
+    const onAbort = () => fail(new LinkFetchError('too slow'));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    res.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) return fail(new LinkFetchError(`too large: more than ${maxBytes} bytes`));
+      chunks.push(chunk);
+    });
+    res.on('end', () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(Buffer.concat(chunks));
+    });
+    res.on('error', (err) => fail(err));
+    res.on('aborted', () => fail(new LinkFetchError('connection closed')));
+  });
+}
+
+function decode(f: Fetched): string {
+  try {
+    return new TextDecoder(f.charset ?? 'utf-8').decode(f.body);
+  } catch {
+    return new TextDecoder('utf-8').decode(f.body);
+  }
+}
+
+/** A card image resized to fit 400×400 (WebP), with its blurhash. */
+export async function processCardImage(input: Buffer): Promise<{ data: Buffer; width: number; height: number; blurhash: string }> {
+  const sharp = await loadSharp();
+  const meta = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+  if (!meta.format || !['jpeg', 'png', 'gif', 'webp', 'avif'].includes(meta.format) || !meta.width || !meta.height) throw new LinkFetchError('not an image');
+  const out = await sharp(input, { failOn: 'truncated', limitInputPixels: MAX_INPUT_PIXELS })
+    .rotate()
+    .resize({ width: IMAGE_SIZE, height: IMAGE_SIZE, fit: 'inside', withoutEnlargement: true })
+    .webp({ quality: 80 })
+    .toBuffer({ resolveWithObject: true });
+  const pixels = await sharp(out.data).resize({ width: 32, height: 32, fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const blurhash = encodeBlurhash(new Uint8ClampedArray(pixels.data), pixels.info.width, pixels.info.height, 4, 3);
+  return { data: out.data, width: out.info.width, height: out.info.height, blurhash };
+}
+
+type Ctx = Pick<AppContext, 'db' | 'config' | 'fileHost'>;
+
+const userAgent = (ctx: Ctx) => `fedi-server/${ctx.config.softwareVersion} (+${ctx.config.publicUrl}/)`;
+
+/** Fetches a card's image onto the file host; null when it cannot be had. */
+async function fetchImage(ctx: Ctx, imageUrl: string, log?: Log): Promise<{ key: string; width: number; height: number; blurhash: string } | null> {
+  try {
+    const f = await guardedGet(new URL(imageUrl), {
+      accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: LINK_CARD_LIMITS.imageBytes,
+      allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx),
+    });
+    const image = await processCardImage(f.body);
+    const key = `preview_cards/${randomBytes(12).toString('hex')}.webp`;
+    await ctx.fileHost.put(key, image.data, 'image/webp');
+    return { key, width: image.width, height: image.height, blurhash: image.blurhash };
+  } catch (err) {
+    log?.debug({ url: imageUrl, err: (err as Error).message }, 'link card image not fetched');
+    return null;
+  }
+}
+
+/** Fetches a link's page (and its oEmbed, and image) and stores its card; null when the page gives none. */
+export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?: Log): Promise<PreviewCardRow | null> {
+  let page: Fetched;
+  try {
+    page = await guardedGet(new URL(url), {
+      accept: (t) => t === 'text/html', acceptHeader: 'text/html', maxBytes: LINK_CARD_LIMITS.pageBytes,
+      allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx),
+    });
+  } catch (err) {
+    log?.debug({ url, err: (err as Error).message }, 'no link card: page not fetched');
+    return null;
+  }
+  const details = parsePage(decode(page), page.url.href);
+  let oembed: OEmbedDetails | null = null;
+  if (details.oembedUrl) {
+    try {
+      const f = await guardedGet(new URL(details.oembedUrl), {
+        accept: (t) => t === 'application/json' || t === 'application/json+oembed' || t === 'text/javascript', acceptHeader: 'application/json',
+        maxBytes: LINK_CARD_LIMITS.oembedBytes, allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx),
+      });
+      oembed = parseOEmbed(JSON.parse(decode(f)), page.url.href);
+    } catch (err) {
+      log?.debug({ url: details.oembedUrl, err: (err as Error).message }, 'oEmbed not fetched');
+    }
+  }
+  const title = details.title || oembed?.title || '';
+  const html = oembed?.html ?? '';
+  // As Mastodon: a page with neither a title nor an embed gives no card.
+  if (!title && !html) {
+    log?.debug({ url }, 'no link card: the page has no title');
+    return null;
+  }
+  const image = withImage && details.image ? await fetchImage(ctx, details.image, log) : null;
+  const { card, replacedImageKey } = await upsertCard(ctx.db, {
+    url,
+    title,
+    description: details.description,
+    type: oembed?.type ?? 'link',
+    author_name: oembed?.authorName || details.author,
+    author_url: oembed?.authorUrl ?? '',
+    provider_name: oembed?.providerName || details.siteName,
+    provider_url: oembed?.providerUrl ?? '',
+    html,
+    embed_url: oembed?.embedUrl ?? '',
+    // An embed's size is the embed's; otherwise the image's.
+    width: html ? oembed!.width : (image?.width ?? 0),
+    height: html ? oembed!.height : (image?.height ?? 0),
+    image_remote_url: details.image,
+    image_key: image?.key ?? null,
+    blurhash: image?.blurhash ?? null,
+    published_at: details.publishedAt,
+  });
+  if (replacedImageKey) await ctx.fileHost.delete(replacedImageKey).catch(() => {});
+  return card;
+}
+
+/**
+ * The job: the status's first link that gets a card (none for statuses with media, as in Mastodon), its card
+ * fetched unless one fresh enough is stored, attached; a status from a server whose media we reject shows it without
+ * an image. An edit that took the link away takes the card away.
+ */
+export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log): Promise<'attached' | 'unchanged' | 'removed' | 'none'> {
+  const status = await findStatus(ctx.db, statusId);
+  if (!status || status.deleted_at || status.reblog_of_id) return 'none';
+  const media = (await mediaOfStatuses(ctx.db, [statusId])).get(statusId) ?? [];
+  const url = media.length > 0 ? null : firstCardLink(status.content, ownHosts(ctx.config));
+  if (!url) {
+    if (!(await detachCard(ctx.db, statusId))) return 'none';
+    await changed(ctx, statusId);
+    return 'removed';
+  }
+  const author = await findAccountById(ctx.db, status.account_id);
+  const withoutImage = !!author?.domain && (await domainPolicy(ctx).rejectsMedia(author.domain));
+  let card = await findCardByUrl(ctx.db, url);
+  // A stored card that changes changes the renderings of the statuses already showing it.
+  let refreshed = false;
+  if (!card || Date.now() - card.updated_at.getTime() > REFRESH_AFTER_MS) {
+    const fetched = await fetchCard(ctx, url, !withoutImage, log);
+    refreshed = !!card && !!fetched;
+    // A page that cannot be fetched again keeps the card it had.
+    card = fetched ?? card;
+  } else if (!withoutImage && card.image_remote_url && !card.image_key && !card.html) {
+    // Stored without its image (for a server whose media we reject, or the image failed): fetched now.
+    const image = await fetchImage(ctx, card.image_remote_url, log);
+    if (image) {
+      const replaced = await setCardImage(ctx.db, card.id, image);
+      if (replaced) await ctx.fileHost.delete(replaced).catch(() => {});
+      refreshed = true;
+    }
+  }
+  if (card && refreshed) await ctx.versions.bump({ statuses: await statusesWithCard(ctx.db, card.id) });
+  if (!card) {
+    if (await detachCard(ctx.db, statusId)) await changed(ctx, statusId);
+    return 'none';
+  }
+  if (!(await attachCard(ctx.db, statusId, card.id, url, withoutImage))) return 'unchanged';
+  await changed(ctx, statusId);
+  log?.debug({ statusId, url }, 'link card attached');
+  return 'attached';
+}
+
+/** The status shows another card: cached renderings are redone, and the streams that had it are told (`status.update`). */
+async function changed(ctx: AppContext, statusId: string): Promise<void> {
+  await ctx.versions.bump({ statuses: [statusId] });
+  await fanOutStatus(ctx, statusId, true);
+}

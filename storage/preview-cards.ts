@@ -1,0 +1,113 @@
+import type { Queryable } from './db.ts';
+
+/** A link's preview card (Mastodon's PreviewCard), one per URL. */
+export interface PreviewCardRow {
+  id: string;
+  url: string;
+  title: string;
+  description: string;
+  type: 'link' | 'photo' | 'video' | 'rich';
+  author_name: string;
+  author_url: string;
+  provider_name: string;
+  provider_url: string;
+  html: string;
+  embed_url: string;
+  width: number;
+  height: number;
+  image_remote_url: string | null;
+  image_key: string | null;
+  blurhash: string | null;
+  published_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** What a fetch of the page found: everything but the ids and dates. */
+export type NewPreviewCard = Omit<PreviewCardRow, 'id' | 'created_at' | 'updated_at'>;
+
+const COLUMNS = `id, url, title, description, type, author_name, author_url, provider_name, provider_url, html, embed_url,
+  width, height, image_remote_url, image_key, blurhash, published_at, created_at, updated_at`;
+
+export async function findCardByUrl(db: Queryable, url: string): Promise<PreviewCardRow | null> {
+  const { rows } = await db.query<PreviewCardRow>(`SELECT ${COLUMNS} FROM preview_cards WHERE url = $1`, [url]);
+  return rows[0] ?? null;
+}
+
+/**
+ * Stores the card of a URL, replacing what an earlier fetch stored. Returns the row and the image key it replaced
+ * (for the caller to delete from the file host), if any.
+ */
+export async function upsertCard(db: Queryable, c: NewPreviewCard): Promise<{ card: PreviewCardRow; replacedImageKey: string | null }> {
+  const { rows } = await db.query<PreviewCardRow & { old_image_key: string | null }>(
+    `WITH old AS (SELECT image_key FROM preview_cards WHERE url = $1)
+     INSERT INTO preview_cards (url, title, description, type, author_name, author_url, provider_name, provider_url, html, embed_url,
+                                width, height, image_remote_url, image_key, blurhash, published_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+     ON CONFLICT (url) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description, type = EXCLUDED.type,
+       author_name = EXCLUDED.author_name, author_url = EXCLUDED.author_url, provider_name = EXCLUDED.provider_name,
+       provider_url = EXCLUDED.provider_url, html = EXCLUDED.html, embed_url = EXCLUDED.embed_url, width = EXCLUDED.width,
+       height = EXCLUDED.height, image_remote_url = EXCLUDED.image_remote_url, image_key = EXCLUDED.image_key,
+       blurhash = EXCLUDED.blurhash, published_at = EXCLUDED.published_at, updated_at = now()
+     RETURNING ${COLUMNS}, (SELECT image_key FROM old) AS old_image_key`,
+    [c.url, c.title, c.description, c.type, c.author_name, c.author_url, c.provider_name, c.provider_url, c.html, c.embed_url,
+      c.width, c.height, c.image_remote_url, c.image_key, c.blurhash, c.published_at],
+  );
+  const { old_image_key, ...card } = rows[0]!;
+  return { card, replacedImageKey: old_image_key && old_image_key !== card.image_key ? old_image_key : null };
+}
+
+/** Gives a card its image (fetched later than its page). Returns the image key it replaced, if any. */
+export async function setCardImage(db: Queryable, cardId: string, image: { key: string; width: number; height: number; blurhash: string }): Promise<string | null> {
+  const { rows } = await db.query<{ old: string | null }>(
+    `UPDATE preview_cards c SET image_key = $2, width = $3, height = $4, blurhash = $5, updated_at = now()
+       FROM (SELECT id, image_key FROM preview_cards WHERE id = $1 FOR UPDATE) o WHERE c.id = o.id RETURNING o.image_key AS old`,
+    [cardId, image.key, image.width, image.height, image.blurhash],
+  );
+  const old = rows[0]?.old ?? null;
+  return old && old !== image.key ? old : null;
+}
+
+/**
+ * Links a status to its card (replacing the card it had). Returns whether anything changed: the status's renderings
+ * are then out of date.
+ */
+export async function attachCard(db: Queryable, statusId: string, cardId: string, url: string, withoutImage: boolean): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO preview_cards_statuses (status_id, preview_card_id, url, without_image) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (status_id) DO UPDATE SET preview_card_id = EXCLUDED.preview_card_id, url = EXCLUDED.url, without_image = EXCLUDED.without_image
+       WHERE (preview_cards_statuses.preview_card_id, preview_cards_statuses.without_image) IS DISTINCT FROM (EXCLUDED.preview_card_id, EXCLUDED.without_image)`,
+    [statusId, cardId, url, withoutImage],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Takes a status's card away (an edit removed its link, or gave it media). Whether it had one. */
+export async function detachCard(db: Queryable, statusId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM preview_cards_statuses WHERE status_id = $1`, [statusId]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The card each of these statuses shows, by status id; a card shown without its image has no image here. */
+export async function cardsOfStatuses(db: Queryable, statusIds: string[]): Promise<Map<string, PreviewCardRow>> {
+  const out = new Map<string, PreviewCardRow>();
+  if (statusIds.length === 0) return out;
+  const { rows } = await db.query<PreviewCardRow & { status_id: string; without_image: boolean }>(
+    `SELECT pcs.status_id::text, pcs.without_image, c.*
+       FROM preview_cards_statuses pcs JOIN preview_cards c ON c.id = pcs.preview_card_id
+      WHERE pcs.status_id = ANY($1::bigint[])`,
+    [statusIds],
+  );
+  for (const { status_id, without_image, ...card } of rows) {
+    out.set(status_id, without_image ? { ...card, image_key: null, blurhash: null, width: 0, height: 0 } : card);
+  }
+  return out;
+}
+
+/** The latest statuses showing a card (whose renderings change with it), at most `limit`. */
+export async function statusesWithCard(db: Queryable, cardId: string, limit = 1000): Promise<string[]> {
+  const { rows } = await db.query<{ status_id: string }>(
+    `SELECT status_id::text FROM preview_cards_statuses WHERE preview_card_id = $1 ORDER BY status_id DESC LIMIT $2`, [cardId, limit],
+  );
+  return rows.map((r) => r.status_id);
+}

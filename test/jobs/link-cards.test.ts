@@ -1,0 +1,272 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import sharp from 'sharp';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { expectEntity } from '../helpers/schema.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { LINK_CARD_LIMITS } from '../../jobs/link-cards.ts';
+import { firstCardLink, parsePage } from '../../services/preview-cards.ts';
+import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
+import { receiveRemoteStatus } from '../../services/statuses.ts';
+import { insertDomainBlock } from '../../storage/instance-domain-blocks.ts';
+import { publishDomainPolicyChange } from '../../services/domain-policy.ts';
+
+// Link preview cards: a page served on loopback by the test, read by the fetchLinkCard job.
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
+
+let s: TestServer;
+let amy: TestUser;
+let ben: TestUser;
+let pages: Server;
+let base: string;
+const requests = new Map<string, number>();
+let png: Buffer;
+
+const ARTICLE = `<!doctype html><html><head><title>Plain title</title>
+<meta property="og:title" content="The &amp; Article">
+<meta property="og:description" content="What it is about">
+<meta property="og:type" content="article">
+<meta property="og:site_name" content="Loopback News">
+<meta property="og:image" content="/image.png">
+<meta name="description" content="not this one">
+</head><body><p>Hello</p></body></html>`;
+
+beforeAll(async () => {
+  png = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
+  pages = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://x').pathname;
+    requests.set(req.url!, (requests.get(req.url!) ?? 0) + 1);
+    if (path.startsWith('/article')) return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
+    if (path === '/image.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+    if (path === '/plain') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title> Only a\n title </title><meta name="description" content="Plain description"></head><body></body></html>');
+    if (path === '/redirect') return res.writeHead(302, { location: '/plain' }).end();
+    if (path === '/video') {
+      return res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><head><title>A video</title>
+        <link rel="alternate" type="application/json+oembed" href="/oembed.json"></head></html>`);
+    }
+    if (path === '/oembed.json') {
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+        version: '1.0', type: 'video', title: 'The video', author_name: 'Vic', author_url: 'https://video.example/vic', provider_name: 'VideoSite',
+        provider_url: 'https://video.example/', width: 480, height: 270,
+        html: '<script>alert(1)</script><iframe src="https://video.example/embed/1" width="480" height="270" onload="x()"></iframe>',
+      }));
+    }
+    if (path === '/big') {
+      // Chunked (no length said): the limit is found while reading.
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.write('<html><head><title>Too big</title></head><body>');
+      const chunk = 'x'.repeat(64 * 1024);
+      for (let i = 0; i < 20; i++) res.write(chunk);
+      return res.end('</body></html>');
+    }
+    if (path === '/slow') {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.write('<html><head><title>Slow</title>'); // and never more
+      return;
+    }
+    if (path === '/json') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"title":"json"}');
+    if (path === '/missing') return res.writeHead(404, { 'content-type': 'text/html' }).end('<title>Not found</title>');
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
+  s = await startTestServer({ ALLOW_PRIVATE_ADDRESSES: 'true' });
+  [amy, ben] = await registerUsers(s.app, 'amy', 'ben');
+  await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${amy.id}/follow`, headers: bearer(ben.token) });
+}, 60_000);
+afterAll(async () => {
+  pages?.closeAllConnections();
+  await new Promise((r) => pages?.close(r));
+  await s?.close();
+});
+
+const post = async (user: TestUser, status: string, server = s): Promise<Json> => {
+  const res = await server.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(user.token), payload: { status } });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+};
+const get = async (url: string, user: TestUser = amy, server = s): Promise<Json> => {
+  const res = await server.app.inject({ method: 'GET', url, headers: bearer(user.token) });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+};
+/** Waits until no link card job is left (each job's outbox row goes when it ends). */
+const cardJobsDone = async (server = s) => {
+  const left = await eventually(async () => {
+    const { rows } = await server.ctx.db.query(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'fetchLinkCard'`);
+    return rows[0].n as number;
+  }, 0, 8000);
+  expect(left).toBe(0);
+};
+const cardOf = async (id: string, server = s, user = amy) => (await get(`/api/v1/statuses/${id}`, user, server)).card as Json | null;
+const cardEventually = (id: string) => eventually(async () => (await cardOf(id)) !== null, true, 8000);
+
+describe('link preview cards', () => {
+  it('gives a post linking to a page its OpenGraph card, with the image resized on the file host', async () => {
+    const st = await post(amy, `Read this: ${base}/article?x=1#part`);
+    expect(st.card).toBeNull(); // the job has not run yet when the post is answered
+    expect(await cardEventually(st.id)).toBe(true);
+    const status = await get(`/api/v1/statuses/${st.id}`);
+    expectEntity('Status', status);
+    expect(status.card).toMatchObject({
+      url: `${base}/article?x=1`, title: 'The & Article', description: 'What it is about', type: 'link',
+      provider_name: 'Loopback News', html: '', width: 400, height: 300,
+    });
+    expect(status.card.blurhash).toMatch(/^[0-9A-Za-z#$%*+,-.:;=?@[\]^_{|}~]{6,}$/);
+    const image = await s.app.inject({ method: 'GET', url: new URL(status.card.image).pathname });
+    expect(image.statusCode).toBe(200);
+    const meta = await sharp(image.rawPayload).metadata();
+    expect([meta.width, meta.height]).toEqual([400, 300]);
+    // The home timelines (the author's and a follower's) show it too.
+    for (const user of [amy, ben]) {
+      const home = (await get('/api/v1/timelines/home', user)) as unknown as Json[];
+      expect(home.find((x) => x.id === st.id)?.card?.title).toBe('The & Article');
+    }
+  });
+
+  it('stores one card per URL and tells the streams of the new card (status.update)', async () => {
+    const sub = new Redis(s.config.redisUrl);
+    const seen: Json[] = [];
+    await sub.subscribe(s.ctx.events.channelName('timeline:public'));
+    sub.on('message', (_c, text) => seen.push(JSON.parse(text)));
+    try {
+      const st = await post(ben, `again ${base}/article?x=1`);
+      expect(await cardEventually(st.id)).toBe(true);
+      expect(requests.get('/article?x=1')).toBe(1); // stored: not fetched again
+      const { rows } = await s.ctx.db.query(`SELECT count(*)::int AS n FROM preview_cards WHERE url = $1`, [`${base}/article?x=1`]);
+      expect(rows[0].n).toBe(1);
+      expect(await eventually(async () => seen.some((m) => m.event === 'status.update' && m.statusId === st.id), true, 3000)).toBe(true);
+    } finally {
+      sub.disconnect();
+    }
+  });
+
+  it('takes the <title> and description of a page without OpenGraph, after a redirect', async () => {
+    const st = await post(amy, `plain ${base}/redirect`);
+    expect(await cardEventually(st.id)).toBe(true);
+    const status = await get(`/api/v1/statuses/${st.id}`);
+    expectEntity('Status', status);
+    expect(status.card).toMatchObject({ url: `${base}/redirect`, title: 'Only a title', description: 'Plain description', image: null, blurhash: null, width: 0, height: 0 });
+  });
+
+  it('reads oEmbed for the embed, keeping only its iframe', async () => {
+    const st = await post(amy, `watch ${base}/video`);
+    expect(await cardEventually(st.id)).toBe(true);
+    const status = await get(`/api/v1/statuses/${st.id}`);
+    expectEntity('Status', status);
+    expect(status.card).toMatchObject({ type: 'video', title: 'A video', author_name: 'Vic', provider_name: 'VideoSite', width: 480, height: 270 });
+    expect(status.card.html).toBe('<iframe src="https://video.example/embed/1" width="480" height="270" frameborder="0" allowfullscreen="true"></iframe>');
+  });
+
+  it('gives no card, and no error, for pages too big, too slow, not HTML or answering an error', async () => {
+    const timeout = LINK_CARD_LIMITS.timeoutMs;
+    LINK_CARD_LIMITS.timeoutMs = 1000;
+    try {
+      const posts = [];
+      for (const path of ['/big', '/slow', '/json', '/missing']) posts.push(await post(amy, `bad ${base}${path}`));
+      await cardJobsDone();
+      for (const path of ['/big', '/slow', '/json', '/missing']) expect(requests.get(path), path).toBe(1);
+      for (const st of posts) expect(await cardOf(st.id)).toBeNull();
+      const { rows } = await s.ctx.db.query(`SELECT count(*)::int AS n FROM preview_cards WHERE url LIKE '%/big' OR url LIKE '%/slow' OR url LIKE '%/json' OR url LIKE '%/missing'`);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      LINK_CARD_LIMITS.timeoutMs = timeout;
+    }
+  });
+
+  it('gives no card for hashtags, mentions, links to this server or posts with media, and fetches nothing', async () => {
+    const before = requests.size;
+    const posts = [await post(amy, 'a #hashtag only'), await post(amy, 'hi @ben'), await post(amy, 'me: http://test.local/@amy and https://test.local/tags/x')];
+    const upload = await s.app.inject({
+      method: 'POST', url: '/api/v2/media', headers: { ...bearer(amy.token), 'content-type': 'multipart/form-data; boundary=b' },
+      payload: Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n'), png, Buffer.from('\r\n--b--\r\n')]),
+    });
+    expect([200, 202]).toContain(upload.statusCode);
+    const mediaUrl = `/api/v1/media/${upload.json().id}`;
+    expect(await eventually(async () => (await s.app.inject({ method: 'GET', url: mediaUrl, headers: bearer(amy.token) })).statusCode, 200, 8000)).toBe(200);
+    const withMedia = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(amy.token), payload: { status: `media ${base}/article-media`, media_ids: [upload.json().id] } });
+    expect(withMedia.statusCode, withMedia.body).toBe(200);
+    posts.push(withMedia.json());
+    const { rows } = await s.ctx.db.query(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'fetchLinkCard'`);
+    expect(rows[0].n).toBe(0); // nothing was even queued
+    await cardJobsDone();
+    for (const st of posts) expect(await cardOf(st.id)).toBeNull();
+    expect(requests.size).toBe(before);
+    expect(requests.has('/article-media')).toBe(false);
+  });
+
+  it('picks the first link that is not a hashtag or a mention, in our HTML and in other servers\'', () => {
+    const own = new Set(['test.local']);
+    expect(firstCardLink('<p><a href="https://x.example/tags/a" class="mention hashtag" rel="tag">#<span>a</span></a> <a href="https://x.example/@b" class="u-url mention">@b</a> <a href="https://news.example/1#top">n</a> <a href="https://later.example/">l</a></p>', own)).toBe('https://news.example/1');
+    // Other servers' links that only read as hashtags or mentions.
+    expect(firstCardLink('<p><a href="https://x.example/t/a">#a</a> <a href="https://x.example/u/b"><span>@</span>b</a> <a href="http://test.local/x">ours</a> <a href="javascript:alert(1)">js</a> <a href="https://ok.example/">ok</a></p>', own)).toBe('https://ok.example/');
+    expect(firstCardLink('<p>no links</p>', own)).toBeNull();
+    const page = parsePage('<html><head><meta name="twitter:title" content="T"><meta name="twitter:image" content="https://img.example/a.png"></head><body><title>not in head</title></body></html>', 'https://p.example/');
+    expect(page).toMatchObject({ title: 'T', image: 'https://img.example/a.png' });
+  });
+
+  it('gives statuses from other servers their card; a server whose media is rejected gets it without the image', async () => {
+    const remote = async (domain: string): Promise<AccountRow> => upsertRemoteAccount(s.ctx.db, {
+      uri: `https://${domain}/users/rem`, username: 'rem', domain, displayName: 'rem', noteHtml: '', url: `https://${domain}/@rem`,
+      inboxUrl: `https://${domain}/users/rem/inbox`, sharedInboxUrl: null, outboxUrl: null, followersUrl: null,
+      locked: false, bot: false, discoverable: true, avatarUrl: null, headerUrl: null, fields: [], createdAt: null,
+    });
+    await insertDomainBlock(s.ctx.db, 'nomedia.example', { severity: 'noop', reject_media: true, reject_reports: false, private_comment: null, public_comment: null, obfuscate: false });
+    await publishDomainPolicyChange(s.ctx.redis, s.config.redisPrefix);
+    let n = 0;
+    const receive = async (author: AccountRow, content: string) => (await receiveRemoteStatus(s.ctx.actors.deps, {
+      accountId: author.id, uri: `${author.uri}/statuses/${++n}`, url: null, content, spoilerText: '', sensitive: false,
+      visibility: 'public', language: null, parent: null, mentioned: [], tags: [], createdAt: null, media: [],
+    }))!;
+    const [fine, blocked] = [await remote('remote.example'), await remote('nomedia.example')];
+    const link = `${base}/article?remote=1`;
+    const a = await receive(fine, `<p><a href="https://remote.example/tags/x">#x</a> <a href="${link}" rel="nofollow">article</a></p>`);
+    const b = await receive(blocked, `<p><a href="${link}">article</a></p>`);
+    expect(await cardEventually(a)).toBe(true);
+    expect(await cardEventually(b)).toBe(true);
+    const [ca, cb] = [await cardOf(a), await cardOf(b)];
+    expect(ca).toMatchObject({ url: link, title: 'The & Article', width: 400, height: 300 });
+    expect(ca!.image).toMatch(/^http:\/\/test\.local\/system\//);
+    expect(cb).toMatchObject({ url: link, title: 'The & Article', image: null, blurhash: null });
+    expectEntity('Status', await get(`/api/v1/statuses/${b}`));
+
+    // The other way round: the card stored without its image first gets it for the next post, not for the first.
+    const late = `${base}/article?late=1`;
+    const c = await receive(blocked, `<p><a href="${late}">article</a></p>`);
+    expect(await cardEventually(c)).toBe(true);
+    expect((await cardOf(c))!.image).toBeNull();
+    const d = await receive(fine, `<p><a href="${late}">article</a></p>`);
+    expect(await eventually(async () => typeof (await cardOf(d))?.image, 'string', 8000)).toBe('string');
+    expect((await cardOf(c))!.image).toBeNull();
+    expect(requests.get('/article?late=1')).toBe(1);
+  });
+
+  it('follows an edit: a new link gets its card, a removed link takes it away', async () => {
+    const st = await post(amy, `first ${base}/article?edit=1`);
+    expect(await cardEventually(st.id)).toBe(true);
+    const edit = (status: string) => s.app.inject({ method: 'PUT', url: `/api/v1/statuses/${st.id}`, headers: bearer(amy.token), payload: { status } });
+    expect((await edit(`now ${base}/plain`)).statusCode).toBe(200);
+    expect(await eventually(async () => (await cardOf(st.id))?.title, 'Only a title', 8000)).toBe('Only a title');
+    expect((await edit('no link any more')).statusCode).toBe(200);
+    expect(await eventually(async () => await cardOf(st.id), null, 8000)).toBeNull();
+  });
+});
+
+describe('without ALLOW_PRIVATE_ADDRESSES', () => {
+  it('never fetches a loopback page', async () => {
+    const strict = await startTestServer({ ALLOW_PRIVATE_ADDRESSES: 'false' });
+    try {
+      const [cal] = await registerUsers(strict.app, 'cal');
+      const st = await post(cal, `local ${base}/article?private=1 and http://localhost:${new URL(base).port}/article?private=2`, strict);
+      await cardJobsDone(strict);
+      expect(await cardOf(st.id, strict, cal)).toBeNull();
+      expect(requests.has('/article?private=1')).toBe(false);
+      expect(requests.has('/article?private=2')).toBe(false);
+    } finally {
+      await strict.close();
+    }
+  });
+});

@@ -45,15 +45,12 @@ export class StreamError extends Error {
   }
 }
 
-const PUBLIC_STREAMS = new Set(['public', 'public:media', 'public:local', 'public:local:media', 'public:remote', 'public:remote:media', 'hashtag', 'hashtag:local']);
-
 /** The Redis channels behind a stream, and the name events carry, as Mastodon's streaming server maps them. */
 export function resolveStream(owner: StreamOwner, name: string, params: StreamParams): { channels: string[]; stream: string[] } {
-  // Public streams need no scope; the others need `read`, or the granular scope of what they carry.
-  if (!PUBLIC_STREAMS.has(name) && name !== 'list') {
-    const needed = name === 'user:notification' ? ['read:notifications'] : ['read:statuses'];
-    if (!grantsAny(owner.scopes, needed)) throw new StreamError(401, 'Access token does not have the required scopes');
-  }
+  // Every stream needs `read` or the granular scope of what it carries, public ones too: a token that may only write
+  // reads nothing.
+  const needed = name === 'user:notification' ? ['read:notifications'] : name === 'list' ? ['read:lists'] : ['read:statuses'];
+  if (!grantsAny(owner.scopes, needed)) throw new StreamError(401, 'Access token does not have the required scopes');
   const media = params.only_media === true || params.only_media === 'true' || params.only_media === '1';
   switch (name) {
     case 'user': {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
+import { authorizationCodeToken, bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
 /** Calls of Mastodon 4.3–4.5 that apps make, and the smaller differences from Mastodon (issue 29). */
@@ -111,5 +111,18 @@ describe('the profile directory', () => {
   it('answers identity proofs with an empty list, and 404 for an unknown account', async () => {
     expect((await call(null, 'GET', `/api/v1/accounts/${alice.id}/identity_proofs`)).json()).toEqual([]);
     expect((await call(null, 'GET', '/api/v1/accounts/999999/identity_proofs')).statusCode).toBe(404);
+  });
+});
+
+describe('streaming needs a read scope', () => {
+  it('refuses a token that may only write, on public server-sent event streams too', async () => {
+    const writer = await createApp(s.app, 'write');
+    const token = await authorizationCodeToken(s.app, writer, 'alice@example.com', alice.password, 'write');
+    for (const path of ['/api/v1/streaming/public', '/api/v1/streaming/public/local', '/api/v1/streaming/public/remote', '/api/v1/streaming/hashtag?tag=x', '/api/v1/streaming/user']) {
+      const res = await s.app.inject({ method: 'GET', url: path, headers: bearer(token) });
+      expect(res.statusCode, path).toBe(401);
+      expect(res.json().error, path).toBe('Access token does not have the required scopes');
+    }
+    expect((await s.app.inject({ method: 'GET', url: '/api/v1/streaming/list?list=1', headers: bearer(token) })).statusCode).toBe(401);
   });
 });

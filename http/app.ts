@@ -63,6 +63,7 @@ import tagsRoutes from './api/v1/tags.ts';
 import conversationsRoutes from './api/v1/conversations.ts';
 import pollsRoutes from './api/v1/polls.ts';
 import statusMarksRoutes from './api/v1/status_marks.ts';
+import annualReportsRoutes from './api/v1/annual_reports.ts';
 import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
 
 export type App = FastifyInstance;
@@ -169,6 +170,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(conversationsRoutes, { ctx });
   await app.register(pollsRoutes, { ctx });
   await app.register(statusMarksRoutes, { ctx });
+  await app.register(annualReportsRoutes, { ctx });
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
   await app.register(adminQueueRoutes, { ctx });

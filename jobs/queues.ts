@@ -22,7 +22,9 @@ export type FanoutJob =
   | { kind: 'publishScheduledStatus'; outboxId?: undefined; scheduledStatusId: string }
   | { kind: 'cleanMedia'; outboxId?: undefined }
   /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */
-  | { kind: 'fetchLinkCard'; outboxId: string; statusId: string };
+  | { kind: 'fetchLinkCard'; outboxId: string; statusId: string }
+  /** One account's annual report of one year (jobs/annual-reports.ts), queued with the request's row. */
+  | { kind: 'generateAnnualReport'; outboxId: string; accountId: string; year: number };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */
 export function bullConnection(redisUrl: string): Redis {

@@ -64,6 +64,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
     else if (data.kind === 'sendMail') await sendMailJob(ctx, data, job, log);
     else if (data.kind === 'fetchLinkCard') await (await import('./link-cards.ts')).fetchLinkCard(ctx, data.statusId, log);
+    else if (data.kind === 'generateAnnualReport') await (await import('./annual-reports.ts')).generateAnnualReportJob(ctx, data.accountId, data.year);
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });

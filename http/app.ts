@@ -45,6 +45,8 @@ import filtersV2Routes from './api/v2/filters.ts';
 import reportsRoutes from './api/v1/reports.ts';
 import emailsRoutes from './api/v1/emails.ts';
 import adminReportsRoutes from './api/v1/admin/reports.ts';
+import adminTrendsRoutes from './api/v1/admin/trends.ts';
+import linkTimelineRoutes from './api/v1/link-timeline.ts';
 import adminAccountsRoutes from './api/v1/admin/accounts.ts';
 import adminDomainBlocksRoutes from './api/v1/admin/domain_blocks.ts';
 import adminDomainAllowsRoutes from './api/v1/admin/domain_allows.ts';
@@ -153,6 +155,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(reportsRoutes, { ctx });
   await app.register(emailsRoutes, { ctx });
   await app.register(adminReportsRoutes, { ctx });
+  await app.register(adminTrendsRoutes, { ctx });
+  await app.register(linkTimelineRoutes, { ctx });
   await app.register(adminAccountsRoutes, { ctx });
   await app.register(adminDomainBlocksRoutes, { ctx });
   await app.register(adminDomainAllowsRoutes, { ctx });

@@ -26,7 +26,7 @@ export const ACTIVITY_WEEKS = 12;
 const inFlight = new Map<string, Promise<unknown>>();
 
 /** A value from Redis, or computed once (per process at a time), stored for `ttl` seconds and returned. */
-async function cached<T>(ctx: Ctx, name: string, ttl: number, compute: () => Promise<T>): Promise<T> {
+export async function cached<T>(ctx: Ctx, name: string, ttl: number, compute: () => Promise<T>): Promise<T> {
   const key = `${ctx.config.redisPrefix}instance:${name}`;
   const hit = await ctx.redis.get(key);
   if (hit !== null) return JSON.parse(hit) as T;
@@ -47,7 +47,7 @@ async function cached<T>(ctx: Ctx, name: string, ttl: number, compute: () => Pro
 
 /** The cache keys this module writes, for tests and operators that want fresh figures at once. */
 export const instanceCacheKeys = (redisPrefix: string) =>
-  ['peers', 'activity', 'trends:tags', 'trends:statuses'].map((name) => `${redisPrefix}instance:${name}`);
+  ['peers', 'activity', 'trends:tags', 'trends:statuses', 'trends:links'].map((name) => `${redisPrefix}instance:${name}`);
 
 export function peers(ctx: Ctx): Promise<string[]> {
   return cached(ctx, 'peers', PEERS_TTL_SECONDS, () => peerDomains(ctx.db));

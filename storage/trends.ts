@@ -23,8 +23,15 @@ export interface TrendingTagRow {
   uses: number;
 }
 
-/** Hashtags of public statuses since `since`, by how many accounts used them, then how often, then how recently. */
-export async function trendingTags(db: Queryable, since: Date, limit: number): Promise<TrendingTagRow[]> {
+/** Leaves out what an operator rejected (trend_reviews) unless $4 (`withRejected`) is true. */
+const notRejected = (kind: 'tag' | 'status', id: string) =>
+  `($4::boolean OR NOT EXISTS (SELECT 1 FROM trend_reviews rv WHERE rv.kind = '${kind}' AND rv.target_id = ${id} AND NOT rv.trendable))`;
+
+/**
+ * Hashtags of public statuses since `since`, by how many accounts used them, then how often, then how recently;
+ * those an operator rejected only `withRejected` (the admin's list).
+ */
+export async function trendingTags(db: Queryable, since: Date, limit: number, withRejected = false): Promise<TrendingTagRow[]> {
   const { rows } = await db.query<{ id: string; name: string; accounts: string; uses: string }>(
     `WITH ${RECENT}
      SELECT t.id::text, t.name, count(DISTINCT r.account_id) AS accounts, count(*) AS uses
@@ -32,10 +39,11 @@ export async function trendingTags(db: Queryable, since: Date, limit: number): P
        JOIN accounts a ON a.id = r.account_id AND a.suspended_at IS NULL
        JOIN statuses_tags st ON st.status_id = r.id
        JOIN tags t ON t.id = st.tag_id
+      WHERE ${notRejected('tag', 't.id')}
       GROUP BY t.id, t.name
       ORDER BY count(DISTINCT r.account_id) DESC, count(*) DESC, max(r.id) DESC
       LIMIT $3`,
-    [firstIdAt(since), since, limit],
+    [firstIdAt(since), since, limit, withRejected],
   );
   return rows.map((r) => ({ id: r.id, name: r.name, accounts: Number(r.accounts), uses: Number(r.uses) }));
 }
@@ -68,15 +76,18 @@ export async function tagDailyUse(db: Queryable, tagIds: string[], since: Date):
   return rows.map((r) => ({ tagId: r.tag_id, day: Number(r.day), uses: Number(r.uses), accounts: Number(r.accounts) }));
 }
 
-/** Public statuses posted since `since` with the most favourites and reblogs (at least one), newest first on ties. */
-export async function trendingStatusIds(db: Queryable, since: Date, limit: number): Promise<string[]> {
+/**
+ * Public statuses posted since `since` with the most favourites and reblogs (at least one), newest first on ties;
+ * those an operator rejected only `withRejected`.
+ */
+export async function trendingStatusIds(db: Queryable, since: Date, limit: number, withRejected = false): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `WITH ${RECENT}
      SELECT r.id::text FROM recent r JOIN accounts a ON a.id = r.account_id AND a.suspended_at IS NULL
-      WHERE r.favourites_count + r.reblogs_count > 0
+      WHERE r.favourites_count + r.reblogs_count > 0 AND ${notRejected('status', 'r.id')}
       ORDER BY r.favourites_count + r.reblogs_count DESC, r.id DESC
       LIMIT $3`,
-    [firstIdAt(since), since, limit],
+    [firstIdAt(since), since, limit, withRejected],
   );
   return rows.map((r) => r.id);
 }

@@ -6,6 +6,9 @@ import { trendingStatuses, trendingTagsWithHistory } from '../../../services/ins
 import { renderTag } from '../../serializers/tag.ts';
 import { followedAmong } from '../../../storage/tag-follows.ts';
 import { renderTimeline } from '../../serializers/statuses.ts';
+import { trendingLinks } from '../../../services/trend-reviews.ts';
+import { cardsByIds } from '../../../storage/trend-reviews.ts';
+import { renderPreviewCard } from '../../serializers/preview-card.ts';
 
 const TrendsQuery = (defaultLimit: number, maxLimit: number) => Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, default: defaultLimit, maximumClamp: maxLimit })),
@@ -13,7 +16,7 @@ const TrendsQuery = (defaultLimit: number, maxLimit: number) => Type.Object({
 });
 
 /** Mastodon's offset paging: `next` while the page was full, `prev` after the first page. */
-function setOffsetLinks(request: FastifyRequest, reply: FastifyReply, publicUrl: string, offset: number, limit: number, count: number): void {
+export function setOffsetLinks(request: FastifyRequest, reply: FastifyReply, publicUrl: string, offset: number, limit: number, count: number): void {
   const path = request.url.split('?')[0];
   const links: string[] = [];
   if (count === limit) links.push(`<${publicUrl}${path}?limit=${limit}&offset=${offset + limit}>; rel="next"`);
@@ -23,8 +26,8 @@ function setOffsetLinks(request: FastifyRequest, reply: FastifyReply, publicUrl:
 
 /**
  * Trends from recent public activity, local and remote (services/instance.ts): hashtags by the accounts that used
- * them in the last two days, statuses of the last day by favourites and reblogs. Links would need preview cards,
- * which this server does not make: that list is honestly empty. Anyone may read them, as on Mastodon.
+ * them in the last two days, statuses of the last day by favourites and reblogs, links by the accounts that shared
+ * them in the last two days (once an operator approved them). Anyone may read them, as on Mastodon.
  */
 export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -63,8 +66,16 @@ export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: Ro
     return reply.type('application/json; charset=utf-8').send(body);
   });
 
+  // Links an operator approved (services/trend-reviews.ts), as Trends::Link entities: the card and its history.
   app.get('/api/v1/trends/links', {
     schema: { querystring: TrendsQuery(10, 20) },
     config: { auth: { kind: 'public' } },
-  }, async () => []);
+  }, async (request, reply) => {
+    const limit = request.query.limit ?? 10;
+    const offset = request.query.offset ?? 0;
+    const trending = (await trendingLinks(ctx)).slice(offset, offset + limit);
+    const cards = await cardsByIds(ctx.db, trending.map((t) => t.id));
+    setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, trending.length);
+    return trending.filter((t) => cards.has(t.id)).map((t) => ({ ...renderPreviewCard(ctx.render, cards.get(t.id)!), history: t.history }));
+  });
 }

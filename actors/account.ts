@@ -38,6 +38,8 @@ export type AccountMessage =
   | { type: 'postStatus'; params: statusService.PostParams }
   | { type: 'deleteStatus'; statusId: string }
   | { type: 'editStatus'; statusId: string; params: statusService.EditParams }
+  | { type: 'revokeQuote'; statusId: string; quotingStatusId: string }
+  | { type: 'setQuotePolicy'; statusId: string; policy: string }
   | { type: 'votePoll'; pollId: string; choices: number[] }
   | { type: 'favourite'; status: StatusRow }
   | { type: 'unfavourite'; status: StatusRow }
@@ -205,6 +207,10 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return statusService.deleteStatus(deps, accountId, msg.statusId);
     case 'editStatus':
       return statusService.editStatus(deps, accountId, msg.statusId, msg.params);
+    case 'revokeQuote':
+      return statusService.revokeQuote(deps, accountId, msg.statusId, msg.quotingStatusId);
+    case 'setQuotePolicy':
+      return statusService.setQuotePolicy(deps, accountId, msg.statusId, msg.policy);
     case 'votePoll':
       return pollService.vote(deps, accountId, msg.pollId, msg.choices);
     case 'favourite':

@@ -9,6 +9,8 @@ import { cardsOfStatuses, type PreviewCardRow } from '../storage/preview-cards.t
 import { visibleTo } from './visibility.ts';
 import type { FilterMatch } from './filters.ts';
 import { RelationsCache, type ViewerRelations } from './relations.ts';
+import { quotesOfStatuses, type QuoteRow } from '../storage/quotes.ts';
+import { followedAmong } from './quotes.ts';
 
 const FLAG_KINDS = ['favourited', 'reblogged', 'bookmarked', 'pinned', 'muted'] as const;
 type ViewerFlags = Record<(typeof FLAG_KINDS)[number], Set<string>>;
@@ -35,6 +37,14 @@ export interface StatusBundle {
   viewerId: string | null;
   /** The viewer's filters that match a status shown (services/filters.ts applyFilters), by status id. */
   filtered?: Map<string, FilterMatch[]>;
+  /**
+   * Quotes (Mastodon 4.5) by quoting status id; which quoted statuses (loaded into `statuses`) the viewer may see; the
+   * authors the viewer follows (for `followers` quote policies); the viewer's blocks and mutes (a quote's state).
+   */
+  quotes?: Map<string, QuoteRow>;
+  quoteVisible?: Set<string>;
+  following?: Set<string>;
+  relations?: ViewerRelations;
 }
 
 interface Entry<T> {
@@ -82,6 +92,7 @@ interface CachedStatus {
   media: MediaRow[];
   poll: PollRow | null;
   card?: PreviewCardRow | null;
+  quote?: QuoteRow | null;
 }
 
 /**
@@ -146,13 +157,13 @@ export class StatusLoader {
 
   private statusesById(ids: string[], known: Map<string, string>): Promise<Map<string, CachedStatus>> {
     return this.current('s', this.statuses, ids, known, async (missing) => {
-      const [rows, mentions, tags, media, polls, cards] = await Promise.all([
+      const [rows, mentions, tags, media, polls, cards, quotes] = await Promise.all([
         findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing), mediaOfStatuses(this.db, missing), pollsOfStatuses(this.db, missing),
-        cardsOfStatuses(this.db, missing),
+        cardsOfStatuses(this.db, missing), quotesOfStatuses(this.db, missing),
       ]);
       return rows.map((status) => [status.id, {
         status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [], media: media.get(status.id) ?? [], poll: polls.get(status.id) ?? null,
-        card: cards.get(status.id) ?? null,
+        card: cards.get(status.id) ?? null, quote: quotes.get(status.id) ?? null,
       }]);
     });
   }
@@ -232,6 +243,26 @@ export class StatusLoader {
       .filter((s): s is StatusRow => !!s && visible.has(s.id) && (!s.reblog_of_id || visible.has(s.reblog_of_id)));
 
     const renderedIds = [...new Set(rows.flatMap((s) => (s.reblog_of_id ? [s.id, s.reblog_of_id] : [s.id])))];
+    // What the shown statuses quote (rendered inside them), and what those quote in turn (their ShallowQuote's state),
+    // each loaded under its own version, and whether the viewer may see it.
+    const quotedOf = (ids: Iterable<string>) => [...new Set([...ids].map((id) => found.get(id)?.quote?.quoted_status_id).filter((id): id is string => !!id))];
+    const quoted = quotedOf(renderedIds);
+    let quoteVisible = new Set<string>();
+    if (quoted.length > 0) {
+      const load = async (ids: string[]) => {
+        for (const [id, e] of await this.statusesById(ids.filter((q) => !found.has(q)), known.s)) found.set(id, e);
+      };
+      await load(quoted);
+      const nested = quotedOf(quoted);
+      await load(nested);
+      const quotedRows = [...new Set([...quoted, ...nested])].map((id) => found.get(id)?.status).filter((st): st is StatusRow => !!st);
+      quoteVisible = await visibleTo(this.db, viewerId, quotedRows, relations.blockedBy);
+      for (const id of quoted) if (quoteVisible.has(id) && !renderedIds.includes(id)) renderedIds.push(id);
+      for (const id of nested) {
+        const e = found.get(id);
+        if (e && !renderedIds.includes(id)) renderedIds.push(id);
+      }
+    }
     const accountIds = new Set<string>();
     for (const id of renderedIds) {
       const e = found.get(id)!;
@@ -240,10 +271,15 @@ export class StatusLoader {
     }
     // The viewer's votes, asked only when a poll is shown (a vote bumps the status's version: see services/polls.ts).
     const pollIds = renderedIds.map((id) => found.get(id)!.poll?.id).filter((id): id is string => !!id);
-    const [accounts, flags, votes] = await Promise.all([
+    // Authors whose quote policy is `followers`: whether the viewer follows them (their `quote_approval`).
+    const followersOnly = viewerId
+      ? [...new Set(renderedIds.map((id) => found.get(id)!.status).filter((st) => st.quote_approval_policy === 'followers' && st.account_id !== viewerId).map((st) => st.account_id))]
+      : [];
+    const [accounts, flags, votes, following] = await Promise.all([
       this.accountsById([...accountIds], known.a),
       viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve(noFlags()),
       viewerId && pollIds.length > 0 ? ownVotes(this.db, viewerId, pollIds) : Promise.resolve(undefined),
+      viewerId && followersOnly.length > 0 ? followedAmong(this.db, viewerId, followersOnly) : Promise.resolve(undefined),
     ]);
     // A suspended author's statuses (a remote actor deleted by its server, say) are shown nowhere, boosted or not.
     const authorShown = (statusId: string) => !accounts.get(found.get(statusId)!.status.account_id)?.suspended_at;
@@ -260,6 +296,10 @@ export class StatusLoader {
         polls: new Map([...found].flatMap(([id, e]) => (e.poll ? [[id, e.poll] as const] : []))),
         cards: new Map([...found].flatMap(([id, e]) => (e.card ? [[id, e.card] as const] : []))),
         ...(votes ? { ownVotes: votes } : {}),
+        ...(following ? { following } : {}),
+        quotes: new Map([...found].flatMap(([id, e]) => (e.quote ? [[id, e.quote] as const] : []))),
+        quoteVisible,
+        relations,
         ...flags,
         viewerId,
       },

@@ -23,6 +23,8 @@ import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
 import { unavailableDependency } from '../storage/dependencies.ts';
 import type { StatusLoader } from './hydrate.ts';
 import { firstCardLink, ownHosts } from './preview-cards.ts';
+import { effectiveQuotePolicy, quotableStatus } from './quotes.ts';
+import * as quotes from '../storage/quotes.ts';
 
 export interface StatusDeps {
   db: Db;
@@ -58,6 +60,9 @@ export interface PostParams {
   poll?: PollParams | null;
   /** Account ids the post may mention (Mastodon's `allowed_mentions`): any other mention refuses the post. */
   allowedMentions?: string[] | null;
+  /** The status this one quotes (Mastodon 4.5's `quoted_status_id`), and who may quote this one (absent: the author's default). */
+  quotedStatusId?: string | null;
+  quotePolicy?: string | null;
 }
 
 /** PUT /api/v1/statuses/:id: the status as it is to be (what is left out goes, as in Mastodon; the language stays). */
@@ -70,6 +75,8 @@ export interface EditParams {
   /** Descriptions and focal points of attachments, changed with the edit. */
   mediaAttributes: { id: string; description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined }[];
   poll: PollParams | null;
+  /** A new quote policy (`quote_approval_policy`); absent: unchanged. */
+  quotePolicy?: string | undefined;
 }
 
 /** What posting and editing refuse alike: too many attachments, media with a poll, blank or too long text. */
@@ -134,7 +141,19 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     parent = await statuses.findStatus(db, p.inReplyToId);
     if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();
   }
+  // A quote (Mastodon 4.5): of a status the author may see and its policy lets them quote, else a 404.
+  let quoted: statuses.StatusRow | null = null;
+  let visibility = p.visibility;
+  if (p.quotedStatusId) {
+    quoted = await quotableStatus(db, accountId, p.quotedStatusId);
+    visibility ??= (await db.query<{ v: statuses.Visibility }>(`SELECT default_privacy AS v FROM users WHERE account_id = $1`, [accountId])).rows[0]?.v ?? 'public';
+    // A quote of a private post (its author's own) is private too, as in Mastodon's PostStatusService.
+    if (quoted.visibility === 'private' && (visibility === 'public' || visibility === 'unlisted')) visibility = 'private';
+  }
   const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, accountId, deps.resolveRemote);
+  if (quoted && visibility === 'direct' && quoted.account_id !== accountId && !mentioned.some((a) => a.id === quoted.account_id)) {
+    throw unprocessable('Validation failed: Cannot quote a non-mentioned user in a Private mention post');
+  }
   if (p.allowedMentions) {
     const allowed = new Set(p.allowedMentions);
     const unexpected = mentioned.filter((a) => !allowed.has(a.id)).map((a) => a.id);
@@ -146,7 +165,8 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     language: p.language, inReplyToId: parent?.id ?? null, inReplyToAccountId: parent?.account_id ?? null, applicationId: p.applicationId,
   };
   const extras: statuses.PostExtras = {
-    visibility: p.visibility ?? null,
+    visibility: visibility ?? null,
+    quotePolicy: p.quotePolicy ?? null,
     idempotencyKey: p.idempotencyKey,
     mentionIds: mentioned.map((a) => a.id),
     tagIds: await statuses.tagIds(db, tags),
@@ -160,7 +180,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   // PostgreSQL that hangs and wakes up later does not apply a post whose client was answered 503 meanwhile (the commit
   // is guarded, storage/db.ts). Attachments, a poll, a scheduled post's row and notifications of local accounts are
   // written in the same transaction.
-  const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0;
+  const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0 && !quoted;
   const result = await transaction(db, async (tx: PoolClient) => {
     const made = await statuses.insertPost(tx, row, extras);
     if (!made) return null;
@@ -173,6 +193,12 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     if (p.scheduledStatusId && !(await claimScheduledStatus(tx, accountId, p.scheduledStatusId))) throw notFound();
     for (const a of localMentions) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
     if (p.poll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
+    // The quote and the quoted status's count, in the post's transaction. A local author's policy was checked above,
+    // so the quote is accepted at once (Mastodon's attach_quote!), and the quoted author told.
+    if (quoted) {
+      await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'accepted' });
+      if (quoted.account_id !== accountId) await notifyAccount(deps, tx, quoted.account_id, accountId, 'quote', status.id);
+    }
     return made;
   });
   if (!result) {
@@ -186,7 +212,7 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   // What follows the commit goes to Redis in one write (auto-pipelining): cache versions, the author's own feed, their
   // home stream, and the jobs.
   await Promise.all([
-    deps.versions.bump({ accounts: [accountId], statuses: [parent?.id] }),
+    deps.versions.bump({ accounts: [accountId], statuses: [parent?.id, quoted?.id] }),
     deps.feeds.addIfAccepting(accountId, status.id),
     deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: status.id, accountId }),
     enqueueAll(deps.jobs, outbox),
@@ -203,8 +229,11 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
   const status = await statuses.findStatus(deps.db, statusId);
   if (!status || status.account_id !== accountId) throw notFound();
   const reblogs: statuses.StatusRow[] = [];
+  let quote: quotes.QuoteRow | null = null;
   const outbox = await transaction(deps.db, async (tx) => {
     if (!(await statuses.markStatusDeleted(tx, status))) throw notFound();
+    // Its quote stops counting on what it quoted.
+    quote = await quotes.forgetQuoteOf(tx, status.id);
     const mentions = (await statuses.mentionsOf(tx, [status.id])).get(status.id) ?? [];
     const rows = [
       await addToOutbox(tx, 'removeStatus', { statusId: status.id, authorId: accountId, mentionedIds: mentions }),
@@ -221,8 +250,10 @@ export async function deleteStatus(deps: StatusDeps, accountId: string, statusId
     }
     return rows;
   });
+  // Statuses quoting it now show their quote as `deleted`.
+  const quoters = await quotes.quotingStatusIds(deps.db, status.id);
   await deps.versions.bump({
-    statuses: [status.id, status.in_reply_to_id, status.reblog_of_id, ...reblogs.map((r) => r.id)],
+    statuses: [status.id, status.in_reply_to_id, status.reblog_of_id, ...reblogs.map((r) => r.id), (quote as quotes.QuoteRow | null)?.quoted_status_id, ...quoters.map((q) => q.statusId)],
     accounts: [accountId, ...reblogs.map((r) => r.account_id)],
     // Their "reblogged" flag for the deleted status (and the author's, for a deleted reblog) changes too.
     viewers: [accountId, ...reblogs.map((r) => r.account_id)],
@@ -425,6 +456,7 @@ export async function editStatus(deps: StatusDeps, accountId: string, statusId: 
       if (previous && !samePoll) await polls.deletePollOfStatus(tx, status.id);
       if (p.poll && !samePoll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
       if (samePoll && previous.hide_totals !== p.poll!.hideTotals) await tx.query(`UPDATE polls SET hide_totals = $2 WHERE id = $1`, [previous.id, p.poll!.hideTotals]);
+      if (p.quotePolicy !== undefined) await statuses.setQuotePolicy(tx, status.id, effectiveQuotePolicy(status.visibility, p.quotePolicy));
       return statuses.updateLocalStatus(tx, status.id, {
         text: p.text, content, spoilerText: p.spoilerText, sensitive: p.sensitive || p.spoilerText !== '',
         language: p.language === undefined ? status.language : p.language,
@@ -439,6 +471,12 @@ export async function editStatus(deps: StatusDeps, accountId: string, statusId: 
       await removeNotification(tx, reblogger, accountId, 'update', status.id);
       await notifyAccount(deps, tx, reblogger, accountId, 'update', status.id);
     }
+    // Local accounts whose quotes of it stand hear of the edit (Mastodon's quoted_update), the latest edit only.
+    for (const q of await quotes.quotingStatusIds(tx, status.id)) {
+      if (q.state !== 'accepted') continue;
+      await removeNotification(tx, q.accountId, accountId, 'quoted_update', status.id);
+      await notifyAccount(deps, tx, q.accountId, accountId, 'quoted_update', status.id);
+    }
     outbox.push(await addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true }), await queueDelivery(tx, { activity: 'Update', statusId: status.id }));
     // The card follows the text: fetched for a new link, taken away with the old one.
     const own = ownHosts(config);
@@ -447,7 +485,7 @@ export async function editStatus(deps: StatusDeps, accountId: string, statusId: 
     }
     return outbox;
   });
-  await deps.versions.bump({ statuses: [status.id] });
+  await deps.versions.bump({ statuses: [status.id, ...(await quotes.quotingStatusIds(db, status.id)).map((q) => q.statusId)] });
   await deps.events.publish(streamChannels.home(accountId), { event: 'status.update', statusId: status.id });
   await enqueueAll(deps.jobs, outbox);
 }
@@ -488,4 +526,25 @@ export interface RemotePoll {
   multiple: boolean;
   votersCount: number | null;
   expiresAt: Date | null;
+}
+
+/**
+ * POST /api/v1/statuses/:id/quotes/:quoting_status_id/revoke, inside the quoted author's actor: the quote becomes
+ * `revoked` and stops counting. 404 unless the quoted status is theirs and that status quotes it.
+ */
+export async function revokeQuote(deps: StatusDeps, accountId: string, quotedStatusId: string, quotingStatusId: string): Promise<void> {
+  const quoted = await statuses.findStatus(deps.db, quotedStatusId);
+  if (!quoted || quoted.account_id !== accountId) throw notFound();
+  const existing = await quotes.quoteOfStatus(deps.db, quotingStatusId);
+  if (!existing || existing.quoted_status_id !== quoted.id) throw notFound();
+  await transaction(deps.db, (tx) => quotes.revokeQuote(tx, quoted.id, quotingStatusId));
+  await deps.versions.bump({ statuses: [quoted.id, quotingStatusId] });
+}
+
+/** PUT /api/v1/statuses/:id/interaction_policy, inside the author's actor: who may quote it from now on. */
+export async function setQuotePolicy(deps: StatusDeps, accountId: string, statusId: string, policy: string): Promise<void> {
+  const status = await statuses.findStatus(deps.db, statusId);
+  if (!status || status.account_id !== accountId || status.reblog_of_id) throw notFound();
+  await statuses.setQuotePolicy(deps.db, status.id, effectiveQuotePolicy(status.visibility, policy));
+  await deps.versions.bump({ statuses: [status.id] });
 }

@@ -65,6 +65,8 @@ const TITLES: Record<NotificationType, (name: string) => string> = {
   update: (name) => `${name} edited a post`,
   'admin.sign_up': (name) => `${name} signed up`,
   'admin.report': (name) => `${name} submitted a report`,
+  quote: (name) => `${name} quoted your post`,
+  quoted_update: (name) => `${name} edited a post you have quoted`,
 };
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };

@@ -2,8 +2,8 @@ import type { Queryable } from './db.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 
 /** `admin.sign_up` and `admin.report` go to operators (services/operator-alerts.ts). */
-export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update' | 'admin.sign_up' | 'admin.report';
-export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report'];
+export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update' | 'admin.sign_up' | 'admin.report' | 'quote' | 'quoted_update';
+export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report', 'quote', 'quoted_update'];
 
 export interface NotificationRow {
   id: string;

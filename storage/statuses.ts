@@ -26,11 +26,15 @@ export interface StatusRow {
   deleted_at: Date | null;
   edited_at: Date | null;
   created_at: Date;
+  /** Who may quote it: 'public', 'followers' or 'nobody' (absent on rows made in memory: public). */
+  quote_approval_policy?: string;
+  /** Accepted quotes of it. */
+  quotes_count?: number;
 }
 
 const COLUMNS = `id, account_id, uri, url, text, content, spoiler_text, sensitive, visibility, language,
   in_reply_to_id, in_reply_to_account_id, reblog_of_id, application_id, replies_count, reblogs_count,
-  favourites_count, deleted_at, edited_at, created_at`;
+  favourites_count, deleted_at, edited_at, created_at, quote_approval_policy, quotes_count`;
 
 export interface NewStatus {
   accountId: string;
@@ -71,6 +75,8 @@ export interface PostExtras {
   /** Absent visibility: the author's default (users.default_privacy), else public. */
   visibility: Visibility | null;
   idempotencyKey: string | null;
+  /** Who may quote it; absent: the author's default (users.default_quote_policy). Private and direct posts: nobody. */
+  quotePolicy?: string | null;
   mentionIds: string[];
   /** Tag ids, from `tagIds`. */
   tagIds: string[];
@@ -100,10 +106,11 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
        RETURNING 1),
      status AS (
        INSERT INTO statuses (id, account_id, text, content, spoiler_text, sensitive, visibility, language,
-                             in_reply_to_id, in_reply_to_account_id, application_id)
-       SELECT id, $1, $2, $3, $4, $5, coalesce($6::text, (SELECT default_privacy FROM users WHERE account_id = $1), 'public'),
-              $7, $8, $9, $10
-         FROM new WHERE $11::text IS NULL OR EXISTS (SELECT 1 FROM claim)
+                             in_reply_to_id, in_reply_to_account_id, application_id, quote_approval_policy)
+       SELECT id, $1, $2, $3, $4, $5, v.visibility, $7, $8, $9, $10,
+              CASE WHEN v.visibility IN ('private', 'direct') THEN 'nobody'
+                   ELSE coalesce($17::text, (SELECT default_quote_policy FROM users WHERE account_id = $1), 'public') END
+         FROM new, (SELECT coalesce($6::text, (SELECT default_privacy FROM users WHERE account_id = $1), 'public') AS visibility) v WHERE $11::text IS NULL OR EXISTS (SELECT 1 FROM claim)
        RETURNING ${COLUMNS}),
      author AS (UPDATE accounts SET statuses_count = statuses_count + 1, last_status_at = now() WHERE id = $1 AND EXISTS (SELECT 1 FROM status)),
      parent AS (UPDATE statuses SET replies_count = replies_count + 1 WHERE id = $8 AND EXISTS (SELECT 1 FROM status)),
@@ -123,7 +130,7 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
        RETURNING id, kind, payload)
      SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id) FROM queued q) AS outbox FROM status`,
     values: [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
-      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true)],
+      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true), x.quotePolicy ?? null],
   });
   const row = rows[0];
   if (!row) return null;
@@ -493,4 +500,9 @@ export async function localRebloggers(db: Queryable, statusId: string): Promise<
 export async function favouriteId(db: Queryable, accountId: string, statusId: string): Promise<string | null> {
   const { rows } = await db.query<{ id: string }>(`SELECT id FROM favourites WHERE account_id = $1 AND status_id = $2`, [accountId, statusId]);
   return rows[0]?.id ?? null;
+}
+
+/** Who may quote a status ('public', 'followers', 'nobody'). */
+export async function setQuotePolicy(db: Queryable, statusId: string, policy: string): Promise<void> {
+  await db.query(`UPDATE statuses SET quote_approval_policy = $2 WHERE id = $1 AND deleted_at IS NULL`, [statusId, policy]);
 }

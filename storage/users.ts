@@ -13,6 +13,8 @@ export interface UserRow {
   default_privacy: string;
   default_sensitive: boolean;
   default_language: string | null;
+  /** Who may quote new posts ('public', 'followers', 'nobody'). Absent where a query does not read it. */
+  default_quote_policy?: string;
   created_at: Date;
   /** Null until the address is confirmed; such a user cannot sign in (as in Mastodon). */
   confirmed_at: Date | null;
@@ -25,7 +27,7 @@ export interface UserRow {
 }
 
 const COLUMNS = `id, account_id, email, password_hash, admin, approved, disabled, locale,
-  default_privacy, default_sensitive, default_language, created_at, confirmed_at, unconfirmed_email,
+  default_privacy, default_sensitive, default_language, default_quote_policy, created_at, confirmed_at, unconfirmed_email,
   otp_secret, otp_enabled_at, reason`;
 
 export async function findUserByEmail(db: Queryable, email: string): Promise<UserRow | null> {
@@ -98,6 +100,8 @@ export interface SourceDefaults {
   privacy?: string;
   sensitive?: boolean;
   language?: string | null;
+  /** source[quote_policy]. */
+  quote_policy?: string;
 }
 
 export async function updateSourceDefaults(db: Queryable, accountId: string, s: SourceDefaults): Promise<void> {
@@ -105,9 +109,10 @@ export async function updateSourceDefaults(db: Queryable, accountId: string, s: 
     `UPDATE users SET default_privacy = coalesce($2, default_privacy),
                       default_sensitive = coalesce($3, default_sensitive),
                       default_language = CASE WHEN $5::boolean THEN $4 ELSE default_language END,
+                      default_quote_policy = coalesce($6, default_quote_policy),
                       updated_at = now()
       WHERE account_id = $1`,
-    [accountId, s.privacy ?? null, s.sensitive ?? null, s.language ?? null, s.language !== undefined],
+    [accountId, s.privacy ?? null, s.sensitive ?? null, s.language ?? null, s.language !== undefined, s.quote_policy ?? null],
   );
 }
 

@@ -62,6 +62,7 @@ export function renderCredentialAccount(ctx: RenderContext, a: AccountRow, user:
       privacy: user.default_privacy,
       sensitive: user.default_sensitive,
       language: user.default_language,
+      quote_policy: user.default_quote_policy ?? 'public',
       note: a.note_source,
       fields: a.fields.map((f) => ({ name: f.name, value: f.value, verified_at: f.verified_at })),
       follow_requests_count: followRequestsCount,

@@ -9,6 +9,7 @@ export function renderPreferences(u: UserRow) {
     'posting:default:visibility': u.default_privacy,
     'posting:default:sensitive': u.default_sensitive,
     'posting:default:language': u.default_language,
+    'posting:default:quote_policy': u.default_quote_policy ?? 'public',
     'reading:expand:media': 'default',
     'reading:expand:spoilers': false,
   };

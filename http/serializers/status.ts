@@ -7,6 +7,8 @@ import { renderMedia } from './media.ts';
 import { renderFilterResult } from './filter.ts';
 import { renderPoll } from './poll.ts';
 import { renderPreviewCard } from './preview-card.ts';
+import { quoteApproval } from '../../services/quotes.ts';
+import type { QuoteRow } from '../../storage/quotes.ts';
 
 /** The fields of a Status that are the same for every viewer, without `reblog`. */
 function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {
@@ -44,7 +46,9 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
     replies_count: s.replies_count,
     reblogs_count: s.reblogs_count,
     favourites_count: s.favourites_count,
-    quotes_count: 0,
+    quotes_count: s.quotes_count ?? 0,
+    // A quote is shown as its viewer may see it: renderStatus puts it in its place (renderQuote).
+    quote: null,
     filtered: [],
   };
 }
@@ -67,6 +71,49 @@ function viewerFields(b: StatusBundle, s: StatusRow): Record<string, boolean> {
   };
 }
 
+/**
+ * Mastodon 4.5's `quote_approval`: the original's policy, and whether this viewer could quote it. Every viewer has it
+ * (nobody signed in: `denied`).
+ */
+function approvalFields(b: StatusBundle, s: StatusRow): { quote_approval: ReturnType<typeof quoteApproval> } {
+  const proper = s.reblog_of_id ? (b.statuses.get(s.reblog_of_id) ?? s) : s;
+  return { quote_approval: quoteApproval(proper, b.viewerId, b.following?.has(proper.account_id) ?? false) };
+}
+
+/** The states in which the quoted status is shown (Mastodon's BaseQuoteSerializer). */
+const SHOWN_STATES = new Set(['accepted', 'blocked_account', 'blocked_domain', 'muted_account']);
+
+/**
+ * A quote's state for this viewer: as stored unless accepted; then `deleted` when the quoted status is gone,
+ * `unauthorized` when the viewer may not see it, and `blocked_account`, `blocked_domain` or `muted_account` when the
+ * viewer blocks or mutes its author (or server).
+ */
+function quoteState(b: StatusBundle, q: QuoteRow): string {
+  if (q.state !== 'accepted') return q.state;
+  const quoted = q.quoted_status_id ? b.statuses.get(q.quoted_status_id) : undefined;
+  if (!quoted || quoted.deleted_at) return 'deleted';
+  if (!b.quoteVisible?.has(quoted.id)) return 'unauthorized';
+  const r = b.relations;
+  if (r && b.viewerId && quoted.account_id !== b.viewerId) {
+    if (r.blocking.has(quoted.account_id)) return 'blocked_account';
+    const domain = b.accounts.get(quoted.account_id)?.domain?.toLowerCase();
+    if (domain && r.domains.has(domain)) return 'blocked_domain';
+    if (r.muting.has(quoted.account_id)) return 'muted_account';
+  }
+  return 'accepted';
+}
+
+/** Quote (the quoted status rendered) at the top, ShallowQuote (its id) inside a quoted status; null for no quote. */
+function renderQuote(ctx: RenderContext, b: StatusBundle, s: StatusRow, shallow: boolean): Record<string, unknown> | null {
+  const q = b.quotes?.get(s.id);
+  if (!q) return null;
+  const state = quoteState(b, q);
+  const shown = SHOWN_STATES.has(state) ? q.quoted_status_id : null;
+  if (shallow) return { state, quoted_status_id: shown };
+  const quoted = shown ? b.statuses.get(shown) : undefined;
+  return { state, quoted_status: quoted && b.accounts.has(quoted.account_id) ? renderStatus(ctx, b, quoted, { shallowQuote: true }) : null };
+}
+
 /** The status's poll as its viewer sees it (their votes), or null. */
 function pollOf(b: StatusBundle, s: StatusRow): Record<string, unknown> | null {
   const poll = b.polls?.get(s.id);
@@ -75,14 +122,16 @@ function pollOf(b: StatusBundle, s: StatusRow): Record<string, unknown> | null {
 }
 
 /** Mastodon's Status entity. The internal deleted flag is never part of it. */
-export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, options: { withSource?: boolean } = {}): Record<string, unknown> {
+export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, options: { withSource?: boolean; shallowQuote?: boolean } = {}): Record<string, unknown> {
   const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
   const filtered = b.filtered?.get(s.id);
   return {
     ...baseFields(ctx, b, s),
+    quote: renderQuote(ctx, b, s, options.shallowQuote ?? false),
     ...(filtered ? { filtered: filtered.map(renderFilterResult) } : {}),
     reblog: original ? renderStatus(ctx, b, original) : null,
     ...viewerFields(b, s),
+    ...approvalFields(b, s),
     ...(options.withSource ? { text: s.text } : {}),
   };
 }
@@ -113,6 +162,7 @@ function viewerBytes(b: StatusBundle, s: StatusRow): Buffer {
   const viewer = viewerFields(b, s);
   let text = '';
   for (const key in viewer) text += `,"${key}":${viewer[key]}`;
+  text += `,"quote_approval":${JSON.stringify(approvalFields(b, s).quote_approval)}`;
   let bytes = viewerJson.get(text);
   if (!bytes) viewerJson.set(text, (bytes = ascii(text)));
   return bytes;
@@ -122,7 +172,8 @@ function viewerBytes(b: StatusBundle, s: StatusRow): Buffer {
 export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow, out: Buffer[] = []): Buffer[] {
   // A status a filter matched carries its results; the cached pieces say `"filtered":[]`, so it is encoded whole.
   // So is one with a poll: the poll shows the viewer's votes, and whether it has ended by now.
-  if (b.filtered?.has(s.id) || b.polls?.has(s.id) || (s.reblog_of_id && b.polls?.has(s.reblog_of_id))) {
+  // And one that quotes: its quote is shown as the viewer may see it.
+  if (b.filtered?.has(s.id) || b.polls?.has(s.id) || (s.reblog_of_id && b.polls?.has(s.reblog_of_id)) || b.quotes?.has(s.id) || (s.reblog_of_id && b.quotes?.has(s.reblog_of_id))) {
     out.push(Buffer.from(JSON.stringify(renderStatus(ctx, b, s))));
     return out;
   }

@@ -432,7 +432,7 @@ describe('an instance with default settings', () => {
     expectEntity('Preferences', before);
     expect(before).toEqual({
       'posting:default:visibility': 'public', 'posting:default:sensitive': false, 'posting:default:language': null,
-      'reading:expand:media': 'default', 'reading:expand:spoilers': false,
+      'posting:default:quote_policy': 'public', 'reading:expand:media': 'default', 'reading:expand:spoilers': false,
     });
     const patched = await s.app.inject({
       method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(amy.token),

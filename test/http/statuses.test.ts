@@ -70,17 +70,17 @@ describe('posting', () => {
     expect(await statusCount()).toBe(before);
   });
 
-  it('refuses quotes (not supported yet) with 422 naming the parameter, writing nothing', async () => {
+  it('refuses a quote of a status that does not exist with 404, writing nothing (quotes: test/http/quotes.test.ts)', async () => {
     const before = await statusCount();
     const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
     const cases: [string, () => Promise<{ statusCode: number; body: string; json(): any }>][] = [
-      ['quoted_status_id', () => post(amy, { status: 'quote', quoted_status_id: '1' })],
-      ['quoted_status_id', () => post(amy, 'status=quote&quoted_status_id=1', formHeaders)],
+      ['json', () => post(amy, { status: 'quote', quoted_status_id: '1' })],
+      ['form', () => post(amy, 'status=quote&quoted_status_id=1', formHeaders)],
     ];
-    for (const [param, send] of cases) {
+    for (const [kind, send] of cases) {
       const res = await send();
-      expect(res.statusCode, `${param}: ${res.body}`).toBe(422);
-      expect(res.json().error).toBe(`Validation failed: ${param} is not supported by this server yet`);
+      expect(res.statusCode, `${kind}: ${res.body}`).toBe(404);
+      expect(res.json().error).toBe('The post you are trying to quote does not appear to exist.');
     }
     expect(await statusCount()).toBe(before);
   });

@@ -67,6 +67,8 @@ const UpdateCredentials = Type.Object({
     privacy: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('unlisted'), Type.Literal('private'), Type.Literal('direct')])),
     sensitive: Type.Optional(Bool()),
     language: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}$' })),
+    // Mastodon 4.5: who may quote new posts by default.
+    quote_policy: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('followers'), Type.Literal('nobody')])),
   })),
 });
 

@@ -6,7 +6,7 @@ import type { AppContext } from '../../../context.ts';
 import { Bool, IdList, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
-import { notFound, unprocessable, UnexpectedMentions } from '../../../errors.ts';
+import { ApiError, notFound, unprocessable, UnexpectedMentions } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { blocksAccount } from '../../../services/relations.ts';
@@ -21,6 +21,8 @@ import type { PollParams } from '../../../services/polls.ts';
 import { editsOf } from '../../../storage/status-edits.ts';
 import { findMediaByIds } from '../../../storage/media.ts';
 import { renderStatusEdits } from '../../serializers/status-edit.ts';
+import { parseQuotePolicy } from '../../../services/quotes.ts';
+import { acceptedQuotesPage } from '../../../storage/quotes.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const VisibilityParam = Type.Union([Type.Literal('public'), Type.Literal('unlisted'), Type.Literal('private'), Type.Literal('direct')]);
@@ -37,12 +39,11 @@ const PostStatus = Type.Object({
   poll: Type.Optional(Type.Unknown()),
   // Account ids the post may mention; a mention of anyone else is refused (422 with unexpected_accounts).
   allowed_mentions: Type.Optional(IdList(50)),
-  // Declared only so that they are seen (the validator removes unknown properties) and refused below.
   scheduled_at: Type.Optional(Type.Unknown()),
-  quoted_status_id: Type.Optional(Type.Unknown()),
+  // Mastodon 4.5 quotes: the status quoted, and who may quote this one (checked by parseQuotePolicy: 422 otherwise).
+  quoted_status_id: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()])),
+  quote_approval_policy: Type.Optional(Type.Unknown()),
 });
-
-const NOT_YET_SUPPORTED = ['quoted_status_id'] as const;
 
 /** PUT /api/v1/statuses/:id: the status as it is to be. */
 const EditStatus = Type.Object({
@@ -58,6 +59,7 @@ const EditStatus = Type.Object({
     focus: Type.Optional(Type.String({ maxLength: 40 })),
   }), { maxItems: 4 })),
   poll: Type.Optional(Type.Unknown()),
+  quote_approval_policy: Type.Optional(Type.Unknown()),
 });
 
 /** `poll[options][]`, `poll[expires_in]`, `poll[multiple]`, `poll[hide_totals]` as PollParams; null for no poll. */
@@ -92,11 +94,6 @@ function isEmpty(value: unknown): boolean {
   return false;
 }
 
-/** A feature we do not have yet is refused rather than silently dropped: the author would lose the poll or the date. */
-function refuseUnsupported(body: Partial<Record<(typeof NOT_YET_SUPPORTED)[number], unknown>>): void {
-  const param = NOT_YET_SUPPORTED.find((name) => !isEmpty(body[name]));
-  if (param) throw unprocessable(`Validation failed: ${param} is not supported by this server yet`);
-}
 
 
 async function renderOne(ctx: AppContext, viewerId: string | null, id: string) {
@@ -114,7 +111,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const viewerId = requireViewer(request);
     const body = request.body;
-    refuseUnsupported(body);
+    const quotePolicy = parseQuotePolicy(body.quote_approval_policy);
     if (body.in_reply_to_id && !isId(body.in_reply_to_id)) throw notFound();
     if ((body.media_ids ?? []).some((id) => !isId(id))) throw unprocessable('Validation failed: media_ids names media that does not exist');
     const params = {
@@ -129,6 +126,8 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       idempotencyKey: request.headers['idempotency-key'] ?? null,
       applicationId: request.token!.application_id,
       allowedMentions: body.allowed_mentions ?? null,
+      quotedStatusId: body.quoted_status_id || null,
+      quotePolicy: quotePolicy ?? null,
     };
     // A time to come makes a ScheduledStatus (published by jobs/scheduled-statuses.ts); a past one posts now, as in
     // Mastodon.
@@ -192,6 +191,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
         mediaIds: body.media_ids ?? [],
         mediaAttributes: (body.media_attributes ?? []).map((m) => ({ id: m.id, description: m.description, ...parseFocus(m.focus) })),
         poll: parsePoll(body.poll),
+        quotePolicy: parseQuotePolicy(body.quote_approval_policy),
       },
     });
     return renderOne(ctx, viewerId, request.params.id);
@@ -291,4 +291,43 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
       return page.accountIds.map((id) => byId.get(id)).filter((a) => !!a && shown(a)).map((a) => renderAccount(ctx.render, a!));
     });
   }
+
+  // Accepted quotes of one's own status, newest first (Mastodon's StatusPolicy#list_quotes?: its author only).
+  app.get('/api/v1/statuses/:id/quotes', {
+    schema: { params: StatusParams, querystring: Type.Object(PagingQuery(20, 40)) },
+    config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
+  }, async (request, reply) => {
+    const viewerId = requireViewer(request);
+    const status = await visibleStatus(ctx.db, viewerId, request.params.id);
+    if (status.account_id !== viewerId) throw new ApiError(403, 'This action is not allowed');
+    const page = await acceptedQuotesPage(ctx.db, status.id, pageParams(request.query, 20));
+    setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId ?? null, page.lastId ?? null);
+    return renderStatuses(ctx, viewerId, page.statusIds);
+  });
+
+  // The quoted author takes back their approval: the quote shows as `revoked`; answered with the quoting status.
+  app.post('/api/v1/statuses/:id/quotes/:quoting_status_id/revoke', {
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 40 }), quoting_status_id: Type.String({ maxLength: 40 }) }) },
+    config: { auth: { kind: 'user', scopes: ['write:statuses'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    const { id, quoting_status_id: quotingId } = request.params;
+    if (!isId(id) || !isId(quotingId)) throw notFound();
+    await ctx.actors.ask(viewerId, { type: 'revokeQuote', statusId: id, quotingStatusId: quotingId });
+    const [rendered] = await renderStatuses(ctx, viewerId, [quotingId]);
+    return rendered ?? renderOne(ctx, viewerId, id);
+  });
+
+  // Who may quote one's status from now on.
+  app.put('/api/v1/statuses/:id/interaction_policy', {
+    schema: { params: StatusParams, body: Type.Object({ quote_approval_policy: Type.Optional(Type.Unknown()) }) },
+    config: { auth: { kind: 'user', scopes: ['write:statuses'] } },
+  }, async (request) => {
+    const viewerId = requireViewer(request);
+    if (!isId(request.params.id)) throw notFound();
+    const policy = parseQuotePolicy(request.body?.quote_approval_policy);
+    if (policy) await ctx.actors.ask(viewerId, { type: 'setQuotePolicy', statusId: request.params.id, policy });
+    else if (!(await statuses.findStatus(ctx.db, request.params.id))) throw notFound();
+    return renderOne(ctx, viewerId, request.params.id);
+  });
 }

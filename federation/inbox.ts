@@ -20,7 +20,9 @@ import { boundedItems } from './inbound-limits.ts';
 import { blockByUri, blocksAccountOrDomain } from '../storage/blocks.ts';
 import { queueDelivery } from '../services/deliveries.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
-import { Flag } from '@fedify/vocab';
+import { Flag, QuoteRequest } from '@fedify/vocab';
+import { onQuoteAnswer, onQuoteRequest, quotedUriOf, reverifyQuote } from './quotes.ts';
+import { quoteByApprovalUri, revokeQuote } from '../storage/quotes.ts';
 import { onFlag } from './flag.ts';
 import { Add, Remove } from '@fedify/vocab';
 import { onAdd, onRemove } from './featured.ts';
@@ -52,6 +54,8 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     // Pins of remote accounts: Add to and Remove from their featured collection (federation/featured.ts).
     .on(Add, onAdd)
     .on(Remove, onRemove)
+    // Quote posts (FEP-044f): a remote account asks to quote one of our posts (federation/quotes.ts).
+    .on(QuoteRequest, onQuoteRequestActivity)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
@@ -119,6 +123,7 @@ async function answeredFollower(fed: Fed, answer: Accept | Reject, remote: Accou
 async function onAccept(fed: Fed, accept: Accept): Promise<void> {
   const remote = await sender(fed, accept);
   if (!remote || remote.domain === null) return;
+  if (await onQuoteAnswer(fed, accept, remote, true)) return; // an answer to our QuoteRequest (federation/quotes.ts)
   const local = await answeredFollower(fed, accept, remote);
   if (local) await fed.data.actors.ask(remote.id, { type: 'authorizeFollowRequest', requesterId: local.id });
 }
@@ -127,6 +132,7 @@ async function onAccept(fed: Fed, accept: Accept): Promise<void> {
 async function onReject(fed: Fed, reject: Reject): Promise<void> {
   const remote = await sender(fed, reject);
   if (!remote || remote.domain === null) return;
+  if (await onQuoteAnswer(fed, reject, remote, false)) return;
   const local = await answeredFollower(fed, reject, remote);
   if (!local) return;
   await fed.data.actors.ask(remote.id, { type: 'rejectFollowRequest', requesterId: local.id });
@@ -234,6 +240,9 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
   for (const tag of await boundedItems((o) => note.getTags(o), 50, fed.documentLoader)) {
     if (tag instanceof Mention && tag.href && (await localActor(fed, tag.href))) return true;
   }
+  // A quote of one of our posts (Mastodon counts it as local activity too).
+  const quoted = await statusByUri(fed, quotedUriOf(note));
+  if (quoted && quoted.uri === null) return true;
   const parent = await statusByUri(fed, note.replyTargetId);
   if (!parent) return false;
   if (parent.uri === null) return true; // a post of ours
@@ -259,6 +268,7 @@ async function onUpdate(fed: Fed, update: Update): Promise<void> {
       editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : question ? null : new Date(),
       poll: question ? await remotePollOf(object) : null,
     });
+    await reverifyQuote(fed, object, remote, status);
   }
 }
 
@@ -272,9 +282,22 @@ async function onDelete(fed: Fed, del: Delete): Promise<void> {
     await fed.data.versions.bump({ accounts: [remote.id, ...touched] });
     return;
   }
+  // A stamp (QuoteAuthorization) withdrawn by the quoted author: the quote it approved is revoked (FEP-044f).
+  const stamped = await quoteByApprovalUri(fed.data.db, objectId.href);
+  if (stamped?.quoted_status_id && stamped.quoted_account_id === remote.id) {
+    await transaction(fed.data.db, (tx) => revokeQuote(tx, stamped.quoted_status_id!, stamped.status_id));
+    await fed.data.versions.bump({ statuses: [stamped.status_id, stamped.quoted_status_id] });
+    return;
+  }
   const status = await findStatusByUri(fed.data.db, objectId.href);
   if (!status || status.account_id !== remote.id || status.deleted_at) return;
   await deleteStatus(fed.data.actors.deps, remote.id, status.id).catch(() => {});
+}
+
+async function onQuoteRequestActivity(fed: Fed, request: QuoteRequest): Promise<void> {
+  const remote = await sender(fed, request);
+  if (!remote || remote.domain === null) return;
+  await onQuoteRequest(fed, request, remote, { statusByUri, receiveNote, fetchNote: (f, id) => fetchNote(f, id) });
 }
 
 async function onLike(fed: Fed, like: Like): Promise<void> {

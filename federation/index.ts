@@ -1,5 +1,5 @@
 import { createExponentialBackoffPolicy, createFederation, type Context, type RequestContext } from '@fedify/fedify';
-import { Create, Hashtag, Note, type Announce } from '@fedify/vocab';
+import { Create, Hashtag, Note, QuoteAuthorization, type Announce } from '@fedify/vocab';
 import { featuredTagsOf } from '../storage/featured-tags.ts';
 import type { AppContext, AppFederation } from '../context.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
@@ -13,7 +13,8 @@ import { RedisKvStore } from './kv.ts';
 import { storableRemoteInput } from './storable-documents.ts';
 import { isId } from '../storage/ids.ts';
 import type { BullMqMessageQueue } from './queue.ts';
-import { announceOf, personOf, recipientOf, statusObjectOf } from './objects.ts';
+import { announceOf, personOf, quoteAuthorizationOf, recipientOf, statusObjectOf } from './objects.ts';
+import { findQuote } from '../storage/quotes.ts';
 import { registerInboxListeners } from './inbox.ts';
 import { routeFedifyLogs } from './logging.ts';
 import { INSTANCE_ACTOR, instanceActorOf, namesInstanceActor } from './instance-actor.ts';
@@ -179,6 +180,21 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       }
       // A status with a poll is a Question (served at the same address: Fedify does not check the class).
       return (await statusObjectOf(fed, account, status)).note as Note;
+    })
+    .authorize((fed) => authorized(fed, null));
+
+  // The stamps (FEP-044f QuoteAuthorization) of accepted quotes of our posts, at Mastodon's URL: what other servers
+  // fetch to check that a quote of one of our posts was approved. A revoked, pending or rejected quote has none.
+  federation
+    .setObjectDispatcher(QuoteAuthorization, '/users/{identifier}/quote_authorizations/{id}', async (fed, values) => {
+      if (!isId(values.id)) return null;
+      const quotedAuthor = await publishedLocalAccount(fed.data, values.identifier);
+      const q = quotedAuthor ? await findQuote(fed.data.db, values.id) : null;
+      if (!quotedAuthor || !q || q.state !== 'accepted' || q.quoted_account_id !== quotedAuthor.id || !q.quoted_status_id) return null;
+      const [quoting, quoted] = await Promise.all([findStatus(fed.data.db, q.status_id), findStatus(fed.data.db, q.quoted_status_id)]);
+      const quoter = quoting ? await findAccountById(fed.data.db, quoting.account_id) : null;
+      if (!quoting || !quoted || !quoter || quoting.deleted_at || quoted.deleted_at || quoted.account_id !== quotedAuthor.id) return null;
+      return quoteAuthorizationOf(fed.data, q, quoting, quoter, quoted, quotedAuthor);
     })
     .authorize((fed) => authorized(fed, null));
 

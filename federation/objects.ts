@@ -1,5 +1,5 @@
 import { Temporal } from '@js-temporal/polyfill';
-import { Announce, Collection, Document, Endpoints, Hashtag, Image, Mention, Note, Person, PUBLIC_COLLECTION, Question, Tombstone, type Recipient } from '@fedify/vocab';
+import { Announce, Collection, Document, Endpoints, Hashtag, Image, InteractionPolicy, InteractionRule, Mention, Note, Person, PUBLIC_COLLECTION, Question, QuoteAuthorization, Tombstone, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
@@ -9,6 +9,8 @@ import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { pollOfStatus, pollExpired, type PollRow } from '../storage/polls.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
+import { quoteOfStatus, type QuoteRow } from '../storage/quotes.ts';
+import { effectiveQuotePolicy } from '../services/quotes.ts';
 
 const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
 
@@ -104,11 +106,12 @@ export async function statusObjectOf(fed: Context<AppContext>, author: AccountRo
 
 async function noteValues(fed: Context<AppContext>, author: AccountRow, s: StatusRow) {
   const app = fed.data;
-  const [mentionIds, tagNames, parent, media] = await Promise.all([
+  const [mentionIds, tagNames, parent, media, quoteFields] = await Promise.all([
     mentionsOf(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
     tagsOf(app.db, [s.id]).then((t) => t.get(s.id) ?? []),
     s.in_reply_to_id ? findStatus(app.db, s.in_reply_to_id) : Promise.resolve(null),
     mediaOfStatuses(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
+    quoteValues(app, s),
   ]);
   const related = await findAccountsByIds(app.db, [...mentionIds, ...(parent ? [parent.account_id] : [])]);
   const mentioned = related.filter((a) => mentionIds.includes(a.id));
@@ -137,8 +140,57 @@ async function noteValues(fed: Context<AppContext>, author: AccountRow, s: Statu
       ...mentioned.map((a) => new Mention({ href: new URL(accountUri(app.render, a)), name: `@${a.username}@${a.domain ?? app.config.localDomain}` })),
       ...tagNames.map((name) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(name.toLowerCase())}`, app.config.publicUrl), name: `#${name}` })),
     ],
+    ...quoteFields,
+    interactionPolicy: interactionPolicyOf(fed, author, s),
   };
   return { values, mentioned };
+}
+
+/**
+ * Who may quote a status, as Mastodon 4.5 publishes it (FEP-044f `interactionPolicy.canQuote.automaticApproval`):
+ * Public, the author's followers, or (nobody else) the author alone. Only automatic approval exists here.
+ */
+export function interactionPolicyOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): InteractionPolicy {
+  const policy = effectiveQuotePolicy(s.visibility, s.quote_approval_policy);
+  const approved = policy === 'public' ? PUBLIC_COLLECTION : policy === 'followers' ? fed.getFollowersUri(author.username) : fed.getActorUri(author.username);
+  return new InteractionPolicy({ canQuote: new InteractionRule({ automaticApprovals: [approved] }) });
+}
+
+/** The URL of the stamp (QuoteAuthorization) we issue for an accepted quote of a local post (Mastodon's route). */
+export function quoteAuthorizationUri(app: AppContext, quotedAuthor: Pick<AccountRow, 'username'>, quoteId: string): URL {
+  return new URL(`/users/${quotedAuthor.username}/quote_authorizations/${quoteId}`, app.config.publicUrl);
+}
+
+/**
+ * What a quoting Note carries, as Mastodon's NoteSerializer writes it: `quote` (FEP-044f) naming the quoted post, the
+ * same under `quoteUrl`, `_misskey_quote` and `quoteUri` for older software (Fedify writes the three from `quoteUrl`),
+ * and `quoteAuthorization`: the stamp, ours for an accepted quote of a local post, the remote author's as received.
+ */
+async function quoteValues(app: AppContext, s: StatusRow): Promise<{ quote?: URL; quoteUrl?: URL; quoteAuthorization?: URL }> {
+  const q = await quoteOfStatus(app.db, s.id);
+  if (!q?.quoted_status_id) return {};
+  const quoted = await findStatus(app.db, q.quoted_status_id);
+  const [quotedAuthor] = quoted ? await findAccountsByIds(app.db, [quoted.account_id]) : [];
+  if (!quoted || !quotedAuthor || quoted.deleted_at) return {};
+  const uri = new URL(statusUri(app.render, quoted, quotedAuthor.username));
+  const stamp = stampUriOf(app, q, quotedAuthor);
+  return { quote: uri, quoteUrl: uri, ...(stamp ? { quoteAuthorization: stamp } : {}) };
+}
+
+/** Mastodon's approval_uri_for: ours when the quoted author is local and the quote accepted, else the stored stamp. */
+export function stampUriOf(app: AppContext, q: QuoteRow, quotedAuthor: AccountRow): URL | null {
+  if (quotedAuthor.domain === null) return q.state === 'accepted' ? quoteAuthorizationUri(app, quotedAuthor, q.id) : null;
+  return q.state === 'accepted' && q.approval_uri && URL.canParse(q.approval_uri) ? new URL(q.approval_uri) : null;
+}
+
+/** The stamp of an accepted quote of a local post (FEP-044f QuoteAuthorization), served at its URL. */
+export function quoteAuthorizationOf(app: AppContext, q: QuoteRow, quoting: StatusRow, quoter: AccountRow, quoted: StatusRow, quotedAuthor: AccountRow): QuoteAuthorization {
+  return new QuoteAuthorization({
+    id: quoteAuthorizationUri(app, quotedAuthor, q.id),
+    attribution: new URL(accountUri(app.render, quotedAuthor)),
+    interactingObject: new URL(statusUri(app.render, quoting, quoter.username)),
+    interactionTarget: new URL(statusUri(app.render, quoted, quotedAuthor.username)),
+  });
 }
 
 /** A poll as Mastodon writes it in a Question: its options with their tallies, when it ends, how many voted. */

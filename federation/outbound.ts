@@ -1,5 +1,6 @@
 import { Accept, Announce, Block, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Add, type Recipient, type Remove } from '@fedify/vocab';
-import { Note } from '@fedify/vocab';
+import { Note, QuoteRequest } from '@fedify/vocab';
+import { findQuote, quoteOfStatus } from '../storage/quotes.ts';
 import { Temporal } from '@js-temporal/polyfill';
 import type { Context } from '@fedify/fedify';
 import { validatePublicUrl } from '@fedify/vocab-runtime';
@@ -11,7 +12,7 @@ import { findPoll, ownVotes } from '../storage/polls.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
-import { announceOf, audienceOf, personOf, recipientOf, statusObjectOf, tombstoneOf } from './objects.ts';
+import { announceOf, audienceOf, personOf, quoteAuthorizationUri, recipientOf, statusObjectOf, tombstoneOf } from './objects.ts';
 import { flagOf } from './flag.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
 import { pinActivityOf } from './featured.ts';
@@ -58,9 +59,25 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const activity = d.activity === 'Create'
         ? new Create({ id: new URL(`${uri.href}/activity`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.published })
         : new Delete({ id: new URL(`${uri.href}#delete`), actor: actorId(app, author), object: tombstoneOf(app, author, status), tos: to, ccs: cc });
-      // The author replied to hears of the reply too (unless it is direct and they are not mentioned), as in Mastodon.
+      // The author replied to hears of the reply too (unless it is direct and they are not mentioned), as in Mastodon;
+      // so does the author quoted (whose server verifies the quote).
       const parent = status.in_reply_to_account_id && status.visibility !== 'direct' ? await findAccountById(app.db, status.in_reply_to_account_id) : null;
-      await sendToAudience(app, fed, author, status.visibility !== 'direct', parent ? [...mentioned, parent] : mentioned, activity, uri.href);
+      const quote = status.visibility !== 'direct' ? await quoteOfStatus(app.db, status.id) : null;
+      const quotedAuthor = quote?.quoted_account_id && quote.quoted_account_id !== author.id ? await findAccountById(app.db, quote.quoted_account_id) : null;
+      await sendToAudience(app, fed, author, status.visibility !== 'direct', [...mentioned, ...(parent ? [parent] : []), ...(quotedAuthor ? [quotedAuthor] : [])], activity, uri.href);
+      return;
+    }
+    case 'QuoteRequest': {
+      // As Mastodon asks: the QuoteRequest's id is the quote's activity_uri, its object the quoted post, its
+      // instrument the quoting Note inlined; to the quoted author alone. Only while the quote waits for an answer.
+      const status = await findStatus(app.db, d.statusId);
+      const quote = status ? await quoteOfStatus(app.db, status.id) : null;
+      const quoted = quote?.quoted_status_id ? await findStatusRecord(app.db, quote.quoted_status_id) : null;
+      const [me, target] = status && quoted ? await pair(app, status.account_id, quoted.account_id) : [null, null];
+      if (!status || !quote || !quoted?.uri || !me || !target || quote.state !== 'pending' || !quote.activity_uri || me.domain !== null || target.domain === null) return;
+      const { note } = await statusObjectOf(fed, me, status);
+      const request = new QuoteRequest({ id: new URL(quote.activity_uri), actor: actorId(app, me), object: new URL(quoted.uri), instrument: note });
+      await sendTo(app, fed, me, target, request);
       return;
     }
     case 'Update': {
@@ -151,6 +168,33 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       await sendToAudience(app, fed, me, true, [], pinActivityOf(fed, me, status, d.activity), null);
       return;
     }
+    case 'AcceptQuote':
+    case 'RejectQuote': {
+      // As Mastodon answers a QuoteRequest: the request as received (its id, actor, object and instrument), and for an
+      // Accept our stamp as `result`.
+      const [me, requester] = await pair(app, d.accountId, d.requesterId);
+      const quoted = await findStatusRecord(app.db, d.quotedStatusId);
+      if (!me || !requester || !quoted || me.domain !== null || requester.domain === null) return;
+      const request = new QuoteRequest({
+        id: new URL(d.requestUri), actor: actorId(app, requester), object: new URL(statusUri(app.render, quoted, me.username)), instrument: new URL(d.instrumentUri),
+      });
+      const accept = d.activity === 'AcceptQuote';
+      if (accept && !d.quoteId) return;
+      const id = new URL(`${actorId(app, me).href}#${accept ? 'accepts' : 'rejects'}/quote_requests/${d.quoteId ?? quoted.id}/${Date.now()}`);
+      const answer = accept
+        ? new Accept({ id, actor: actorId(app, me), object: request, result: quoteAuthorizationUri(app, me, d.quoteId!) })
+        : new Reject({ id, actor: actorId(app, me), object: request });
+      await sendTo(app, fed, me, requester, answer);
+      return;
+    }
+    case 'DeleteQuoteAuthorization': {
+      const [me, quoter] = await pair(app, d.accountId, d.requesterId);
+      const quote = await findQuote(app.db, d.quoteId);
+      if (!me || !quoter || !quote || me.domain !== null || quoter.domain === null || quote.state !== 'revoked') return;
+      const stamp = quoteAuthorizationUri(app, me, quote.id);
+      await sendTo(app, fed, me, quoter, new Delete({ id: new URL(`${stamp.href}#delete`), actor: actorId(app, me), object: stamp, tos: [actorId(app, quoter)] }));
+      return;
+    }
     case 'UpdatePerson': {
       const me = await findAccountById(app.db, d.accountId);
       if (!me || me.domain !== null) return;
@@ -177,7 +221,7 @@ async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
 }
 
 /** Sends to one remote account, if its inboxes may be delivered to. */
-async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like | Block | Create): Promise<void> {
+async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like | Block | Create | Delete | QuoteRequest): Promise<void> {
   if (!(await deliverable(app, to))) return;
   await fed.sendActivity({ identifier: sender.username }, recipientOf(app, to), activity);
 }

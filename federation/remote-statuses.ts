@@ -13,6 +13,7 @@ import { accountForActorUri } from './remote-accounts.ts';
 import { fetchById } from './fetch-object.ts';
 import { boundedItems } from './inbound-limits.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
+import { quotedUriOf, verifyQuote } from './quotes.ts';
 
 /**
  * Statuses of other servers as we take them: Notes pushed to an inbox, or fetched (signed) by their id when a reply,
@@ -129,6 +130,14 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
     media.push({ type: rejectMedia ? 'unknown' : type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
   }
   const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, { depth: depth + 1, loader }) : null);
+  // The post quoted (FEP-044f `quote`, or Misskey's and Fedibird's terms) is fetched when unknown, one level deep as a
+  // parent is; what it takes to count as approved is verifyQuote's.
+  const quotedUri = quotedUriOf(note);
+  let quote = null;
+  if (quotedUri && quotedUri.href !== note.id!.href) {
+    const quoted = (await statusByUri(fed, quotedUri)) ?? (depth < 1 ? await fetchNote(fed, quotedUri, { depth: depth + 1, loader }) : null);
+    if (quoted && !quoted.deleted_at && !quoted.reblog_of_id) quote = { quoted, ...(await verifyQuote(fed, note, author, quoted, loader)) };
+  }
   const id = await receiveRemoteStatus(app.actors.deps, {
     accountId: author.id,
     uri: note.id!.href,
@@ -144,6 +153,7 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
     media,
     createdAt: note.published ? new Date(note.published.epochMilliseconds) : null,
     poll: note instanceof Question ? await remotePollOf(note) : null,
+    quote,
   });
   return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);
 }

@@ -23,7 +23,13 @@ export type Delivery =
   | { activity: 'DeleteActor'; accountId: string }
   | { activity: 'Block' | 'UndoBlock'; accountId: string; targetId: string; blockUri: string | null }
   /** A local account's pin or unpin, sent to its followers' servers as an Add to (Remove from) its featured collection. */
-  | { activity: 'AddPin' | 'RemovePin'; accountId: string; statusId: string };
+  | { activity: 'AddPin' | 'RemovePin'; accountId: string; statusId: string }
+  /** A local author's answer to a remote QuoteRequest (FEP-044f): Accept with our stamp as `result`, or Reject. */
+  | { activity: 'AcceptQuote' | 'RejectQuote'; accountId: string; requesterId: string; requestUri: string; quotedStatusId: string; instrumentUri: string; quoteId: string | null }
+  /** A local author revokes a remote account's quote: Delete of the stamp, to the quoter. */
+  /** A local account asks a remote author to approve its quote of their post (the quoting Note inlined as `instrument`). */
+  | { activity: 'QuoteRequest'; statusId: string }
+  | { activity: 'DeleteQuoteAuthorization'; accountId: string; quoteId: string; requesterId: string };
 
 export function queueDelivery(db: Queryable, delivery: Delivery): Promise<OutboxRow> {
   return addToOutbox(db, 'deliver', delivery);

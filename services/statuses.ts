@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { transaction, type Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
@@ -195,7 +196,13 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     if (p.poll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
     // The quote and the quoted status's count, in the post's transaction. A local author's policy was checked above,
     // so the quote is accepted at once (Mastodon's attach_quote!), and the quoted author told.
-    if (quoted) {
+    // A remote author is asked instead (FEP-044f QuoteRequest): the quote stays pending until their server answers
+    // with an Accept carrying a stamp (federation/quotes.ts), as in Mastodon.
+    if (quoted && quoted.uri !== null && quoted.account_id !== accountId) {
+      const activityUri = `${config.publicUrl}/quote_requests/${randomUUID()}`;
+      await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'pending', activityUri });
+      outbox.push(await queueDelivery(tx, { activity: 'QuoteRequest', statusId: status.id }));
+    } else if (quoted) {
       await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'accepted' });
       if (quoted.account_id !== accountId) await notifyAccount(deps, tx, quoted.account_id, accountId, 'quote', status.id);
     }
@@ -371,6 +378,8 @@ export interface RemoteStatus {
   media: RemoteMedia[];
   createdAt: Date | null;
   poll?: RemotePoll | null;
+  /** What it quotes (FEP-044f), as verified on arrival (federation/quotes.ts). */
+  quote?: { quoted: statuses.StatusRow; state: quotes.QuoteState; approvalUri: string | null } | null;
 }
 
 /**
@@ -395,11 +404,17 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
         });
       }
       for (const a of r.mentioned) if (a.domain === null) await notifyAccount(deps, tx, a.id, r.accountId, 'mention', status.id);
+      if (r.quote) {
+        const { quoted, state, approvalUri } = r.quote;
+        await quotes.insertQuote(tx, { statusId: status.id, accountId: r.accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state, approvalUri });
+        // A local author hears of an approved quote of their post (one awaiting their approval, once it is given).
+        if (state === 'accepted' && quoted.uri === null && quoted.account_id !== r.accountId) await notifyAccount(deps, tx, quoted.account_id, r.accountId, 'quote', status.id);
+      }
       const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id })];
       if (r.media.length === 0 && firstCardLink(r.content, ownHosts(deps.config))) outbox.push(await addToOutbox(tx, 'fetchLinkCard', { statusId: status.id }));
       return { status, outbox };
     });
-    await deps.versions.bump({ accounts: [r.accountId], statuses: [r.parent?.id] });
+    await deps.versions.bump({ accounts: [r.accountId], statuses: [r.parent?.id, r.quote?.state === 'accepted' ? r.quote.quoted.id : null] });
     await enqueueAll(deps.jobs, outbox);
     return status.id;
   } catch (err) {
@@ -537,8 +552,14 @@ export async function revokeQuote(deps: StatusDeps, accountId: string, quotedSta
   if (!quoted || quoted.account_id !== accountId) throw notFound();
   const existing = await quotes.quoteOfStatus(deps.db, quotingStatusId);
   if (!existing || existing.quoted_status_id !== quoted.id) throw notFound();
-  await transaction(deps.db, (tx) => quotes.revokeQuote(tx, quoted.id, quotingStatusId));
+  const delivery = await transaction(deps.db, async (tx) => {
+    const revoked = await quotes.revokeQuote(tx, quoted.id, quotingStatusId);
+    // A remote quoter's server hears that the stamp is withdrawn (Mastodon sends a Delete of the QuoteAuthorization).
+    const quoter = revoked ? await statuses.findStatus(tx, quotingStatusId) : null;
+    return revoked && quoter?.uri ? queueDelivery(tx, { activity: 'DeleteQuoteAuthorization', accountId, quoteId: revoked.id, requesterId: revoked.account_id }) : null;
+  });
   await deps.versions.bump({ statuses: [quoted.id, quotingStatusId] });
+  if (delivery) await enqueueAll(deps.jobs, [delivery]);
 }
 
 /** PUT /api/v1/statuses/:id/interaction_policy, inside the author's actor: who may quote it from now on. */
@@ -547,4 +568,29 @@ export async function setQuotePolicy(deps: StatusDeps, accountId: string, status
   if (!status || status.account_id !== accountId || status.reblog_of_id) throw notFound();
   await statuses.setQuotePolicy(deps.db, status.id, effectiveQuotePolicy(status.visibility, policy));
   await deps.versions.bump({ statuses: [status.id] });
+}
+
+/**
+ * A remote account's QuoteRequest for a local post (FEP-044f), inside the quoted author's actor: allowed by the post's
+ * policy (checked by the caller), its quote becomes accepted with the request's id, the author is told, and an Accept
+ * carrying our stamp goes back; refused, the quote (if stored) is rejected and a Reject goes back.
+ */
+export async function answerQuoteRequest(deps: StatusDeps, accountId: string, r: { quotingStatusId: string | null; requesterId: string; requestUri: string; quotedStatusId: string; instrumentUri: string; allow: boolean }): Promise<void> {
+  const delivery = await transaction(deps.db, async (tx) => {
+    let quote: quotes.QuoteRow | null = null;
+    if (r.allow && r.quotingStatusId) {
+      quote = await quotes.acceptQuote(tx, r.quotingStatusId, { activityUri: r.requestUri });
+      if (quote) await notifyAccount(deps, tx, accountId, r.requesterId, 'quote', r.quotingStatusId);
+      quote ??= await quotes.quoteOfStatus(tx, r.quotingStatusId);
+      if (quote?.state !== 'accepted') return null; // revoked since: no stamp
+    } else if (r.quotingStatusId) {
+      quote = await quotes.rejectQuote(tx, r.quotingStatusId, r.requestUri);
+    }
+    return queueDelivery(tx, {
+      activity: r.allow ? 'AcceptQuote' : 'RejectQuote', accountId, requesterId: r.requesterId, requestUri: r.requestUri,
+      quotedStatusId: r.quotedStatusId, instrumentUri: r.instrumentUri, quoteId: quote?.id ?? null,
+    });
+  });
+  if (r.quotingStatusId) await deps.versions.bump({ statuses: [r.quotedStatusId, r.quotingStatusId] });
+  if (delivery) await enqueueAll(deps.jobs, [delivery]);
 }

@@ -11,22 +11,25 @@ export interface QuoteRow {
   account_id: string;
   quoted_account_id: string | null;
   state: QuoteState;
+  /** Federation (FEP-044f): the QuoteRequest that asked for it, and the stamp (QuoteAuthorization) of a remote quoted author. */
+  activity_uri: string | null;
+  approval_uri: string | null;
 }
 
-const COLUMNS = `id, status_id, quoted_status_id, account_id, quoted_account_id, state`;
+const COLUMNS = `id, status_id, quoted_status_id, account_id, quoted_account_id, state, activity_uri, approval_uri`;
 
 /**
  * Records that `statusId` quotes `quotedStatusId`, in the post's transaction; an accepted quote counts on the quoted
  * status in the same statement.
  */
-export async function insertQuote(db: Queryable, q: { statusId: string; accountId: string; quotedStatusId: string; quotedAccountId: string; state: QuoteState }): Promise<QuoteRow> {
+export async function insertQuote(db: Queryable, q: { statusId: string; accountId: string; quotedStatusId: string; quotedAccountId: string; state: QuoteState; approvalUri?: string | null; activityUri?: string | null }): Promise<QuoteRow> {
   const { rows } = await db.query<QuoteRow>(
     `WITH q AS (
-       INSERT INTO quotes (status_id, account_id, quoted_status_id, quoted_account_id, state) VALUES ($1, $2, $3, $4, $5)
+       INSERT INTO quotes (status_id, account_id, quoted_status_id, quoted_account_id, state, approval_uri, activity_uri) VALUES ($1, $2, $3, $4, $5, $6, $7)
        RETURNING ${COLUMNS}),
      counted AS (UPDATE statuses SET quotes_count = quotes_count + 1 WHERE id = $3 AND EXISTS (SELECT 1 FROM q WHERE state = 'accepted'))
      SELECT * FROM q`,
-    [q.statusId, q.accountId, q.quotedStatusId, q.quotedAccountId, q.state],
+    [q.statusId, q.accountId, q.quotedStatusId, q.quotedAccountId, q.state, q.approvalUri ?? null, q.activityUri ?? null],
   );
   return rows[0]!;
 }
@@ -66,7 +69,7 @@ export async function revokeQuote(db: Queryable, quotedStatusId: string, quoting
     `UPDATE quotes q SET state = 'revoked', updated_at = now()
        FROM (SELECT id, state AS was FROM quotes WHERE status_id = $2 AND quoted_status_id = $1 FOR UPDATE) old
       WHERE q.id = old.id AND q.state IN ('pending', 'accepted')
-      RETURNING q.id, q.status_id, q.quoted_status_id, q.account_id, q.quoted_account_id, q.state, old.was`,
+      RETURNING q.id, q.status_id, q.quoted_status_id, q.account_id, q.quoted_account_id, q.state, q.activity_uri, q.approval_uri, old.was`,
     [quotedStatusId, quotingStatusId],
   );
   const row = rows[0];
@@ -96,4 +99,50 @@ export async function acceptedQuotesPage(db: Queryable, quotedStatusId: string, 
   );
   const page = pageRows(rows, p);
   return { statusIds: page.map((r) => r.status_id), firstId: page[0]?.id, lastId: page[page.length - 1]?.id };
+}
+
+/** A quote by its id. */
+export async function findQuote(db: Queryable, id: string): Promise<QuoteRow | null> {
+  const { rows } = await db.query<QuoteRow>(`SELECT ${COLUMNS} FROM quotes WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+/**
+ * A pending (or rejected) quote becomes accepted, counted on the quoted status, with the QuoteRequest that asked for
+ * it and the stamp of a remote quoted author (either kept when not given). Null when it was accepted already or is
+ * revoked (a revoked quote is not brought back by a late request).
+ */
+export async function acceptQuote(db: Queryable, statusId: string, p: { activityUri?: string | null; approvalUri?: string | null } = {}): Promise<QuoteRow | null> {
+  const { rows } = await db.query<QuoteRow>(
+    `WITH q AS (
+       UPDATE quotes SET state = 'accepted', updated_at = now(),
+              activity_uri = coalesce($2, activity_uri), approval_uri = coalesce($3, approval_uri)
+        WHERE status_id = $1 AND state IN ('pending', 'rejected') RETURNING ${COLUMNS}),
+     counted AS (UPDATE statuses SET quotes_count = quotes_count + 1 WHERE id = (SELECT quoted_status_id FROM q))
+     SELECT * FROM q`,
+    [statusId, p.activityUri ?? null, p.approvalUri ?? null],
+  );
+  return rows[0] ?? null;
+}
+
+/** A pending quote is refused by the quoted author (a QuoteRequest we answer with Reject). Null when none was pending. */
+export async function rejectQuote(db: Queryable, statusId: string, activityUri: string | null): Promise<QuoteRow | null> {
+  const { rows } = await db.query<QuoteRow>(
+    `UPDATE quotes SET state = 'rejected', updated_at = now(), activity_uri = coalesce($2, activity_uri)
+      WHERE status_id = $1 AND state = 'pending' RETURNING ${COLUMNS}`,
+    [statusId, activityUri],
+  );
+  return rows[0] ?? null;
+}
+
+/** The quote a remote quoted author's stamp approved, by the stamp's id. */
+export async function quoteByApprovalUri(db: Queryable, approvalUri: string): Promise<QuoteRow | null> {
+  const { rows } = await db.query<QuoteRow>(`SELECT ${COLUMNS} FROM quotes WHERE approval_uri = $1 LIMIT 1`, [approvalUri]);
+  return rows[0] ?? null;
+}
+
+/** Our quote whose QuoteRequest has this id (the quote's activity_uri). */
+export async function quoteByActivityUri(db: Queryable, activityUri: string): Promise<QuoteRow | null> {
+  const { rows } = await db.query<QuoteRow>(`SELECT ${COLUMNS} FROM quotes WHERE activity_uri = $1`, [activityUri]);
+  return rows[0] ?? null;
 }

@@ -196,6 +196,39 @@ describe('statuses as Notes', () => {
     await s.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${open.id}`, headers: bearer(ida.token) });
     expect((await get(path, AP)).statusCode).toBe(404);
   });
+
+  it('carries FEP-044f quotes and who may quote, as Mastodon 4.5 writes them, and serves the stamp', async () => {
+    const post = async (user: TestUser, payload: object) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(user.token), payload })).json();
+    const AS_PUBLIC = ['as:Public', 'https://www.w3.org/ns/activitystreams#Public'];
+    const asArray = (v: unknown) => (Array.isArray(v) ? v : [v]);
+    const quoted = await post(ida, { status: 'quote me', quote_approval_policy: 'public' });
+    const followersOnly = await post(ida, { status: 'followers may quote', quote_approval_policy: 'followers' });
+    const nobody = await post(ida, { status: 'nobody may quote', quote_approval_policy: 'nobody' });
+    const doc = async (uri: string) => (await get(new URL(uri).pathname, AP)).json();
+    const plain = await doc(quoted.uri);
+    expect(AS_PUBLIC).toContain(asArray(plain.interactionPolicy.canQuote.automaticApproval)[0]);
+    expect(plain.quote).toBeUndefined();
+    expect(asArray((await doc(followersOnly.uri)).interactionPolicy.canQuote.automaticApproval)).toEqual(['http://fed.example/users/ida/followers']);
+    expect(asArray((await doc(nobody.uri)).interactionPolicy.canQuote.automaticApproval)).toEqual(['http://fed.example/users/ida']);
+    // The context defines the terms as Mastodon's does (GoToSocial's namespace for the policy, FEP-044f for quotes).
+    expect(JSON.stringify(plain['@context'])).toContain('https://gotosocial.org/ns');
+
+    const quoting = await post(jon, { status: 'look at this', quoted_status_id: quoted.id });
+    const note = await doc(quoting.uri);
+    const stamp = note.quoteAuthorization as string;
+    expect(note).toMatchObject({ quote: quoted.uri, _misskey_quote: quoted.uri, quoteUri: quoted.uri });
+    expect(stamp).toMatch(/^http:\/\/fed\.example\/users\/ida\/quote_authorizations\/\d+$/);
+    expect(JSON.stringify(note['@context'])).toContain('https://w3id.org/fep/044f#quote');
+    const authorization = await get(new URL(stamp).pathname, AP);
+    expect(authorization.statusCode).toBe(200);
+    expect(authorization.json()).toMatchObject({
+      id: stamp, type: 'QuoteAuthorization', attributedTo: 'http://fed.example/users/ida', interactingObject: quoting.uri, interactionTarget: quoted.uri,
+    });
+    // Revoked: the stamp is gone, and the Note no longer names one.
+    expect((await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${quoted.id}/quotes/${quoting.id}/revoke`, headers: bearer(ida.token) })).statusCode).toBe(200);
+    expect((await get(new URL(stamp).pathname, AP)).statusCode).toBe(404);
+    expect((await doc(quoting.uri)).quoteAuthorization).toBeUndefined();
+  });
 });
 
 describe('inbox', () => {

@@ -5,8 +5,7 @@ import { mastoAccounts } from '../helpers/masto.ts';
 import { startListeningServer } from '../helpers/listen.ts';
 import { createApp, registerUser } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { setAdmin } from '../../storage/users.ts';
-import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 let s: TestServer & { url: string };
 let pia: mastodon.rest.Client;
@@ -21,9 +20,7 @@ beforeAll(async () => {
   // An administrator signed in with the admin scopes, as a moderation app would be.
   const client = await createApp(s.app, 'read write follow push admin:read admin:write');
   const mod = await registerUser(s.app, client, 'mona', 'read write admin:read admin:write');
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [mod.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, mod);
   admin = createRestAPIClient({ url: s.url, accessToken: mod.token });
   // The token cache of this process hears of the change through Redis.
   for (let i = 0; i < 50; i++) {

@@ -8,11 +8,10 @@ import { startListeningServer } from '../helpers/listen.ts';
 import { appToken, authorizationCodeToken, bearer, createApp, registerUser, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { csrfOf, CookieJar } from '../helpers/web.ts';
-import { setAdmin } from '../../storage/users.ts';
-import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { canonicalEmail, canonicalEmailHash, ipAccessList, parseIpRange } from '../../services/admin-blocks.ts';
 import { changeEmail } from '../../services/account-security.ts';
 import { findUserByAccountId } from '../../storage/users.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 let s: TestServer & { url: string };
 let client: RegisteredApp;
@@ -53,9 +52,7 @@ beforeAll(async () => {
     registerUser(s.app, client, 'olga', 'read write admin:read admin:write'),
     registerUser(s.app, client, 'bob', 'read write admin:read admin:write'),
   ]);
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, admin);
   appTok = await appToken(s.app, client);
 }, 60_000);
 afterAll(async () => s?.close());

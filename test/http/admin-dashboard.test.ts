@@ -5,10 +5,9 @@ import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
-import { setAdmin } from '../../storage/users.ts';
 import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
-import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 let s: TestServer & { url: string };
 let admin: TestUser;
@@ -80,9 +79,7 @@ beforeAll(async () => {
     registerUser(s.app, client, 'alice'),
     registerUser(s.app, client, 'bob'),
   ]);
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, admin);
   adminNoScope = await authorizationCodeToken(s.app, client, admin.email, admin.password, 'read write');
   masto = createRestAPIClient({ url: s.url, accessToken: admin.token });
 

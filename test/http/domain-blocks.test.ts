@@ -8,12 +8,12 @@ import type { TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { setAdmin } from '../../storage/users.ts';
 import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { domainPolicy, normalizeDomain, obfuscatedDomain } from '../../services/domain-policy.ts';
 import { runCli } from '../../cli/admin.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 let s: TestServer & { url: string };
 let admin: TestUser; // an administrator whose token has admin:read and admin:write
@@ -63,9 +63,7 @@ beforeAll(async () => {
     registerUser(s.app, client, 'plain', 'read write admin:read admin:write'),
     registerUser(s.app, client, 'fan'),
   ]);
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, admin);
   adminNoScope = await authorizationCodeToken(s.app, client, admin.email, admin.password, 'read write');
   adminReadOnly = await authorizationCodeToken(s.app, client, admin.email, admin.password, 'admin:read:domain_blocks');
   masto = createRestAPIClient({ url: s.url, accessToken: admin.token });

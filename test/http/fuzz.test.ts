@@ -10,10 +10,9 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { badValue, deep, encodePairs, formPairs, objectOf } from '../helpers/fuzz-values.ts';
 import { ALL_SCOPES } from '../../http/oauth/scopes.ts';
-import { setAdmin } from '../../storage/users.ts';
-import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { channel } from 'node:diagnostics_channel';
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { makeAdmin } from '../helpers/admin.ts';
 
 const SEED = process.env.FUZZ_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FUZZ_SEED ?? 18);
 /** Random requests per route (spread over the three tokens), after the systematic pass. */
@@ -203,9 +202,7 @@ beforeAll(async () => {
   }
   const client = await createApp(s.app, ALL_SCOPES.join(' '));
   [admin, victim] = await Promise.all([registerUser(s.app, client, 'moddy', ALL_SCOPES.join(' ')), registerUser(s.app, client, 'vic')]);
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, admin);
   const post = async (who: TestUser, payload: object) => (await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(who.token), payload })).json().id as string;
   const list = await s.app.inject({ method: 'POST', url: '/api/v1/lists', headers: bearer(admin.token), payload: { title: 'l' } });
   // Real ids, so requests also reach past "not found": the victim, posts, a poll, a list.

@@ -4,10 +4,11 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { setAdmin, setApproved } from '../../storage/users.ts';
+import { setApproved } from '../../storage/users.ts';
 import { insertRule } from '../../storage/rules.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { runCli } from '../../cli/admin.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 let s: TestServer;
 let client: RegisteredApp;
@@ -38,9 +39,7 @@ beforeAll(async () => {
     registerUser(s.app, client, 'carol'),
     registerUser(s.app, client, 'dave'),
   ]);
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [mod.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, mod);
   const { authorizationCodeToken } = await import('../helpers/oauth.ts');
   modNoScope = await authorizationCodeToken(s.app, client, mod.email, mod.password, 'read write');
   ruleId = (await insertRule(s.ctx.db, { text: 'No spam', hint: '', priority: 0 })).id;

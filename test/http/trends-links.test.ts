@@ -6,10 +6,9 @@ import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
-import { setAdmin } from '../../storage/users.ts';
-import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { instanceCacheKeys } from '../../services/instance.ts';
 import { attachCard, upsertCard } from '../../storage/preview-cards.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
@@ -74,9 +73,7 @@ beforeAll(async () => {
     registerUser(s.app, client, 'carol'),
     registerUser(s.app, client, 'dave'),
   ]);
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, admin);
   adminNoScope = await authorizationCodeToken(s.app, client, admin.email, admin.password, 'read write');
 
   cards.a = await card(URL_A, 'Big news');

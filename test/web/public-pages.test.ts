@@ -9,14 +9,13 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, authorizationCodeToken, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { setAdmin } from '../../storage/users.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { findAccountById, upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { insertWebSession } from '../../storage/web-sessions.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
 import { updateAccountProfile } from '../../services/profile.ts';
-import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
@@ -92,9 +91,7 @@ beforeAll(async () => {
   });
   client = await createApp(s.app, 'read write follow push admin:read admin:write');
   [alice, bob, carol, dave, admin] = await Promise.all(['alice', 'bob', 'carol', 'dave', 'boss'].map((u) => registerUser(s.app, client, u))) as [TestUser, TestUser, TestUser, TestUser, TestUser];
-  const { rows } = await s.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
-  await setAdmin(s.ctx.db, rows[0].id, true);
-  await publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, { userId: rows[0].id });
+  await makeAdmin(s, admin);
   adminToken = await authorizationCodeToken(s.app, client, admin.email, admin.password, 'read write admin:read admin:write');
 
   await api(alice, 'PATCH', '/api/v1/accounts/update_credentials', {

@@ -66,6 +66,7 @@ import conversationsRoutes from './api/v1/conversations.ts';
 import pollsRoutes from './api/v1/polls.ts';
 import statusMarksRoutes from './api/v1/status_marks.ts';
 import annualReportsRoutes from './api/v1/annual_reports.ts';
+import collectionsRoutes from './api/v1/collections.ts';
 import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
 
 export type App = FastifyInstance;
@@ -169,6 +170,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(listsRoutes, { ctx });
   await app.register(accountNotesRoutes, { ctx });
   await app.register(featuredTagsRoutes, { ctx });
+  await app.register(collectionsRoutes, { ctx });
   await app.register(scheduledStatusesRoutes, { ctx });
   await app.register(tagsRoutes, { ctx });
   await app.register(conversationsRoutes, { ctx });

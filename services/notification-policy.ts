@@ -3,7 +3,7 @@ import type { NotificationType } from '../storage/notifications.ts';
 import { answersPrivateMention, policyFacts, type PolicyAction, type PolicyFacts } from '../storage/notification-policy.ts';
 
 /** The types a notification policy decides on (Mastodon's `filterable` ones); polls' ends, edits and new posts of followed accounts are always accepted. */
-export const FILTERABLE_TYPES: ReadonlySet<NotificationType> = new Set(['mention', 'reblog', 'follow', 'follow_request', 'favourite']);
+export const FILTERABLE_TYPES: ReadonlySet<NotificationType> = new Set(['mention', 'reblog', 'follow', 'follow_request', 'favourite', 'added_to_collection']);
 
 /**
  * What the recipient's notification policy does with a notification (Mastodon's NotifyService DropCondition and

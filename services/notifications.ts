@@ -17,13 +17,13 @@ import { recordFiltered } from '../storage/notification-policy.ts';
  * The recipient's notification policy then accepts it, drops it, or files it as filtered under a notification
  * request (told to no socket and pushed nowhere).
  */
-export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueues }, tx: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, reportId: string | null = null): Promise<void> {
+export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueues }, tx: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, reportId: string | null = null, collectionId: string | null = null): Promise<void> {
   if (await notificationsBlocked(tx, accountId, fromAccountId, { limitedAccounts: !FILTERABLE_TYPES.has(type) })) return;
   // Nothing from a conversation the recipient muted (Mastodon's NotifyService#conversation_muted?).
   if (statusId && (await inMutedConversations(tx, accountId, [statusId])).size > 0) return;
   const verdict = await policyVerdict(tx, accountId, fromAccountId, type, statusId);
   if (verdict === 'drop') return;
-  const row = await notify(tx, accountId, fromAccountId, type, statusId, verdict === 'filter', reportId);
+  const row = await notify(tx, accountId, fromAccountId, type, statusId, verdict === 'filter', reportId, collectionId);
   if (row?.filtered) await recordFiltered(tx, accountId, fromAccountId, type === 'mention' ? statusId : null);
   else if (row) {
     afterCommit(tx, () => deps.events.publish(streamChannels.notifications(accountId), { event: 'notification', notificationId: row.id }));

@@ -67,6 +67,8 @@ const TITLES: Record<NotificationType, (name: string) => string> = {
   'admin.report': (name) => `${name} submitted a report`,
   quote: (name) => `${name} quoted your post`,
   quoted_update: (name) => `${name} edited a post you have quoted`,
+  added_to_collection: (name) => `${name} added you to a collection`,
+  collection_update: (name) => `${name} edited a collection you are in`,
 };
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };

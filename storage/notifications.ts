@@ -2,8 +2,8 @@ import type { Queryable } from './db.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 
 /** `admin.sign_up` and `admin.report` go to operators (services/operator-alerts.ts). */
-export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update' | 'admin.sign_up' | 'admin.report' | 'quote' | 'quoted_update';
-export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report', 'quote', 'quoted_update'];
+export type NotificationType = 'mention' | 'status' | 'reblog' | 'follow' | 'follow_request' | 'favourite' | 'poll' | 'update' | 'admin.sign_up' | 'admin.report' | 'quote' | 'quoted_update' | 'added_to_collection' | 'collection_update';
+export const NOTIFICATION_TYPES: NotificationType[] = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report', 'quote', 'quoted_update', 'added_to_collection', 'collection_update'];
 
 export interface NotificationRow {
   id: string;
@@ -13,6 +13,8 @@ export interface NotificationRow {
   status_id: string | null;
   /** The report an `admin.report` is about. Absent where a query does not read it. */
   report_id?: string | null;
+  /** The collection of an `added_to_collection` or `collection_update`. Absent where a query does not read it. */
+  collection_id?: string | null;
   created_at: Date;
   /** Its group (storage/notification-groups.ts); null when ungrouped. Absent where a query does not read it. */
   group_key?: string | null;
@@ -24,23 +26,24 @@ export interface NotificationRow {
  * Records an event for accountId; nobody is notified of their own actions (but of their poll's end), and one event notifies once. Returns the
  * new notification, or null when there is none (a repeat, one's own action, a remote account).
  */
-export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, filtered = false, reportId: string | null = null): Promise<NotificationRow | null> {
+export async function notify(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, filtered = false, reportId: string | null = null, collectionId: string | null = null): Promise<NotificationRow | null> {
   // A poll's end is the one event its author hears of from themselves, as in Mastodon.
   if (accountId === fromAccountId && type !== 'poll') return null;
   const { rows } = await db.query<NotificationRow>(
-    `INSERT INTO notifications (account_id, from_account_id, type, status_id, filtered, group_key, report_id)
-     SELECT $1, $2, $3, $4, $5, CASE WHEN $5 THEN NULL ELSE notification_group_key($1, $3, $4) END, $6 FROM accounts WHERE id = $1 AND domain IS NULL
+    `INSERT INTO notifications (account_id, from_account_id, type, status_id, filtered, group_key, report_id, collection_id)
+     SELECT $1, $2, $3, $4, $5, CASE WHEN $5 THEN NULL ELSE notification_group_key($1, $3, $4) END, $6, $7 FROM accounts WHERE id = $1 AND domain IS NULL
      ON CONFLICT DO NOTHING
-     RETURNING id, account_id, from_account_id, type, status_id, report_id, created_at, group_key, filtered`,
-    [accountId, fromAccountId, type, statusId, filtered, reportId],
+     RETURNING id, account_id, from_account_id, type, status_id, report_id, collection_id, created_at, group_key, filtered`,
+    [accountId, fromAccountId, type, statusId, filtered, reportId, collectionId],
   );
   return rows[0] ?? null;
 }
 
-export async function removeNotification(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null): Promise<void> {
+export async function removeNotification(db: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, collectionId: string | null = null): Promise<void> {
   await db.query(
-    `DELETE FROM notifications WHERE account_id = $1 AND from_account_id = $2 AND type = $3 AND coalesce(status_id, 0) = coalesce($4::bigint, 0)`,
-    [accountId, fromAccountId, type, statusId],
+    `DELETE FROM notifications WHERE account_id = $1 AND from_account_id = $2 AND type = $3 AND coalesce(status_id, 0) = coalesce($4::bigint, 0)
+        AND coalesce(collection_id, 0) = coalesce($5::bigint, 0)`,
+    [accountId, fromAccountId, type, statusId, collectionId],
   );
 }
 
@@ -70,7 +73,7 @@ export async function notificationsPage(db: Queryable, accountId: string, f: Not
   const c = pageClause('n.id', p, values);
   // Notifications about deleted statuses disappear with them.
   const { rows } = await db.query<NotificationRow>(
-    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.created_at, n.group_key, n.filtered FROM notifications n
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.collection_id, n.created_at, n.group_key, n.filtered FROM notifications n
        LEFT JOIN statuses s ON s.id = n.status_id
       WHERE n.account_id = $1 AND (n.status_id IS NULL OR s.deleted_at IS NULL)${extra} AND ${c.where}
       ORDER BY ${c.order} ${c.limit}`,
@@ -81,7 +84,7 @@ export async function notificationsPage(db: Queryable, accountId: string, f: Not
 
 export async function findNotification(db: Queryable, accountId: string, id: string): Promise<NotificationRow | null> {
   const { rows } = await db.query<NotificationRow>(
-    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.created_at, n.group_key, n.filtered FROM notifications n
+    `SELECT n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.collection_id, n.created_at, n.group_key, n.filtered FROM notifications n
        LEFT JOIN statuses s ON s.id = n.status_id
       WHERE n.id = $1 AND n.account_id = $2 AND (n.status_id IS NULL OR s.deleted_at IS NULL)`,
     [id, accountId],

@@ -1,8 +1,8 @@
 // Mastodon's OAuth scopes: the three parents, `push` and `profile`, and the granular ones under them.
 export const GRANULAR_SCOPES = [
-  'read:accounts', 'read:blocks', 'read:bookmarks', 'read:favourites', 'read:filters', 'read:follows',
+  'read:accounts', 'read:blocks', 'read:bookmarks', 'read:collections', 'read:favourites', 'read:filters', 'read:follows',
   'read:lists', 'read:mutes', 'read:notifications', 'read:search', 'read:statuses',
-  'write:accounts', 'write:blocks', 'write:bookmarks', 'write:conversations', 'write:favourites',
+  'write:accounts', 'write:blocks', 'write:bookmarks', 'write:collections', 'write:conversations', 'write:favourites',
   'write:filters', 'write:follows', 'write:lists', 'write:media', 'write:mutes', 'write:notifications',
   'write:reports', 'write:statuses',
   'admin:read', 'admin:write',

@@ -8,6 +8,7 @@ import { applyFilters } from '../../services/filters.ts';
 import { applyRelations, silencesNotificationsFrom } from '../../services/relations.ts';
 import { findReport } from '../../storage/reports.ts';
 import { renderReport } from './report.ts';
+import { collectionsOfNotifications } from './collection.ts';
 
 // Loading and rendering together, so that routes share one path instead of importing each other.
 
@@ -65,9 +66,10 @@ export async function renderNotifications(ctx: AppContext, viewerId: string, row
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
   const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));
+  const collections = await collectionsOfNotifications(ctx, viewerId, rows.map((n) => n.collection_id));
   // Those made before a block, a domain block or a mute of notifications are shown no more.
   const silenced = (id: string) => silencesNotificationsFrom(relations, accounts.get(id), id);
   return rows
     .filter((n) => accounts.has(n.from_account_id) && !silenced(n.from_account_id) && (!n.status_id || rendered.has(n.status_id)))
-    .map((n) => renderNotification(ctx.render, n, accounts.get(n.from_account_id)!, n.status_id ? rendered.get(n.status_id)! : null, renderedReport(n.report_id)));
+    .map((n) => renderNotification(ctx.render, n, accounts.get(n.from_account_id)!, n.status_id ? rendered.get(n.status_id)! : null, renderedReport(n.report_id), n.collection_id ? collections.get(n.collection_id) ?? null : null));
 }

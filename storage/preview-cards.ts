@@ -34,6 +34,9 @@ export async function findCardByUrl(db: Queryable, url: string): Promise<Preview
   return rows[0] ?? null;
 }
 
+const KEEP_IMAGE = `EXCLUDED.image_key IS NULL AND coalesce(EXCLUDED.html, '') = '' AND preview_cards.image_key IS NOT NULL
+  AND preview_cards.image_remote_url IS NOT DISTINCT FROM EXCLUDED.image_remote_url`;
+
 /**
  * Stores the card of a URL, replacing what an earlier fetch stored. Returns the row and the image key it replaced
  * (for the caller to delete from the file host), if any.
@@ -46,9 +49,14 @@ export async function upsertCard(db: Queryable, c: NewPreviewCard): Promise<{ ca
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
      ON CONFLICT (url) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description, type = EXCLUDED.type,
        author_name = EXCLUDED.author_name, author_url = EXCLUDED.author_url, provider_name = EXCLUDED.provider_name,
-       provider_url = EXCLUDED.provider_url, html = EXCLUDED.html, embed_url = EXCLUDED.embed_url, width = EXCLUDED.width,
-       height = EXCLUDED.height, image_remote_url = EXCLUDED.image_remote_url, image_key = EXCLUDED.image_key,
-       blurhash = EXCLUDED.blurhash, published_at = EXCLUDED.published_at, updated_at = now()
+       provider_url = EXCLUDED.provider_url, html = EXCLUDED.html, embed_url = EXCLUDED.embed_url,
+       image_remote_url = EXCLUDED.image_remote_url, published_at = EXCLUDED.published_at, updated_at = now(),
+       -- A fetch made without the image (for a post of a server whose media we reject) keeps the image another fetch
+       -- of the same page stored meanwhile: the card is one per URL, and which post's job runs last is chance.
+       width = CASE WHEN ${KEEP_IMAGE} THEN preview_cards.width ELSE EXCLUDED.width END,
+       height = CASE WHEN ${KEEP_IMAGE} THEN preview_cards.height ELSE EXCLUDED.height END,
+       image_key = CASE WHEN ${KEEP_IMAGE} THEN preview_cards.image_key ELSE EXCLUDED.image_key END,
+       blurhash = CASE WHEN ${KEEP_IMAGE} THEN preview_cards.blurhash ELSE EXCLUDED.blurhash END
      RETURNING ${COLUMNS}, (SELECT image_key FROM old) AS old_image_key`,
     [c.url, c.title, c.description, c.type, c.author_name, c.author_url, c.provider_name, c.provider_url, c.html, c.embed_url,
       c.width, c.height, c.image_remote_url, c.image_key, c.blurhash, c.published_at],

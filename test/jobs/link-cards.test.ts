@@ -270,3 +270,21 @@ describe('without ALLOW_PRIVATE_ADDRESSES', () => {
     }
   });
 });
+
+describe('one card per URL', () => {
+  it('keeps the image when a later fetch of the same page was made without it (a post of a server whose media is rejected)', async () => {
+    const { upsertCard } = await import('../../storage/preview-cards.ts');
+    const page = {
+      url: 'https://race.example/article', title: 'Race', description: '', type: 'link' as const, author_name: '', author_url: '',
+      provider_name: '', provider_url: '', html: '', embed_url: '', published_at: null, image_remote_url: 'https://race.example/a.png',
+    };
+    await upsertCard(s.ctx.db, { ...page, width: 400, height: 300, image_key: 'cards/race.webp', blurhash: 'LKO2?U%2Tw=w]~RBVZRi};RPxuwH' });
+    const later = await upsertCard(s.ctx.db, { ...page, title: 'Race, again', width: 0, height: 0, image_key: null, blurhash: null });
+    expect(later.card).toMatchObject({ title: 'Race, again', image_key: 'cards/race.webp', width: 400, height: 300 });
+    expect(later.replacedImageKey).toBeNull();
+    // A page whose image changed gets the new one (or none), and the old file is given back to be removed.
+    const changed = await upsertCard(s.ctx.db, { ...page, image_remote_url: 'https://race.example/b.png', width: 0, height: 0, image_key: null, blurhash: null });
+    expect(changed.card.image_key).toBeNull();
+    expect(changed.replacedImageKey).toBe('cards/race.webp');
+  });
+});

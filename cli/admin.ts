@@ -7,7 +7,7 @@ import { findAccountByUsername } from '../storage/accounts.ts';
 import { findUserByAccountId, setAdmin, setApproved, setPasswordHash } from '../storage/users.ts';
 import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
-import { hashPassword } from '../services/passwords.ts';
+import { hashPassword, PASSWORD_LENGTH } from '../services/passwords.ts';
 import { ApiError, ValidationFailed } from '../errors.ts';
 import { createRedis, connectRedis } from '../storage/redis.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from '../services/token-cache.ts';
@@ -130,7 +130,7 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
     case 'reset-password': {
       const { user } = await localUser(db, username);
       const password = values.password ?? randomBytes(12).toString('base64url');
-      if (password.length < 8 || password.length > 72) throw new Error('the password must be 8 to 72 characters');
+      if (password.length < PASSWORD_LENGTH.min || password.length > PASSWORD_LENGTH.max) throw new Error(`the password must be ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`);
       await setPasswordHash(db, user.id, await hashPassword(password));
       const revoked = await revokeUserTokens(db, user.id);
       await invalidate({ userId: user.id });

@@ -4,7 +4,7 @@ import { hashSecret, revokeUserGrants, revokeUserTokens } from '../storage/oauth
 import { confirmEmail, emailTaken, findUserByEmail, setPasswordHash, setUnconfirmedEmail, takeMailToken, type UserRow } from '../storage/users.ts';
 import { deleteUserWebSessions } from '../storage/web-sessions.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
-import { hashPassword } from './passwords.ts';
+import { hashPassword, PASSWORD_LENGTH } from './passwords.ts';
 import { checkCurrentPassword } from './sign-in.ts';
 import { alertOperatorsOfSignUp } from './operator-alerts.ts';
 import { publishTokenInvalidation } from './token-cache.ts';
@@ -15,8 +15,8 @@ import { emailBlockErrors } from './admin-blocks.ts';
 
 /** Mastodon's password rule (Devise): 8 to 72 characters. */
 export function passwordProblem(password: string, confirmation?: string): string | null {
-  if (password.length < 8) return 'The password is too short (minimum is 8 characters).';
-  if (password.length > 72) return 'The password is too long (maximum is 72 characters).';
+  if (password.length < PASSWORD_LENGTH.min) return `The password is too short (minimum is ${PASSWORD_LENGTH.min} characters).`;
+  if (password.length > PASSWORD_LENGTH.max) return `The password is too long (maximum is ${PASSWORD_LENGTH.max} characters).`;
   if (confirmation !== undefined && confirmation !== password) return 'The two passwords do not match.';
   return null;
 }

@@ -5,7 +5,7 @@ import { transaction, type Db } from '../storage/db.ts';
 import { emailTaken, insertUser, pendingAccountIds, type UserRow } from '../storage/users.ts';
 import { findAccountById, insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
 import { isId } from '../storage/ids.ts';
-import { hashPassword } from './passwords.ts';
+import { hashPassword, PASSWORD_LENGTH } from './passwords.ts';
 import { forbidden, notFound, unprocessable, ValidationFailed } from '../errors.ts';
 import type { AppContext } from '../context.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
@@ -72,8 +72,8 @@ export async function registerLocalAccount<T = undefined>(
   if (!EMAIL_FORMAT.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
   else if (r.emailBlocks) for (const e of await emailBlockErrors(r.emailBlocks, r.email, r.emailBlocks.ip)) add(details, 'email', e.error, e.description);
   if (blank(r.password)) add(details, 'password', 'ERR_BLANK', "can't be blank");
-  else if (r.password.length < 8) add(details, 'password', 'ERR_TOO_SHORT', 'is too short (minimum is 8 characters)');
-  if (r.password.length > 72) add(details, 'password', 'ERR_TOO_LONG', 'is too long (maximum is 72 characters)');
+  else if (r.password.length < PASSWORD_LENGTH.min) add(details, 'password', 'ERR_TOO_SHORT', `is too short (minimum is ${PASSWORD_LENGTH.min} characters)`);
+  if (r.password.length > PASSWORD_LENGTH.max) add(details, 'password', 'ERR_TOO_LONG', `is too long (maximum is ${PASSWORD_LENGTH.max} characters)`);
   if (!r.agreement) add(details, 'agreement', 'ERR_ACCEPTED', 'must be accepted');
   if (Object.keys(details).length === 0) {
     if (await usernameTaken(db, r.username)) add(details, 'username', 'ERR_TAKEN', 'is already taken');

@@ -1,5 +1,8 @@
 import argon2 from 'argon2';
 
+/** Mastodon's (Devise's) password length, for every place a password is chosen: sign-up, reset, change, CLI. */
+export const PASSWORD_LENGTH = { min: 8, max: 72 } as const;
+
 /** argon2id with the library's defaults: a slow, salted hash. */
 export function hashPassword(password: string): Promise<string> {
   return argon2.hash(password, { type: argon2.argon2id });

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { renderView, type PageChrome } from './views.ts';
+import type { SignedIn } from './session.ts';
 
 /** Page status codes and headers every signed-in or form page shares: never cached, never framed. */
 function privatePage(reply: FastifyReply, status: number) {
@@ -39,3 +40,14 @@ export function sendMessagePage(
 
 /** Field errors of a failed validation, by form field, for the templates. */
 export type FieldErrors = Record<string, string[]>;
+
+/** Every settings page is for the signed-in person; others are sent to sign in and brought back. */
+export async function signedInOrRedirect(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> {
+  const me = await request.signedIn();
+  if (!me) {
+    const back = request.method === 'GET' ? request.url : '/settings/profile';
+    await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(back)}`, 303);
+    return null;
+  }
+  return me;
+}

@@ -15,7 +15,7 @@ import { userWebSessions } from '../../storage/web-sessions.ts';
 import { findAccountById } from '../../storage/accounts.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { endWebSession, SESSION_COOKIE, type SignedIn } from './session.ts';
-import { sendFormPage } from './page.ts';
+import { sendFormPage, signedInOrRedirect } from './page.ts';
 
 const MAX_FIELDS = 4;
 const VISIBILITIES = ['public', 'unlisted', 'private', 'direct'] as const;
@@ -37,16 +37,6 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const setupKey = (userId: string) => `${ctx.config.redisPrefix}otp-setup:{${userId}}`;
 
-  /** Every settings page is for the signed-in person; others are sent to sign in and brought back. */
-  const signedInOrRedirect = async (request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> => {
-    const me = await request.signedIn();
-    if (!me) {
-      const back = request.method === 'GET' ? request.url : '/settings/profile';
-      await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(back)}`, 303);
-      return null;
-    }
-    return me;
-  };
   const notice = (q: { notice?: string | undefined }) => (q.notice && NOTICES[q.notice]) || '';
 
   app.get('/settings', async (_request, reply) => reply.redirect('/settings/profile'));

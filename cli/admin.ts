@@ -7,6 +7,8 @@ import { findAccountByUsername } from '../storage/accounts.ts';
 import { findUserByAccountId, setAdmin, setApproved, setPasswordHash } from '../storage/users.ts';
 import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
+import { startAccountDeletion } from '../services/account-deletion.ts';
+import { CacheVersions } from '../storage/cache-versions.ts';
 import { hashPassword, PASSWORD_LENGTH } from '../services/passwords.ts';
 import { ApiError, ValidationFailed } from '../errors.ts';
 import { createRedis, connectRedis } from '../storage/redis.ts';
@@ -29,6 +31,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Approves an account that registered while registrations needed approval.
   accounts reset-password <username> [--password <pw>]
       Sets a new password (generated and printed when not given) and signs the account out of every app.
+  accounts delete <username | username@domain>
+      Deletes an account as its owner would: suspended and signed out at once, then its data removed (and a local
+      one's Delete sent to the servers that know it) by a running server's worker. Its name stays reserved.
   rules add <text> [--hint <text>] [--priority=<n>]
       Adds a rule of this server (shown in the instance entity and /api/v1/instance/rules) and prints its id.
       Rules are shown by priority (lowest first, 0 by default), then in the order they were added.
@@ -125,6 +130,15 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       await setApproved(db, user.id, true);
       await invalidate({ userId: user.id });
       out(`${username} is approved`);
+      return;
+    }
+    case 'delete': {
+      if (!services) throw new Error('deleting an account needs Redis');
+      const account = await accountByName(db, username);
+      if (account.deleted_at) throw new Error(`${acct(account)} is already deleted`);
+      // No job queue here: the first run of the deletion waits in the outbox for a running server's sweeper.
+      await startAccountDeletion({ db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate, jobs: null }, account);
+      out(`${acct(account)} is suspended; its data is being deleted`);
       return;
     }
     case 'reset-password': {

@@ -3,7 +3,7 @@ import type { Federation, InboxContext } from '@fedify/fedify';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
-import { findAccountById, markAccountGone } from '../storage/accounts.ts';
+import { findAccountById } from '../storage/accounts.ts';
 import { followByUri, hasLocalFollowers } from '../storage/follows.ts';
 import { findStatus, findStatusByUri, type Visibility } from '../storage/statuses.ts';
 import { deleteStatus, editRemoteStatus } from '../services/statuses.ts';
@@ -21,13 +21,16 @@ import { blockByUri, blocksAccountOrDomain } from '../storage/blocks.ts';
 import { queueDelivery } from '../services/deliveries.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { Flag, QuoteRequest } from '@fedify/vocab';
-import { onQuoteAnswer, onQuoteRequest, quotedUriOf, reverifyQuote } from './quotes.ts';
+import { onQuoteAnswer, onQuoteRequest, onRemoteNoteUpdate, quotedUriOf } from './quotes.ts';
 import { quoteByApprovalUri, revokeQuote } from '../storage/quotes.ts';
 import { onFlag } from './flag.ts';
+import { deleteRemoteActor } from '../services/account-deletion.ts';
 import { Add, Remove } from '@fedify/vocab';
 import { onAdd, onRemove } from './featured.ts';
 import type { Activity } from '@fedify/vocab';
 import { dropInbound, dropUnavailable, trackedInboxListeners } from './drops.ts';
+import { Move } from '@fedify/vocab';
+import { onMove } from './move.ts';
 
 type Fed = InboxContext<AppContext>;
 
@@ -56,6 +59,8 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Remove, onRemove)
     // Quote posts (FEP-044f): a remote account asks to quote one of our posts (federation/quotes.ts).
     .on(QuoteRequest, onQuoteRequestActivity)
+    // Account moves (issue 30): a remote account moved to another that lists it as an alias (federation/move.ts).
+    .on(Move, onMoveActivity)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
@@ -268,7 +273,7 @@ async function onUpdate(fed: Fed, update: Update): Promise<void> {
       editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : question ? null : new Date(),
       poll: question ? await remotePollOf(object) : null,
     });
-    await reverifyQuote(fed, object, remote, status);
+    await onRemoteNoteUpdate(fed, object, remote, status);
   }
 }
 
@@ -277,9 +282,8 @@ async function onDelete(fed: Fed, del: Delete): Promise<void> {
   const objectId = del.objectId;
   if (!remote || remote.domain === null || !objectId) return;
   if (objectId.href === remote.uri) {
-    // The actor itself is gone: its account stays for threads but is shown as suspended and follows nobody.
-    const touched = await transaction(fed.data.db, (tx) => markAccountGone(tx, remote.id));
-    await fed.data.versions.bump({ accounts: [remote.id, ...touched] });
+    // The actor itself is gone: what we hold of it is removed by the deletion job; its row stays as a tombstone.
+    await deleteRemoteActor(fed.data, remote);
     return;
   }
   // A stamp (QuoteAuthorization) withdrawn by the quoted author: the quote it approved is revoked (FEP-044f).
@@ -298,6 +302,12 @@ async function onQuoteRequestActivity(fed: Fed, request: QuoteRequest): Promise<
   const remote = await sender(fed, request);
   if (!remote || remote.domain === null) return;
   await onQuoteRequest(fed, request, remote, { statusByUri, receiveNote, fetchNote: (f, id) => fetchNote(f, id) });
+}
+
+async function onMoveActivity(fed: Fed, move: Move): Promise<void> {
+  const origin = await sender(fed, move);
+  if (!origin || origin.domain === null) return;
+  await onMove(fed, move, origin);
 }
 
 async function onLike(fed: Fed, like: Like): Promise<void> {

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { MAX_NESTING, jsonNesting, malformedActivityError } from './inbound-limits.ts';
 import { refusedInboxPost, signerHost } from './domain-policy.ts';
 import { dropRefusedPost } from './drops.ts';
+import { receiveCollectionActivity, withFeaturedCollections } from './collections.ts';
 
 /** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
 const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|inbox$)/;
@@ -29,13 +30,15 @@ function withFullPublicIri(value: unknown, key = ''): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withFullPublicIri(v, k)]));
 }
 
-async function publishedBody(response: Response): Promise<Buffer> {
+async function publishedBody(ctx: AppContext, response: Response): Promise<Buffer> {
   const raw = Buffer.from(await response.arrayBuffer());
-  if (!/json/.test(response.headers.get('content-type') ?? '') || !raw.includes('Public')) return raw;
+  const actor = raw.includes('"preferredUsername"');
+  if (!/json/.test(response.headers.get('content-type') ?? '') || (!raw.includes('Public') && !actor)) return raw;
   try {
     const doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
     if ('proof' in doc || 'signature' in doc) return raw;
-    return Buffer.from(JSON.stringify(withFullPublicIri(doc)));
+    // Our actors name their collections (federation/collections.ts), which Fedify's Person cannot carry.
+    return Buffer.from(JSON.stringify(withFullPublicIri(actor ? withFeaturedCollections(ctx, doc) : doc)));
   } catch {
     return raw;
   }
@@ -94,6 +97,12 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     }
     // Nested past any real activity: refused before Fedify's JSON-LD processing recurses through it.
     if (body && jsonNesting(body) > MAX_NESTING) return reply.code(400).send({ error: 'Invalid activity' });
+    // Activities about collections carry types Fedify cannot parse: checked and taken here (federation/collections.ts).
+    const collectionAnswer = body && body.length > 0 && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), body) : null;
+    if (collectionAnswer) {
+      reply.code(collectionAnswer.status).header('content-type', collectionAnswer.headers.get('content-type') ?? 'text/plain');
+      return reply.send(collectionAnswer.body ? Buffer.from(await collectionAnswer.arrayBuffer()) : '');
+    }
     let response: Response;
     try {
       response = await ctx.federation.fetch(toWebRequest(ctx, request, body), {
@@ -120,7 +129,7 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
       reply.header('cache-control', 'private, no-store');
       reply.header('vary', 'Accept, Signature');
     }
-    return reply.send(await publishedBody(response));
+    return reply.send(await publishedBody(ctx, response));
   });
 }
 

@@ -4,7 +4,7 @@ import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
 import type { StatusRow } from '../storage/statuses.ts';
-import { findAccountsByIds } from '../storage/accounts.ts';
+import { findAccountsByIds, movedTarget } from '../storage/accounts.ts';
 import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { pollOfStatus, pollExpired, type PollRow } from '../storage/polls.ts';
@@ -46,7 +46,15 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     indexable: account.indexable,
     icon: account.avatar_file ? new Image({ url: new URL(app.fileHost.url(account.avatar_file)), mediaType: account.avatar_content_type, name: account.avatar_description || null }) : null,
     image: account.header_file ? new Image({ url: new URL(app.fileHost.url(account.header_file)), mediaType: account.header_content_type, name: account.header_description || null }) : null,
+    // Account moves (issue 30): the ids it says are also it, and where it moved (Mastodon's alsoKnownAs, movedTo).
+    aliases: (account.also_known_as ?? []).filter((u) => URL.canParse(u)).map((u) => new URL(u)),
+    successor: movedToUri(app, account),
   });
+}
+
+function movedToUri(app: AppContext, account: AccountRow): URL | null {
+  const target = movedTarget(account);
+  return target ? new URL(accountUri(app.render, target)) : null;
 }
 
 /** An account as Fedify addresses deliveries to it: its id, inbox and shared inbox. */

@@ -90,7 +90,10 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const uri = new URL(statusUri(app.render, status, author.username));
       const update = new Update({ id: new URL(`${uri.href}#updates/${Date.now()}`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.updated ?? null });
       const parent = status.in_reply_to_account_id && status.visibility !== 'direct' ? await findAccountById(app.db, status.in_reply_to_account_id) : null;
-      await sendToAudience(app, fed, author, status.visibility !== 'direct', parent ? [...mentioned, parent] : mentioned, update, uri.href);
+      // The author quoted hears of it too, as of the Create (an accepted quote's Update carries their stamp).
+      const quote = status.visibility !== 'direct' ? await quoteOfStatus(app.db, status.id) : null;
+      const quotedAuthor = quote?.quoted_account_id && quote.quoted_account_id !== author.id ? await findAccountById(app.db, quote.quoted_account_id) : null;
+      await sendToAudience(app, fed, author, status.visibility !== 'direct', [...mentioned, ...(parent ? [parent] : []), ...(quotedAuthor ? [quotedAuthor] : [])], update, uri.href);
       return;
     }
     case 'Vote': {
@@ -195,6 +198,10 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       await sendTo(app, fed, me, quoter, new Delete({ id: new URL(`${stamp.href}#delete`), actor: actorId(app, me), object: stamp, tos: [actorId(app, quoter)] }));
       return;
     }
+    case 'Collection':
+      // Collections' activities are JSON Fedify's vocabulary cannot hold; signed and sent there.
+      await (await import('./collections.ts')).deliverCollectionActivity(app, d);
+      return;
     case 'UpdatePerson': {
       const me = await findAccountById(app.db, d.accountId);
       if (!me || me.domain !== null) return;

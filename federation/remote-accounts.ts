@@ -60,6 +60,9 @@ export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | n
     headerUrl: await imageUrl(() => actor.getImage()),
     fields,
     createdAt: actor.published ? new Date(actor.published.epochMilliseconds) : null,
+    // Account moves (issue 30): ids only, http(s), a bounded few (a Move is checked against these).
+    alsoKnownAs: actor.aliasIds.map((u) => href(u)).filter((u): u is string => u !== null).slice(0, 16),
+    movedToUri: href(actor.successorId),
   };
 }
 
@@ -116,7 +119,8 @@ export async function resolveAcct(app: AppContext, fed: Context<AppContext>, use
 }
 
 function isStale(a: AccountRow): boolean {
-  return a.domain !== null && (!a.fetched_at || Date.now() - a.fetched_at.getTime() > STALE_AFTER_MS);
+  // A deleted actor's row is its tombstone: never fetched again, so nothing brings the actor back.
+  return a.domain !== null && !a.deleted_at && (!a.fetched_at || Date.now() - a.fetched_at.getTime() > STALE_AFTER_MS);
 }
 
 /**

@@ -13,7 +13,8 @@ import { accountForActorUri } from './remote-accounts.ts';
 import { fetchById } from './fetch-object.ts';
 import { boundedItems } from './inbound-limits.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
-import { quotedUriOf, verifyQuote } from './quotes.ts';
+import { queueStampRetry, quotedUriOf, quotePolicyOfNote, verifyQuote } from './quotes.ts';
+import { setRemoteQuotePolicy } from '../storage/quotes.ts';
 
 /**
  * Statuses of other servers as we take them: Notes pushed to an inbox, or fetched (signed) by their id when a reply,
@@ -155,6 +156,11 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
     poll: note instanceof Question ? await remotePollOf(note) : null,
     quote,
   });
+  if (id) {
+    // Who may quote it (FEP-044f `interactionPolicy.canQuote`), and a stamp to try again that could not be had now.
+    if (await setRemoteQuotePolicy(app.db, id, quotePolicyOfNote(note, author))) await app.versions.bump({ statuses: [id] });
+    if (quote?.retryStamp) await queueStampRetry(app, id, quote.retryStamp);
+  }
   return id ? findStatus(app.db, id) : findStatusByUri(app.db, note.id!.href);
 }
 

@@ -24,7 +24,19 @@ export type FanoutJob =
   /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */
   | { kind: 'fetchLinkCard'; outboxId: string; statusId: string }
   /** One account's annual report of one year (jobs/annual-reports.ts), queued with the request's row. */
-  | { kind: 'generateAnnualReport'; outboxId: string; accountId: string; year: number };
+  | { kind: 'generateAnnualReport'; outboxId: string; accountId: string; year: number }
+  /** A remote quote's stamp checked again after it could not be fetched (jobs/quote-stamps.ts), delayed by `runAt`. */
+  | { kind: 'verifyQuoteStamp'; outboxId: string; statusId: string; stampUri: string; attempt?: number; runAt?: string }
+  /** An archive of one's posts and media (jobs/account-archive.ts), queued with the request's row. */
+  | { kind: 'buildAccountArchive'; outboxId: string; archiveId: string }
+  /** Removal of archives past their week (jobs/account-archive.ts), delayed until one's `expires_at`. */
+  | { kind: 'expireAccountArchives'; outboxId: string; runAt: string }
+  /** An account moved (issue 30, jobs/account-move.ts): its Move sent (`deliver`), then its local followers a batch at a time. */
+  | { kind: 'accountMove'; outboxId: string; accountId: string; targetId: string; deliver: boolean; after?: string }
+  /** One run of an account's deletion (jobs/account-deletion.ts): a few batches, then it queues its next run. */
+  | { kind: 'deleteAccount'; outboxId: string; accountId: string; step: string; after?: string }
+  /** One run of a CSV import (jobs/imports.ts): a batch of its rows, queueing the next run while rows are left. */
+  | { kind: 'processImport'; outboxId: string; importId: string };
 
 /** A Redis connection of BullMQ's own (workers block on theirs). */
 export function bullConnection(redisUrl: string): Redis {

@@ -64,7 +64,13 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
     else if (data.kind === 'sendMail') await sendMailJob(ctx, data, job, log);
     else if (data.kind === 'fetchLinkCard') await (await import('./link-cards.ts')).fetchLinkCard(ctx, data.statusId, log);
+    else if (data.kind === 'processImport') await (await import('./imports.ts')).processImportJob(ctx, data.importId);
+    else if (data.kind === 'deleteAccount') await (await import('./account-deletion.ts')).deleteAccountJob(ctx, data);
+    else if (data.kind === 'accountMove') await (await import('./account-move.ts')).runAccountMove(ctx, data);
     else if (data.kind === 'generateAnnualReport') await (await import('./annual-reports.ts')).generateAnnualReportJob(ctx, data.accountId, data.year);
+    else if (data.kind === 'verifyQuoteStamp') await (await import('./quote-stamps.ts')).verifyQuoteStampJob(ctx, data);
+    else if (data.kind === 'buildAccountArchive') await (await import('./account-archive.ts')).buildAccountArchive(ctx, data.archiveId);
+    else if (data.kind === 'expireAccountArchives') await (await import('./account-archive.ts')).expireAccountArchives(ctx);
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });

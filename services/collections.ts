@@ -6,14 +6,64 @@ import { findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
 import { blockedEitherWay, blocksAccountOrDomain } from '../storage/blocks.ts';
 import { removeNotification } from '../storage/notifications.ts';
 import {
-  COLLECTION_MAX_ITEMS, COLLECTIONS_PER_ACCOUNT, acceptedLocalMembers, deleteCollection, deleteItem, findCollection, findItem,
-  insertCollection, insertItem, setItemState, tagIdFor, updateCollection, type CollectionFields, type CollectionItemRow, type CollectionRow,
+  COLLECTION_MAX_ITEMS, COLLECTIONS_PER_ACCOUNT, acceptedLocalMembers, deleteCollection, deleteItem, federatedItems, findCollection, findItem,
+  insertCollection, insertItem, setItemActivityUri, setItemState, tagIdFor, updateCollection, type CollectionFields, type CollectionItemRow,
+  type CollectionRow,
 } from '../storage/collections.ts';
+import type { OutboxRow } from '../storage/outbox.ts';
 import { isLanguage } from './languages.ts';
 import { notifyAccount } from './notifications.ts';
+import { queueDelivery, type CollectionDelivery } from './deliveries.ts';
 
 // Collections as Mastodon 4.6 has them (CreateCollectionService, UpdateCollectionService, AddAccountToCollectionService,
-// DeleteCollectionItemService, RevokeCollectionItemService and the policies they ask), local accounts only.
+// DeleteCollectionItemService, RevokeCollectionItemService and the policies they ask). Each change of a local
+// collection is sent to other servers (federation/collections.ts) through an outbox row of its transaction; an account
+// of another server is asked first (a FeatureRequest: its item waits, `pending`, for the answer).
+
+type Server = { config: { publicUrl: string } };
+
+/** The list of a local account's collections its actor names (`featuredCollections`). */
+export function collectionsListUri(s: Server, owner: Pick<AccountRow, 'username'>): string {
+  return `${s.config.publicUrl}/users/${owner.username}/featured_collections`;
+}
+
+/** A collection's ActivityPub id: ours by our URL scheme, others' by their stored uri. */
+export function collectionUri(s: Server, owner: Pick<AccountRow, 'username'>, c: Pick<CollectionRow, 'id' | 'uri'>): string {
+  return c.uri ?? `${collectionsListUri(s, owner)}/${c.id}`;
+}
+
+/** Where the FeatureAuthorization a local account gave for an item is served. */
+export function featureAuthorizationUri(s: Server, featured: Pick<AccountRow, 'username'>, itemId: string): string {
+  return `${s.config.publicUrl}/users/${featured.username}/feature_authorizations/${itemId}`;
+}
+
+function queueCollectionDelivery(db: Queryable, d: Omit<CollectionDelivery, 'activity'>): Promise<OutboxRow> {
+  return queueDelivery(db, { activity: 'Collection', ...d });
+}
+
+/** Queues the jobs of outbox rows written by a committed transaction (the outbox sweeper sends them otherwise). */
+async function enqueueAll(ctx: AppContext, rows: OutboxRow[]): Promise<void> {
+  for (const row of rows) await ctx.jobs.enqueue(row).catch(() => {});
+}
+
+/**
+ * Puts an account in a locked collection: one of ours accepted at once and told (added_to_collection), with an Add
+ * of the item for other servers; another server's pending, with a FeatureRequest to it. The outbox rows are pushed
+ * to `out`.
+ */
+async function featureAccount(ctx: AppContext, tx: Queryable, owner: AccountRow, collection: Pick<CollectionRow, 'id' | 'uri'>, account: AccountRow, out: OutboxRow[], announceItem: boolean): Promise<CollectionItemRow | null | 'full'> {
+  const local = account.domain === null;
+  const item = await insertItem(tx, collection.id, account.id, local ? 'accepted' : 'pending');
+  if (!item || item === 'full') return item;
+  if (local) {
+    await notifyAccount(ctx, tx, account.id, owner.id, 'added_to_collection', null, null, collection.id);
+    if (announceItem) out.push(await queueCollectionDelivery(tx, { action: 'AddItem', accountId: owner.id, collectionId: collection.id, itemId: item.id }));
+  } else {
+    await setItemActivityUri(tx, item.id, `${collectionUri(ctx, owner, collection)}#feature_requests/${item.id}`);
+    out.push(await queueCollectionDelivery(tx, { action: 'FeatureRequest', accountId: owner.id, collectionId: collection.id, itemId: item.id }));
+  }
+  return item;
+}
 
 /** Mastodon's limits for local collections. */
 export const COLLECTION_NAME_MAX = 40;
@@ -53,11 +103,11 @@ const blankToNull = (v: string | undefined | null): string | null => (v === unde
 const tagName = (v: string | null): string | null => (v === null ? null : v.trim().replace(/^#/, '') || null);
 
 /**
- * Whether owner may feature target (Mastodon's AccountPolicy#feature? with federation of collections off): a local,
- * discoverable, unsuspended account that neither blocks nor is blocked by the owner.
+ * Whether owner may feature target (Mastodon's AccountPolicy#feature?): a discoverable, unsuspended account (of any
+ * server: another server's is asked before it is shown) that neither blocks nor is blocked by the owner.
  */
 async function featurable(db: Queryable, ownerId: string, target: AccountRow): Promise<boolean> {
-  if (target.domain !== null || target.discoverable !== true || target.suspended_at) return false;
+  if (target.discoverable !== true || target.suspended_at) return false;
   return !(await blockedEitherWay(db, ownerId, target.id));
 }
 
@@ -77,7 +127,9 @@ export async function createCollection(ctx: AppContext, ownerId: string, input: 
   const fields = { name: input.name ?? '', description: blankToNull(input.description), language: blankToNull(input.language), sensitive: input.sensitive, discoverable: input.discoverable, tagName: tagName(blankToNull(input.tag_name)) };
   validate(fields, new Set(accountIds).size);
   const accounts = await accountsOrNotFound(ctx.db, accountIds);
-  return transaction(ctx.db, async (tx) => {
+  const [owner] = await accountsOrNotFound(ctx.db, [ownerId]);
+  const out: OutboxRow[] = [];
+  const created = await transaction(ctx.db, async (tx) => {
     for (const a of accounts) if (!(await featurable(tx, ownerId, a))) throw forbidden(CANNOT_FEATURE);
     const row: CollectionFields = {
       name: fields.name, description: fields.description, language: fields.language, sensitive: fields.sensitive!, discoverable: fields.discoverable!,
@@ -85,12 +137,13 @@ export async function createCollection(ctx: AppContext, ownerId: string, input: 
     };
     const id = await insertCollection(tx, ownerId, row);
     if (!id) throw unprocessable(`Validation failed: You cannot have more than ${COLLECTIONS_PER_ACCOUNT} collections`);
-    for (const a of accounts) {
-      const item = await insertItem(tx, id, a.id, 'accepted');
-      if (item && item !== 'full') await notifyAccount(ctx, tx, a.id, ownerId, 'added_to_collection', null, null, id);
-    }
+    for (const a of accounts) await featureAccount(ctx, tx, owner!, { id, uri: null }, a, out, false);
+    // The collection goes out with its accepted items; remote ones follow as their accounts accept.
+    out.unshift(await queueCollectionDelivery(tx, { action: 'Add', accountId: ownerId, collectionId: id }));
     return id;
   });
+  await enqueueAll(ctx, out);
+  return created;
 }
 
 /** A collection its owner means to change: 404 when unknown, 403 for anyone else. Locked when in a transaction. */
@@ -113,61 +166,96 @@ export async function changeCollection(ctx: AppContext, viewerId: string, id: st
     tagName: input.tag_name === undefined ? current.tag_name : tagName(blankToNull(input.tag_name)),
   };
   validate(fields, 0);
-  await transaction(ctx.db, async (tx) => {
+  const delivery = await transaction(ctx.db, async (tx) => {
     await ownCollection(tx, viewerId, id, true);
     const before = await updateCollection(tx, id, {
       name: fields.name, description: fields.description, language: fields.language, sensitive: fields.sensitive, discoverable: fields.discoverable,
       tagId: fields.tagName ? await tagIdFor(tx, fields.tagName) : null,
     });
-    if (!before || (before.name === fields.name && before.description === fields.description)) return;
-    for (const memberId of await acceptedLocalMembers(tx, id)) {
-      await removeNotification(tx, memberId, viewerId, 'collection_update', null, id);
-      await notifyAccount(ctx, tx, memberId, viewerId, 'collection_update', null, null, id);
+    if (!before) return null;
+    if (before.name !== fields.name || before.description !== fields.description) {
+      for (const memberId of await acceptedLocalMembers(tx, id)) {
+        await removeNotification(tx, memberId, viewerId, 'collection_update', null, id);
+        await notifyAccount(ctx, tx, memberId, viewerId, 'collection_update', null, null, id);
+      }
     }
+    return queueCollectionDelivery(tx, { action: 'Update', accountId: viewerId, collectionId: id });
   });
+  if (delivery) await enqueueAll(ctx, [delivery]);
 }
 
 export async function removeCollection(ctx: AppContext, viewerId: string, id: string): Promise<void> {
-  await transaction(ctx.db, async (tx) => {
-    await ownCollection(tx, viewerId, id, true);
+  const [owner] = await accountsOrNotFound(ctx.db, [viewerId]);
+  const delivery = await transaction(ctx.db, async (tx) => {
+    const c = await ownCollection(tx, viewerId, id, true);
+    // Gone once deleted: its uri and its remote members' ids travel with the Remove.
+    const remote = (await federatedItems(tx, id)).filter((i) => i.account_domain !== null).map((i) => i.account_id);
     await deleteCollection(tx, id);
+    return queueCollectionDelivery(tx, { action: 'Remove', accountId: viewerId, collectionId: id, collectionUri: collectionUri(ctx, owner!, c), accountIds: remote });
   });
+  await enqueueAll(ctx, [delivery]);
 }
 
-/** Adds an account to one's collection (accepted at once: local accounts only here) and tells it. */
+/**
+ * Adds an account to one's collection: one of ours accepted at once and told; another server's pending until it
+ * answers the FeatureRequest sent to it.
+ */
 export async function addToCollection(ctx: AppContext, viewerId: string, collectionId: string, accountId: string): Promise<CollectionItemRow> {
   await ownCollection(ctx.db, viewerId, collectionId);
+  const [owner] = await accountsOrNotFound(ctx.db, [viewerId]);
   const [account] = await accountsOrNotFound(ctx.db, [accountId]);
-  return transaction(ctx.db, async (tx) => {
-    await ownCollection(tx, viewerId, collectionId, true);
+  const out: OutboxRow[] = [];
+  const added = await transaction(ctx.db, async (tx) => {
+    const c = await ownCollection(tx, viewerId, collectionId, true);
     if (!(await featurable(tx, viewerId, account!))) throw forbidden(CANNOT_FEATURE);
-    const item = await insertItem(tx, collectionId, account!.id, 'accepted');
+    const item = await featureAccount(ctx, tx, owner!, c, account!, out, true);
     if (item === 'full') throw new ValidationFailed({ collection_items: [{ error: 'ERR_TOO_MANY', description: `is too many (maximum is ${COLLECTION_MAX_ITEMS})` }] });
     if (!item) throw new ValidationFailed({ account_id: [{ error: 'ERR_TAKEN', description: 'has already been taken' }] });
-    await notifyAccount(ctx, tx, account!.id, viewerId, 'added_to_collection', null, null, collectionId);
-    return item;
+    return (await findItem(tx, collectionId, item.id))!;
   });
+  await enqueueAll(ctx, out);
+  return added;
 }
 
 /** Removes an item from one's collection; the account's `added_to_collection` goes with it. */
 export async function removeFromCollection(ctx: AppContext, viewerId: string, collectionId: string, itemId: string): Promise<void> {
-  await transaction(ctx.db, async (tx) => {
-    await ownCollection(tx, viewerId, collectionId, true);
+  const [owner] = await accountsOrNotFound(ctx.db, [viewerId]);
+  const delivery = await transaction(ctx.db, async (tx) => {
+    const c = await ownCollection(tx, viewerId, collectionId, true);
     const item = await deleteItem(tx, collectionId, itemId);
     if (!item) throw notFound();
     await removeNotification(tx, item.account_id, viewerId, 'added_to_collection', null, collectionId);
+    if (item.state !== 'accepted') return null; // never shown to other servers
+    const uri = collectionUri(ctx, owner!, c);
+    return queueCollectionDelivery(tx, { action: 'RemoveItem', accountId: viewerId, collectionId, collectionUri: uri, itemUri: `${uri}/items/${item.id}`, accountIds: [item.account_id] });
   });
+  if (delivery) await enqueueAll(ctx, [delivery]);
 }
 
-/** The featured account takes itself out of a collection (Mastodon's revoke): the item stays, as `revoked`. */
+/**
+ * The featured account takes itself out of a collection (Mastodon's revoke): the item stays, as `revoked`. Of one of
+ * our collections, other servers hear a Remove of the item; of another server's, its owner hears that our
+ * FeatureAuthorization is withdrawn (a Delete of it).
+ */
 export async function revokeItem(ctx: AppContext, viewerId: string, collectionId: string, itemId: string): Promise<void> {
-  await transaction(ctx.db, async (tx) => {
-    if (!(await findCollection(tx, collectionId, true))) throw notFound();
+  const delivery = await transaction(ctx.db, async (tx) => {
+    const c = await findCollection(tx, collectionId, true);
+    if (!c) throw notFound();
     const item = await findItem(tx, collectionId, itemId);
     if (!item) throw notFound();
     if (item.account_id !== viewerId) throw forbidden();
+    const wasShown = item.state === 'accepted';
     await setItemState(tx, item.id, 'revoked');
+    if (!wasShown) return null;
+    const [owner] = await findAccountsByIds(tx, [c.account_id]);
+    if (!owner) return null;
+    if (c.local) {
+      const uri = collectionUri(ctx, owner, c);
+      return queueCollectionDelivery(tx, { action: 'RemoveItem', accountId: owner.id, collectionId, collectionUri: uri, itemUri: `${uri}/items/${item.id}` });
+    }
+    return queueCollectionDelivery(tx, { action: 'DeleteAuthorization', accountId: viewerId, collectionId, collectionUri: collectionUri(ctx, owner, c), requesterId: owner.id, itemId: item.id });
   });
+  if (delivery) await enqueueAll(ctx, [delivery]);
 }
 
 /** A collection the viewer may see: 404 when unknown, 403 when its owner blocks the viewer or their server (Mastodon's CollectionPolicy#show?). */

@@ -29,7 +29,29 @@ export type Delivery =
   /** A local author revokes a remote account's quote: Delete of the stamp, to the quoter. */
   /** A local account asks a remote author to approve its quote of their post (the quoting Note inlined as `instrument`). */
   | { activity: 'QuoteRequest'; statusId: string }
-  | { activity: 'DeleteQuoteAuthorization'; accountId: string; quoteId: string; requesterId: string };
+  | { activity: 'DeleteQuoteAuthorization'; accountId: string; quoteId: string; requesterId: string }
+  | CollectionDelivery;
+
+/**
+ * A collection activity of a local account (federation/collections.ts): Add, Update or Remove of a collection, Add or
+ * Remove of an item, a FeatureRequest to a remote account, an answer to a remote owner's FeatureRequest, or the
+ * withdrawal of one's FeatureAuthorization. What is gone by the time it is sent travels as uris and account ids.
+ */
+export type CollectionDelivery = {
+  activity: 'Collection';
+  /** Not `kind`: the outbox row's job takes that name. */
+  action: 'Add' | 'Update' | 'Remove' | 'AddItem' | 'RemoveItem' | 'FeatureRequest' | 'AcceptFeature' | 'RejectFeature' | 'DeleteAuthorization';
+  accountId: string;
+  collectionId: string;
+  collectionUri?: string;
+  itemId?: string;
+  itemUri?: string;
+  /** Remote accounts that were in what was removed (their servers hear of it too). */
+  accountIds?: string[];
+  /** The remote owner whose FeatureRequest is answered, or whose collection one leaves. */
+  requesterId?: string;
+  requestUri?: string;
+};
 
 export function queueDelivery(db: Queryable, delivery: Delivery): Promise<OutboxRow> {
   return addToOutbox(db, 'deliver', delivery);

@@ -10,7 +10,7 @@ import { visibleTo } from './visibility.ts';
 import type { FilterMatch } from './filters.ts';
 import { RelationsCache, type ViewerRelations } from './relations.ts';
 import { quotesOfStatuses, type QuoteRow } from '../storage/quotes.ts';
-import { followedAmong } from './quotes.ts';
+import { followedAmong, policyNamesFollowers } from './quotes.ts';
 
 const FLAG_KINDS = ['favourited', 'reblogged', 'bookmarked', 'pinned', 'muted'] as const;
 type ViewerFlags = Record<(typeof FLAG_KINDS)[number], Set<string>>;
@@ -271,9 +271,9 @@ export class StatusLoader {
     }
     // The viewer's votes, asked only when a poll is shown (a vote bumps the status's version: see services/polls.ts).
     const pollIds = renderedIds.map((id) => found.get(id)!.poll?.id).filter((id): id is string => !!id);
-    // Authors whose quote policy is `followers`: whether the viewer follows them (their `quote_approval`).
+    // Authors whose quote policy names their followers: whether the viewer follows them (their `quote_approval`).
     const followersOnly = viewerId
-      ? [...new Set(renderedIds.map((id) => found.get(id)!.status).filter((st) => st.quote_approval_policy === 'followers' && st.account_id !== viewerId).map((st) => st.account_id))]
+      ? [...new Set(renderedIds.map((id) => found.get(id)!.status).filter((st) => policyNamesFollowers(st) && st.account_id !== viewerId).map((st) => st.account_id))]
       : [];
     const [accounts, flags, votes, following] = await Promise.all([
       this.accountsById([...accountIds], known.a),

@@ -16,6 +16,7 @@ export async function publishedLocalAccount(app: AppContext, username: string): 
  */
 export async function signingLocalAccount(app: AppContext, username: string): Promise<AccountRow | null> {
   const account = await findAccountByUsername(app.db, username, null);
-  if (!account || (await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
+  // A deleted account answers 410 Gone instead (http/web/federation-redirects.ts), its key with it.
+  if (!account || account.deleted_at || (await pendingAccountIds(app.db, [account.id])).has(account.id)) return null;
   return account;
 }

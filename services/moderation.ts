@@ -136,15 +136,6 @@ export async function rejectAccount(deps: ModerationDeps, target: AccountRow): P
   await deps.versions.bump({ accounts: [target.id] });
 }
 
-/** Removes a suspended account's data for good (DELETE /api/v1/admin/accounts/:id); the account stays suspended. */
-export async function purgeAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
-  if (!target.suspended_at) throw forbidden();
-  const userId = await userIdOf(deps, target.id);
-  const touched = await transaction(deps.db, (tx) => moderation.purgeAccountData(tx, target.id));
-  await deps.versions.bump({ accounts: [target.id, ...touched] });
-  if (userId) await deps.invalidate({ userId });
-}
-
 /**
  * Mastodon's Admin::AccountAction: the action, then the report it came from resolved; any action but `none` resolves
  * every open report about the account.

@@ -10,6 +10,8 @@ export interface PageGroup {
   statusId: string | null;
   /** The report of an admin.report notification (never grouped). */
   reportId: string | null;
+  /** The collection of an added_to_collection or collection_update notification (never grouped). */
+  collectionId?: string | null;
   count: number;
   /** Senders of the group's most recent notifications, newest first. */
   sampleAccountIds: string[];
@@ -87,6 +89,7 @@ export async function groupedPage(db: Queryable, accountId: string, f: ScanFilte
       type: g.first.type,
       statusId: g.first.status_id,
       reportId: g.first.report_id ?? null,
+      collectionId: g.first.collection_id ?? null,
       count: d?.count ?? 1,
       sampleAccountIds: d?.sampleAccountIds ?? [g.first.from_account_id],
       mostRecentId: d ? newer(d.mostRecentId, g.maxId) : g.maxId,
@@ -102,8 +105,8 @@ export async function findGroup(db: Queryable, accountId: string, key: string): 
   const n = await latestOfGroup(db, accountId, key);
   if (!n) return null;
   if (key.startsWith('ungrouped-')) {
-    return { key, type: n.type, statusId: n.status_id, reportId: n.report_id ?? null, count: 1, sampleAccountIds: [n.from_account_id], mostRecentId: n.id };
+    return { key, type: n.type, statusId: n.status_id, reportId: n.report_id ?? null, collectionId: n.collection_id ?? null, count: 1, sampleAccountIds: [n.from_account_id], mostRecentId: n.id };
   }
   const d = (await groupsData(db, accountId, [key], null)).get(key);
-  return { key, type: n.type, statusId: n.status_id, reportId: n.report_id ?? null, count: d?.count ?? 1, sampleAccountIds: d?.sampleAccountIds ?? [n.from_account_id], mostRecentId: d?.mostRecentId ?? n.id };
+  return { key, type: n.type, statusId: n.status_id, reportId: n.report_id ?? null, collectionId: n.collection_id ?? null, count: d?.count ?? 1, sampleAccountIds: d?.sampleAccountIds ?? [n.from_account_id], mostRecentId: d?.mostRecentId ?? n.id };
 }

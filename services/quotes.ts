@@ -23,28 +23,63 @@ export function effectiveQuotePolicy(visibility: Visibility, policy: string | un
 }
 
 /**
+ * Who a post's author lets quote it, in the words of Mastodon's API (`quote_approval.automatic` / `.manual`, its
+ * QUOTE_APPROVAL_POLICY_FLAGS in this order). `following` is never produced here: the author's following collection
+ * is not stored, so a rule naming it counts as `unsupported_policy`, as any other actor or collection does.
+ */
+export const QUOTE_POLICY_KEYS = ['unsupported_policy', 'public', 'followers', 'following'] as const;
+export type QuotePolicyKey = (typeof QUOTE_POLICY_KEYS)[number];
+export interface QuotePolicyRules { automatic: QuotePolicyKey[]; manual: QuotePolicyKey[] }
+
+/**
+ * How a remote post's rules are kept in `statuses.quote_approval_policy` (local posts keep `public`, `followers` or
+ * `nobody`): `<automatic>/<manual>`, each a comma-separated list of keys, e.g. `public/`, `/followers`, `/` (nobody
+ * but the author, or a Note that says nothing: Mastodon's policy 0). Remote rows stored before policies were read
+ * hold the old default `public` and are read as it says.
+ */
+export function encodeRemoteQuotePolicy(rules: QuotePolicyRules): string {
+  const keys = (l: QuotePolicyKey[]) => QUOTE_POLICY_KEYS.filter((k) => l.includes(k)).join(',');
+  return `${keys(rules.automatic)}/${keys(rules.manual)}`;
+}
+
+/** A status's rules as stored (see encodeRemoteQuotePolicy); a local private or direct post's say nobody. */
+export function quotePolicyRules(status: Pick<StatusRow, 'visibility' | 'quote_approval_policy' | 'uri'>): QuotePolicyRules {
+  const raw = status.quote_approval_policy ?? 'public';
+  const slash = raw.indexOf('/');
+  if (slash >= 0) {
+    const keys = (part: string) => QUOTE_POLICY_KEYS.filter((k) => part.split(',').includes(k));
+    return { automatic: keys(raw.slice(0, slash)), manual: keys(raw.slice(slash + 1)) };
+  }
+  const policy = status.uri === null ? effectiveQuotePolicy(status.visibility, raw) : raw;
+  return { automatic: policy === 'public' ? ['public'] : policy === 'followers' ? ['followers'] : [], manual: [] };
+}
+
+/**
  * Mastodon's Status#quote_policy_for_account: nobody anonymous, no direct post and no boost; the author always; no
- * other account for a private post; then the policy (`followers`: the viewer follows the author). Local posts have
- * automatic policies only, so `manual` and `unknown` do not arise yet.
+ * other account for a private post; then the automatic rules, then the manual ones (`followers`: the viewer follows
+ * the author); `unknown` when a rule named someone we cannot place, else denied.
  */
 export function quotePolicyFor(status: StatusRow, viewerId: string | null, viewerFollowsAuthor: boolean): QuoteApprovalForViewer {
   if (!viewerId || status.visibility === 'direct' || status.reblog_of_id) return 'denied';
   if (status.account_id === viewerId) return 'automatic';
   if (status.visibility === 'private') return 'denied';
-  const policy = effectiveQuotePolicy(status.visibility, status.quote_approval_policy);
-  if (policy === 'public') return 'automatic';
-  if (policy === 'followers' && viewerFollowsAuthor) return 'automatic';
+  const { automatic, manual } = quotePolicyRules(status);
+  if (automatic.includes('public') || (automatic.includes('followers') && viewerFollowsAuthor)) return 'automatic';
+  if (manual.includes('public') || (manual.includes('followers') && viewerFollowsAuthor)) return 'manual';
+  if (automatic.includes('unsupported_policy') || manual.includes('unsupported_policy')) return 'unknown';
   return 'denied';
+}
+
+/** Whether the viewer's follow of the author could change what quotePolicyFor says (a `followers` rule). */
+export function policyNamesFollowers(status: StatusRow): boolean {
+  const { automatic, manual } = quotePolicyRules(status);
+  return automatic.includes('followers') || manual.includes('followers');
 }
 
 /** The Status entity's `quote_approval` (QuoteApproval) for this viewer. */
 export function quoteApproval(status: StatusRow, viewerId: string | null, viewerFollowsAuthor: boolean): { automatic: string[]; manual: string[]; current_user: QuoteApprovalForViewer } {
-  const policy = effectiveQuotePolicy(status.visibility, status.quote_approval_policy);
-  return {
-    automatic: policy === 'nobody' ? [] : [policy],
-    manual: [],
-    current_user: quotePolicyFor(status, viewerId, viewerFollowsAuthor),
-  };
+  const { automatic, manual } = quotePolicyRules(status);
+  return { automatic, manual, current_user: quotePolicyFor(status, viewerId, viewerFollowsAuthor) };
 }
 
 export async function follows(db: Queryable, accountId: string, targetId: string): Promise<boolean> {
@@ -72,7 +107,7 @@ export async function quotableStatus(db: Queryable, accountId: string, id: strin
   let status = isId(id) ? await findStatus(db, id) : null;
   if (status?.reblog_of_id) status = await findStatus(db, status.reblog_of_id);
   if (!status || !(await canSee(db, accountId, status))) throw new ApiError(404, NOT_FOUND);
-  const following = status.quote_approval_policy === 'followers' && status.account_id !== accountId ? await follows(db, accountId, status.account_id) : false;
+  const following = policyNamesFollowers(status) && status.account_id !== accountId ? await follows(db, accountId, status.account_id) : false;
   if (quotePolicyFor(status, accountId, following) === 'denied') throw new ApiError(404, NOT_FOUND);
   return status;
 }

@@ -37,13 +37,23 @@ export interface AccountRow {
   statuses_count: number;
   last_status_at: Date | null;
   suspended_at: Date | null;
+  /** Its data removed for good (storage/account-deletion.ts): a local name reserved, a remote actor's tombstone. */
+  deleted_at: Date | null;
   /** Limited by a moderator: kept out of public timelines (storage/moderation.ts). */
   silenced_at: Date | null;
   /** Its media is always shown as sensitive. */
   sensitized_at: Date | null;
+  /** Actor ids this account says are also it (ActivityPub alsoKnownAs; issue 30, services/account-migration.ts). */
+  also_known_as: string[];
+  /** The account it moved to, and that account's row (without keys) as it was read with this one. */
+  moved_to_account_id: string | null;
+  moved_to: MovedToRow | null;
   created_at: Date;
   updated_at: Date;
 }
+
+/** The account moved to, read along with the moved one (for its `moved` entity); dates revived by movedTarget. */
+export type MovedToRow = Omit<AccountRow, 'moved_to'>;
 
 export interface ProfileField {
   name: string;
@@ -52,13 +62,19 @@ export interface ProfileField {
   verified_at: string | null;
 }
 
+// The account a moved one moved to, as JSON (ids as text, keys left out); nothing is looked up for the rest.
+const MOVED_TO = `(SELECT to_jsonb(m) - 'private_key_pem' - 'ed25519_private_jwk' - 'ed25519_public_jwk' - 'public_key_pem'
+    || jsonb_build_object('id', m.id::text, 'moved_to_account_id', m.moved_to_account_id::text)
+    FROM accounts m WHERE m.id = accounts.moved_to_account_id) AS moved_to`;
+
 // Every column but the private key: that one is read only where a request is signed.
 const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
   avatar_description, header_description, noindex,
   uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
   followers_count, following_count,
-  statuses_count, last_status_at, suspended_at, silenced_at, sensitized_at, created_at, updated_at`;
+  statuses_count, last_status_at, suspended_at, deleted_at, silenced_at, sensitized_at, also_known_as, moved_to_account_id, created_at, updated_at,
+  ${MOVED_TO}`;
 
 export async function findAccountById(db: Queryable, id: string): Promise<AccountRow | null> {
   // Among the commonest queries (a post's author, a job's account): prepared once per connection.
@@ -191,6 +207,9 @@ export interface RemoteAccount {
   headerUrl: string | null;
   fields: ProfileField[];
   createdAt: Date | null;
+  /** Its alsoKnownAs, and its movedTo (kept only when that account is known here; absent clears it). */
+  alsoKnownAs?: string[];
+  movedToUri?: string | null;
 }
 
 /**
@@ -201,15 +220,19 @@ export async function upsertRemoteAccount(db: Queryable, a: RemoteAccount): Prom
   const { rows } = await db.query<AccountRow>(
     `INSERT INTO accounts (uri, username, domain, display_name, note_html, url, inbox_url, shared_inbox_url, outbox_url,
                            followers_url, locked, bot, discoverable, avatar_remote_url, header_remote_url, fields,
-                           created_at, fetched_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, coalesce($17, now()), now())
+                           created_at, fetched_at, also_known_as, moved_to_account_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, coalesce($17, now()), now(), $18,
+             (SELECT id FROM accounts WHERE uri = $19))
      ON CONFLICT (uri) WHERE uri IS NOT NULL DO UPDATE SET
        display_name = $4, note_html = $5, url = $6, inbox_url = $7, shared_inbox_url = $8, outbox_url = $9,
        followers_url = $10, locked = $11, bot = $12, discoverable = $13, avatar_remote_url = $14,
-       header_remote_url = $15, fields = $16, fetched_at = now(), updated_at = now()
+       header_remote_url = $15, fields = $16, fetched_at = now(), updated_at = now(), also_known_as = $18,
+       moved_to_account_id = CASE WHEN $19::text IS NULL THEN NULL
+         ELSE coalesce((SELECT id FROM accounts WHERE uri = $19), accounts.moved_to_account_id) END
      RETURNING ${COLUMNS}`,
     [a.uri, a.username, a.domain, a.displayName, a.noteHtml, a.url, a.inboxUrl, a.sharedInboxUrl, a.outboxUrl,
-      a.followersUrl, a.locked, a.bot, a.discoverable, a.avatarUrl, a.headerUrl, JSON.stringify(a.fields), a.createdAt],
+      a.followersUrl, a.locked, a.bot, a.discoverable, a.avatarUrl, a.headerUrl, JSON.stringify(a.fields), a.createdAt,
+      a.alsoKnownAs ?? [], a.movedToUri ?? null],
   );
   return rows[0]!;
 }
@@ -261,4 +284,35 @@ export async function markAccountGone(db: Queryable, id: string): Promise<string
   if (followed.length > 0) await db.query(`UPDATE accounts SET followers_count = greatest(followers_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followed]);
   if (followers.length > 0) await db.query(`UPDATE accounts SET following_count = greatest(following_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followers]);
   return [...followed, ...followers];
+}
+
+/** Sets the actor ids a local account says are also it (alsoKnownAs). */
+export async function setAlsoKnownAs(db: Queryable, id: string, uris: string[]): Promise<void> {
+  await db.query(`UPDATE accounts SET also_known_as = $2, updated_at = now() WHERE id = $1`, [id, uris]);
+}
+
+/** Marks an account moved to another (null: its redirect is cancelled). */
+export async function setMovedTo(db: Queryable, id: string, targetId: string | null): Promise<void> {
+  await db.query(
+    `UPDATE accounts SET moved_to_account_id = $2, moved_at = CASE WHEN $2::bigint IS NULL THEN NULL ELSE now() END, updated_at = now() WHERE id = $1`,
+    [id, targetId],
+  );
+}
+
+/** Whether an account has moved (what it may still do is limited: services/statuses.ts). */
+export async function hasMoved(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query<{ moved: boolean }>({ name: 'account-moved', text: `SELECT moved_to_account_id IS NOT NULL AS moved FROM accounts WHERE id = $1`, values: [id] });
+  return rows[0]?.moved === true;
+}
+
+/** Revives the dates of the account a moved one moved to (read as JSON along with it). */
+export function movedTarget(a: Pick<AccountRow, 'moved_to'>): AccountRow | null {
+  const m = a.moved_to as (Record<string, unknown> & MovedToRow) | null | undefined;
+  if (!m) return null;
+  const date = (v: unknown) => (typeof v === 'string' ? new Date(v) : (v as Date | null));
+  return {
+    ...m, moved_to: null, also_known_as: m.also_known_as ?? [],
+    created_at: date(m.created_at)!, updated_at: date(m.updated_at)!, last_status_at: date(m.last_status_at), suspended_at: date(m.suspended_at), deleted_at: date(m.deleted_at),
+    silenced_at: date(m.silenced_at), sensitized_at: date(m.sensitized_at), fetched_at: date(m.fetched_at),
+  };
 }

@@ -20,6 +20,8 @@ export interface CollectionRow {
   tag_name: string | null;
   local: boolean;
   uri: string | null;
+  /** The owner's username (its domain for another server's), read with the collection: our collections' uris use it. */
+  owner_username: string;
   item_count: number;
   created_at: Date;
   updated_at: Date;
@@ -35,8 +37,8 @@ export interface CollectionItemRow {
 }
 
 const COLUMNS = `c.id, c.account_id, c.name, c.description, c.language, c.sensitive, c.discoverable, c.tag_id, t.name AS tag_name,
-  c.local, c.uri, c.item_count, c.created_at, c.updated_at`;
-const FROM = `collections c LEFT JOIN tags t ON t.id = c.tag_id`;
+  c.local, c.uri, o.username AS owner_username, c.item_count, c.created_at, c.updated_at`;
+const FROM = `collections c JOIN accounts o ON o.id = c.account_id LEFT JOIN tags t ON t.id = c.tag_id`;
 const ITEM_COLUMNS = `id, collection_id, account_id, position, state, created_at`;
 
 export interface CollectionFields {
@@ -111,7 +113,7 @@ export async function collectionsOf(db: Queryable, accountId: string, all: boole
 /** Collections that feature accountId (its accepted items), newest first, by offset. */
 export async function collectionsFeaturing(db: Queryable, accountId: string, offset: number, limit: number): Promise<CollectionRow[]> {
   const { rows } = await db.query<CollectionRow>(
-    `SELECT ${COLUMNS} FROM collection_items i JOIN collections c ON c.id = i.collection_id LEFT JOIN tags t ON t.id = c.tag_id
+    `SELECT ${COLUMNS} FROM collection_items i JOIN collections c ON c.id = i.collection_id JOIN accounts o ON o.id = c.account_id LEFT JOIN tags t ON t.id = c.tag_id
       WHERE i.account_id = $1 AND i.state = 'accepted'
       ORDER BY i.collection_id DESC OFFSET $2 LIMIT $3`,
     [accountId, offset, limit],
@@ -185,4 +187,133 @@ export async function acceptedLocalMembers(db: Queryable, collectionId: string):
     [collectionId],
   );
   return rows.map((r) => r.account_id);
+}
+
+// Collections across servers (federation/collections.ts).
+
+export async function findCollectionByUri(db: Queryable, uri: string): Promise<CollectionRow | null> {
+  const { rows } = await db.query<CollectionRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE c.uri = $1`, [uri]);
+  return rows[0] ?? null;
+}
+
+/** Stores (or refreshes) another server's collection under its uri, for its owner; its id and whether it is new. */
+export async function upsertRemoteCollection(db: Queryable, accountId: string, uri: string, f: CollectionFields): Promise<{ id: string; created: boolean; changed: boolean }> {
+  const { rows } = await db.query<{ id: string; created: boolean; changed: boolean }>(
+    `WITH old AS (SELECT id, name, description FROM collections WHERE uri = $2 AND account_id = $1)
+     INSERT INTO collections (account_id, uri, local, name, description, language, sensitive, discoverable, tag_id)
+     VALUES ($1, $2, false, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (uri) WHERE uri IS NOT NULL DO UPDATE SET name = $3, description = $4, language = $5, sensitive = $6, discoverable = $7, tag_id = $8, updated_at = now()
+       WHERE collections.account_id = $1
+     RETURNING id::text, (SELECT count(*) = 0 FROM old) AS created,
+       coalesce((SELECT old.name IS DISTINCT FROM $3 OR old.description IS DISTINCT FROM $4 FROM old), false) AS changed`,
+    [accountId, uri, f.name, f.description, f.language, f.sensitive, f.discoverable, f.tagId],
+  );
+  if (!rows[0]) throw new Error(`collection ${uri} belongs to another account`);
+  return rows[0];
+}
+
+/** The pending and accepted items of a collection with what federation names them by, by position. */
+export interface FederatedItemRow extends CollectionItemRow {
+  uri: string | null;
+  activity_uri: string | null;
+  approval_uri: string | null;
+  account_username: string;
+  account_domain: string | null;
+  account_uri: string | null;
+  account_bot: boolean;
+}
+
+const FEDERATED_ITEM_COLUMNS = `i.id, i.collection_id, i.account_id, i.position, i.state, i.created_at, i.uri, i.activity_uri, i.approval_uri,
+  a.username AS account_username, a.domain AS account_domain, a.uri AS account_uri, a.bot AS account_bot`;
+
+export async function federatedItems(db: Queryable, collectionId: string, states: CollectionItemState[] = ['accepted']): Promise<FederatedItemRow[]> {
+  const { rows } = await db.query<FederatedItemRow>(
+    `SELECT ${FEDERATED_ITEM_COLUMNS} FROM collection_items i JOIN accounts a ON a.id = i.account_id
+      WHERE i.collection_id = $1 AND i.state = ANY($2::text[]) ORDER BY i.position LIMIT ${COLLECTION_MAX_ITEMS * 6}`,
+    [collectionId, states],
+  );
+  return rows;
+}
+
+export async function findFederatedItem(db: Queryable, itemId: string): Promise<FederatedItemRow | null> {
+  const { rows } = await db.query<FederatedItemRow>(
+    `SELECT ${FEDERATED_ITEM_COLUMNS} FROM collection_items i JOIN accounts a ON a.id = i.account_id WHERE i.id = $1`, [itemId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The item a FeatureRequest of ours asked for, by the request's id. */
+export async function findItemByActivityUri(db: Queryable, activityUri: string): Promise<CollectionItemRow | null> {
+  const { rows } = await db.query<CollectionItemRow>(`SELECT ${ITEM_COLUMNS} FROM collection_items WHERE activity_uri = $1`, [activityUri]);
+  return rows[0] ?? null;
+}
+
+/** The item a remote account's FeatureAuthorization approved, by the authorization's id. */
+export async function findItemByApprovalUri(db: Queryable, approvalUri: string): Promise<CollectionItemRow | null> {
+  const { rows } = await db.query<CollectionItemRow>(`SELECT ${ITEM_COLUMNS} FROM collection_items WHERE approval_uri = $1 LIMIT 1`, [approvalUri]);
+  return rows[0] ?? null;
+}
+
+export async function setItemActivityUri(db: Queryable, itemId: string, activityUri: string): Promise<void> {
+  await db.query(`UPDATE collection_items SET activity_uri = $2 WHERE id = $1`, [itemId, activityUri]);
+}
+
+/** An answer to our FeatureRequest: accepted (with the authorization's uri) or rejected. */
+export async function answerItem(db: Queryable, itemId: string, state: 'accepted' | 'rejected', approvalUri: string | null): Promise<void> {
+  await db.query(`UPDATE collection_items SET state = $2, approval_uri = $3, updated_at = now() WHERE id = $1 AND state = 'pending'`, [itemId, state, approvalUri]);
+}
+
+/**
+ * Makes a remote collection's items these (Mastodon keeps the items its server lists, in its order): listed items no
+ * longer listed go, listed ones are added or moved; states are as given. An item its server has not listed yet (one
+ * of ours that accepted a FeatureRequest) stays. Bounded by the caller (at most the item cap).
+ */
+export async function replaceRemoteItems(db: Queryable, collectionId: string, items: { uri: string | null; accountId: string; position: number; state: CollectionItemState; approvalUri: string | null }[]): Promise<string[]> {
+  await db.query(`DELETE FROM collection_items WHERE collection_id = $1 AND uri IS NOT NULL AND NOT (account_id = ANY($2::bigint[]))`, [collectionId, items.map((i) => i.accountId)]);
+  const added: string[] = [];
+  for (const i of items) {
+    const { rows } = await db.query<{ account_id: string; inserted: boolean }>(
+      `INSERT INTO collection_items (collection_id, account_id, position, state, uri, approval_uri)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (collection_id, account_id) DO UPDATE SET position = $3, uri = coalesce($5, collection_items.uri),
+         state = CASE WHEN collection_items.state = 'accepted' THEN 'accepted' ELSE $4 END,
+         approval_uri = coalesce($6, collection_items.approval_uri), updated_at = now()
+       RETURNING account_id::text, (xmax = 0) AS inserted`,
+      [collectionId, i.accountId, i.position, i.state, i.uri, i.approvalUri],
+    );
+    if (rows[0]?.inserted) added.push(rows[0].account_id);
+  }
+  await db.query(`UPDATE collections SET item_count = (SELECT count(*) FROM collection_items WHERE collection_id = $1 AND state IN ('pending', 'accepted')) WHERE id = $1`, [collectionId]);
+  return added;
+}
+
+/** A local account's accepted item in a remote collection (a FeatureRequest it approved), made or found. */
+export async function acceptRemoteItem(db: Queryable, collectionId: string, accountId: string, activityUri: string): Promise<{ item: CollectionItemRow; created: boolean }> {
+  const { rows } = await db.query<CollectionItemRow & { created: boolean }>(
+    `INSERT INTO collection_items (collection_id, account_id, state, activity_uri, position)
+     VALUES ($1, $2, 'accepted', $3, coalesce((SELECT max(position) FROM collection_items WHERE collection_id = $1), 0) + 1)
+     ON CONFLICT (collection_id, account_id) DO UPDATE SET state = 'accepted', activity_uri = $3, updated_at = now()
+     RETURNING ${ITEM_COLUMNS}, (xmax = 0) AS created`,
+    [collectionId, accountId, activityUri],
+  );
+  await db.query(`UPDATE collections SET item_count = (SELECT count(*) FROM collection_items WHERE collection_id = $1 AND state IN ('pending', 'accepted')) WHERE id = $1`, [collectionId]);
+  const { created, ...item } = rows[0]!;
+  return { item, created };
+}
+
+export async function deleteRemoteCollection(db: Queryable, accountId: string, uri: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM collections WHERE uri = $1 AND account_id = $2 AND NOT local`, [uri, accountId]);
+  return rowCount === 1;
+}
+
+/** Removes the item of a remote collection named by its uri (its owner's Remove). */
+export async function deleteRemoteItem(db: Queryable, collectionId: string, itemUri: string): Promise<CollectionItemRow | null> {
+  const { rows } = await db.query<CollectionItemRow>(`DELETE FROM collection_items WHERE collection_id = $1 AND uri = $2 RETURNING ${ITEM_COLUMNS}`, [collectionId, itemUri]);
+  if (rows[0]) await db.query(`UPDATE collections SET item_count = greatest(item_count - 1, 0) WHERE id = $1`, [collectionId]);
+  return rows[0] ?? null;
+}
+
+/** A local account's collections as its actor lists them: discoverable ones, newest first, bounded by the limit. */
+export async function publishedCollectionsOf(db: Queryable, accountId: string): Promise<CollectionRow[]> {
+  return collectionsOf(db, accountId, false, 0, COLLECTIONS_PER_ACCOUNT);
 }

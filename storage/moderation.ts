@@ -53,33 +53,6 @@ export async function deletePendingAccount(db: Queryable, accountId: string): Pr
   return rowCount === 1;
 }
 
-/**
- * A suspended account's data removed for good (Mastodon's DeleteAccountService, keeping the account as a placeholder
- * so its name is not taken again): its statuses are flagged deleted, its follows both ways and requests removed with
- * the counts they moved, its profile emptied, and a local user (and so its tokens) deleted. Returns the accounts whose
- * counts changed.
- */
-export async function purgeAccountData(db: Queryable, accountId: string): Promise<string[]> {
-  await db.query(`UPDATE statuses SET deleted_at = now() WHERE account_id = $1 AND deleted_at IS NULL`, [accountId]);
-  const { rows } = await db.query<{ account_id: string; target_account_id: string }>(
-    `DELETE FROM follows WHERE account_id = $1 OR target_account_id = $1 RETURNING account_id::text, target_account_id::text`, [accountId],
-  );
-  await db.query(`DELETE FROM follow_requests WHERE account_id = $1 OR target_account_id = $1`, [accountId]);
-  const followed = rows.filter((r) => r.account_id === accountId).map((r) => r.target_account_id);
-  const followers = rows.filter((r) => r.target_account_id === accountId).map((r) => r.account_id);
-  if (followed.length > 0) await db.query(`UPDATE accounts SET followers_count = greatest(followers_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followed]);
-  if (followers.length > 0) await db.query(`UPDATE accounts SET following_count = greatest(following_count - 1, 0) WHERE id = ANY($1::bigint[])`, [followers]);
-  await db.query(
-    `UPDATE accounts SET display_name = '', note_source = '', note_html = '', fields = '[]', avatar_file = NULL,
-            avatar_content_type = NULL, header_file = NULL, header_content_type = NULL, avatar_remote_url = NULL,
-            header_remote_url = NULL, followers_count = 0, following_count = 0, statuses_count = 0, updated_at = now()
-      WHERE id = $1`,
-    [accountId],
-  );
-  await db.query(`DELETE FROM users WHERE account_id = $1`, [accountId]);
-  return [...followed, ...followers];
-}
-
 /** Mastodon's admin account filters (v1 names; v2's origin/status/permissions map onto them). */
 export interface AdminAccountFilters {
   local?: boolean | undefined;

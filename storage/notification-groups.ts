@@ -17,7 +17,7 @@ export interface ScanFilters {
   includeFiltered?: boolean | undefined;
 }
 
-const COLUMNS = 'n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.created_at, n.group_key, n.filtered';
+const COLUMNS = 'n.id, n.account_id, n.from_account_id, n.type, n.status_id, n.report_id, n.collection_id, n.created_at, n.group_key, n.filtered';
 
 function filterSql(f: ScanFilters, values: unknown[]): string {
   let sql = f.includeFiltered ? '' : ' AND NOT n.filtered';

@@ -146,3 +146,15 @@ export async function quoteByActivityUri(db: Queryable, activityUri: string): Pr
   const { rows } = await db.query<QuoteRow>(`SELECT ${COLUMNS} FROM quotes WHERE activity_uri = $1`, [activityUri]);
   return rows[0] ?? null;
 }
+
+/**
+ * A remote status's quote rules as its Note now says (encoded by services/quotes.ts). Local statuses are left alone
+ * (theirs change through setQuotePolicy). True when they changed.
+ */
+export async function setRemoteQuotePolicy(db: Queryable, statusId: string, policy: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE statuses SET quote_approval_policy = $2 WHERE id = $1 AND uri IS NOT NULL AND quote_approval_policy IS DISTINCT FROM $2`,
+    [statusId, policy],
+  );
+  return (rowCount ?? 0) > 0;
+}

@@ -1,4 +1,4 @@
-import type { AccountRow } from '../../storage/accounts.ts';
+import { movedTarget, type AccountRow } from '../../storage/accounts.ts';
 import type { UserRow } from '../../storage/users.ts';
 import type { RenderContext } from './context.ts';
 import { accountUri } from '../../services/uris.ts';
@@ -14,6 +14,12 @@ function midnight(d: Date): string {
 
 /** Mastodon's Account entity. */
 export function renderAccount(ctx: RenderContext, a: AccountRow) {
+  const target = movedTarget(a);
+  // `moved`: the account it moved to (issue 30), rendered in full as Mastodon does (one level: that one's own move is not).
+  return target ? { ...accountEntity(ctx, a), moved: accountEntity(ctx, target) } : accountEntity(ctx, a);
+}
+
+function accountEntity(ctx: RenderContext, a: AccountRow) {
   const local = a.domain === null;
   const avatar = a.avatar_file ? ctx.fileHost.url(a.avatar_file) : (a.avatar_remote_url ?? `${ctx.publicUrl}/avatars/original/missing.png`);
   const header = a.header_file ? ctx.fileHost.url(a.header_file) : (a.header_remote_url ?? `${ctx.publicUrl}/headers/original/missing.png`);

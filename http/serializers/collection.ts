@@ -19,7 +19,8 @@ export function renderCollection(publicUrl: string, c: CollectionRow, items: Col
   const tag = c.tag_name ? c.tag_name.toLowerCase() : null;
   return {
     id: c.id,
-    uri: c.uri,
+    // Ours by our URL scheme (as other servers know it), others' as their server named it.
+    uri: c.uri ?? `${publicUrl}/users/${c.owner_username}/featured_collections/${c.id}`,
     name: c.name,
     description: c.description,
     language: c.language,

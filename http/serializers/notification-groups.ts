@@ -6,6 +6,7 @@ import { silencesNotificationsFrom } from '../../services/relations.ts';
 import { renderAccount } from './account.ts';
 import { renderStatus } from './status.ts';
 import { loadForViewer, reportsOfNotifications } from './statuses.ts';
+import { collectionsOfNotifications } from './collection.ts';
 
 // Mastodon's GroupedNotificationsResults, NotificationGroup, PartialAccountWithAvatar and NotificationRequest.
 
@@ -29,6 +30,7 @@ export async function renderGroupedNotifications(ctx: AppContext, viewerId: stri
   const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(groups.flatMap((g) => g.sampleAccountIds))])).map((a) => [a.id, a]));
   const statusIds = [...new Set(groups.map((g) => g.statusId).filter((id): id is string => !!id))];
   const reports = await reportsOfNotifications(ctx, groups.map((g) => g.reportId));
+  const collections = await collectionsOfNotifications(ctx, viewerId, groups.map((g) => g.collectionId));
   const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const statuses = new Map(visible.map((s) => [s.id, s]));
   const shown = (id: string) => accounts.has(id) && !silencesNotificationsFrom(relations, accounts.get(id), id);
@@ -52,6 +54,8 @@ export async function renderGroupedNotifications(ctx: AppContext, viewerId: stri
       sample_account_ids: sample,
       ...(g.statusId ? { status_id: g.statusId } : {}),
       ...(g.reportId && reports.render(g.reportId) ? { report: reports.render(g.reportId) } : {}),
+      // Mastodon 4.6 names the collection of these two types (null once it is gone).
+      ...(g.type === 'added_to_collection' || g.type === 'collection_update' ? { collection: (g.collectionId && collections.get(g.collectionId)) || null } : {}),
     });
   }
   return {

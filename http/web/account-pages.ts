@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { isId } from '../params.ts';
-import { findAccountByUsername, type AccountRow } from '../../storage/accounts.ts';
+import { findAccountByUsername, movedTarget, type AccountRow } from '../../storage/accounts.ts';
 import { accountStatusIds, findStatus, threadIds, type StatusRow } from '../../storage/statuses.ts';
 import { pinnedStatusIds } from '../../storage/status-marks.ts';
 import { publishedLocalAccount } from '../../services/local-accounts.ts';
@@ -162,6 +162,18 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       if (!found) return notFoundPage(request, reply);
       const { account: row } = found;
       const account = accountView(ctx.render, renderAccount(ctx.render, row));
+      // A moved account's page says where it went (issue 30), as Mastodon's moved-account notice does.
+      const movedTo = rss ? null : movedTarget(row);
+      if (movedTo) {
+        const to = accountView(ctx.render, renderAccount(ctx.render, movedTo));
+        const body = renderView('message', {
+          chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle}) has moved`),
+          heading: `${account.displayName} has moved`, kind: 'notice',
+          message: `@${account.handle} has moved to @${to.handle} and is no longer in use.`,
+          link: { href: to.url, text: `Go to @${to.handle}` },
+        });
+        return { body, cache: { used: found.versions, ttlMs: TTL_MS } };
+      }
       // Replies to others are left out of "Posts" (one's own threads stay), as on Mastodon; RSS has no boosts either.
       const ids = await accountStatusIds(ctx.db, row.id, {
         visibilities: PROFILE_VISIBILITIES, excludeReplies: tab === 'posts', onlyMedia: tab === 'media', excludeReblogs: rss,

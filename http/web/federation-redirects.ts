@@ -3,6 +3,7 @@ import { escapeHtml } from '../../text/render.ts';
 import { publishedLocalAccount } from '../../services/local-accounts.ts';
 import { canSee } from '../../services/visibility.ts';
 import { findStatus } from '../../storage/statuses.ts';
+import { findAccountByUsername } from '../../storage/accounts.ts';
 import { isId } from '../params.ts';
 import { acceptsHtml, notFoundPage } from './error-pages.ts';
 import type { PublicPageOptions } from './page-serving.ts';
@@ -21,6 +22,10 @@ export default async function federationRedirectRoutes(app: FastifyInstance, { c
   // a browser and Mastodon's JSON for anything else.
   app.get<{ Params: { username: string } }>('/users/:username', async (request, reply) => {
     const account = await publishedLocalAccount(ctx, request.params.username);
+    // A deleted account's actor is gone for good (Mastodon answers 410 for it), not merely unknown.
+    if (!account && (await findAccountByUsername(ctx.db, request.params.username, null))?.deleted_at) {
+      return reply.code(410).header('cache-control', 'public, max-age=180').send({ error: 'Gone' });
+    }
     if (!account) return acceptsHtml(request) ? notFoundPage(request, reply) : reply.code(404).send({ error: 'Record not found' });
     return reply.redirect(`/@${encodeURIComponent(account.username)}`);
   });

@@ -6,7 +6,9 @@ import publicPageRoutes from './public-pages.ts';
 import authPageRoutes from './auth.ts';
 import authorizePageRoutes from './authorize.ts';
 import settingsPageRoutes from './settings.ts';
+import importPageRoutes from './imports.ts';
 import adminPageRoutes from './admin.ts';
+import exportPageRoutes from './exports.ts';
 
 /**
  * What a browser gets: public pages, joining and signing in, settings and moderation. One encapsulated scope, so
@@ -44,5 +46,9 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(authPageRoutes, { ctx });
   await app.register(authorizePageRoutes, { ctx });
   await app.register(settingsPageRoutes, { ctx });
+  await app.register((await import('./account-deletion.ts')).default, { ctx });
+  await app.register(importPageRoutes, { ctx });
   await app.register(adminPageRoutes, { ctx });
+  await app.register(exportPageRoutes, { ctx });
+  await app.register((await import('./migration.ts')).default, { ctx });
 }

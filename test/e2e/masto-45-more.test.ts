@@ -68,7 +68,7 @@ afterAll(async () => {
 describe('masto: cards, quotes, policies, texts, reports and the dashboard', () => {
   it('shows a link card under a post, and the link among trends once an operator approves it', async () => {
     const url = `${pageBase}/story`;
-    const posts = [];
+    const posts: mastodon.v1.Status[] = [];
     for (const name of ['lou', 'max', 'nia']) posts.push(await c[name]!.v1.statuses.create({ status: `read this ${url}` }));
     const withCard = await eventually(async () => {
       const status = await c.max!.v1.statuses.$select(posts[0]!.id).fetch();

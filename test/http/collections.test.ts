@@ -50,7 +50,8 @@ describe('making and reading collections', () => {
     const c = body.collection;
     expectCollection(c);
     id = c.id;
-    expect(c).toMatchObject({ name: 'Great people', description: 'Follow them', language: 'en', account_id: alice.id, local: true, uri: null, sensitive: false, discoverable: true, item_count: 2 });
+    expect(c.uri).toBe(`${s.ctx.config.publicUrl}/users/alice/featured_collections/${c.id}`);
+    expect(c).toMatchObject({ name: 'Great people', description: 'Follow them', language: 'en', account_id: alice.id, local: true, sensitive: false, discoverable: true, item_count: 2 });
     expect(c.tag).toEqual({ name: 'cats', url: `${s.ctx.config.publicUrl}/tags/cats` });
     expect(c.items.map((i: Json) => [i.account_id, i.state])).toEqual([[bob.id, 'accepted'], [carol.id, 'accepted']]);
 

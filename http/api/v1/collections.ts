@@ -13,6 +13,7 @@ import { COLLECTION_MAX_ITEMS, collectionsFeaturing, collectionsOf, findCollecti
 import { findAccountsByIds } from '../../../storage/accounts.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { renderCollection, renderCollectionItem, renderCollections } from '../../serializers/collection.ts';
+import { serveCollectionDocument } from '../../../federation/collections.ts';
 
 // Mastodon 4.6's collections API (Api::V1::CollectionsController, CollectionItemsController, InCollectionsController).
 
@@ -55,6 +56,24 @@ export default async function collectionsRoutes(fastify: FastifyInstance, { ctx 
     const c = (await findCollection(ctx.db, id))!;
     return { collection: (await renderCollections(ctx, viewerId, [c]))[0] };
   };
+
+  // Our collections as ActivityPub documents (federation/collections.ts): Fedify has no such types, so these paths
+  // fall through its router to here. The list an actor names, each collection, its items, and our accounts' approvals.
+  const documentPaths = [
+    '/users/:username/featured_collections', '/users/:username/featured_collections/:id', '/users/:username/featured_collections/:id/items/:item_id',
+    '/users/:username/feature_authorizations/:id',
+  ];
+  for (const path of documentPaths) {
+    app.get(path, async (request, reply) => {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (value !== undefined) for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+      }
+      const { status, body } = await serveCollectionDocument(ctx, new Request(new URL(request.url, ctx.config.publicUrl), { headers }));
+      if (ctx.config.authorizedFetch || request.headers.signature !== undefined) reply.header('cache-control', 'private, no-store').header('vary', 'Accept, Signature');
+      return reply.code(status).type(status === 200 ? 'application/activity+json; charset=utf-8' : 'application/json; charset=utf-8').send(JSON.stringify(body));
+    });
+  }
 
   app.get('/api/v1/accounts/:id/collections', { schema: { params: Id, querystring: Paging }, config: { auth: READ } }, async (request, reply) => {
     const account = await visibleAccount(ctx.db, request.params.id);

@@ -9,6 +9,7 @@ import { notFound } from '../../../../errors.ts';
 import { findAccountById, type AccountRow } from '../../../../storage/accounts.ts';
 import { adminAccountIds, usersOfAccounts, type AdminAccountFilters } from '../../../../storage/moderation.ts';
 import * as moderation from '../../../../services/moderation.ts';
+import { deleteSuspendedAccount } from '../../../../services/account-deletion.ts';
 import { loadAdminAccounts, renderAdminAccount } from '../../../serializers/admin-account.ts';
 import type { AppContext } from '../../../../context.ts';
 
@@ -138,7 +139,8 @@ export default async function adminAccountsRoutes(fastify: FastifyInstance, { ct
 
   app.delete('/api/v1/admin/accounts/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
     const account = await target(ctx, request.params.id);
-    await moderation.purgeAccount(deps, account);
+    // Suspended accounts only (403 otherwise); the data goes in a job, the answer is the account as it is now.
+    await deleteSuspendedAccount(deps, account);
     return adminView(ctx, account.id);
   });
 }

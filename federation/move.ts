@@ -1,0 +1,133 @@
+import { Move, type Recipient } from '@fedify/vocab';
+import type { Context, InboxContext } from '@fedify/fedify';
+import { validatePublicUrl } from '@fedify/vocab-runtime';
+import type { AppContext } from '../context.ts';
+import { findAccountByUri, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
+import { remoteFollowersBatch } from '../storage/follows.ts';
+import { accountUri } from '../services/uris.ts';
+import { domainPolicy } from '../services/domain-policy.ts';
+import { publishedLocalAccount } from '../services/local-accounts.ts';
+import { startMove } from '../services/account-migration.ts';
+import { signedLoader } from './instance-actor.ts';
+import { fetchActor, storeRemoteActor } from './remote-accounts.ts';
+import { localActor } from './remote-statuses.ts';
+import { dropInbound } from './drops.ts';
+
+type Fed = InboxContext<AppContext>;
+
+/** A Move of one account is processed once a week at most (Mastodon's PROCESSING_COOLDOWN); a refused one may come again. */
+const PROCESSING_COOLDOWN_S = 7 * 24 * 3600;
+const BATCH = 1000;
+
+/**
+ * The account an address names: `user@domain`, a local username (or `user@` our domain), or an actor id. A remote
+ * one is read from its server when `fresh` (a move must see the alsoKnownAs of now), else the stored row will do.
+ */
+export async function resolveAccountAddress(app: AppContext, address: string, actingAs: AccountRow, opts: { fresh: boolean }): Promise<AccountRow | null> {
+  const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
+  if (/^https?:\/\//i.test(address)) {
+    if (!URL.canParse(address)) return null;
+    const url = new URL(address);
+    if (url.origin === new URL(app.config.publicUrl).origin) {
+      const parsed = fed.parseUri(url);
+      return parsed?.type === 'actor' ? publishedLocalAccount(app, parsed.identifier) : null;
+    }
+    if (!opts.fresh) {
+      const known = await findAccountByUri(app.db, url.href);
+      if (known) return known;
+    }
+    const actor = await fetchActor(fed, url.href, await signedLoader(fed, actingAs));
+    return actor ? storeRemoteActor(app, actor) : null;
+  }
+  const m = /^([A-Za-z0-9_.-]{1,100})(?:@([A-Za-z0-9.:-]{1,255}))?$/.exec(address);
+  if (!m) return null;
+  const [, username, domain] = m;
+  if (!domain || domain.toLowerCase() === app.config.localDomain.toLowerCase()) return publishedLocalAccount(app, username!);
+  if (!opts.fresh) {
+    const { resolveAcct } = await import('./remote-accounts.ts');
+    return resolveAcct(app, fed, username!, domain.toLowerCase(), actingAs);
+  }
+  const actor = await fetchActor(fed, `acct:${username}@${domain.toLowerCase()}`, await signedLoader(fed, actingAs));
+  return actor ? storeRemoteActor(app, actor) : null;
+}
+
+/** The account an actor id names, ours from storage, a remote one fetched afresh (its alsoKnownAs as it is now). */
+async function freshAccount(fed: Context<AppContext>, uri: URL): Promise<AccountRow | null> {
+  if (uri.origin === new URL(fed.data.config.publicUrl).origin) return localActor(fed as Fed, uri);
+  const actor = await fetchActor(fed, uri.href);
+  return actor && actor.id?.href === uri.href ? storeRemoteActor(fed.data, actor) : null;
+}
+
+/**
+ * A Move from a remote account (Mastodon's ActivityPub::Activity::Move): only of itself, to a target that, read
+ * afresh from its server, lists the mover in its alsoKnownAs. Then the mover points at the target and its followers
+ * here follow the target (jobs/account-move.ts).
+ */
+export async function onMove(fed: Fed, move: Move, origin: AccountRow): Promise<void> {
+  const app = fed.data;
+  if (!origin.uri || move.objectId?.href !== origin.uri) return dropInbound(app, move, 'refused', `it moves ${move.objectId?.href ?? 'nothing'}, not its own actor`);
+  const targetUri = move.targetId;
+  if (!targetUri) return dropInbound(app, move, 'refused', 'it names no target');
+  const key = `${app.config.redisPrefix}move-in-progress:{${origin.id}}`;
+  if ((await app.redis.set(key, '1', 'EX', PROCESSING_COOLDOWN_S, 'NX')) !== 'OK') {
+    return dropInbound(app, move, 'refused', `a move of ${origin.uri} was processed within the last week`, { quiet: true });
+  }
+  try {
+    const target = await freshAccount(fed, targetUri);
+    const problem = !target ? `its target ${targetUri.href} could not be fetched`
+      : target.suspended_at ? `its target ${targetUri.href} is suspended`
+        : target.id === origin.id ? 'it moves to itself'
+          : !target.also_known_as.includes(origin.uri) ? `its target ${targetUri.href} does not list ${origin.uri} in alsoKnownAs` : null;
+    if (problem) {
+      // Logged (at warn) and counted by dropInbound; a later Move, once the alias is there, is processed.
+      await app.redis.del(key);
+      return dropInbound(app, move, 'refused', problem);
+    }
+    await startMove(app, origin, target!, {});
+  } catch (err) {
+    await app.redis.del(key).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Sends a local account's Move (actor and object: the account, target: where it went) to its remote followers'
+ * inboxes, each shared inbox once (Mastodon's MoveDistributionWorker). `moveId` makes the activity's id.
+ */
+export async function deliverMove(app: AppContext, accountId: string, targetId: string, moveId: string): Promise<void> {
+  const rows = await findAccountsByIds(app.db, [accountId, targetId]);
+  const me = rows.find((r) => r.id === accountId);
+  const target = rows.find((r) => r.id === targetId);
+  if (!me || !target || me.domain !== null || me.moved_to_account_id !== target.id) return; // cancelled meanwhile
+  const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
+  const actor = new URL(accountUri(app.render, me));
+  const move = new Move({
+    id: new URL(`${actor.href}#moves/${moveId}`), actor, object: actor, target: new URL(accountUri(app.render, target)),
+    tos: [fed.getFollowersUri(me.username)],
+  });
+  const sharedInboxes = new Set<string>();
+  let after = '0';
+  for (;;) {
+    const batch = await remoteFollowersBatch(app.db, me.id, after, BATCH);
+    if (batch.length === 0) break;
+    after = batch.at(-1)!.followId;
+    const recipients: Recipient[] = [];
+    for (const { account: a } of batch) {
+      if (a.shared_inbox_url && sharedInboxes.has(a.shared_inbox_url)) continue;
+      if (a.shared_inbox_url) sharedInboxes.add(a.shared_inbox_url);
+      if (await deliverable(app, a)) recipients.push({ id: a.uri ? new URL(a.uri) : null, inboxId: new URL(a.inbox_url!), endpoints: a.shared_inbox_url ? { sharedInbox: new URL(a.shared_inbox_url) } : null });
+    }
+    if (recipients.length > 0) await fed.sendActivity({ identifier: me.username }, recipients, move, { preferSharedInbox: true });
+  }
+}
+
+/** As federation/outbound.ts decides: http(s) inboxes of a server not suspended, public addresses unless allowed. */
+async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
+  if (!a.inbox_url || (await domainPolicy(app).refuses(a.domain))) return false;
+  for (const url of [a.inbox_url, a.shared_inbox_url]) {
+    if (!url) continue;
+    if (!/^https?:\/\//i.test(url)) return false;
+    if (!app.config.allowPrivateAddresses && !(await validatePublicUrl(url).then(() => true, () => false))) return false;
+  }
+  return true;
+}

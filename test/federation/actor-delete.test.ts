@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { WebClient } from '../helpers/web.ts';
+import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
+import { rowsNaming } from '../helpers/leftovers.ts';
+
+// Deleting accounts across servers (issue 30): the Delete of a local actor goes out signed to every server that
+// knows it, once per shared inbox, and a remote actor's own Delete removes what we hold of it but a tombstone.
+let ours: Instance;
+let peer: StrictPeer;
+let local: TestUser, leaving: TestUser;
+let rem: string, watcher: string, watcher2: string, bystander: string;
+const AS = 'https://www.w3.org/ns/activitystreams';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
+
+beforeAll(async () => {
+  [ours, peer] = await Promise.all([startHttpsInstance(), startStrictPeer()]);
+  [local, leaving] = await registerUsers(ours.app, 'local', 'leaving');
+  [rem, watcher, watcher2, bystander] = await Promise.all([peer.addActor('rem'), peer.addActor('watcher'), peer.addActor('watcher2'), peer.addActor('bystander')]);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([ours?.close(), peer?.close()]);
+});
+
+const api = async (user: TestUser, method: 'GET' | 'POST', url: string, payload?: object): Promise<{ status: number; body: Json }> => {
+  const res = await ours.app.inject({ method, url, headers: bearer(user.token), ...(payload ? { payload } : {}) });
+  return { status: res.statusCode, body: res.body ? res.json() : {} };
+};
+const resolve = async (user: TestUser, handle: string): Promise<Json> => {
+  const found = await api(user, 'GET', `/api/v2/search?q=${encodeURIComponent(handle)}&resolve=true&type=accounts`);
+  expect(found.status).toBe(200);
+  expect(found.body.accounts).toHaveLength(1);
+  return found.body.accounts[0];
+};
+const follow = async (user: TestUser, handle: string): Promise<Json> => {
+  const account = await resolve(user, handle);
+  expect((await api(user, 'POST', `/api/v1/accounts/${account.id}/follow`)).status).toBe(200);
+  await until(async () => (await api(user, 'GET', `/api/v1/accounts/relationships?id[]=${account.id}`)).body[0], (r) => r.following === true, `${handle} accepted`);
+  return account;
+};
+const accountByUri = async (uri: string) => (await ours.ctx.db.query(`SELECT * FROM accounts WHERE uri = $1`, [uri])).rows[0] as Json | undefined;
+
+describe('a local account deleted', () => {
+  it('is sent as a signed Delete of its actor to the servers that know it, once per shared inbox; its actor is 410', async () => {
+    const leavingId = `${ours.url}/users/leaving`;
+    await follow(leaving, `@watcher@${peer.domain}`);
+    await follow(leaving, `@watcher2@${peer.domain}`);
+
+    const browser = new WebClient(ours.app);
+    expect((await browser.signIn(leaving.email, leaving.password)).statusCode).toBe(303);
+    const page = await browser.get('/settings/delete');
+    expect((await browser.post('/settings/delete', { current_password: leaving.password }, page.body)).statusCode).toBe(200);
+
+    const del = await peer.waitFor((d) => d.activity.type === 'Delete' && d.activity.actor === leavingId);
+    // Verified by the peer with the key it had from the Follows: the actor itself no longer answers.
+    expect(del, JSON.stringify(del)).toMatchObject({ verified: true, spec: 'draft-cavage', inbox: '/inbox' });
+    expect(del.activity).toMatchObject({ id: `${leavingId}#delete`, object: leavingId });
+    expect(JSON.stringify(del.activity.to ?? del.activity.cc)).toContain('Public');
+    const leavingRow = (await accountByUri(leavingId)) ?? (await ours.ctx.db.query(`SELECT * FROM accounts WHERE username = 'leaving' AND domain IS NULL`)).rows[0];
+    await until(async () => Object.keys(await rowsNaming(ours.ctx.db, leavingRow.id)).length, (n) => n === 0, 'leaving is removed');
+    expect(peer.received.filter((d) => d.activity.type === 'Delete' && d.activity.actor === leavingId)).toHaveLength(1);
+    expect((await peer.signedGet('watcher', leavingId)).status).toBe(410);
+  });
+});
+
+describe('a remote actor\'s Delete of itself', () => {
+  let remHere: Json;
+  let noteUri: string;
+
+  it('is refused when someone else sends it, or signs it', async () => {
+    // rem follows local, local follows rem, rem posts and local favourites it.
+    expect(await peer.send('rem', `${ours.url}/users/local/inbox`, { '@context': AS, id: `${rem}/follows/1`, type: 'Follow', actor: rem, object: `${ours.url}/users/local` })).toBe(202);
+    await until(async () => (await api(local, 'GET', `/api/v1/accounts/${local.id}/followers`)).body as Json[], (l) => l.length === 1, 'rem follows local');
+    remHere = await follow(local, `@rem@${peer.domain}`);
+    noteUri = `${rem}/statuses/1`;
+    const note = { '@context': AS, id: noteUri, type: 'Note', attributedTo: rem, content: '<p>hello from rem</p>', published: new Date().toISOString(), to: [`${AS}#Public`], cc: [`${rem}/followers`] };
+    peer.publish('rem', note);
+    expect(await peer.send('rem', `${ours.url}/inbox`, { '@context': AS, id: `${noteUri}/activity`, type: 'Create', actor: rem, object: note, to: note.to, cc: note.cc })).toBe(202);
+    const home = await until(async () => (await api(local, 'GET', '/api/v1/timelines/home')).body as Json[], (l) => l.some((s) => s.uri === noteUri), 'rem\'s note at home');
+    expect((await api(local, 'POST', `/api/v1/statuses/${home.find((s) => s.uri === noteUri)!.id}/favourite`)).status).toBe(200);
+
+    // Another actor naming rem as the object, and rem's Delete signed with another actor's key: neither counts.
+    await peer.send('bystander', `${ours.url}/inbox`, { '@context': AS, id: `${bystander}#delete`, type: 'Delete', actor: bystander, object: rem });
+    const forged = new Request(`${ours.url}/inbox`, {
+      method: 'POST', body: JSON.stringify({ '@context': AS, id: `${rem}#delete`, type: 'Delete', actor: rem, object: rem }),
+      headers: { 'content-type': 'application/activity+json', 'user-agent': peer.userAgent },
+    });
+    expect((await fetch(await peer.sign('bystander', forged))).status).not.toBe(202);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await accountByUri(rem))!.deleted_at).toBeNull();
+    expect((await api(local, 'GET', `/api/v1/accounts/${local.id}`)).body).toMatchObject({ followers_count: 1, following_count: 1 });
+  });
+
+  it('removes what we hold of the actor, keeping its row as a tombstone that stale deliveries do not bring back', async () => {
+    expect(await peer.send('rem', `${ours.url}/inbox`, { '@context': AS, id: `${rem}#delete`, type: 'Delete', actor: rem, object: rem, to: [`${AS}#Public`] })).toBe(202);
+    await until(async () => rowsNaming(ours.ctx.db, remHere.id), (left) => Object.keys(left).length === 0, 'rem\'s rows are gone');
+    const row = (await accountByUri(rem))!;
+    expect(row.deleted_at).not.toBeNull();
+    expect(row.suspended_at).not.toBeNull();
+    expect(row).toMatchObject({ id: remHere.id, username: 'rem', display_name: '', followers_count: 0, statuses_count: 0 });
+    expect((await api(local, 'GET', `/api/v1/accounts/${local.id}`)).body).toMatchObject({ followers_count: 0, following_count: 0 });
+    const home = (await api(local, 'GET', '/api/v1/timelines/home')).body as Json[];
+    expect(home.map((s) => s.uri)).not.toContain(noteUri);
+    expect((await ours.ctx.db.query(`SELECT count(*)::int AS n FROM statuses WHERE uri = $1`, [noteUri])).rows[0].n).toBe(0);
+    // Nothing was sent back for it (the actor's server deleted it).
+    expect(peer.received.filter((d) => d.inbox.includes('/users/rem') && ['Reject', 'Undo'].includes(String(d.activity.type)))).toEqual([]);
+
+    // A late Create and an Update of the actor change nothing; looking it up does not fetch it again.
+    const late = { '@context': AS, id: `${rem}/statuses/2`, type: 'Note', attributedTo: rem, content: '<p>late</p>', published: new Date().toISOString(), to: [`${AS}#Public`] };
+    await peer.send('rem', `${ours.url}/inbox`, { '@context': AS, id: `${late.id}/activity`, type: 'Create', actor: rem, object: late, to: late.to });
+    await peer.send('rem', `${ours.url}/inbox`, { '@context': AS, id: `${rem}#update`, type: 'Update', actor: rem, object: { id: rem, type: 'Person', preferredUsername: 'rem', name: 'Back again', inbox: `${rem}/inbox` } });
+    // Even when its row is old enough to be refreshed.
+    await ours.ctx.db.query(`UPDATE accounts SET fetched_at = now() - interval '30 days' WHERE uri = $1`, [rem]);
+    const fetchesBefore = peer.gets.filter((g) => g.path === '/users/rem').length;
+    await api(local, 'GET', `/api/v2/search?q=${encodeURIComponent(`@rem@${peer.domain}`)}&resolve=true&type=accounts`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await ours.ctx.db.query(`SELECT count(*)::int AS n FROM statuses WHERE uri = $1`, [late.id])).rows[0].n).toBe(0);
+    expect((await accountByUri(rem))!.display_name).toBe('');
+    expect(peer.gets.filter((g) => g.path === '/users/rem').length).toBe(fetchesBefore);
+  });
+});

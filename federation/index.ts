@@ -1,8 +1,8 @@
 import { createExponentialBackoffPolicy, createFederation, type Context, type RequestContext } from '@fedify/fedify';
-import { Create, Hashtag, Note, QuoteAuthorization, type Announce } from '@fedify/vocab';
+import { Create, Hashtag, Note, QuoteAuthorization, Tombstone, type Announce } from '@fedify/vocab';
 import { featuredTagsOf } from '../storage/featured-tags.ts';
 import type { AppContext, AppFederation } from '../context.ts';
-import { findAccountById, type AccountRow } from '../storage/accounts.ts';
+import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { publishedLocalAccount, signingLocalAccount } from '../services/local-accounts.ts';
 import { accountStatusIds, findStatus } from '../storage/statuses.ts';
 import { instanceStats, activeUsers } from '../storage/instance.ts';
@@ -78,6 +78,12 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
   });
   queue.onJobFinished = (outcome) => metricsOf(app).count('jobs', 'federation', outcome);
 
+  /** A local account deleted for good (services/account-deletion.ts): its name stays, its actor is a Tombstone. */
+  const deletedLocalAccount = async (ctx: AppContext, username: string) => {
+    const account = await findAccountByUsername(ctx.db, username, null);
+    return account?.deleted_at ? account : null;
+  };
+
   // In authorized-fetch mode, what is not the instance actor is served only to signed requests.
   const authorized = async (fed: RequestContext<AppContext>, identifier: string | null) =>
     !app.config.authorizedFetch || identifier === INSTANCE_ACTOR || (await signedRequester(fed)) !== null;
@@ -86,14 +92,16 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
     .setActorDispatcher('/users/{identifier}', async (fed, identifier) => {
       if (identifier === INSTANCE_ACTOR) return instanceActorOf(fed);
       const account = await signingLocalAccount(fed.data, identifier);
-      return account ? personOf(fed, account) : null;
+      if (account) return personOf(fed, account);
+      // A deleted account is gone for good: Fedify answers 410 for its actor and its WebFinger, as Mastodon does.
+      return (await deletedLocalAccount(fed.data, identifier)) ? new Tombstone({ id: fed.getActorUri(identifier) }) : null;
     })
     .authorize((fed, identifier) => authorized(fed, identifier))
     // WebFinger handles are usernames, matched case-insensitively like every other lookup of them; the server's own
     // domain as a username (`acct:example.com@example.com`) names the instance actor, as in Mastodon.
     .mapHandle(async (fed, username) => {
       if (namesInstanceActor(fed.data, username)) return INSTANCE_ACTOR;
-      return (await publishedLocalAccount(fed.data, username))?.username ?? null;
+      return (await publishedLocalAccount(fed.data, username))?.username ?? (await deletedLocalAccount(fed.data, username))?.username ?? null;
     })
     .setKeyPairsDispatcher(async (fed, identifier) => {
       if (identifier === INSTANCE_ACTOR) return (await fed.data.keyRing.instanceKeyPairs()).pairs;

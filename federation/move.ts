@@ -1,11 +1,7 @@
-import { Move, type Recipient } from '@fedify/vocab';
+import type { Move } from '@fedify/vocab';
 import type { Context, InboxContext } from '@fedify/fedify';
-import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
-import { findAccountByUri, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
-import { remoteFollowersBatch } from '../storage/follows.ts';
-import { accountUri } from '../services/uris.ts';
-import { domainPolicy } from '../services/domain-policy.ts';
+import { findAccountByUri, type AccountRow } from '../storage/accounts.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { startMove } from '../services/account-migration.ts';
 import { signedLoader } from './instance-actor.ts';
@@ -17,7 +13,6 @@ type Fed = InboxContext<AppContext>;
 
 /** A Move of one account is processed once a week at most (Mastodon's PROCESSING_COOLDOWN); a refused one may come again. */
 const PROCESSING_COOLDOWN_S = 7 * 24 * 3600;
-const BATCH = 1000;
 
 /**
  * The account an address names: `user@domain`, a local username (or `user@` our domain), or an actor id. A remote
@@ -88,46 +83,4 @@ export async function onMove(fed: Fed, move: Move, origin: AccountRow): Promise<
     await app.redis.del(key).catch(() => {});
     throw err;
   }
-}
-
-/**
- * Sends a local account's Move (actor and object: the account, target: where it went) to its remote followers'
- * inboxes, each shared inbox once (Mastodon's MoveDistributionWorker). `moveId` makes the activity's id.
- */
-export async function deliverMove(app: AppContext, accountId: string, targetId: string, moveId: string): Promise<void> {
-  const rows = await findAccountsByIds(app.db, [accountId, targetId]);
-  const me = rows.find((r) => r.id === accountId);
-  const target = rows.find((r) => r.id === targetId);
-  if (!me || !target || me.domain !== null || me.moved_to_account_id !== target.id) return; // cancelled meanwhile
-  const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
-  const actor = new URL(accountUri(app.render, me));
-  const move = new Move({
-    id: new URL(`${actor.href}#moves/${moveId}`), actor, object: actor, target: new URL(accountUri(app.render, target)),
-    tos: [fed.getFollowersUri(me.username)],
-  });
-  const sharedInboxes = new Set<string>();
-  let after = '0';
-  for (;;) {
-    const batch = await remoteFollowersBatch(app.db, me.id, after, BATCH);
-    if (batch.length === 0) break;
-    after = batch.at(-1)!.followId;
-    const recipients: Recipient[] = [];
-    for (const { account: a } of batch) {
-      if (a.shared_inbox_url && sharedInboxes.has(a.shared_inbox_url)) continue;
-      if (a.shared_inbox_url) sharedInboxes.add(a.shared_inbox_url);
-      if (await deliverable(app, a)) recipients.push({ id: a.uri ? new URL(a.uri) : null, inboxId: new URL(a.inbox_url!), endpoints: a.shared_inbox_url ? { sharedInbox: new URL(a.shared_inbox_url) } : null });
-    }
-    if (recipients.length > 0) await fed.sendActivity({ identifier: me.username }, recipients, move, { preferSharedInbox: true });
-  }
-}
-
-/** As federation/outbound.ts decides: http(s) inboxes of a server not suspended, public addresses unless allowed. */
-async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
-  if (!a.inbox_url || (await domainPolicy(app).refuses(a.domain))) return false;
-  for (const url of [a.inbox_url, a.shared_inbox_url]) {
-    if (!url) continue;
-    if (!/^https?:\/\//i.test(url)) return false;
-    if (!app.config.allowPrivateAddresses && !(await validatePublicUrl(url).then(() => true, () => false))) return false;
-  }
-  return true;
 }

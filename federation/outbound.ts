@@ -1,4 +1,4 @@
-import { Accept, Announce, Block, Create, Delete, Follow, Like, PUBLIC_COLLECTION, Reject, Undo, Update, type Add, type Recipient, type Remove } from '@fedify/vocab';
+import { Accept, Announce, Block, Create, Delete, Follow, Like, Move, PUBLIC_COLLECTION, Reject, Undo, Update, type Add, type Recipient, type Remove } from '@fedify/vocab';
 import { Note, QuoteRequest } from '@fedify/vocab';
 import { findQuote, quoteOfStatus } from '../storage/quotes.ts';
 import { Temporal } from '@js-temporal/polyfill';
@@ -202,6 +202,16 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       // Collections' activities are JSON Fedify's vocabulary cannot hold; signed and sent there.
       await (await import('./collections.ts')).deliverCollectionActivity(app, d);
       return;
+    case 'Move': {
+      // As Mastodon's MoveDistributionWorker: actor and object the account, to its followers' servers; not once the
+      // move is cancelled or replaced.
+      const [me, target] = await pair(app, d.accountId, d.targetId);
+      if (!me || !target || me.domain !== null || me.moved_to_account_id !== target.id) return;
+      const id = actorId(app, me);
+      const move = new Move({ id: new URL(`${id.href}#moves/${d.moveId}`), actor: id, object: id, target: actorId(app, target), tos: [fed.getFollowersUri(me.username)] });
+      await sendToAudience(app, fed, me, true, [], move, null);
+      return;
+    }
     case 'UpdatePerson': {
       const me = await findAccountById(app.db, d.accountId);
       if (!me || me.domain !== null) return;
@@ -227,10 +237,19 @@ async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
   return a.inbox_url !== null;
 }
 
-/** Sends to one remote account, if its inboxes may be delivered to. */
+/**
+ * Sends to one remote account, if its inboxes may be delivered to. Signed with the RSA key alone (HTTP Signature and
+ * Fedify's Linked Data signature): an activity for one inbox is never relayed, so the Object Integrity Proof an
+ * Ed25519 key would add (a canonicalisation of the activity each time) buys nothing; Mastodon makes none either.
+ */
 async function sendTo(app: AppContext, fed: Context<AppContext>, sender: AccountRow, to: AccountRow, activity: Follow | Undo | Accept | Reject | Like | Block | Create | Delete | QuoteRequest): Promise<void> {
   if (!(await deliverable(app, to))) return;
-  await fed.sendActivity({ identifier: sender.username }, recipientOf(app, to), activity);
+  const pairs = await app.keyRing.keyPairs(sender.id);
+  // Fedify's key ids are by position among the pairs: the first is #main-key, the next #key-2.
+  const index = pairs.findIndex((p) => p.privateKey.algorithm.name === 'RSASSA-PKCS1-v1_5');
+  const me = actorId(app, sender);
+  const keys = index < 0 ? null : [{ keyId: new URL(index === 0 ? '#main-key' : `#key-${index + 1}`, me), privateKey: pairs[index]!.privateKey }];
+  await fed.sendActivity(keys ?? { identifier: sender.username }, recipientOf(app, to), activity);
 }
 
 function actorId(app: AppContext, a: AccountRow): URL {
@@ -246,7 +265,7 @@ async function pair(app: AppContext, a: string, b: string): Promise<[AccountRow 
  * Sends to the sender's remote followers (not for direct statuses) and the remote accounts named, a thousand
  * followers at a time, each account once. The ordering key keeps a Delete behind its Create.
  */
-async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender: AccountRow, toFollowers: boolean, named: AccountRow[], activity: Create | Delete | Announce | Undo | Update | Add | Remove, orderingKey: string | null): Promise<void> {
+async function sendToAudience(app: AppContext, fed: Context<AppContext>, sender: AccountRow, toFollowers: boolean, named: AccountRow[], activity: Create | Delete | Announce | Undo | Update | Add | Remove | Move, orderingKey: string | null): Promise<void> {
   const options = { preferSharedInbox: true, ...(orderingKey ? { orderingKey } : {}) };
   const seen = new Set<string>();
   // A shared inbox takes one delivery for all its server's followers, across batches too.

@@ -9,6 +9,8 @@ import { accountUri } from '../services/uris.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { recipientOf } from '../federation/objects.ts';
 import { removeStatusFromFeeds } from './fanout.ts';
+import { accountArchives, deleteAccountArchive } from '../storage/account-archives.ts';
+import { removeArchiveFiles } from '../services/exports.ts';
 
 /**
  * Deleting an account (Mastodon's DeleteAccountService, run by AccountDeletionWorker), in steps: the `Delete` of a
@@ -25,8 +27,9 @@ const STATUS_BATCH = 50;
 const MEDIA_BATCH = 100;
 const ROW_BATCH = 1000;
 const DELIVERY_BATCH = 1000;
+const ARCHIVE_BATCH = 20;
 
-export const DELETION_STEPS = ['deliver', 'statuses', 'media', 'favourites', 'follows', 'feeds', 'references', 'profile'] as const;
+export const DELETION_STEPS = ['deliver', 'statuses', 'media', 'favourites', 'follows', 'feeds', 'archives', 'references', 'profile'] as const;
 export type DeletionStep = (typeof DELETION_STEPS)[number];
 
 /** One batch of a step: `after` is where the next batch starts, absent once the step is done. */
@@ -36,6 +39,11 @@ export interface DeletionJob {
   accountId: string;
   step: string;
   after?: string | undefined;
+  /**
+   * Whether reports by and about the account, and the statuses unresolved ones name, stay for the moderators (as
+   * Mastodon keeps them whenever it keeps the account's row). Absent means yes; a remote actor's own `Delete` says no.
+   */
+  keepReports?: boolean | undefined;
 }
 
 export async function deleteAccountJob(ctx: AppContext, job: DeletionJob, options: { runMs?: number } = {}): Promise<void> {
@@ -46,14 +54,20 @@ export async function deleteAccountJob(ctx: AppContext, job: DeletionJob, option
   if (index < 0) return;
   let after = job.after;
   const started = Date.now();
-  const run = new StepRunner(ctx, account);
+  const keepReports = job.keepReports !== false;
+  const run = new StepRunner(ctx, account, {
+    reports: keepReports,
+    statusIds: keepReports ? await deletion.reportedStatusIds(ctx.db, account.id) : [],
+  });
   for (;;) {
     const outcome = await run.step(DELETION_STEPS[index]!, after);
     after = outcome.after;
     if (after === undefined) index += 1;
     if (index >= DELETION_STEPS.length) return;
     if (Date.now() - started >= (options.runMs ?? RUN_MS)) {
-      const next = await addToOutbox(ctx.db, 'deleteAccount', { accountId: account.id, step: DELETION_STEPS[index]!, ...(after ? { after } : {}) });
+      const next = await addToOutbox(ctx.db, 'deleteAccount', {
+        accountId: account.id, step: DELETION_STEPS[index]!, ...(after ? { after } : {}), ...(keepReports ? {} : { keepReports: false }),
+      });
       await ctx.jobs.enqueue(next).catch(() => {}); // the sweeper queues it if Redis is away now
       return;
     }
@@ -63,23 +77,26 @@ export async function deleteAccountJob(ctx: AppContext, job: DeletionJob, option
 class StepRunner {
   private readonly ctx: AppContext;
   private readonly account: AccountRow;
+  private readonly kept: deletion.KeptForModeration;
   private references: deletion.AccountReference[] | null = null;
   /** Shared inboxes sent to in this run: one delivery per server, whichever of its accounts came first. */
   private readonly sentInboxes = new Set<string>();
 
-  constructor(ctx: AppContext, account: AccountRow) {
+  constructor(ctx: AppContext, account: AccountRow, kept: deletion.KeptForModeration) {
     this.ctx = ctx;
     this.account = account;
+    this.kept = kept;
   }
 
   step(step: DeletionStep, after: string | undefined): Promise<StepOutcome> {
     switch (step) {
       case 'deliver': return this.deliver(after);
-      case 'statuses': return this.statuses();
+      case 'statuses': return this.statuses(after);
       case 'media': return this.media();
       case 'favourites': return this.favourites();
       case 'follows': return this.follows(after);
       case 'feeds': return this.feeds(after);
+      case 'archives': return this.archives();
       case 'references': return this.purgeReferences(after);
       case 'profile': return this.profile();
     }
@@ -133,9 +150,20 @@ class StepRunner {
     await fed.sendActivity(keys, recipients, activity, { preferSharedInbox: true });
   }
 
-  /** A batch of its statuses: out of every feed and stream first, then their rows, then their files. */
-  private async statuses(): Promise<StepOutcome> {
-    const ids = await deletion.statusIdsBatch(this.ctx.db, this.account.id, '0', STATUS_BATCH);
+  /**
+   * A batch of its statuses: out of every feed and stream first, then their rows, then their files. Those kept for
+   * the moderators leave feeds and streams too, on the step's first run.
+   */
+  private async statuses(after: string | undefined): Promise<StepOutcome> {
+    if (after === undefined && this.kept.statusIds.length > 0) {
+      for (let i = 0; i < this.kept.statusIds.length; i += STATUS_BATCH) {
+        const kept = this.kept.statusIds.slice(i, i + STATUS_BATCH);
+        const { mentionedIds } = await deletion.statusBatchDetails(this.ctx.db, kept);
+        await removeStatusFromFeeds(this.ctx, kept, this.account.id, mentionedIds);
+      }
+      return { after: 'more' };
+    }
+    const ids = await deletion.statusIdsBatch(this.ctx.db, this.account.id, '0', STATUS_BATCH, this.kept.statusIds);
     if (ids.length === 0) return {};
     const { mentionedIds, fileKeys } = await deletion.statusBatchDetails(this.ctx.db, ids);
     await removeStatusFromFeeds(this.ctx, ids, this.account.id, mentionedIds);
@@ -146,7 +174,7 @@ class StepRunner {
   }
 
   private async media(): Promise<StepOutcome> {
-    const batch = await deletion.mediaBatch(this.ctx.db, this.account.id, MEDIA_BATCH);
+    const batch = await deletion.mediaBatch(this.ctx.db, this.account.id, MEDIA_BATCH, this.kept.statusIds);
     if (batch.ids.length === 0) return {};
     await deletion.deleteMedia(this.ctx.db, batch.ids);
     await this.removeFiles(batch.fileKeys);
@@ -176,13 +204,26 @@ class StepRunner {
     return lists.length === ROW_BATCH ? { after: lists.at(-1)! } : {};
   }
 
+  /**
+   * Its archives (services/exports.ts): their parts on the file host first, then their rows, so that no part is left
+   * unnamed. An account has a handful (one a week, each kept a week).
+   */
+  private async archives(): Promise<StepOutcome> {
+    const rows = await accountArchives(this.ctx.db, this.account.id, ARCHIVE_BATCH);
+    for (const a of rows) {
+      await removeArchiveFiles(this.ctx, a);
+      await deleteAccountArchive(this.ctx.db, a.id);
+    }
+    return rows.length === ARCHIVE_BATCH ? { after: 'more' } : {};
+  }
+
   /** Every other row naming it, column by column as the catalogue lists them. `after` is the column's index. */
   private async purgeReferences(after: string | undefined): Promise<StepOutcome> {
     this.references ??= await deletion.accountReferences(this.ctx.db);
     const index = Number(after ?? 0);
     const ref = this.references[index];
     if (!ref) return {};
-    const n = await deletion.purgeReferenceBatch(this.ctx.db, ref, this.account.id, ROW_BATCH);
+    const n = await deletion.purgeReferenceBatch(this.ctx.db, ref, this.account.id, ROW_BATCH, this.kept);
     return { after: String(n < ROW_BATCH ? index + 1 : index) };
   }
 

@@ -5,10 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { encode as encodeBlurhash } from 'blurhash';
 import type { AppContext } from '../context.ts';
 import { findStatus } from '../storage/statuses.ts';
-import { findAccountById } from '../storage/accounts.ts';
+import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { attachCard, detachCard, findCardByUrl, setCardImage, statusesWithCard, upsertCard, type PreviewCardRow } from '../storage/preview-cards.ts';
-import { firstCardLink, ownHosts, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
+import { firstCardLink, ownHosts, pageEncoding, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
+import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { loadSharp } from '../services/sharp.ts';
 import { isPublicAddress, publicOnlyLookup, PrivateAddressError } from './web-push.ts';
@@ -129,12 +130,51 @@ function readAtMost(res: IncomingMessage, maxBytes: number, signal: AbortSignal)
   });
 }
 
+/** JSON (oEmbed): the header's charset, else UTF-8. */
 function decode(f: Fetched): string {
   try {
     return new TextDecoder(f.charset ?? 'utf-8').decode(f.body);
   } catch {
     return new TextDecoder('utf-8').decode(f.body);
   }
+}
+
+/** A page, in the charset its bytes, its header or its `<meta>` say (services/preview-cards.ts pageEncoding). */
+function decodePage(f: Fetched): string {
+  return new TextDecoder(pageEncoding(f.body, f.charset)).decode(f.body);
+}
+
+/**
+ * Finds the account a page names as its `fediverse:creator` (`user@domain`); null when there is none to be had.
+ * `fetch`: another server's account not stored yet may be looked up there.
+ */
+export type CreatorResolver = (handle: string, o: { fetch: boolean }) => Promise<AccountRow | null>;
+
+/**
+ * Whether an account may be credited for a page on `host`: Mastodon asks the account's attribution_domains (the page's
+ * host or a parent domain of it among them). This server has no attribution domains yet; what stands for them is what
+ * it knows the account to own: its own server's domain, and the sites of its verified profile links (rel="me").
+ */
+export function canBeAttributedFrom(account: AccountRow, host: string, localDomain: string): boolean {
+  const own = [account.domain ?? localDomain];
+  // Other servers' profile links are never verified here (federation/remote-accounts.ts), so only ours count.
+  for (const f of account.fields ?? []) {
+    if (!f.verified_at || account.domain !== null) continue;
+    const href = /href="([^"]+)"/.exec(f.value_html)?.[1] ?? f.value;
+    try {
+      own.push(new URL(href.replace(/&amp;/g, '&')).hostname);
+    } catch {
+      // not a link
+    }
+  }
+  return own.some((d) => onSite(host, d));
+}
+
+/** Whether `host` is `domain` or below it (ports aside). */
+function onSite(host: string, domain: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  const d = domain.toLowerCase().replace(/:\d+$/, '');
+  return d !== '' && (h === d || h.endsWith(`.${d}`));
 }
 
 /** A card image resized to fit 400×400 (WebP), with its blurhash. */
@@ -174,7 +214,7 @@ async function fetchImage(ctx: Ctx, imageUrl: string, log?: Log): Promise<{ key:
 }
 
 /** Fetches a link's page (and its oEmbed, and image) and stores its card; null when the page gives none. */
-export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?: Log): Promise<PreviewCardRow | null> {
+export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?: Log, resolveCreator?: CreatorResolver): Promise<PreviewCardRow | null> {
   let page: Fetched;
   try {
     page = await guardedGet(new URL(url), {
@@ -185,7 +225,7 @@ export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?:
     log?.debug({ url, err: (err as Error).message }, 'no link card: page not fetched');
     return null;
   }
-  const details = parsePage(decode(page), page.url.href);
+  const details = parsePage(decodePage(page), page.url.href);
   let oembed: OEmbedDetails | null = null;
   if (details.oembedUrl) {
     try {
@@ -206,15 +246,16 @@ export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?:
     return null;
   }
   const image = withImage && details.image ? await fetchImage(ctx, details.image, log) : null;
+  const authorAccount = details.creator && resolveCreator ? await creditedAuthor(ctx, details.creator, page.url, resolveCreator, log) : null;
   const { card, replacedImageKey } = await upsertCard(ctx.db, {
     url,
     title,
     description: details.description,
     type: oembed?.type ?? 'link',
     author_name: oembed?.authorName || details.author,
-    author_url: oembed?.authorUrl ?? '',
+    author_url: oembed?.authorUrl || details.authorUrl,
     provider_name: oembed?.providerName || details.siteName,
-    provider_url: oembed?.providerUrl ?? '',
+    provider_url: oembed?.providerUrl || details.siteUrl,
     html,
     embed_url: oembed?.embedUrl ?? '',
     // An embed's size is the embed's; otherwise the image's.
@@ -224,9 +265,48 @@ export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?:
     image_key: image?.key ?? null,
     blurhash: image?.blurhash ?? null,
     published_at: details.publishedAt,
+    language: details.language,
+    image_description: details.imageDescription,
+    author_account_id: authorAccount?.id ?? null,
   });
   if (replacedImageKey) await ctx.fileHost.delete(replacedImageKey).catch(() => {});
   return card;
+}
+
+/** The account a page names as its creator, if it resolves and may be credited for the page's site. */
+async function creditedAuthor(ctx: Ctx, handle: string, pageUrl: URL, resolve: CreatorResolver, log?: Log): Promise<AccountRow | null> {
+  let account: AccountRow | null;
+  try {
+    // Another server's account can only be credited for pages on its own domain (see canBeAttributedFrom): for other
+    // pages only a stored one is looked at, so that no page makes this server ask just any host about any handle.
+    account = await resolve(handle, { fetch: onSite(pageUrl.hostname, handle.slice(handle.lastIndexOf('@') + 1)) });
+  } catch (err) {
+    log?.debug({ handle, err: (err as Error).message }, 'link card creator not resolved');
+    return null;
+  }
+  if (!account || account.suspended_at || account.deleted_at) return null;
+  if (!canBeAttributedFrom(account, pageUrl.hostname, ctx.config.localDomain)) {
+    log?.debug({ handle, host: pageUrl.hostname }, 'link card creator not credited: the page is not on a site of theirs');
+    return null;
+  }
+  return account;
+}
+
+/**
+ * `user@domain` as an account: ours from storage, another server's through WebFinger and its actor (stored ones as
+ * they are), fetched by the instance actor. Only the job calls this, never a request.
+ */
+export function creatorResolver(ctx: AppContext): CreatorResolver {
+  return async (handle, { fetch }) => {
+    const at = handle.lastIndexOf('@');
+    const username = handle.slice(0, at);
+    const domain = handle.slice(at + 1).toLowerCase();
+    if (ownHosts(ctx.config).has(domain)) return publishedLocalAccount(ctx, username);
+    if (await domainPolicy(ctx).refuses(domain)) return null;
+    if (!fetch) return findAccountByUsername(ctx.db, username, domain);
+    const { resolveAcct } = await import('../federation/remote-accounts.ts');
+    return resolveAcct(ctx, ctx.federation.createContext(new URL(ctx.config.publicUrl), ctx), username, domain);
+  };
 }
 
 /**
@@ -250,7 +330,7 @@ export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log
   // A stored card that changes changes the renderings of the statuses already showing it.
   let refreshed = false;
   if (!card || Date.now() - card.updated_at.getTime() > REFRESH_AFTER_MS) {
-    const fetched = await fetchCard(ctx, url, !withoutImage, log);
+    const fetched = await fetchCard(ctx, url, !withoutImage, log, creatorResolver(ctx));
     refreshed = !!card && !!fetched;
     // A page that cannot be fetched again keeps the card it had.
     card = fetched ?? card;

@@ -21,6 +21,8 @@ export type FanoutJob =
   /** Publishes a scheduled status (jobs/scheduled-statuses.ts), delayed until its time; not from the outbox. */
   | { kind: 'publishScheduledStatus'; outboxId?: undefined; scheduledStatusId: string }
   | { kind: 'cleanMedia'; outboxId?: undefined }
+  /** Trend scores computed anew (jobs/trends.ts), every five minutes as Mastodon's RefreshScheduler. */
+  | { kind: 'refreshTrends'; outboxId?: undefined }
   /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */
   | { kind: 'fetchLinkCard'; outboxId: string; statusId: string }
   /** One account's annual report of one year (jobs/annual-reports.ts), queued with the request's row. */
@@ -32,9 +34,9 @@ export type FanoutJob =
   /** Removal of archives past their week (jobs/account-archive.ts), delayed until one's `expires_at`. */
   | { kind: 'expireAccountArchives'; outboxId: string; runAt: string }
   /** An account moved (issue 30, jobs/account-move.ts): its Move sent (`deliver`), then its local followers a batch at a time. */
-  | { kind: 'accountMove'; outboxId: string; accountId: string; targetId: string; deliver: boolean; after?: string }
+  | { kind: 'accountMove'; outboxId: string; accountId: string; targetId: string; after?: string }
   /** One run of an account's deletion (jobs/account-deletion.ts): a few batches, then it queues its next run. */
-  | { kind: 'deleteAccount'; outboxId: string; accountId: string; step: string; after?: string }
+  | { kind: 'deleteAccount'; outboxId: string; accountId: string; step: string; after?: string; keepReports?: boolean }
   /** One run of a CSV import (jobs/imports.ts): a batch of its rows, queueing the next run while rows are left. */
   | { kind: 'processImport'; outboxId: string; importId: string };
 
@@ -108,9 +110,10 @@ export class JobQueues {
     if (rows.length > 1) await this.fanout.addBulk(rows.map(outboxJob));
   }
 
-  /** The repeating jobs: the clean-up of abandoned uploads, hourly. One schedule, however many processes ask. */
+  /** The repeating jobs: the clean-up of abandoned uploads, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
   async scheduleRepeating(): Promise<void> {
     await this.fanout.upsertJobScheduler('clean-media', { every: 3_600_000 }, { name: 'cleanMedia', data: { kind: 'cleanMedia' } });
+    await this.fanout.upsertJobScheduler('refresh-trends', { every: 300_000 }, { name: 'refreshTrends', data: { kind: 'refreshTrends' } });
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,7 @@ import { transaction } from '../storage/db.ts';
 import { addToOutbox } from '../storage/outbox.ts';
 import { markAccountGone, type AccountRow } from '../storage/accounts.ts';
 import type { UserRow } from '../storage/users.ts';
-import { endUserAccess, markAccountDeleted } from '../storage/account-deletion.ts';
+import { endUserAccess, markAccountDeleted, queueSeveredFollows } from '../storage/account-deletion.ts';
 import { forbidden } from '../errors.ts';
 import { checkCurrentPassword, checkSecondFactor } from './sign-in.ts';
 import { moderationDeps, type ModerationDeps } from './moderation.ts';
@@ -16,20 +16,27 @@ import { moderationDeps, type ModerationDeps } from './moderation.ts';
  * but the account row, which stays: a local username is never registered again, a remote actor is not brought
  * back by late deliveries or fetches.
  */
-export async function startAccountDeletion(deps: ModerationDeps, account: AccountRow): Promise<void> {
-  const { row, userId, touched } = await transaction(deps.db, async (tx) => {
+export async function startAccountDeletion(
+  deps: ModerationDeps, account: AccountRow, options: { ownDelete?: boolean } = {},
+): Promise<void> {
+  const { rows, userId, touched } = await transaction(deps.db, async (tx) => {
     await markAccountDeleted(tx, account.id);
+    // An operator deleting a remote account tells its server the follows are over (Mastodon's reject_follows! and
+    // undo_follows!); the actor's own Delete needs no answer (Mastodon's skip_activitypub).
+    const severed = account.domain !== null && !options.ownDelete ? await queueSeveredFollows(tx, account.id) : [];
     // A remote actor follows and is followed by nobody here from now on (its follows' counts given back at once);
     // the job removes the rest.
     const touched = account.domain === null ? [] : await markAccountGone(tx, account.id);
     const userId = account.domain === null ? await endUserAccess(tx, account.id) : null;
-    const row = await addToOutbox(tx, 'deleteAccount', { accountId: account.id, step: 'deliver' });
-    return { row, userId, touched };
+    // Mastodon keeps reports (and the statuses they name) unless it destroys the account record, which it does only
+    // for a remote actor's own Delete.
+    const row = await addToOutbox(tx, 'deleteAccount', { accountId: account.id, step: 'deliver', ...(options.ownDelete ? { keepReports: false } : {}) });
+    return { rows: [row, ...severed], userId, touched };
   });
   await deps.versions.bump({ accounts: [account.id, ...touched] });
   if (userId) await deps.invalidate({ userId });
-  // Without a queue (the CLI) a running server's outbox sweeper queues it.
-  if (deps.jobs) await deps.jobs.enqueue(row).catch(() => {});
+  // Without a queue (the CLI) a running server's outbox sweeper queues them.
+  if (deps.jobs) for (const row of rows) await deps.jobs.enqueue(row).catch(() => {});
 }
 
 /**
@@ -64,5 +71,5 @@ export async function deleteSuspendedAccount(deps: ModerationDeps, target: Accou
 /** A remote actor's `Delete` of itself (federation/inbox.ts): what we hold of it goes, its row stays as a tombstone. */
 export async function deleteRemoteActor(ctx: AppContext, remote: AccountRow): Promise<void> {
   if (remote.domain === null || remote.deleted_at) return;
-  await startAccountDeletion(moderationDeps(ctx), remote);
+  await startAccountDeletion(moderationDeps(ctx), remote, { ownDelete: true });
 }

@@ -5,6 +5,7 @@ import { migrationSince, recordMigration } from '../storage/account-moves.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import type { UserRow } from '../storage/users.ts';
 import { queueDelivery } from './deliveries.ts';
+import { publishTokenInvalidation } from './token-cache.ts';
 import { checkCurrentPassword } from './sign-in.ts';
 import { secondFactorMatches } from './two-factor.ts';
 import { accountUri } from './uris.ts';
@@ -109,13 +110,23 @@ export async function cancelRedirect(app: AppContext, account: AccountRow): Prom
     return queueDelivery(tx, { activity: 'UpdatePerson', accountId: account.id });
   });
   await app.versions.bump({ accounts: [account.id] });
+  await forgetTokensOf(app, [account]);
   await app.jobs.enqueue(delivery).catch(() => {});
 }
 
+/** Cached tokens carry whether their account has moved (http/plugins/auth.ts): every process must read them again. */
+async function forgetTokensOf(app: AppContext, accounts: AccountRow[]): Promise<void> {
+  for (const a of accounts) {
+    if (a.domain !== null) continue;
+    app.tokens.forget(`account:${a.id}`);
+    await publishTokenInvalidation(app.redis, app.config.redisPrefix, { accountId: a.id });
+  }
+}
+
 /**
- * Points `origin` at `target` and queues what follows: the Move to origin's followers' servers (for a local origin),
- * and the move of origin's followers here (jobs/account-move.ts), in the transaction of the change. A move back (the
- * target had moved to origin) makes the target usable again.
+ * Points `origin` at `target` and queues what follows: the Move to origin's followers' servers (for a local origin,
+ * a delivery as any other: federation/outbound.ts), and the move of origin's followers here (jobs/account-move.ts),
+ * in the transaction of the change. A move back (the target had moved to origin) makes the target usable again.
  */
 export async function startMove(app: AppContext, origin: AccountRow, target: AccountRow, opts: { local?: { acct: string; followersCount: number } }): Promise<void> {
   const rows = await transaction(app.db, async (tx) => {
@@ -123,22 +134,23 @@ export async function startMove(app: AppContext, origin: AccountRow, target: Acc
     await setMovedTo(tx, origin.id, target.id);
     if (target.moved_to_account_id === origin.id) await setMovedTo(tx, target.id, null);
     if (opts.local) {
-      await recordMigration(tx, { accountId: origin.id, targetId: target.id, acct: opts.local.acct, followersCount: opts.local.followersCount });
-      // Other servers learn of movedTo through the Update, and of the move itself through the Move (the job sends it).
+      const moveId = await recordMigration(tx, { accountId: origin.id, targetId: target.id, acct: opts.local.acct, followersCount: opts.local.followersCount });
+      // Other servers learn of movedTo through the Update, and of the move itself through the Move.
       out.push(await queueDelivery(tx, { activity: 'UpdatePerson', accountId: origin.id }));
+      out.push(await queueDelivery(tx, { activity: 'Move', accountId: origin.id, targetId: target.id, moveId }));
     }
-    out.push(await queueAccountMove(tx, { accountId: origin.id, targetId: target.id, deliver: !!opts.local }));
+    out.push(await queueAccountMove(tx, { accountId: origin.id, targetId: target.id }));
     return out;
   });
   await app.versions.bump({ accounts: [origin.id, target.id] });
+  await forgetTokensOf(app, [origin, target]);
   await app.jobs.enqueueMany(rows).catch(() => {}); // swept again from the outbox
 }
 
-/** The job's payload: `deliver` sends the Move first; `after` is the follow the previous batch ended at. */
+/** The job's payload: `after` is the follow the previous batch ended at. */
 export interface AccountMovePayload {
   accountId: string;
   targetId: string;
-  deliver: boolean;
   after?: string;
   [key: string]: unknown;
 }

@@ -6,7 +6,7 @@ import { addToOutbox } from '../storage/outbox.ts';
 import type { AccountRow } from '../storage/accounts.ts';
 import type { StatusRow } from '../storage/statuses.ts';
 import * as imports from '../storage/imports.ts';
-import { listsOf, LISTS_PER_ACCOUNT, type ListRow } from '../storage/lists.ts';
+import { addRequestedListMembers, listsOf, LISTS_PER_ACCOUNT, type ListRow } from '../storage/lists.ts';
 import { normalizeDomain } from './domain-policy.ts';
 import { canSee } from './visibility.ts';
 
@@ -161,6 +161,10 @@ export function localDomainsOf(ctx: Pick<AppContext, 'config'>): string[] {
 export async function createImport(
   ctx: AppContext, account: AccountRow, input: { type: string; mode: string; file: Buffer | null; filename: string },
 ): Promise<imports.ImportRow> {
+  // As Mastodon, whose import page is closed to a user who is not `functional?`: a moved account follows nobody new.
+  if (account.moved_to_account_id) {
+    throw new ImportFormError('This account has moved: import into the account it moved to, or cancel the redirect (Moving) first.');
+  }
   if (input.type === 'followers') {
     throw new ImportFormError('Followers cannot be imported: a follow is made by the follower. Your followers move with you when you move your account (or ask them to follow you again); import your follows instead.');
   }
@@ -276,7 +280,8 @@ async function applyRow(
       return null;
     case 'lists': {
       if (target.id === me) return 'This is your own account';
-      // As Mastodon: the list is found by title or made, and its member followed first (a list holds followed accounts).
+      // As Mastodon: the list is found by title or made, and its member followed first (a list holds followed accounts,
+      // or, as Mastodon 4.x, ones asked to follow: the membership waits on the request, storage/lists.ts).
       const title = data.list_name!;
       let found = listsByTitle.get(title);
       if (!found) {
@@ -286,7 +291,9 @@ async function applyRow(
       }
       const list = await found;
       const outcome = await ctx.actors.ask(me, { type: 'follow', targetId: target.id, options: {} });
-      if (outcome === 'requested') return 'Follow request not accepted yet';
+      if (outcome === 'requested') {
+        return (await addRequestedListMembers(ctx.db, me, [list.id], target.id)) ? null : 'The list is full';
+      }
       await ctx.actors.ask(me, { type: 'addListMembers', listId: list.id, accountIds: [target.id] });
       return null;
     }

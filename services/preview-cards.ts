@@ -1,5 +1,6 @@
 import { Parser } from 'htmlparser2';
 import type { Config } from '../config.ts';
+import { isLanguage } from './languages.ts';
 
 /**
  * Link preview cards, the parts that need no network: which link of a post gets a card, and what a page says about
@@ -71,9 +72,19 @@ export interface PageDetails {
   description: string;
   /** Absolute http(s) URL of its image, if it names one. */
   image: string | null;
+  /** The image's alt text (og:image:alt). */
+  imageDescription: string;
   siteName: string;
+  /** og:site, as a URL (Mastodon's provider_url of an OpenGraph card); empty when not given. */
+  siteUrl: string;
   ogType: string;
   author: string;
+  /** The author's page (JSON-LD author.url); empty when not given. */
+  authorUrl: string;
+  /** The `fediverse:creator` handle (Mastodon 4.3), `user@domain` without the leading @; null when none. */
+  creator: string | null;
+  /** The page's language as a code of services/languages.ts (JSON-LD inLanguage, og:locale, `<html lang>`). */
+  language: string | null;
   publishedAt: Date | null;
   /** The JSON oEmbed endpoint it names, if any. */
   oembedUrl: string | null;
@@ -81,6 +92,9 @@ export interface PageDetails {
 
 const MAX_TITLE = 300;
 const MAX_DESCRIPTION = 1000;
+/** JSON-LD blocks read per page, and the size of each: a page is at most 1 MiB, but parsing is bounded anyway. */
+const MAX_JSON_LD_BLOCKS = 20;
+const MAX_JSON_LD_CHARS = 256 * 1024;
 
 const clean = (text: string, max: number) => [...text.replace(/\s+/g, ' ').trim()].slice(0, max).join('');
 
@@ -94,9 +108,78 @@ function absolute(href: string | undefined, base: string): string | null {
   }
 }
 
+/** The schema.org types whose JSON-LD describes the page itself (Mastodon reads NewsArticle and WebPage; kin added). */
+const STRUCTURED_TYPES = new Set(['NewsArticle', 'Article', 'BlogPosting', 'ReportageNews', 'AnalysisNewsArticle', 'OpinionNewsArticle', 'ScholarlyArticle', 'TechArticle', 'WebPage']);
+
+type JsonObject = Record<string, unknown>;
+const isObject = (v: unknown): v is JsonObject => !!v && typeof v === 'object' && !Array.isArray(v);
+const firstOf = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
+const typeMatches = (o: JsonObject) => (Array.isArray(o['@type']) ? o['@type'] : [o['@type']]).some((t) => typeof t === 'string' && STRUCTURED_TYPES.has(t));
+
+// Some publishers wrap JSON-LD in commented-out CDATA markers (as Mastodon's extractor strips them).
+const CDATA_JUNK = /^\s*(\/\*\s*<!\[CDATA\[\s*\*\/|\/\/\s*<!\[CDATA\[|\/\*\s*\]\]>\s*\*\/|\/\/\s*\]\]>)\s*$/gm;
+
 /**
- * Reads a page's OpenGraph, Twitter card and plain HTML metadata (`<title>`, `<meta name="description">`) and its
- * oEmbed discovery link, with an HTML parser. OpenGraph wins over Twitter, which wins over plain HTML.
+ * The page's description of itself in a JSON-LD block: the first object (at the top, in a top-level array or in an
+ * `@graph`) of a supported type; null when the block is not JSON or has none. Blocks that do not parse are skipped,
+ * as many pages have more than one and some are broken.
+ */
+function structuredData(block: string): JsonObject | null {
+  let root: unknown;
+  try {
+    root = JSON.parse(block.replace(CDATA_JUNK, ''));
+  } catch {
+    return null;
+  }
+  const candidates: unknown[] = Array.isArray(root) ? root.slice(0, 100) : [root];
+  for (const c of [...candidates]) if (isObject(c) && Array.isArray(c['@graph'])) candidates.push(...c['@graph'].slice(0, 100));
+  return (candidates.find((c) => isObject(c) && typeMatches(c)) as JsonObject | undefined) ?? null;
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', '#39': "'" };
+
+/** HTML entities in a JSON-LD string decoded (publishers often write them there; Mastodon decodes them too). */
+function decodeEntities(text: string): string {
+  return text.replace(/&(#x[0-9a-f]{1,6}|#\d{1,7}|[a-z]{2,6});/gi, (whole, name: string) => {
+    if (name[0] === '#') {
+      const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    }
+    return ENTITIES[name.toLowerCase()] ?? whole;
+  });
+}
+
+const jsonText = (v: unknown): string => (typeof v === 'string' ? decodeEntities(v) : '');
+
+/** JSON-LD inLanguage: a code, the first of several, or a Language object (its alternateName or name). */
+function jsonLanguage(v: unknown): string {
+  const lang = firstOf(v);
+  if (isObject(lang)) return jsonText(lang.alternateName) || jsonText(lang.name);
+  return jsonText(lang);
+}
+
+/**
+ * Mastodon's valid_locale_or_nil: the code as given if it is a known language, else its part before a region
+ * (`en_US`, `pt-BR` → `en`, `pt`); null otherwise.
+ */
+export function pageLanguage(value: string): string | null {
+  const v = value.trim();
+  if (!v) return null;
+  if (isLanguage(v)) return v;
+  const code = v.split(/[_-]/)[0]!.toLowerCase();
+  return isLanguage(code) ? code : null;
+}
+
+/** `@user@domain` or `user@domain` as `user@domain` (the domain lower-cased); null when it is not a handle. */
+export function creatorHandle(value: string): string | null {
+  const m = /^@?([A-Za-z0-9_.-]{1,100})@([A-Za-z0-9.-]{1,253}(?::\d{1,5})?)$/.exec(value.trim());
+  return m ? `${m[1]}@${m[2]!.toLowerCase()}` : null;
+}
+
+/**
+ * Reads a page as Mastodon's LinkDetailsExtractor does, with an HTML parser: its JSON-LD (schema.org NewsArticle,
+ * Article, WebPage…) first, then OpenGraph, then Twitter card and plain HTML metadata (`<title>`,
+ * `<meta name="description">`, `<html lang>`), and its oEmbed discovery link and `fediverse:creator`.
  */
 export function parsePage(html: string, pageUrl: string): PageDetails {
   const meta = new Map<string, string>();
@@ -104,44 +187,104 @@ export function parsePage(html: string, pageUrl: string): PageDetails {
   let inTitle = false;
   let titleDone = false;
   let inBody = false;
+  let htmlLang = '';
   let oembedUrl: string | null = null;
+  let jsonLd: string | null = null;
+  const jsonLdBlocks: string[] = [];
   const parser = new Parser({
     onopentag(name, attribs) {
+      if (name === 'html' && !htmlLang) htmlLang = attribs.lang ?? attribs['xml:lang'] ?? '';
       if (name === 'body') inBody = true;
       if (name === 'title' && !titleDone && !inBody) inTitle = true;
       if (name === 'meta') {
-        const key = (attribs.property ?? attribs.name ?? '').trim().toLowerCase();
         const content = attribs.content;
-        if (key && content !== undefined && !meta.has(key)) meta.set(key, content);
+        // Mastodon matches either attribute: pages use name= and property= for the same keys.
+        for (const key of new Set([attribs.property, attribs.name].map((k) => (k ?? '').trim().toLowerCase()))) {
+          if (key && content !== undefined && !meta.has(key)) meta.set(key, content);
+        }
       }
       if (name === 'link' && !oembedUrl) {
         const rel = (attribs.rel ?? '').toLowerCase().split(/\s+/);
         if (rel.includes('alternate') && (attribs.type ?? '').trim().toLowerCase() === 'application/json+oembed') oembedUrl = absolute(attribs.href, pageUrl);
       }
+      if (name === 'script' && (attribs.type ?? '').trim().toLowerCase() === 'application/ld+json' && jsonLdBlocks.length < MAX_JSON_LD_BLOCKS) jsonLd = '';
     },
     ontext(text) {
       if (inTitle) title += text;
+      if (jsonLd !== null && jsonLd.length < MAX_JSON_LD_CHARS) jsonLd += text;
     },
     onclosetag(name) {
       if (name === 'title' && inTitle) {
         inTitle = false;
         titleDone = true;
       }
+      if (name === 'script' && jsonLd !== null) {
+        // A block cut at the limit would not parse anyway: it is left out.
+        if (jsonLd.length < MAX_JSON_LD_CHARS) jsonLdBlocks.push(jsonLd);
+        jsonLd = null;
+      }
     },
   }, { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true });
   parser.end(html);
+  let ld: JsonObject = {};
+  for (const block of jsonLdBlocks) {
+    const found = structuredData(block);
+    if (found) {
+      ld = found;
+      break;
+    }
+  }
+  const author = firstOf(ld.author);
+  const publisher = isObject(firstOf(ld.publisher)) ? (firstOf(ld.publisher) as JsonObject) : {};
+  const ldImage = firstOf(ld.image);
   const first = (...keys: string[]) => keys.map((k) => meta.get(k)?.trim()).find((v) => !!v) ?? '';
-  const published = Date.parse(first('article:published_time', 'og:published_time'));
+  const ldPublished = jsonText(ld.datePublished);
+  const published = Date.parse(ldPublished || first('article:published_time', 'og:published_time'));
+  const site = first('og:site');
+  const creator = first('fediverse:creator');
   return {
-    title: clean(first('og:title', 'twitter:title') || title, MAX_TITLE),
-    description: clean(first('og:description', 'twitter:description', 'description'), MAX_DESCRIPTION),
-    image: absolute(first('og:image', 'og:image:url', 'og:image:secure_url', 'twitter:image', 'twitter:image:src'), pageUrl),
-    siteName: clean(first('og:site_name', 'application-name'), MAX_TITLE),
+    title: clean(jsonText(ld.headline) || first('og:title', 'twitter:title') || title, MAX_TITLE),
+    description: clean(jsonText(ld.description) || first('og:description', 'twitter:description', 'description'), MAX_DESCRIPTION),
+    image: absolute(first('og:image', 'og:image:url', 'og:image:secure_url', 'twitter:image', 'twitter:image:src'), pageUrl)
+      ?? absolute(isObject(ldImage) ? jsonText(ldImage.url) : jsonText(ldImage), pageUrl),
+    imageDescription: clean(first('og:image:alt', 'twitter:image:alt'), MAX_DESCRIPTION),
+    siteName: clean(jsonText(publisher.name) || first('og:site_name', 'application-name'), MAX_TITLE),
+    siteUrl: /^https?:\/\//i.test(site) ? (absolute(site, pageUrl) ?? '') : /^[a-z0-9.-]+(:\d{1,5})?\/?$/i.test(site) ? (absolute(`http://${site}`, pageUrl) ?? '') : '',
     ogType: first('og:type').toLowerCase(),
-    author: clean(first('author', 'article:author', 'twitter:creator'), MAX_TITLE),
+    author: clean((isObject(author) ? jsonText(author.name) : jsonText(author)) || first('og:author', 'og:author:username', 'author', 'twitter:creator'), MAX_TITLE),
+    authorUrl: (isObject(author) ? absolute(jsonText(author.url), pageUrl) : null) ?? '',
+    creator: creator ? creatorHandle(creator) : null,
+    language: pageLanguage(jsonLanguage(ld.inLanguage)) ?? pageLanguage(first('og:locale')) ?? pageLanguage(htmlLang),
     publishedAt: Number.isFinite(published) ? new Date(published) : null,
     oembedUrl,
   };
+}
+
+/**
+ * The character set of a page, as browsers find it: a byte order mark, else the Content-Type header's charset, else
+ * a `<meta charset>` or `<meta http-equiv="content-type">` early in the page; UTF-8 when none is said or it is one
+ * TextDecoder does not know. A meta naming UTF-16 means UTF-8 (the HTML standard's rule: the page was read as ASCII).
+ */
+export function pageEncoding(body: Uint8Array, headerCharset: string | null): string {
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return 'utf-8';
+  if (body[0] === 0xfe && body[1] === 0xff) return 'utf-16be';
+  if (body[0] === 0xff && body[1] === 0xfe) return 'utf-16le';
+  const known = (label: string | null | undefined): string | null => {
+    if (!label) return null;
+    try {
+      return new TextDecoder(label.trim()).encoding;
+    } catch {
+      return null;
+    }
+  };
+  const fromHeader = known(headerCharset);
+  if (fromHeader) return fromHeader;
+  // The HTML standard's prescan looks at the first 1024 bytes; pages with long heads put it later, so a bit more is read.
+  const head = Buffer.from(body.subarray(0, 4096)).toString('latin1');
+  const declared = /<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)/i.exec(head)?.[1];
+  const fromMeta = known(declared);
+  if (!fromMeta) return 'utf-8';
+  return fromMeta.startsWith('utf-16') ? 'utf-8' : fromMeta;
 }
 
 /** What an oEmbed answer adds to a card. */

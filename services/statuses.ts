@@ -7,7 +7,7 @@ import type { JobQueues } from '../jobs/queues.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import * as statuses from '../storage/statuses.ts';
-import { findAccountByUsername, hasMoved, type AccountRow } from '../storage/accounts.ts';
+import { findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { removeNotification } from '../storage/notifications.ts';
 import { notifyAccount } from './notifications.ts';
 import { blockedEitherWay } from '../storage/blocks.ts';
@@ -131,8 +131,6 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
     const existing = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey);
     if (existing) return existing;
   }
-  // A moved account is read-only, as Mastodon's (its user is not `functional?`: the API answers this 403).
-  if (await hasMoved(db, accountId)) throw new ApiError(403, 'Your login is currently disabled');
   const mediaIds = [...new Set(p.mediaIds)];
   checkContent(config, p, mediaIds);
   if (mediaIds.length > 0) {

@@ -2,8 +2,11 @@ import type { Redis } from 'ioredis';
 import type { Queryable } from '../storage/db.ts';
 import { findActiveAccessTokenByHash, hashSecret, type TokenOwner } from '../storage/oauth.ts';
 
-/** What may change a cached token's answer: one token revoked, or anything about a user (approval, password reset). */
-export type TokenInvalidation = { token: string } | { userId: string };
+/**
+ * What may change a cached token's answer: one token revoked, anything about a user (approval, password reset), or
+ * about an account (a move, issue 30).
+ */
+export type TokenInvalidation = { token: string } | { userId: string } | { accountId: string };
 
 export function invalidationChannel(redisPrefix: string): string {
   return `${redisPrefix}auth:invalidate`;
@@ -11,7 +14,7 @@ export function invalidationChannel(redisPrefix: string): string {
 
 /** Tells every process to forget cached tokens; call after the change has committed. */
 export async function publishTokenInvalidation(redis: Redis, redisPrefix: string, what: TokenInvalidation): Promise<void> {
-  const message = 'token' in what ? `token:${hashSecret(what.token)}` : `user:${what.userId}`;
+  const message = 'token' in what ? `token:${hashSecret(what.token)}` : 'userId' in what ? `user:${what.userId}` : `account:${what.accountId}`;
   await redis.publish(invalidationChannel(redisPrefix), message);
 }
 
@@ -50,6 +53,9 @@ export class TokenCache {
     } else if (message.startsWith('user:')) {
       const userId = message.slice('user:'.length);
       for (const [hash, e] of this.entries) if (e.owner.user_id === userId) this.entries.delete(hash);
+    } else if (message.startsWith('account:')) {
+      const accountId = message.slice('account:'.length);
+      for (const [hash, e] of this.entries) if (e.owner.account_id === accountId) this.entries.delete(hash);
     } else {
       this.entries.clear();
     }

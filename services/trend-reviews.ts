@@ -1,21 +1,22 @@
-// Link trends, and the operators' reviews that decide what the public trends show. Links trend only once an operator
-// approved them (or their publisher), as with Mastodon's default (`trendable_by_default` off); tags and statuses
-// trend without review, as they did here before reviews existed, unless an operator rejected them.
+// Link trends' details, and the operators' reviews that decide what the public trends show. Links trend only once an
+// operator approved them (or their publisher), as with Mastodon's default (`trendable_by_default` off); tags and
+// statuses trend without review, as they did here before reviews existed, unless an operator rejected them. What
+// trends and how much is services/trends.ts (trend_scores); a review here updates those rows' `allowed` at once.
 import type { AppContext } from '../context.ts';
-import { cached, HISTORY_DAYS, TREND_STATUS_HOURS, TREND_TAG_HOURS, TRENDING_STATUSES_KEPT, TRENDING_TAGS_KEPT, TRENDS_TTL_SECONDS } from './instance.ts';
-import { tagDailyUse, trendingStatusIds, trendingTags } from '../storage/trends.ts';
+import { HISTORY_DAYS } from './instance.ts';
+import { setTrendsAllowed, tagDailyUse, tagNamesByIds, trendPage, trendRowIds } from '../storage/trends.ts';
 import {
-  cardDailyUse, cardsByIds, ensurePublishers, publishersCovering, reviewsOf, setReview, trendingLinkCards,
+  cardDailyUse, cardsByIds, publishersCovering, reviewsOf, setReview,
   type PublisherRow, type ReviewKind,
 } from '../storage/trend-reviews.ts';
 
 type Ctx = Pick<AppContext, 'db' | 'redis' | 'config'>;
 
-/** Links rank by the accounts that shared them over this period (as tags). */
-export const TREND_LINK_HOURS = 48;
-/** How many links are ranked (the admin's list), and how many approved ones the public list keeps. */
+/** How many trending links the operators' list shows, and how many approved ones count for a link's timeline. */
 export const LINK_CANDIDATES = 100;
 export const TRENDING_LINKS_KEPT = 40;
+/** How many trending statuses and tags the operators' lists show. */
+export const ADMIN_TRENDS_KEPT = 100;
 
 export interface History {
   day: string;
@@ -24,7 +25,7 @@ export interface History {
 }
 
 /** HISTORY_DAYS UTC days, today first, from per-day rows (days without use count 0), as Mastodon's `history`. */
-function histories(now: Date, use: { id: string; day: number; uses: number; accounts: number }[]): (id: string) => History[] {
+export function histories(now: Date, use: { id: string; day: number; uses: number; accounts: number }[]): (id: string) => History[] {
   const today = Math.floor(now.getTime() / 86_400_000) * 86_400;
   const days = Array.from({ length: HISTORY_DAYS }, (_, i) => today - i * 86_400);
   const byDay = new Map(use.map((u) => [`${u.id}/${u.day}`, u]));
@@ -34,7 +35,7 @@ function histories(now: Date, use: { id: string; day: number; uses: number; acco
   });
 }
 
-const historyStart = (now: Date) => new Date((Math.floor(now.getTime() / 86_400_000) - (HISTORY_DAYS - 1)) * 86_400_000);
+export const historyStart = (now: Date) => new Date((Math.floor(now.getTime() / 86_400_000) - (HISTORY_DAYS - 1)) * 86_400_000);
 
 export function hostOf(url: string): string | null {
   try {
@@ -80,14 +81,11 @@ export async function linkStates(ctx: Pick<Ctx, 'db'>, cards: { id: string; url:
   }));
 }
 
-/** The links shared most in the last TREND_LINK_HOURS, whatever their review, with their history; their hosts become publishers. */
+/** The trending links (services/trends.ts), whatever their review, with their history and review state. */
 export async function linkCandidates(ctx: Ctx, now = new Date()): Promise<LinkCandidate[]> {
-  const ranked = await trendingLinkCards(ctx.db, new Date(now.getTime() - TREND_LINK_HOURS * 3_600_000), LINK_CANDIDATES);
-  if (ranked.length === 0) return [];
-  const cards = await cardsByIds(ctx.db, ranked.map((r) => r.id));
-  const present = ranked.filter((r) => cards.has(r.id)).map((r) => ({ id: r.id, url: cards.get(r.id)!.url }));
-  await ensurePublishers(ctx.db, [...new Set(present.map((c) => hostOf(c.url)).filter((h): h is string => h !== null))]);
-  return linkDetails(ctx, present, now);
+  const ids = await trendPage(ctx.db, 'link', { allowedOnly: false, languages: [], offset: 0, limit: LINK_CANDIDATES });
+  const cards = await cardsByIds(ctx.db, ids);
+  return linkDetails(ctx, ids.filter((id) => cards.has(id)).map((id) => ({ id, url: cards.get(id)!.url })), now);
 }
 
 /** These cards' history and review state. */
@@ -98,21 +96,33 @@ export async function linkDetails(ctx: Pick<Ctx, 'db'>, cards: { id: string; url
   return cards.map((c) => ({ id: c.id, history: history(c.id), ...states.get(c.id)! }));
 }
 
-/** The public link trends: approved candidates, at most TRENDING_LINKS_KEPT, shared through Redis as the other trends. */
-export function trendingLinks(ctx: Ctx, now = new Date()): Promise<{ id: string; history: History[] }[]> {
-  return cached(ctx, 'trends:links', TRENDS_TTL_SECONDS, async () =>
-    (await linkCandidates(ctx, now)).filter((c) => c.trendable).slice(0, TRENDING_LINKS_KEPT).map(({ id, history }) => ({ id, history })));
+/** The approved trending links, at most TRENDING_LINKS_KEPT, with their history (a link's timeline asks whether one trends). */
+export async function trendingLinks(ctx: Ctx, now = new Date()): Promise<{ id: string; history: History[] }[]> {
+  const ids = await trendPage(ctx.db, 'link', { allowedOnly: true, languages: [], offset: 0, limit: TRENDING_LINKS_KEPT });
+  const use = await cardDailyUse(ctx.db, ids, historyStart(now));
+  const history = histories(now, use.map((u) => ({ ...u, id: u.cardId })));
+  return ids.map((id) => ({ id, history: history(id) }));
 }
 
-/** Drops the cached public trends, so that a review shows at once in every process. */
-export async function forgetTrends(ctx: Ctx): Promise<void> {
+/**
+ * Applies the publishers' reviews to the trending links (after a publisher was approved or rejected): each link's
+ * `allowed` from its own review, else its publisher's. The old Redis caches of trends are dropped too.
+ */
+export async function applyPublisherReviews(ctx: Ctx): Promise<void> {
+  const ids = await trendRowIds(ctx.db, 'link');
+  const cards = await cardsByIds(ctx.db, ids);
+  const states = await linkStates(ctx, [...cards.values()].map((c) => ({ id: String(c.id), url: c.url })));
+  const allowed = [...states].filter(([, st]) => st.trendable).map(([id]) => id);
+  const refused = [...states].filter(([, st]) => !st.trendable).map(([id]) => id);
+  await setTrendsAllowed(ctx.db, 'link', allowed, true);
+  await setTrendsAllowed(ctx.db, 'link', refused, false);
   await ctx.redis.del(...['trends:tags', 'trends:statuses', 'trends:links'].map((n) => `${ctx.config.redisPrefix}instance:${n}`));
 }
 
-/** Records an operator's approval or rejection and refreshes the public trends. */
+/** Records an operator's approval or rejection; the item's trend row follows at once (a link's own review decides). */
 export async function review(ctx: Ctx, kind: ReviewKind, id: string, trendable: boolean): Promise<void> {
   await setReview(ctx.db, kind, id, trendable);
-  await forgetTrends(ctx);
+  await setTrendsAllowed(ctx.db, kind, [id], trendable);
 }
 
 export interface AdminTagTrend {
@@ -123,9 +133,9 @@ export interface AdminTagTrend {
   requiresReview: boolean;
 }
 
-/** Tags with their history and review, for the given ids or (none given) the trending ones, rejected included. */
+/** Tags with their history and review: the given ones, or (none given) the trending ones, rejected included. */
 export async function adminTagTrends(ctx: Ctx, now = new Date(), only?: { id: string; name: string }[]): Promise<AdminTagTrend[]> {
-  const tags = only ?? await trendingTags(ctx.db, new Date(now.getTime() - TREND_TAG_HOURS * 3_600_000), TRENDING_TAGS_KEPT, true);
+  const tags = only ?? await trendingTagRows(ctx);
   const ids = tags.map((t) => t.id);
   const reviews = await reviewsOf(ctx.db, 'tag', ids);
   const use = await tagDailyUse(ctx.db, ids, historyStart(now));
@@ -136,9 +146,15 @@ export async function adminTagTrends(ctx: Ctx, now = new Date(), only?: { id: st
   }));
 }
 
+async function trendingTagRows(ctx: Ctx): Promise<{ id: string; name: string }[]> {
+  const ids = await trendPage(ctx.db, 'tag', { allowedOnly: false, languages: [], offset: 0, limit: ADMIN_TRENDS_KEPT });
+  const names = await tagNamesByIds(ctx.db, ids);
+  return ids.filter((id) => names.has(id)).map((id) => ({ id, name: names.get(id)! }));
+}
+
 /** The trending statuses, rejected included, each with whether it still awaits review. */
-export async function adminStatusTrends(ctx: Ctx, now = new Date()): Promise<{ id: string; requiresReview: boolean }[]> {
-  const ids = await trendingStatusIds(ctx.db, new Date(now.getTime() - TREND_STATUS_HOURS * 3_600_000), TRENDING_STATUSES_KEPT, true);
+export async function adminStatusTrends(ctx: Ctx): Promise<{ id: string; requiresReview: boolean }[]> {
+  const ids = await trendPage(ctx.db, 'status', { allowedOnly: false, languages: [], offset: 0, limit: ADMIN_TRENDS_KEPT });
   const reviews = await reviewsOf(ctx.db, 'status', ids);
   return ids.map((id) => ({ id, requiresReview: !reviews.has(id) }));
 }

@@ -10,8 +10,8 @@ import type { StatusRow } from '../storage/statuses.ts';
 import type { FileHost } from '../storage/filehost/index.ts';
 import type { JobQueues } from '../jobs/queues.ts';
 
-/** The alert names of Mastodon's WebPushSubscription (4.3): the notification types a subscription can ask for. */
-export const PUSH_ALERTS = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report'] as const;
+/** The alert names of Mastodon's WebPushSubscription (4.3; `quote` and `quoted_update` since 4.5): the notification types a subscription can ask for. */
+export const PUSH_ALERTS = ['mention', 'status', 'reblog', 'follow', 'follow_request', 'favourite', 'poll', 'update', 'admin.sign_up', 'admin.report', 'quote', 'quoted_update'] as const;
 export type PushAlert = (typeof PUSH_ALERTS)[number];
 
 /** Reads the server's VAPID keys, making and storing them if there are none yet; racing processes agree on the first saved. */

@@ -1,5 +1,6 @@
 import type { Queryable } from './db.ts';
 import { findAccountsByIds, type AccountRow } from './accounts.ts';
+import type { OutboxRow } from './outbox.ts';
 
 /**
  * The SQL of deleting an account (services/account-deletion.ts, jobs/account-deletion.ts). Every statement is bounded:
@@ -46,16 +47,30 @@ export async function remoteRelationsBatch(
   return { lastId: rows.at(-1)?.id ?? null, accounts };
 }
 
-/** The account's statuses (reblogs too, deleted ones too), oldest first, after an id. */
-export async function statusIdsBatch(db: Queryable, accountId: string, after: string, limit: number): Promise<string[]> {
+/**
+ * Statuses named by unresolved reports about the account: as Mastodon's DeleteAccountService, they (with their
+ * media, edits and poll) are kept for the moderators when the account's row is kept. At most `limit` (reports are
+ * read through their target's index).
+ */
+export async function reportedStatusIds(db: Queryable, accountId: string, limit = 5000): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT DISTINCT s.id::text FROM reports r CROSS JOIN LATERAL unnest(r.status_ids) AS s(id)
+      WHERE r.target_account_id = $1 AND r.action_taken_at IS NULL LIMIT $2`,
+    [accountId, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** The account's statuses (reblogs too, deleted ones too), oldest first, after an id; `keep` left out. */
+export async function statusIdsBatch(db: Queryable, accountId: string, after: string, limit: number, keep: string[] = []): Promise<string[]> {
   // Two index walks (live statuses, and those already flagged deleted), merged in id order.
   const { rows } = await db.query<{ id: string }>(
     `SELECT id::text FROM (
-       (SELECT id FROM statuses WHERE account_id = $1 AND deleted_at IS NULL AND id > $2 ORDER BY id LIMIT $3)
+       (SELECT id FROM statuses WHERE account_id = $1 AND deleted_at IS NULL AND id > $2 AND id <> ALL($4::bigint[]) ORDER BY id LIMIT $3)
        UNION ALL
-       (SELECT id FROM statuses WHERE account_id = $1 AND deleted_at IS NOT NULL AND id > $2 ORDER BY id LIMIT $3)
+       (SELECT id FROM statuses WHERE account_id = $1 AND deleted_at IS NOT NULL AND id > $2 AND id <> ALL($4::bigint[]) ORDER BY id LIMIT $3)
      ) s ORDER BY s.id LIMIT $3`,
-    [accountId, after, limit],
+    [accountId, after, limit, keep],
   );
   return rows.map((r) => r.id);
 }
@@ -133,12 +148,12 @@ export async function deleteStatuses(db: Queryable, accountId: string, statusIds
   return { statuses: [...parents.rows, ...originals.rows, ...linked.rows].map((r) => r.id), accounts: boosters.rows.map((r) => r.id) };
 }
 
-/** The account's remaining uploads (not attached to a status of its own), a batch, with their files. */
-export async function mediaBatch(db: Queryable, accountId: string, limit: number): Promise<{ ids: string[]; fileKeys: string[] }> {
+/** The account's remaining uploads (not attached to a status of its own, nor to a kept one), a batch, with their files. */
+export async function mediaBatch(db: Queryable, accountId: string, limit: number, keep: string[] = []): Promise<{ ids: string[]; fileKeys: string[] }> {
   const { rows } = await db.query<{ id: string; keys: (string | null)[] }>(
     `SELECT id::text, ARRAY[staged_key, original_key, small_key, thumbnail_key] AS keys FROM media_attachments
-      WHERE account_id = $1 ORDER BY id LIMIT $2`,
-    [accountId, limit],
+      WHERE account_id = $1 AND (status_id IS NULL OR status_id <> ALL($3::bigint[])) ORDER BY id LIMIT $2`,
+    [accountId, limit, keep],
   );
   return { ids: rows.map((r) => r.id), fileKeys: rows.flatMap((r) => r.keys.filter((k): k is string => k !== null)) };
 }
@@ -202,16 +217,65 @@ export async function accountReferences(db: Queryable): Promise<AccountReference
   return rows.map((r) => ({ table: r.table, column: r.column, setNull: r.rule === 'n' || r.table === 'accounts' }));
 }
 
-/** Clears or removes one batch of rows naming the account in one column; returns how many. */
-export async function purgeReferenceBatch(db: Queryable, ref: AccountReference, accountId: string, limit: number): Promise<number> {
+/**
+ * What a deletion that keeps the account's row leaves for the moderators, as Mastodon's DeleteAccountService does
+ * with `reserve_username` (an operator's deletion and one's own): reports it filed and reports about it (Mastodon's
+ * `reports` and `targeted_reports` are only destroyed with the account record), and the statuses those unresolved
+ * reports name, with what makes them readable (files, edits, poll). A remote actor's own `Delete` keeps nothing.
+ */
+export interface KeptForModeration {
+  reports: boolean;
+  statusIds: string[];
+}
+
+/** Columns never purged while reports are kept (by `table.column` as the catalogue names them). */
+const REPORT_COLUMNS = new Set(['reports.account_id', 'reports.target_account_id']);
+/** Rows of the kept statuses, by the column that names the status, in the tables whose rows name their author. */
+const KEPT_STATUS_COLUMN: Record<string, string> = { statuses: 'id', media_attachments: 'status_id', status_edits: 'status_id', polls: 'status_id' };
+
+/** Clears or removes one batch of rows naming the account in one column, except what is kept; returns how many. */
+export async function purgeReferenceBatch(
+  db: Queryable, ref: AccountReference, accountId: string, limit: number, kept: KeptForModeration = { reports: false, statusIds: [] },
+): Promise<number> {
+  if (kept.reports && REPORT_COLUMNS.has(`${ref.table}.${ref.column}`)) return 0;
+  const statusColumn = kept.statusIds.length > 0 ? KEPT_STATUS_COLUMN[ref.table] : undefined;
+  const values: unknown[] = [accountId, limit];
+  let except = '';
+  if (statusColumn) {
+    values.push(kept.statusIds);
+    except = ` AND (${statusColumn} IS NULL OR ${statusColumn} <> ALL($3::bigint[]))`;
+  }
   // By the rows' physical ids alone (a TID scan of exactly the batch): repeating the column's condition outside would
   // make the planner walk every row of the account again. The ids come from this statement's own snapshot.
-  const rows = `ARRAY(SELECT ctid FROM ${ref.table} WHERE ${ref.column} = $1 LIMIT $2)`;
+  const rows = `ARRAY(SELECT ctid FROM ${ref.table} WHERE ${ref.column} = $1${except} LIMIT $2)`;
   const sql = ref.setNull
     ? `UPDATE ${ref.table} SET ${ref.column} = NULL WHERE ctid = ANY(${rows})`
     : `DELETE FROM ${ref.table} WHERE ctid = ANY(${rows})`;
-  const { rowCount } = await db.query(sql, [accountId, limit]);
+  const { rowCount } = await db.query(sql, values);
   return rowCount ?? 0;
+}
+
+/**
+ * Follows of a remote account being deleted by an operator, both ways, written as deliveries to its server (as
+ * Mastodon's reject_follows! and undo_follows!): a Reject of each of its follows (and follow requests) of our
+ * accounts, an Undo of each of ours of it. One INSERT … SELECT per table through the account's follow indexes, in
+ * the transaction that removes the follows; returns the outbox rows to queue.
+ */
+export async function queueSeveredFollows(db: Queryable, remoteId: string): Promise<OutboxRow[]> {
+  const { rows } = await db.query<OutboxRow>(
+    `INSERT INTO outbox (kind, payload)
+     SELECT 'deliver', jsonb_build_object('activity', 'RejectFollow', 'accountId', f.target_account_id::text, 'requesterId', f.account_id::text, 'followUri', f.uri)
+       FROM (SELECT target_account_id, account_id, uri FROM follows WHERE account_id = $1
+             UNION ALL SELECT target_account_id, account_id, uri FROM follow_requests WHERE account_id = $1) f
+       JOIN accounts a ON a.id = f.target_account_id AND a.domain IS NULL
+     UNION ALL
+     SELECT 'deliver', jsonb_build_object('activity', 'UndoFollow', 'accountId', f.account_id::text, 'targetId', f.target_account_id::text, 'followUri', f.uri)
+       FROM follows f JOIN accounts a ON a.id = f.account_id AND a.domain IS NULL
+      WHERE f.target_account_id = $1
+     RETURNING id, kind, payload`,
+    [remoteId],
+  );
+  return rows;
 }
 
 /** The account's own lists (their feeds in Redis go with them). */

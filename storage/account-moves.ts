@@ -3,11 +3,12 @@ import type { Queryable } from './db.ts';
 /** What account moves (issue 30, services/account-migration.ts and jobs/account-move.ts) read and write. */
 
 /** Records a local account's move (Mastodon's account_migrations); the cooldown is counted from these. */
-export async function recordMigration(db: Queryable, m: { accountId: string; targetId: string; acct: string; followersCount: number }): Promise<void> {
-  await db.query(
-    `INSERT INTO account_migrations (account_id, target_account_id, acct, followers_count) VALUES ($1, $2, $3, $4)`,
+export async function recordMigration(db: Queryable, m: { accountId: string; targetId: string; acct: string; followersCount: number }): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO account_migrations (account_id, target_account_id, acct, followers_count) VALUES ($1, $2, $3, $4) RETURNING id::text`,
     [m.accountId, m.targetId, m.acct, m.followersCount],
   );
+  return rows[0]!.id;
 }
 
 /** The newest move an account made since `since`, if any. */

@@ -19,6 +19,28 @@ export async function setAccountNote(db: Queryable, accountId: string, targetId:
   );
 }
 
+/** Notes written about an account, a batch at a time by note id (an account move copies them: jobs/account-move.ts). */
+export async function notesAbout(db: Queryable, targetId: string, afterId: string, limit: number): Promise<{ id: string; accountId: string; comment: string }[]> {
+  const { rows } = await db.query<{ id: string; account_id: string; comment: string }>(
+    `SELECT id::text, account_id::text, comment FROM account_notes WHERE target_account_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+    [targetId, afterId, limit],
+  );
+  return rows.map((r) => ({ id: r.id, accountId: r.account_id, comment: r.comment }));
+}
+
+/**
+ * Puts `text` at the head of the owner's note on an account (a new note if there is none), within NOTE_LIMIT; a
+ * note already holding it is left alone, so a repeated job copies nothing twice.
+ */
+export async function prependAccountNote(db: Queryable, accountId: string, targetId: string, text: string): Promise<void> {
+  await db.query(
+    `INSERT INTO account_notes (account_id, target_account_id, comment) VALUES ($1, $2, left($3, ${NOTE_LIMIT}))
+     ON CONFLICT (account_id, target_account_id) DO UPDATE SET comment = left($3 || E'\n\n' || account_notes.comment, ${NOTE_LIMIT}), updated_at = now()
+      WHERE strpos(account_notes.comment, $3) = 0`,
+    [accountId, targetId, text],
+  );
+}
+
 /** Features an account the owner follows; false when they do not follow it (nothing is written then). */
 export async function endorse(db: Queryable, accountId: string, targetId: string): Promise<boolean> {
   const { rowCount } = await db.query(

@@ -299,12 +299,6 @@ export async function setMovedTo(db: Queryable, id: string, targetId: string | n
   );
 }
 
-/** Whether an account has moved (what it may still do is limited: services/statuses.ts). */
-export async function hasMoved(db: Queryable, id: string): Promise<boolean> {
-  const { rows } = await db.query<{ moved: boolean }>({ name: 'account-moved', text: `SELECT moved_to_account_id IS NOT NULL AS moved FROM accounts WHERE id = $1`, values: [id] });
-  return rows[0]?.moved === true;
-}
-
 /** Revives the dates of the account a moved one moved to (read as JSON along with it). */
 export function movedTarget(a: Pick<AccountRow, 'moved_to'>): AccountRow | null {
   const m = a.moved_to as (Record<string, unknown> & MovedToRow) | null | undefined;

@@ -79,6 +79,26 @@ export async function addListMembers(db: Queryable, list: ListRow, accountIds: s
   return { notFollowed: [], full: false };
 }
 
+/**
+ * Keeps `accountId` in these lists of the owner while the owner's follow of it is only a request (an account move,
+ * jobs/account-move.ts); the membership goes over to the follow when the request is accepted, and ends with the
+ * request otherwise (migration 1766680000000_list_follow_requests). Lists already holding it are left as they are;
+ * a full list (MEMBERS_PER_LIST) is not added to. Returns whether every list holds it now.
+ */
+export async function addRequestedListMembers(db: Queryable, ownerId: string, listIds: string[], accountId: string): Promise<boolean> {
+  const { rows } = await db.query<{ held: boolean }>(
+    `WITH added AS (
+       INSERT INTO list_accounts (list_id, account_id, follow_request_id)
+       SELECT l.id, $3, r.id FROM lists l JOIN follow_requests r ON r.account_id = l.account_id AND r.target_account_id = $3
+        WHERE l.id = ANY($2::bigint[]) AND l.account_id = $1
+          AND (SELECT count(*) FROM list_accounts c WHERE c.list_id = l.id) < ${MEMBERS_PER_LIST}
+       ON CONFLICT (list_id, account_id) DO NOTHING RETURNING list_id)
+     SELECT (SELECT count(*) FROM added) + (SELECT count(*) FROM list_accounts WHERE account_id = $3 AND list_id = ANY($2::bigint[])) >= cardinality($2::bigint[]) AS held`,
+    [ownerId, listIds, accountId],
+  );
+  return rows[0]!.held;
+}
+
 export async function removeListMembers(db: Queryable, listId: string, accountIds: string[]): Promise<string[]> {
   const { rows } = await db.query<{ account_id: string }>(
     `DELETE FROM list_accounts WHERE list_id = $1 AND account_id = ANY($2::bigint[]) RETURNING account_id::text`, [listId, accountIds],
@@ -116,11 +136,15 @@ export async function listsHolding(db: Queryable, ownerId: string, accountId: st
   return rows;
 }
 
-/** Lists (of local owners) that hold an author, a batch at a time in list order, with what fan-out needs to know. */
+/**
+ * Lists (of local owners) that hold an author, a batch at a time in list order, with what fan-out needs to know. A
+ * member its owner has only asked to follow gets nothing until the request is accepted (as Mastodon's
+ * lists_for_local_distribution).
+ */
 export async function listsWithMember(db: Queryable, accountId: string, afterListId: string, limit: number): Promise<{ id: string; ownerId: string; repliesPolicy: RepliesPolicy }[]> {
   const { rows } = await db.query<{ id: string; owner: string; replies_policy: RepliesPolicy }>(
     `SELECT l.id::text, l.account_id::text AS owner, l.replies_policy FROM list_accounts m JOIN lists l ON l.id = m.list_id
-      WHERE m.account_id = $1 AND m.list_id > $2 ORDER BY m.list_id LIMIT $3`,
+      WHERE m.account_id = $1 AND m.list_id > $2 AND m.follow_id IS NOT NULL ORDER BY m.list_id LIMIT $3`,
     [accountId, afterListId, limit],
   );
   return rows.map((r) => ({ id: r.id, ownerId: r.owner, repliesPolicy: r.replies_policy }));
@@ -144,7 +168,10 @@ export async function exclusiveMembers(db: Queryable, ownerId: string): Promise<
   return rows.map((r) => r.account_id);
 }
 
-/** The newest statuses of a list's members a list feed is rebuilt from (not direct ones, not replies the policy hides). */
+/**
+ * The newest statuses of a list's members a list feed is rebuilt from (not direct ones, not replies the policy hides);
+ * only members the owner follows (one only asked to follow may not be read beyond what is public).
+ */
 export async function listFeedSourceIds(db: Queryable, list: ListRow, limit: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     `SELECT s.id::text FROM list_accounts m
@@ -152,7 +179,7 @@ export async function listFeedSourceIds(db: Queryable, list: ListRow, limit: num
          SELECT s.id, s.in_reply_to_account_id, s.account_id FROM statuses s
           WHERE s.account_id = m.account_id AND s.deleted_at IS NULL AND s.visibility <> 'direct'
           ORDER BY s.id DESC LIMIT $2) s
-      WHERE m.list_id = $1
+      WHERE m.list_id = $1 AND m.follow_id IS NOT NULL
         AND (s.in_reply_to_account_id IS NULL OR s.in_reply_to_account_id = s.account_id OR s.in_reply_to_account_id = $3
              OR $4 = 'followed'
              OR ($4 = 'list' AND EXISTS (SELECT 1 FROM list_accounts o WHERE o.list_id = $1 AND o.account_id = s.in_reply_to_account_id)))

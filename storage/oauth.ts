@@ -114,13 +114,16 @@ export interface TokenOwner extends AccessTokenRow {
   admin: boolean | null;
   /** The account is suspended or its user disabled: the token is refused. */
   suspended: boolean;
+  /** The account has moved (issue 30): refused where a user is required, as Mastodon's `User#functional?`. */
+  moved: boolean;
 }
 
 /** The token (by its hash) with its user's account, or null when it is unknown or revoked. */
 export async function findActiveAccessTokenByHash(db: Queryable, tokenHash: string): Promise<TokenOwner | null> {
   const { rows } = await db.query<TokenOwner>(
     `SELECT t.id, t.application_id, t.user_id, t.scopes, t.created_at,
-            u.account_id, u.approved, (u.confirmed_at IS NOT NULL) AS confirmed, u.admin, (a.suspended_at IS NOT NULL OR coalesce(u.disabled, false)) AS suspended
+            u.account_id, u.approved, (u.confirmed_at IS NOT NULL) AS confirmed, u.admin, (a.suspended_at IS NOT NULL OR coalesce(u.disabled, false)) AS suspended,
+            (a.moved_to_account_id IS NOT NULL) AS moved
        FROM oauth_access_tokens t
        LEFT JOIN users u ON u.id = t.user_id
        LEFT JOIN accounts a ON a.id = u.account_id

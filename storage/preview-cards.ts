@@ -1,4 +1,5 @@
 import type { Queryable } from './db.ts';
+import { findAccountsByIds, type AccountRow } from './accounts.ts';
 
 /** A link's preview card (Mastodon's PreviewCard), one per URL. */
 export interface PreviewCardRow {
@@ -19,15 +20,30 @@ export interface PreviewCardRow {
   image_key: string | null;
   blurhash: string | null;
   published_at: Date | null;
+  /** The page's language (a code of services/languages.ts), if it says. */
+  language: string | null;
+  /** The image's alt text. */
+  image_description: string;
+  /** The author's fediverse account (`fediverse:creator`), when it may be credited for the page. */
+  author_account_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
 /** What a fetch of the page found: everything but the ids and dates. */
-export type NewPreviewCard = Omit<PreviewCardRow, 'id' | 'created_at' | 'updated_at'>;
+export type NewPreviewCard = Omit<PreviewCardRow, 'id' | 'created_at' | 'updated_at' | 'language' | 'image_description' | 'author_account_id'>
+  & Partial<Pick<PreviewCardRow, 'language' | 'image_description' | 'author_account_id'>>;
+
+/** A card as statuses show it: with its author's account, when it has one (loaded with it). */
+export interface ShownPreviewCard extends PreviewCardRow {
+  author_account?: AccountRow | null;
+}
 
 const COLUMNS = `id, url, title, description, type, author_name, author_url, provider_name, provider_url, html, embed_url,
-  width, height, image_remote_url, image_key, blurhash, published_at, created_at, updated_at`;
+  width, height, image_remote_url, image_key, blurhash, published_at, language, image_description, author_account_id::text, created_at, updated_at`;
+
+// The columns read through the alias `c` in joins.
+const CARD_COLUMNS_OF_C = COLUMNS.split(/,\s*/).map((c) => `c.${c}`).join(', ');
 
 export async function findCardByUrl(db: Queryable, url: string): Promise<PreviewCardRow | null> {
   const { rows } = await db.query<PreviewCardRow>(`SELECT ${COLUMNS} FROM preview_cards WHERE url = $1`, [url]);
@@ -45,12 +61,13 @@ export async function upsertCard(db: Queryable, c: NewPreviewCard): Promise<{ ca
   const { rows } = await db.query<PreviewCardRow & { old_image_key: string | null }>(
     `WITH old AS (SELECT image_key FROM preview_cards WHERE url = $1)
      INSERT INTO preview_cards (url, title, description, type, author_name, author_url, provider_name, provider_url, html, embed_url,
-                                width, height, image_remote_url, image_key, blurhash, published_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                                width, height, image_remote_url, image_key, blurhash, published_at, language, image_description, author_account_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      ON CONFLICT (url) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description, type = EXCLUDED.type,
        author_name = EXCLUDED.author_name, author_url = EXCLUDED.author_url, provider_name = EXCLUDED.provider_name,
        provider_url = EXCLUDED.provider_url, html = EXCLUDED.html, embed_url = EXCLUDED.embed_url,
-       image_remote_url = EXCLUDED.image_remote_url, published_at = EXCLUDED.published_at, updated_at = now(),
+       image_remote_url = EXCLUDED.image_remote_url, published_at = EXCLUDED.published_at, language = EXCLUDED.language,
+       image_description = EXCLUDED.image_description, author_account_id = EXCLUDED.author_account_id, updated_at = now(),
        -- A fetch made without the image (for a post of a server whose media we reject) keeps the image another fetch
        -- of the same page stored meanwhile: the card is one per URL, and which post's job runs last is chance.
        width = CASE WHEN ${KEEP_IMAGE} THEN preview_cards.width ELSE EXCLUDED.width END,
@@ -59,7 +76,7 @@ export async function upsertCard(db: Queryable, c: NewPreviewCard): Promise<{ ca
        blurhash = CASE WHEN ${KEEP_IMAGE} THEN preview_cards.blurhash ELSE EXCLUDED.blurhash END
      RETURNING ${COLUMNS}, (SELECT image_key FROM old) AS old_image_key`,
     [c.url, c.title, c.description, c.type, c.author_name, c.author_url, c.provider_name, c.provider_url, c.html, c.embed_url,
-      c.width, c.height, c.image_remote_url, c.image_key, c.blurhash, c.published_at],
+      c.width, c.height, c.image_remote_url, c.image_key, c.blurhash, c.published_at, c.language ?? null, c.image_description ?? '', c.author_account_id ?? null],
   );
   const { old_image_key, ...card } = rows[0]!;
   return { card, replacedImageKey: old_image_key && old_image_key !== card.image_key ? old_image_key : null };
@@ -96,20 +113,32 @@ export async function detachCard(db: Queryable, statusId: string): Promise<boole
   return (rowCount ?? 0) > 0;
 }
 
-/** The card each of these statuses shows, by status id; a card shown without its image has no image here. */
-export async function cardsOfStatuses(db: Queryable, statusIds: string[]): Promise<Map<string, PreviewCardRow>> {
-  const out = new Map<string, PreviewCardRow>();
+/**
+ * The card each of these statuses shows, by status id, with its author's account; a card shown without its image has
+ * no image here.
+ */
+export async function cardsOfStatuses(db: Queryable, statusIds: string[]): Promise<Map<string, ShownPreviewCard>> {
+  const out = new Map<string, ShownPreviewCard>();
   if (statusIds.length === 0) return out;
   const { rows } = await db.query<PreviewCardRow & { status_id: string; without_image: boolean }>(
-    `SELECT pcs.status_id::text, pcs.without_image, c.*
+    `SELECT pcs.status_id::text, pcs.without_image, ${CARD_COLUMNS_OF_C}
        FROM preview_cards_statuses pcs JOIN preview_cards c ON c.id = pcs.preview_card_id
       WHERE pcs.status_id = ANY($1::bigint[])`,
     [statusIds],
   );
+  const authors = await withAuthorAccounts(db, rows);
   for (const { status_id, without_image, ...card } of rows) {
-    out.set(status_id, without_image ? { ...card, image_key: null, blurhash: null, width: 0, height: 0 } : card);
+    const shown = { ...card, author_account: card.author_account_id ? (authors.get(card.author_account_id) ?? null) : null };
+    out.set(status_id, without_image ? { ...shown, image_key: null, blurhash: null, width: 0, height: 0 } : shown);
   }
   return out;
+}
+
+/** The author accounts of these cards, by id (one query for all; a card has at most one). */
+export async function withAuthorAccounts(db: Queryable, cards: Pick<PreviewCardRow, 'author_account_id'>[]): Promise<Map<string, AccountRow>> {
+  const ids = [...new Set(cards.map((c) => c.author_account_id).filter((id): id is string => !!id))];
+  if (ids.length === 0) return new Map();
+  return new Map((await findAccountsByIds(db, ids)).map((a) => [a.id, a]));
 }
 
 /** The latest statuses showing a card (whose renderings change with it), at most `limit`. */

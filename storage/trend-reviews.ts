@@ -1,5 +1,5 @@
 import type { Queryable } from './db.ts';
-import { firstIdAt, WINDOW_STATUSES } from './trends.ts';
+import { firstIdAt } from './trends.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 import { notSilencedSql } from './instance-domain-blocks.ts';
 import type { PreviewCardRow } from './preview-cards.ts';
@@ -7,37 +7,6 @@ import type { PreviewCardRow } from './preview-cards.ts';
 // Link trends and what operators decided about trends (trend_reviews, trend_publishers).
 
 export type ReviewKind = 'link' | 'status' | 'tag';
-
-export interface LinkUseRow {
-  id: string;
-  accounts: number;
-  uses: number;
-}
-
-/**
- * Preview cards of the public, non-sensitive posts (no content warning, not boosts) since `since`, by how many
- * accounts shared them, then how often, then how recently: the newest WINDOW_STATUSES public posts of the period, as
- * the tag trends read them. Authors suspended or silenced do not count, as in Mastodon.
- */
-export async function trendingLinkCards(db: Queryable, since: Date, limit: number): Promise<LinkUseRow[]> {
-  const { rows } = await db.query<{ id: string; accounts: string; uses: string }>(
-    `WITH recent AS (
-       SELECT s.id, s.account_id FROM statuses s
-        WHERE s.deleted_at IS NULL AND s.visibility = 'public' AND s.reblog_of_id IS NULL AND s.id >= $1 AND s.created_at >= $2
-          AND NOT s.sensitive AND s.spoiler_text = ''
-        ORDER BY s.id DESC LIMIT ${WINDOW_STATUSES}
-     )
-     SELECT pcs.preview_card_id::text AS id, count(DISTINCT r.account_id) AS accounts, count(*) AS uses
-       FROM recent r
-       JOIN accounts a ON a.id = r.account_id AND a.suspended_at IS NULL AND a.silenced_at IS NULL
-       JOIN preview_cards_statuses pcs ON pcs.status_id = r.id
-      GROUP BY pcs.preview_card_id
-      ORDER BY count(DISTINCT r.account_id) DESC, count(*) DESC, max(r.id) DESC
-      LIMIT $3`,
-    [firstIdAt(since), since, limit],
-  );
-  return rows.map((r) => ({ id: r.id, accounts: Number(r.accounts), uses: Number(r.uses) }));
-}
 
 export interface CardDayRow {
   cardId: string;

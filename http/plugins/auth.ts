@@ -81,6 +81,9 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
       if (!token.user_id) throw new ApiError(422, 'This method requires an authenticated user');
       if (!token.confirmed) throw new ApiError(403, 'Your login is missing a confirmed e-mail address');
       if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
+      // Mastodon's require_user! asks `functional?`, false for a moved account: it may still read public routes,
+      // and its web settings (sessions, not tokens) stay open to cancel the redirect or move again.
+      if (token.moved) throw new ApiError(403, 'Your login is currently disabled');
     }
     if (policy.kind === 'admin' && !token.admin) throw new ApiError(403, 'This action is not allowed');
   });

@@ -19,7 +19,9 @@ export async function renderConversations(ctx: AppContext, viewerId: string, row
     return {
       id: r.id,
       unread: r.unread,
-      accounts: participants(r).map((id) => accounts.get(id)).filter((a) => !!a).map((a) => renderAccount(ctx.render, a!)),
+      // A deleted participant is left out as it is read (the stored sets are not rewritten: a set losing a member
+      // could collide with another conversation's under the (account_id, participant_account_ids) key).
+      accounts: participants(r).map((id) => accounts.get(id)).filter((a) => !!a && !a.deleted_at).map((a) => renderAccount(ctx.render, a!)),
       last_status: last ? renderStatus(ctx.render, bundle, last) : null,
     };
   });

@@ -7,6 +7,7 @@ import type { TestServer } from '../helpers/server.ts';
 import { mastoAccounts } from '../helpers/masto.ts';
 import { makeAdmin } from '../helpers/admin.ts';
 import { setAnnualReportClock } from '../../services/annual-reports.ts';
+import { refreshTrends } from '../../services/trends.ts';
 
 /**
  * The rest of issue 29's calls as an app makes them through masto: link cards and link trends, the quotes of a post
@@ -47,7 +48,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
   pageBase = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
   s = await startListeningServer({ ALLOW_PRIVATE_ADDRESSES: 'true' });
-  c = await mastoAccounts(s.url, 'More app', 'lou', 'max', 'nia');
+  c = await mastoAccounts(s.url, 'More app', 'lou', 'max', 'nia', 'oli');
   // An operator signs in through an app that asked for the admin scopes.
   const anonymous = createRestAPIClient({ url: s.url });
   const app = await anonymous.v1.apps.create({ clientName: 'Admin app', redirectUris: 'urn:ietf:wg:oauth:2.0:oob', scopes: 'read write admin:read admin:write' });
@@ -69,13 +70,18 @@ describe('masto: cards, quotes, policies, texts, reports and the dashboard', () 
   it('shows a link card under a post, and the link among trends once an operator approves it', async () => {
     const url = `${pageBase}/story`;
     const posts: mastodon.v1.Status[] = [];
-    for (const name of ['lou', 'max', 'nia']) posts.push(await c[name]!.v1.statuses.create({ status: `read this ${url}` }));
+    for (const name of ['lou', 'max', 'nia', 'oli']) posts.push(await c[name]!.v1.statuses.create({ status: `read this ${url}` }));
     const withCard = await eventually(async () => {
       const status = await c.max!.v1.statuses.$select(posts[0]!.id).fetch();
       expect(status.card).toMatchObject({ title: 'A story worth sharing', description: 'It has a card', providerName: 'Loopback Times', type: 'link' });
       return status;
     });
     expect(withCard.card!.url).toBe(url);
+    for (const p of posts) await eventually(async () => expect((await c.lou!.v1.statuses.$select(p.id).fetch()).card?.url).toBe(url));
+    // Links trend from five accounts on (services/trends.ts, Mastodon's threshold): four posts and a boost; the
+    // refreshTrends job scores them (run here rather than waiting its five minutes).
+    await admin.v1.statuses.$select(posts[0]!.id).reblog();
+    await refreshTrends(s.ctx);
     // Not trending before review, as Mastodon: the link timeline is a 404 until then.
     expect((await c.lou!.v1.trends.links.list()).map((l) => l.url)).not.toContain(url);
     await expect(c.lou!.v1.timelines.link.list({ url })).rejects.toMatchObject({ statusCode: 404 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
-import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { makeAdmin } from '../helpers/admin.ts';
 import { WebClient } from '../helpers/web.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { rowsNaming } from '../helpers/leftovers.ts';
@@ -119,5 +120,36 @@ describe('a remote actor\'s Delete of itself', () => {
     expect((await ours.ctx.db.query(`SELECT count(*)::int AS n FROM statuses WHERE uri = $1`, [late.id])).rows[0].n).toBe(0);
     expect((await accountByUri(rem))!.display_name).toBe('');
     expect(peer.gets.filter((g) => g.path === '/users/rem').length).toBe(fetchesBefore);
+  });
+});
+
+describe('an operator deleting a remote account', () => {
+  it('rejects its follows of our accounts and undoes ours of it, at its server (as Mastodon\'s reject_follows!/undo_follows!)', async () => {
+    const spammer = await peer.addActor('spammer');
+    const mod = await registerUser(ours.app, await createApp(ours.app, 'read write follow push admin:read admin:write'), 'moddy', 'read write follow admin:read admin:write');
+    await makeAdmin(ours, mod);
+    const followId = `${spammer}/follows/1`;
+    expect(await peer.send('spammer', `${ours.url}/users/local/inbox`, { '@context': AS, id: followId, type: 'Follow', actor: spammer, object: `${ours.url}/users/local` })).toBe(202);
+    const here = await follow(local, `@spammer@${peer.domain}`);
+    await until(async () => (await api(local, 'GET', `/api/v1/accounts/relationships?id[]=${here.id}`)).body[0], (r) => r.followed_by === true, 'spammer follows local');
+    const ourFollowUri = (await ours.ctx.db.query(`SELECT uri FROM follows WHERE account_id = $1 AND target_account_id = $2`, [local.id, here.id])).rows[0].uri as string;
+
+    const admin = async (method: 'POST' | 'DELETE', url: string, payload?: object) =>
+      (await ours.app.inject({ method, url, headers: bearer(mod.token), ...(payload ? { payload } : {}) })).statusCode;
+    expect(await admin('POST', `/api/v1/admin/accounts/${here.id}/action`, { type: 'suspend' })).toBe(200);
+    expect(await admin('DELETE', `/api/v1/admin/accounts/${here.id}`)).toBe(200);
+
+    const toSpammer = (type: string) => (d: { inbox: string; activity: Json }) => d.inbox === `${new URL(spammer).pathname}/inbox` && d.activity.type === type;
+    const reject = await peer.waitFor(toSpammer('Reject'));
+    expect(reject.verified, reject.reason).toBe(true);
+    expect(reject.activity.actor).toBe(`${ours.url}/users/local`);
+    expect(reject.activity.object).toMatchObject({ id: followId, type: 'Follow', actor: spammer });
+    // For one inbox: the RSA signatures (HTTP, verified above, and Linked Data), no Object Integrity Proof.
+    expect(reject.activity.signature).toMatchObject({ type: 'RsaSignature2017', creator: `${ours.url}/users/local#main-key` });
+    expect(reject.activity.proof).toBeUndefined();
+    const undo = await peer.waitFor(toSpammer('Undo'));
+    expect(undo.verified, undo.reason).toBe(true);
+    expect(undo.activity.object).toMatchObject({ id: ourFollowUri, type: 'Follow', actor: `${ours.url}/users/local`, object: spammer });
+    await until(async () => (await accountByUri(spammer))!.display_name, (n) => n === '', 'spammer\'s profile is emptied');
   });
 });

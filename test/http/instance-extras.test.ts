@@ -16,6 +16,7 @@ import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { instanceCacheKeys, weekStart } from '../../services/instance.ts';
 import { instanceThumbnail } from '../../services/instance-thumbnail.ts';
+import { refreshTrends } from '../../services/trends.ts';
 import { settingUpdatedAt } from '../../storage/instance.ts';
 import { upsertRemoteAccount, markAccountGone, type AccountRow } from '../../storage/accounts.ts';
 import { insertStatus, insertTags } from '../../storage/statuses.ts';
@@ -353,13 +354,20 @@ describe('an instance with default settings', () => {
     }
   });
 
-  it('ranks trending tags by the accounts that used them lately in public, with a week of history', async () => {
+  // Trends are scored by the refreshTrends job (services/trends.ts) as Mastodon's: five distinct accounts today at
+  // least, more than the day before. These tests used to rank from one account up; they now bring four more users
+  // (remote ones, for tags) so that what trended before still does.
+  it('ranks trending tags by the accounts that used them today in public over yesterday, with a week of history', async () => {
     await forgetCaches(s);
     const ann = await remote(s, 'ann', 'remote.example');
+    const crowd = await Promise.all(['rho', 'sig', 'tau', 'ups'].map((n) => remote(s, n, 'remote.example')));
     for (const u of [amy, ben, cat]) await post(s, u, `#Alpha from ${u.username}`);
+    for (const a of crowd) await remoteStatus(s, a, '#alpha too', ['alpha']);
     await post(s, amy, '#beta here');
     await remoteStatus(s, ann, '#beta there', ['beta']);
+    for (const a of crowd) await remoteStatus(s, a, '#beta too', ['beta']);
     for (let i = 0; i < 3; i++) await post(s, cat, `#gamma ${i}`);
+    for (const a of crowd) await remoteStatus(s, a, '#gamma too', ['gamma']);
     // Not counted: unlisted and private posts, posts older than two days, suspended authors.
     await post(s, amy, '#hidden', { visibility: 'unlisted' });
     await post(s, ben, '#hidden', { visibility: 'private' });
@@ -369,6 +377,14 @@ describe('an instance with default settings', () => {
     await s.ctx.db.query(`UPDATE statuses SET created_at = now() - interval '3 days' WHERE id = $1`, [oldish.id]);
     for (let i = 0; i < 5; i++) await remoteStatus(s, await remote(s, `z${i}`, 'bad.example'), '#spam', ['spam']);
     await s.ctx.db.query(`UPDATE accounts SET suspended_at = now() WHERE domain = 'bad.example'`);
+    // Below the threshold: four accounts. At yesterday's level: as many accounts yesterday as today.
+    for (const a of crowd) await remoteStatus(s, a, '#fewer', ['fewer']);
+    for (const a of [ann, ...crowd]) {
+      await remoteStatus(s, a, '#steady today', ['steady']);
+      const before = await remoteStatus(s, a, '#steady yesterday', ['steady']);
+      await s.ctx.db.query(`UPDATE statuses SET created_at = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 hour' WHERE id = $1`, [before.id]);
+    }
+    await refreshTrends(s.ctx);
 
     const res = await get(s, '/api/v1/trends/tags');
     const tags = res.json();
@@ -379,9 +395,9 @@ describe('an instance with default settings', () => {
     expect(alpha.url).toBe('http://test.local/tags/alpha');
     expect(alpha.history).toHaveLength(7);
     expect(alpha.history.map((h: Json) => Number(h.day))).toEqual(Array.from({ length: 7 }, (_, i) => today - i * 86_400));
-    expect(alpha.history[0]).toEqual({ day: String(today), uses: '3', accounts: '3' });
+    expect(alpha.history[0]).toEqual({ day: String(today), uses: '7', accounts: '7' });
     const gamma = tags[2];
-    expect(gamma.history[0]).toMatchObject({ uses: '3', accounts: '1' });
+    expect(gamma.history[0]).toMatchObject({ uses: '7', accounts: '5' });
     // The old #gamma post is in its history (three days ago, by ben), not in its rank.
     const threeDaysAgo = Math.floor((Date.now() - 3 * 86_400_000) / 86_400_000) * 86_400;
     expect(gamma.history.find((h: Json) => Number(h.day) === threeDaysAgo)).toMatchObject({ uses: '1', accounts: '1' });
@@ -395,33 +411,40 @@ describe('an instance with default settings', () => {
     expect((await s.app.inject({ method: 'GET', url: '/api/v1/trends/tags?limit=500' })).statusCode).toBe(200);
   });
 
-  it('ranks trending statuses of the last day by favourites and reblogs, rendered for the viewer', async () => {
+  it('ranks trending statuses by boosts and favourites, decaying with age, rendered for the viewer', async () => {
     await forgetCaches(s);
-    const favouredTwice = await post(s, amy, 'liked by two');
-    const reblogged = await post(s, ben, 'boosted once');
-    const quiet = await post(s, cat, 'nobody noticed');
+    const more = await registerUsers(s.app, 'dot', 'eli', 'fox', 'gus');
+    const everyone = [amy, ben, cat, ...more];
+    const favouredBySix = await post(s, amy, 'liked by six');
+    const boostedAndLiked = await post(s, ben, 'boosted thrice, liked twice');
+    const quiet = await post(s, cat, 'liked by four');
     const unlisted = await post(s, cat, 'unlisted, liked', { visibility: 'unlisted' });
+    const reply = await post(s, cat, 'a reply, liked', { in_reply_to_id: quiet.id });
     const yesterday = await post(s, cat, 'popular two days ago');
     const act = async (user: TestUser, id: string, what: 'favourite' | 'reblog') =>
       expect((await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${id}/${what}`, headers: bearer(user.token) })).statusCode).toBe(200);
-    await act(ben, favouredTwice.id, 'favourite');
-    await act(cat, favouredTwice.id, 'favourite');
-    await act(cat, reblogged.id, 'reblog');
-    await act(amy, unlisted.id, 'favourite');
-    for (const u of [amy, ben]) await act(u, yesterday.id, 'favourite');
+    for (const u of everyone.filter((u) => u !== amy)) await act(u, favouredBySix.id, 'favourite');
+    for (const u of [amy, cat, more[0]!]) await act(u, boostedAndLiked.id, 'reblog');
+    for (const u of [more[1]!, more[2]!]) await act(u, boostedAndLiked.id, 'favourite');
+    for (const u of [amy, ben, more[0]!, more[1]!]) await act(u, quiet.id, 'favourite');
+    for (const u of [amy, ben, more[0]!, more[1]!, more[2]!]) {
+      await act(u, unlisted.id, 'favourite');
+      await act(u, reply.id, 'favourite');
+      await act(u, yesterday.id, 'favourite');
+    }
     await s.ctx.db.query(`UPDATE statuses SET created_at = now() - interval '2 days' WHERE id = $1`, [yesterday.id]);
+    await refreshTrends(s.ctx);
 
     const res = await get(s, '/api/v1/trends/statuses', bearer(ben.token));
     const statuses = res.json();
     for (const st of statuses) expectEntity('Status', st);
     const ids = statuses.map((st: Json) => st.id);
-    expect(ids.slice(0, 2)).toEqual([favouredTwice.id, reblogged.id]);
-    expect(ids).not.toContain(quiet.id);
-    expect(ids).not.toContain(unlisted.id);
-    expect(ids).not.toContain(yesterday.id);
-    expect(statuses[0]).toMatchObject({ favourites_count: 2, favourited: true });
+    expect(ids).toEqual([favouredBySix.id, boostedAndLiked.id]);
+    expect(statuses[0]).toMatchObject({ favourites_count: 6, favourited: true });
+    expect(statuses[1]).toMatchObject({ reblogs_count: 3, favourites_count: 2 });
+    expect(res.headers.vary).toContain('Accept-Language');
     const anonymous = await getJson(s, '/api/v1/trends/statuses?limit=1');
-    expect(anonymous.map((st: Json) => st.id)).toEqual([favouredTwice.id]);
+    expect(anonymous.map((st: Json) => st.id)).toEqual([favouredBySix.id]);
     expect(anonymous[0].favourited).toBeUndefined(); // as Mastodon: no viewer, no viewer's flags
 
     expect(await getJson(s, '/api/v1/trends/links')).toEqual([]);
@@ -498,18 +521,23 @@ describe('masto: instance, trends, custom emojis and preferences', () => {
   afterAll(async () => s?.close());
 
   it('reads every group through the client', async () => {
-    const [dan, eve] = await registerUsers(s.app, 'dan', 'eve');
+    const [dan, eve, ...fans] = await registerUsers(s.app, 'dan', 'eve', 'fan1', 'fan2', 'fan3', 'fan4');
     await remote(s, 'fay', 'far.example');
     await cli(s, 'rules', 'add', 'Be excellent to each other.');
     const popular = await post(s, dan, 'Hello #masto');
     await post(s, eve, 'Me too #masto');
-    expect((await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${popular.id}/favourite`, headers: bearer(eve.token) })).statusCode).toBe(200);
+    // Five accounts at least make a trend (services/trends.ts).
+    for (const u of fans) await post(s, u, 'Me three #masto');
+    for (const u of [eve, ...fans]) {
+      expect((await s.app.inject({ method: 'POST', url: `/api/v1/statuses/${popular.id}/favourite`, headers: bearer(u.token) })).statusCode).toBe(200);
+    }
+    await refreshTrends(s.ctx);
 
     const anonymous = createRestAPIClient({ url: s.url });
     expect(await anonymous.v1.instance.peers.list()).toEqual(['far.example']);
     const activity = await anonymous.v1.instance.activity.list();
     expect(activity).toHaveLength(12);
-    expect(activity[0]).toMatchObject({ statuses: '2', registrations: '2' });
+    expect(activity[0]).toMatchObject({ statuses: '6', registrations: '6' });
     const languages = (await anonymous.v1.instance.languages.list()) as unknown as { code: string; name: string }[];
     expect(languages).toContainEqual({ code: 'fr', name: 'French' });
     expect(await anonymous.v1.instance.extendedDescription.fetch()).toEqual({ updatedAt: null, content: '' });
@@ -521,7 +549,7 @@ describe('masto: instance, trends, custom emojis and preferences', () => {
 
     const tags = await anonymous.v1.trends.tags.list();
     expect(tags.map((t) => t.name)).toEqual(['masto']);
-    expect(tags[0]!.history?.[0]).toMatchObject({ uses: '2', accounts: '2' });
+    expect(tags[0]!.history?.[0]).toMatchObject({ uses: '6', accounts: '6' });
     expect((await anonymous.v1.trends.statuses.list()).map((st) => st.id)).toEqual([popular.id]);
     expect(await anonymous.v1.trends.links.list()).toEqual([]);
     expect(await anonymous.v1.customEmojis.list()).toEqual([]);

@@ -170,7 +170,7 @@ describe('push subscription routes', () => {
     const keys = deviceKeys();
     const res = await call('POST', una.token, {
       subscription: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
-      data: { alerts: { mention: true, favourite: 'true', reblog: false, 'admin.sign_up': '1', quote: true } },
+      data: { alerts: { mention: true, favourite: 'true', reblog: false, 'admin.sign_up': '1', quote: true, quoted_update: 'false', unknown: true } },
     });
     expect(res.statusCode, res.body).toBe(200);
     const sub = res.json();
@@ -178,7 +178,7 @@ describe('push subscription routes', () => {
     expect(sub).toMatchObject({ endpoint, standard: false, policy: 'all' });
     expect(sub.alerts).toEqual({
       mention: true, status: false, reblog: false, follow: false, follow_request: false, favourite: true,
-      poll: false, update: false, 'admin.sign_up': true, 'admin.report': false,
+      poll: false, update: false, 'admin.sign_up': true, 'admin.report': false, quote: true, quoted_update: false,
     });
     // One VAPID key everywhere apps look for it.
     const instance = (await s.app.inject({ method: 'GET', url: '/api/v2/instance' })).json();
@@ -237,6 +237,10 @@ describe('push subscription routes', () => {
     expect(res.json()).toMatchObject({ id, endpoint: 'https://push.example/send/def', standard: true, policy: 'followed' });
     expect(Object.entries(res.json().alerts).filter(([, on]) => on).map(([a]) => a).sort()).toEqual(['mention', 'reblog']);
 
+    const quotes = await call('PUT', una.token, 'data[alerts][quote]=true&data[alerts][quoted_update]=1', form);
+    expect(quotes.statusCode, quotes.body).toBe(200);
+    expect(Object.entries(quotes.json().alerts).filter(([, on]) => on).map(([a]) => a).sort()).toEqual(['quote', 'quoted_update']);
+    expect((await call('PUT', una.token, { data: { alerts: { quoted_update: 'perhaps' } } })).statusCode).toBe(422);
     const json = await call('PUT', una.token, { data: { alerts: { poll: true }, policy: 'none' } });
     expect(json.json()).toMatchObject({ id, policy: 'none' });
     expect(Object.entries(json.json().alerts).filter(([, on]) => on).map(([a]) => a)).toEqual(['poll']);
@@ -475,6 +479,30 @@ describe('push delivery', () => {
     const count = () => s.ctx.db.query('SELECT count(*)::int AS n FROM web_push_subscriptions WHERE account_id = $1', [cat.id]).then((r) => r.rows[0].n as number);
     expect(await eventually(count, 0, 5000)).toBe(0);
     expect(receiver.hits.get('/push/cat')).toBe(3);
+  });
+
+  it('pushes quotes and edits of quoted posts (Mastodon 4.5) only to subscriptions that asked for them', async () => {
+    const [dee, eve] = await Promise.all([registerUser(s.app, client, 'dee'), registerUser(s.app, client, 'eve')]);
+    await subscribe(dee.token, '/push/dee', { alerts: { quote: true } }, true);
+    await subscribe(eve.token, '/push/eve', { alerts: { quoted_update: true, quote: false } }, true);
+    const original = (await post('/api/v1/statuses', dee.token, { status: 'quote me' })).json();
+    const quoting = await post('/api/v1/statuses', eve.token, { status: 'quoting', quoted_status_id: original.id });
+    expect(quoting.statusCode, quoting.body).toBe(200);
+    const [quoted] = await waitFor('/push/dee', 1);
+    expect(quoted!.json).toMatchObject({ notification_type: 'quote', title: 'eve quoted your post', body: 'quoting' });
+    // The author edits the quoted post: the quoting account hears of it.
+    const edit = await s.app.inject({ method: 'PUT', url: `/api/v1/statuses/${original.id}`, headers: bearer(dee.token), payload: { status: 'quote me, edited' } });
+    expect(edit.statusCode, edit.body).toBe(200);
+    const [update] = await waitFor('/push/eve', 1);
+    expect(update!.json).toMatchObject({ notification_type: 'quoted_update', title: 'dee edited a post you have quoted', body: 'quote me, edited' });
+    // Without the alert, nothing: eve quotes again, dee's subscription no longer takes quotes.
+    await s.app.inject({ method: 'PUT', url: '/api/v1/push/subscription', headers: bearer(dee.token), payload: { data: { alerts: { mention: true } } } });
+    expect((await post('/api/v1/statuses', eve.token, { status: 'again', quoted_status_id: original.id })).statusCode).toBe(200);
+    expect(await eventually(async () => (await latestNotification(dee)).type, 'quote')).toBe('quote');
+    expect((await latestNotification(dee)).status.content).toContain('again');
+    await settle();
+    expect(pushesTo('/push/dee')).toHaveLength(1);
+    expect(pushesTo('/push/eve')).toHaveLength(1);
   });
 
   it('never connects to loopback or private addresses unless allowed', async () => {

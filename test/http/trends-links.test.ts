@@ -9,6 +9,7 @@ import { expectEntity } from '../helpers/schema.ts';
 import { instanceCacheKeys } from '../../services/instance.ts';
 import { attachCard, upsertCard } from '../../storage/preview-cards.ts';
 import { makeAdmin } from '../helpers/admin.ts';
+import { refreshTrends } from '../../services/trends.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
@@ -20,6 +21,8 @@ let alice: TestUser;
 let bob: TestUser;
 let carol: TestUser;
 let dave: TestUser;
+/** More sharers: links, tags and statuses trend from five accounts on (Mastodon's threshold). */
+let more: TestUser[];
 const cards: Record<'a' | 'b' | 'c', string> = { a: '', b: '', c: '' };
 const URL_A = 'https://news.example/a';
 const URL_B = 'https://blog.example/b';
@@ -73,35 +76,39 @@ beforeAll(async () => {
     registerUser(s.app, client, 'carol'),
     registerUser(s.app, client, 'dave'),
   ]);
+  more = await Promise.all(['erin', 'frank', 'grace', 'heidi'].map((n) => registerUser(s.app, client, n)));
   await makeAdmin(s, admin);
   adminNoScope = await authorizationCodeToken(s.app, client, admin.email, admin.password, 'read write');
 
   cards.a = await card(URL_A, 'Big news');
   cards.b = await card(URL_B, 'A blog post');
   cards.c = await card(URL_C, 'Buy now');
-  // A: four posts by three accounts count; a post behind a content warning and a private one do not.
+  // Trend scores (services/trends.ts) need five distinct accounts today, where this file used to count one and up:
+  // A is shared by seven accounts (eight posts), B by six, C by five.
+  // A: eight posts by seven accounts count; a post behind a content warning and a private one do not.
   postsA.push(await share(alice, cards.a, URL_A));
   postsA.push(await share(bob, cards.a, URL_A));
   postsA.push(await share(carol, cards.a, URL_A));
   postsA.push(await share(alice, cards.a, URL_A));
+  for (const u of more) postsA.push(await share(u, cards.a, URL_A));
   // (Shown in the link's timeline all the same.)
   postsA.push(await share(dave, cards.a, URL_A, { spoiler_text: 'spoilers' }));
   await share(dave, cards.a, URL_A, { visibility: 'private' });
-  // B: two accounts; C: one.
-  await share(alice, cards.b, URL_B);
-  await share(dave, cards.b, URL_B);
-  await share(bob, cards.c, URL_C);
+  // B: six accounts; C: five.
+  for (const u of [alice, dave, ...more]) await share(u, cards.b, URL_B);
+  for (const u of [bob, ...more]) await share(u, cards.c, URL_C);
   // C again, but only in sensitive posts (which do not count): C stays behind B.
   await share(carol, cards.c, URL_C, { sensitive: true });
   await share(dave, cards.c, URL_C, { sensitive: true });
 
-  // A trending tag and a trending status (both shown without review).
-  await post(alice, 'so #trendy');
-  await post(bob, 'also #trendy');
+  // A trending tag (five accounts) and a trending status (three favourites and two boosts), both shown without review.
+  for (const u of [alice, bob, ...more.slice(0, 3)]) await post(u, 'so #trendy');
   trendyTagId = (await s.ctx.db.query(`SELECT id::text FROM tags WHERE lower(name) = 'trendy'`)).rows[0].id;
   favouritedId = await post(carol, 'favourite me');
-  expect((await api(bob, 'POST', `/api/v1/statuses/${favouritedId}/favourite`)).status).toBe(200);
+  for (const u of [bob, dave, more[0]!]) expect((await api(u, 'POST', `/api/v1/statuses/${favouritedId}/favourite`)).status).toBe(200);
+  for (const u of [more[1]!, more[2]!]) expect((await api(u, 'POST', `/api/v1/statuses/${favouritedId}/reblog`)).status).toBe(200);
   await s.ctx.redis.del(...instanceCacheKeys(s.config.redisPrefix));
+  await refreshTrends(s.ctx);
 }, 60_000);
 
 afterAll(async () => {
@@ -119,9 +126,9 @@ describe('link trends', () => {
     }
     expect(links[0]!.id).toBe(cards.a);
     expect(links[0]!.history).toHaveLength(7);
-    expect(links[0]!.history[0]).toEqual({ day: today, accounts: '3', uses: '4' });
+    expect(links[0]!.history[0]).toEqual({ day: today, accounts: '7', uses: '8' });
     expect(links[0]!.history.slice(1).every((h: Json) => h.uses === '0' && h.accounts === '0')).toBe(true);
-    expect(links[2]!.history[0]).toEqual({ day: today, accounts: '1', uses: '1' });
+    expect(links[2]!.history[0]).toEqual({ day: today, accounts: '5', uses: '5' });
     // The timeline of a link that does not trend is a 404, as is an unknown link's.
     expect((await api(null, 'GET', `/api/v1/timelines/link?url=${encodeURIComponent(URL_A)}`)).status).toBe(404);
     expect((await api(null, 'GET', `/api/v1/timelines/link?url=${encodeURIComponent('https://nowhere.example/')}`)).status).toBe(404);
@@ -136,7 +143,7 @@ describe('link trends', () => {
     expectEntity('TrendsLink', links[0]);
     expect(links[0]).not.toHaveProperty('requires_review');
     expect(links[0]!.title).toBe('Big news');
-    expect(links[0]!.history[0]).toEqual({ day: today, accounts: '3', uses: '4' });
+    expect(links[0]!.history[0]).toEqual({ day: today, accounts: '7', uses: '8' });
   });
 
   it('lets publishers be approved or rejected, by id or by domain; a link\'s own review comes first', async () => {
@@ -171,6 +178,10 @@ describe('link trends', () => {
     const links = await adminLinks();
     expect(links.map((l) => [l.url, l.requires_review])).toEqual([[URL_A, false], [URL_B, false], [URL_C, false]]);
     expect((await publicLinks()).map((l) => l.url)).toEqual([URL_A]);
+    // The next scoring run keeps what the reviews decided.
+    await refreshTrends(s.ctx);
+    expect((await publicLinks()).map((l) => l.url)).toEqual([URL_A]);
+    expect((await adminLinks()).map((l) => l.url)).toEqual([URL_A, URL_B, URL_C]);
     // Unknown ids are 404s.
     expect((await api(admin, 'POST', '/api/v1/admin/trends/links/publishers/12345/approve')).status).toBe(404);
     expect((await api(admin, 'POST', '/api/v1/admin/trends/links/12345/approve')).status).toBe(404);
@@ -195,7 +206,7 @@ describe('link trends', () => {
     const newer = await ok(null, 'GET', `${url}&min_id=${postsA[0]}&limit=2`);
     expect(newer.body.map((st: Json) => st.id)).toEqual([postsA[2], postsA[1]]);
     const since = await ok(null, 'GET', `${url}&since_id=${postsA[2]}`);
-    expect(since.body.map((st: Json) => st.id)).toEqual([postsA[4], postsA[3]]);
+    expect(since.body.map((st: Json) => st.id)).toEqual(postsA.slice(3).reverse());
 
     // A rejected link has no timeline.
     expect((await api(null, 'GET', `/api/v1/timelines/link?url=${encodeURIComponent(URL_B)}`)).status).toBe(404);
@@ -211,7 +222,7 @@ describe('admin trends of tags and statuses', () => {
     expectEntity('Tag', listed);
     expectEntity('AdminTag', listed);
     expect(listed).toMatchObject({ id: trendyTagId, trendable: true, usable: true, requires_review: true });
-    expect(listed.history[0]).toEqual({ day: today, accounts: '2', uses: '2' });
+    expect(listed.history[0]).toEqual({ day: today, accounts: '5', uses: '5' });
 
     const rejected = (await ok(admin, 'POST', `/api/v1/admin/trends/tags/${trendyTagId}/reject`)).body;
     expectEntity('AdminTag', rejected);
@@ -235,6 +246,8 @@ describe('admin trends of tags and statuses', () => {
     const rejected = (await ok(admin, 'POST', `/api/v1/admin/trends/statuses/${favouritedId}/reject`)).body;
     expectEntity('Status', rejected);
     expect(rejected).toMatchObject({ id: favouritedId, requires_review: false });
+    expect(await ids()).toEqual([]);
+    await refreshTrends(s.ctx); // and stays hidden when scored again
     expect(await ids()).toEqual([]);
     expect(((await ok(admin, 'GET', '/api/v1/admin/trends/statuses')).body as Json[]).map((st) => st.requires_review)).toEqual([false]);
     await ok(admin, 'POST', `/api/v1/admin/trends/statuses/${favouritedId}/approve`);
@@ -273,6 +286,6 @@ describe('who may use the admin trends API', () => {
     const adminLinksList = await masto.v1.admin.trends.links.list();
     expect(adminLinksList.map((l) => l.url)).toEqual([URL_A, URL_B, URL_C]);
     const statuses = await masto.v1.timelines.link.list({ url: URL_A });
-    expect(statuses).toHaveLength(5);
+    expect(statuses).toHaveLength(postsA.length);
   });
 });

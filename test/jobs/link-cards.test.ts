@@ -8,7 +8,7 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { LINK_CARD_LIMITS } from '../../jobs/link-cards.ts';
-import { firstCardLink, parsePage } from '../../services/preview-cards.ts';
+import { firstCardLink, pageEncoding, parsePage } from '../../services/preview-cards.ts';
 import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
 import { insertDomainBlock } from '../../storage/instance-domain-blocks.ts';
@@ -34,12 +34,46 @@ const ARTICLE = `<!doctype html><html><head><title>Plain title</title>
 <meta name="description" content="not this one">
 </head><body><p>Hello</p></body></html>`;
 
+/** Pages of the Mastodon 4.3 additions (JSON-LD, languages, charsets, fediverse:creator), by path. */
+const EXTRA_PAGES = new Map<string, { type: string; body: () => Buffer }>();
+const page = (path: string, type: string, body: string | Buffer) => EXTRA_PAGES.set(path, { type, body: () => (typeof body === 'string' ? Buffer.from(body) : body) });
+const JSON_LD = `<!doctype html><html lang="de"><head><title>HTML title</title>
+<meta property="og:title" content="OpenGraph title">
+<meta property="og:description" content="OpenGraph description">
+<meta property="og:site_name" content="OG Site">
+<meta property="og:image:alt" content="A red square">
+<script type="application/ld+json">{ this is not JSON }</script>
+<script type="application/ld+json">{"@context":"https://schema.org","@type":"Organization","name":"Not the page"}</script>
+<script type="application/ld+json">
+//<![CDATA[
+{"@context":"https://schema.org","@graph":[{"@type":"WebSite","name":"Site"},{"@type":["NewsArticle"],
+ "headline":"Structured &amp; headline","description":"Structured description",
+ "author":[{"@type":"Person","name":"Jane Writer","url":"/authors/jane"},{"@type":"Person","name":"Second"}],
+ "publisher":{"@type":"Organization","name":"Loopback Times","logo":{"url":"/logo.png"}},
+ "image":[{"@type":"ImageObject","url":"/image.png"}],"datePublished":"2025-03-04T05:06:07Z","inLanguage":"fr-FR"}]}
+//]]>
+</script></head><body><script type="application/ld+json">{"@type":"NewsArticle","headline":"Later block"}</script></body></html>`;
+
 beforeAll(async () => {
+  page('/jsonld', 'text/html; charset=utf-8', JSON_LD);
+  // windows-1252 named only by <meta charset> (as iso-8859-1, which browsers read as windows-1252), none in the header.
+  page('/latin1', 'text/html', Buffer.concat([Buffer.from('<html><head><meta charset="iso-8859-1"><title>'), Buffer.from('436166e9206372e86d6520962064e96ae0', 'hex'), Buffer.from('</title></head></html>')]));
+  // Shift_JIS named only by the header; the page's language from <html lang>.
+  page('/sjis', 'text/html; charset=Shift_JIS', Buffer.concat([Buffer.from('<html lang="ja-JP"><head><title>'), Buffer.from('93fa967b8cea', 'hex'), Buffer.from('</title></head></html>')]));
+  // KOI8-R named by an http-equiv; the language from og:locale.
+  page('/koi8', 'text/html', Buffer.concat([Buffer.from('<html lang="xx"><head><meta http-equiv="Content-Type" content="text/html; charset=koi8-r"><meta property="og:locale" content="ru_RU"><title>'), Buffer.from('f0d2c9d7c5d4', 'hex'), Buffer.from('</title></head></html>')]));
+  const creatorPage = (handle: string) => `<html><head><title>By someone</title><meta name="fediverse:creator" content="${handle}"><meta property="og:author" content="Page Author"></head></html>`;
+  page('/creator-remote', 'text/html', creatorPage('@rem@127.0.0.1'));
+  page('/creator-amy', 'text/html', creatorPage('@amy@test.local'));
+  page('/creator-unknown', 'text/html', creatorPage('@nobody@unknown.invalid'));
+  page('/creator-bad', 'text/html', creatorPage('not a handle'));
   png = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
   pages = createServer((req, res) => {
     const path = new URL(req.url!, 'http://x').pathname;
     requests.set(req.url!, (requests.get(req.url!) ?? 0) + 1);
     if (path.startsWith('/article')) return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
+    const extra = EXTRA_PAGES.get(path);
+    if (extra) return res.writeHead(200, { 'content-type': extra.type }).end(extra.body());
     if (path === '/image.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(png);
     if (path === '/plain') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title> Only a\n title </title><meta name="description" content="Plain description"></head><body></body></html>');
     if (path === '/redirect') return res.writeHead(302, { location: '/plain' }).end();
@@ -268,6 +302,94 @@ describe('without ALLOW_PRIVATE_ADDRESSES', () => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+describe('Mastodon 4.3 card details', () => {
+  it('reads JSON-LD before OpenGraph: headline, description, author, publisher, image, date and language', async () => {
+    const st = await post(amy, `structured ${base}/jsonld`);
+    expect(await cardEventually(st.id)).toBe(true);
+    const status = await get(`/api/v1/statuses/${st.id}`);
+    expectEntity('Status', status);
+    expect(status.card).toMatchObject({
+      title: 'Structured & headline', description: 'Structured description', provider_name: 'Loopback Times',
+      author_name: 'Jane Writer', author_url: `${base}/authors/jane`, published_at: '2025-03-04T05:06:07.000Z',
+      language: 'fr', image_description: 'A red square', width: 400, height: 300,
+    });
+    // The image named only by the JSON-LD is fetched.
+    expect(status.card.image).toMatch(/^http:\/\/test\.local\/system\//);
+    expect(status.card.authors).toEqual([{ name: 'Jane Writer', url: `${base}/authors/jane`, account: null }]);
+  });
+
+  it('decodes pages in legacy charsets, named by <meta charset>, the Content-Type header or an http-equiv', async () => {
+    const cases: [string, string, string | null][] = [['/latin1', 'Café crème – déjà', null], ['/sjis', '日本語', 'ja'], ['/koi8', 'Привет', 'ru']];
+    const posts = [];
+    for (const [path] of cases) posts.push(await post(amy, `charset ${base}${path}`));
+    await cardJobsDone();
+    for (const [i, [path, title, language]] of cases.entries()) {
+      const status = await get(`/api/v1/statuses/${posts[i]!.id}`);
+      expectEntity('Status', status);
+      expect(status.card, path).toMatchObject({ title, language });
+    }
+  });
+
+  it('credits the fediverse:creator account when the page is on a site of theirs, and only then', async () => {
+    const rem = await upsertRemoteAccount(s.ctx.db, {
+      uri: 'https://127.0.0.1/users/rem', username: 'rem', domain: '127.0.0.1', displayName: 'Rem', noteHtml: '', url: 'https://127.0.0.1/@rem',
+      inboxUrl: 'https://127.0.0.1/users/rem/inbox', sharedInboxUrl: null, outboxUrl: null, followersUrl: null,
+      locked: false, bot: false, discoverable: true, avatarUrl: null, headerUrl: null, fields: [], createdAt: null,
+    });
+    // A page on the account's own server's domain.
+    const a = await post(amy, `by rem ${base}/creator-remote`);
+    expect(await cardEventually(a.id)).toBe(true);
+    const status = await get(`/api/v1/statuses/${a.id}`);
+    expectEntity('Status', status);
+    expect(status.card).toMatchObject({ author_name: 'Page Author', author_url: 'about:blank' });
+    expect(status.card.authors).toHaveLength(1);
+    expect(status.card.authors[0]).toMatchObject({ name: 'Page Author', url: 'about:blank', account: { id: rem.id, acct: 'rem@127.0.0.1' } });
+    expectEntity('PreviewCardAuthor', status.card.authors[0]);
+    // The home timeline shows it too.
+    const home = (await get('/api/v1/timelines/home', amy)) as unknown as Json[];
+    expect(home.find((x) => x.id === a.id)?.card?.authors?.[0]?.account?.id).toBe(rem.id);
+
+    // A page elsewhere naming amy: not credited (anyone could name anyone), the card made all the same. Nor an
+    // account that cannot be found, nor something that is not a handle.
+    const spoof = await post(ben, `by amy? ${base}/creator-amy?first`);
+    const unknown = await post(ben, `nobody ${base}/creator-unknown`);
+    const bad = await post(ben, `bad ${base}/creator-bad`);
+    await cardJobsDone();
+    for (const st of [spoof, unknown, bad]) {
+      const card = (await get(`/api/v1/statuses/${st.id}`)).card;
+      expect(card).toMatchObject({ title: 'By someone', author_name: 'Page Author' });
+      expect(card.authors).toEqual([{ name: 'Page Author', url: 'about:blank', account: null }]);
+    }
+    // Once amy's profile has a verified link to the site, its pages may credit her.
+    await s.ctx.db.query(`UPDATE accounts SET fields = $2::jsonb WHERE id = $1`, [amy.id, JSON.stringify([{
+      name: 'Site', value: `${base}/`, value_html: `<a href="${base}/" rel="nofollow noopener me" target="_blank">${base}/</a>`, verified_at: new Date().toISOString(),
+    }])]);
+    const credited = await post(ben, `by amy ${base}/creator-amy?second`);
+    expect(await cardEventually(credited.id)).toBe(true);
+    const shown = await get(`/api/v1/statuses/${credited.id}`, ben);
+    expectEntity('Status', shown);
+    expect(shown.card.authors[0].account).toMatchObject({ id: amy.id, acct: 'amy' });
+    await s.ctx.db.query(`UPDATE accounts SET fields = '[]'::jsonb WHERE id = $1`, [amy.id]);
+  });
+
+  it('reads pages as browsers would: handles, languages and charsets', () => {
+    const p = parsePage(`<html xml:lang="en"><head><meta property="fediverse:creator" content=" @Someone@Social.Example "><title>t</title>
+      <script type="application/ld+json">[{"@type":"WebPage","name":"x","inLanguage":{"@type":"Language","name":"Spanish","alternateName":"es"},"author":"Plain Name"}]</script></head></html>`, 'https://p.example/');
+    expect(p).toMatchObject({ creator: 'Someone@social.example', language: 'es', author: 'Plain Name', authorUrl: '', title: 't' });
+    expect(parsePage('<html lang="klingon"><title>t</title></html>', 'https://p.example/').language).toBeNull();
+    // A JSON-LD block larger than the limit is not read.
+    const huge = `<html><head><title>t</title><script type="application/ld+json">{"@type":"NewsArticle","headline":"${'h'.repeat(300 * 1024)}"}</script></head></html>`;
+    expect(parsePage(huge, 'https://p.example/').title).toBe('t');
+    const bytes = (s: string) => Buffer.from(s, 'latin1');
+    expect(pageEncoding(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes('<meta charset="koi8-r">')]), 'shift_jis')).toBe('utf-8');
+    expect(pageEncoding(bytes('<meta charset="koi8-r">'), 'shift_jis')).toBe('shift_jis');
+    expect(pageEncoding(bytes('<meta charset="koi8-r">'), 'no-such-charset')).toBe('koi8-r');
+    expect(pageEncoding(bytes('<meta charset="utf-16">'), null)).toBe('utf-8');
+    expect(pageEncoding(bytes('<meta charset="nonsense">'), null)).toBe('utf-8');
+    expect(pageEncoding(bytes('<p>nothing said</p>'), null)).toBe('utf-8');
   });
 });
 

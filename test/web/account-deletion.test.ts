@@ -6,7 +6,8 @@ import { appToken, bearer, createApp, registerUsers, type TestUser } from '../he
 import { WebClient } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { until } from '../helpers/instances.ts';
-import { namingColumnCount, rowsNaming } from '../helpers/leftovers.ts';
+import { KEPT_FOR_MODERATION, namingColumnCount, rowsNaming } from '../helpers/leftovers.ts';
+import { archivePartKey } from '../../services/exports.ts';
 
 // /settings/delete (issue 30): a person deletes their own account, as on Mastodon; everything of it goes but the
 // account row, which keeps the name reserved.
@@ -92,6 +93,8 @@ describe('deleting one\'s own account at /settings/delete', () => {
     await api(pal, 'POST', `/api/v1/polls/${poll.poll.id}/votes`, { choices: [0] });
     const reply = await api(pal, 'POST', '/api/v1/statuses', { status: '@gone nice', in_reply_to_id: post.id });
     await api(gone, 'POST', '/api/v1/statuses', { status: '@pal just us', visibility: 'direct' });
+    // pal's answer stays in pal's conversation with it after the deletion.
+    await api(pal, 'POST', '/api/v1/statuses', { status: '@gone sure', visibility: 'direct' });
     const list = await api(gone, 'POST', '/api/v1/lists', { title: 'friends' });
     await api(gone, 'POST', `/api/v1/lists/${list.id}/accounts`, { account_ids: [pal.id] });
     await api(gone, 'POST', '/api/v2/filters', { title: 'no spoilers', context: ['home'], keywords_attributes: [{ keyword: 'spoiler' }] });
@@ -101,7 +104,14 @@ describe('deleting one\'s own account at /settings/delete', () => {
     await api(gone, 'POST', '/api/v1/markers', { home: { last_read_id: palPost.id } });
     await api(gone, 'POST', '/api/v1/featured_tags', { name: 'deletion' });
     await api(gone, 'POST', '/api/v1/reports', { account_id: other.id, comment: 'rude' });
-    await api(other, 'POST', '/api/v1/reports', { account_id: gone.id, status_ids: [post.id], comment: 'spam' });
+    // A report about it naming a post of its own with a picture: kept, with the post, for the moderators.
+    const reportedPic = await picture(gone);
+    const reported = await api(gone, 'POST', '/api/v1/statuses', { status: 'buy now', media_ids: [reportedPic.id] });
+    const report = await api(other, 'POST', '/api/v1/reports', { account_id: gone.id, status_ids: [reported.id], comment: 'spam' });
+    // An archive of its posts, stored in parts on the file host.
+    const archivePrefix = `archives/${gone.id}/deletion-test`;
+    await s.ctx.db.query(`INSERT INTO account_archives (account_id, key_prefix, parts) VALUES ($1, $2, 2)`, [gone.id, archivePrefix]);
+    for (const n of [0, 1]) await s.ctx.fileHost.put(archivePartKey(archivePrefix, n), Buffer.from(`part ${n}`), 'application/zip');
     await api(gone, 'POST', '/api/v1/statuses', { status: 'later', scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
     await api(gone, 'POST', '/api/v1/domain_blocks', { domain: 'spam.example' });
     await api(gone, 'POST', '/api/v1/tags/deletion/follow');
@@ -110,6 +120,8 @@ describe('deleting one\'s own account at /settings/delete', () => {
     expect(palBefore.following_count).toBe(1);
     // Notifications to it (pal's follow, favourite, boost, reply) and from it (its follow, favourite, boost of pal's).
     await until(async () => (await api(pal, 'GET', '/api/v1/notifications')).length as number, (n) => n >= 3, 'pal is notified by gone');
+    const palTalks = async () => ((await api(pal, 'GET', '/api/v1/conversations')) as Json[]).flatMap((c) => c.accounts.map((a: Json) => a.id));
+    await until(palTalks, (ids) => ids.includes(gone.id), 'pal\'s conversation shows gone');
     const userId = await userIdOf(gone.id);
     expect(Object.keys(await rowsNaming(s.ctx.db, gone.id, userId)).length).toBeGreaterThan(15);
     for (const key of pic.keys) expect(await s.ctx.fileHost.get(key)).not.toBeNull();
@@ -128,12 +140,33 @@ describe('deleting one\'s own account at /settings/delete', () => {
     // The actor is gone for good, and says so.
     const actor = await s.app.inject({ method: 'GET', url: '/users/gone', headers: { accept: 'application/activity+json' } });
     expect(actor.statusCode).toBe(410);
-    expect((await s.app.inject({ method: 'GET', url: '/.well-known/webfinger?resource=acct:gone@test.local' })).statusCode).toBe(404);
+    // Its WebFinger too (Mastodon's WebfingerController answers 410 for an account suspended for good), by its
+    // address and by its actor's id; an unknown name is still a 404.
+    for (const resource of ['acct:gone@test.local', `${s.config.publicUrl}/users/gone`]) {
+      const finger = await s.app.inject({ method: 'GET', url: `/.well-known/webfinger?resource=${encodeURIComponent(resource)}` });
+      expect(finger.statusCode, resource).toBe(410);
+    }
+    expect((await s.app.inject({ method: 'GET', url: '/.well-known/webfinger?resource=acct:never@test.local' })).statusCode).toBe(404);
 
-    await until(async () => (await deletionJobsLeft()) === 0 && Object.keys(await rowsNaming(s.ctx.db, gone.id, userId)).length === 0,
+    await until(async () => (await deletionJobsLeft()) === 0 && Object.keys(await rowsNaming(s.ctx.db, gone.id, userId, KEPT_FOR_MODERATION)).length === 0,
       (ok) => ok, 'the deletion job removed every row naming the account', 20_000);
-    expect(await rowsNaming(s.ctx.db, gone.id, userId)).toEqual({});
+    expect(await rowsNaming(s.ctx.db, gone.id, userId, KEPT_FOR_MODERATION)).toEqual({});
     expect(await namingColumnCount(s.ctx.db)).toBeGreaterThan(30);
+    // What Mastodon keeps for the moderators: the reports by and about it, and the reported post with its picture;
+    // nothing else of it.
+    expect((await s.ctx.db.query(`SELECT id::text FROM reports WHERE account_id = $1 OR target_account_id = $1 ORDER BY id`, [gone.id])).rows
+      .map((r) => r.id)).toHaveLength(2);
+    expect((await s.ctx.db.query(`SELECT id::text FROM statuses WHERE account_id = $1`, [gone.id])).rows.map((r) => r.id)).toEqual([reported.id]);
+    for (const key of reportedPic.keys) expect(await s.ctx.fileHost.get(key)).not.toBeNull();
+    const adminView = await s.ctx.db.query(`SELECT status_ids::text[] AS ids FROM reports WHERE id = $1`, [report.id]);
+    expect(adminView.rows[0].ids).toEqual([reported.id]);
+    // The reported post is out of timelines all the same.
+    expect(((await api(pal, 'GET', '/api/v1/timelines/home')) as Json[]).map((h) => h.id)).not.toContain(reported.id);
+    // Its archive's parts are gone from the file host with the row.
+    for (const n of [0, 1]) expect(await s.ctx.fileHost.get(archivePartKey(archivePrefix, n))).toBeNull();
+    // Its direct conversation with pal no longer shows it.
+    expect((await s.ctx.db.query(`SELECT count(*)::int AS n FROM account_conversations WHERE account_id = $1`, [pal.id])).rows[0].n).toBeGreaterThan(0);
+    expect(await palTalks()).not.toContain(gone.id);
 
     const row = await accountRow(gone.id);
     expect(row).toMatchObject({ username: 'gone', domain: null, display_name: '', note_html: '', fields: [], statuses_count: 0, followers_count: 0, following_count: 0 });

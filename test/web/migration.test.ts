@@ -1,19 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, csrfOf } from '../helpers/web.ts';
+import { multipart } from '../helpers/multipart.ts';
 import { until } from '../helpers/instances.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
 // /settings/migration (issue 30): aliases and moving between two accounts of one server, through the pages and the API.
 let s: TestServer;
 let olde: TestUser, newe: TestUser, fan: TestUser, hater: TestUser, safe: TestUser;
+let mover: TestUser, locky: TestUser, reader: TestUser, reader2: TestUser;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
 beforeAll(async () => {
   s = await startTestServer();
-  [olde, newe, fan, hater, safe] = await registerUsers(s.app, 'olde', 'newe', 'fan', 'hater', 'safe');
+  [olde, newe, fan, hater, safe, mover, locky, reader, reader2] = await registerUsers(s.app, 'olde', 'newe', 'fan', 'hater', 'safe', 'mover', 'locky', 'reader', 'reader2');
 });
 afterAll(async () => s?.close());
 
@@ -94,6 +96,10 @@ describe('moving an account from /settings/migration', () => {
     await api(fan, 'POST', `/api/v1/lists/${list.id}/accounts`, { account_ids: [olde.id] });
     await api(hater, 'POST', `/api/v1/accounts/${olde.id}/mute`, { notifications: false });
     await api(olde, 'POST', '/api/v1/statuses', { status: 'before the move' });
+    // Notes on the old account go to the new one, before a note already there (Mastodon's copy_account_notes!).
+    await api(fan, 'POST', `/api/v1/accounts/${olde.id}/note`, { comment: 'met at the conference' });
+    await api(hater, 'POST', `/api/v1/accounts/${olde.id}/note`, { comment: 'old grudge' });
+    await api(hater, 'POST', `/api/v1/accounts/${newe.id}/note`, { comment: 'new grudge' });
 
     const browser = await browserOf(olde);
     const moved = await browser.submit('/settings/migration', '/settings/migration', { acct: `newe@${s.config.localDomain}`, current_password: olde.password });
@@ -106,6 +112,13 @@ describe('moving an account from /settings/migration', () => {
     expect(((await api(fan, 'GET', `/api/v1/lists/${list.id}/accounts`)) as Json[]).map((a) => a.id)).toEqual([newe.id]);
     await until(() => relationship(hater, newe.id), (x) => x.muting === true, 'the mute is carried over');
     expect(await relationship(hater, newe.id)).toMatchObject({ muting_notifications: false });
+    const fanNote = (await until(() => relationship(fan, newe.id), (x) => x.note !== '', 'the note is copied')).note as string;
+    expect(fanNote).toContain(`@olde@${s.config.localDomain}`);
+    expect(fanNote).toMatch(/met at the conference$/);
+    const haterNote = (await relationship(hater, newe.id)).note as string;
+    expect(haterNote.indexOf('old grudge')).toBeGreaterThan(-1);
+    expect(haterNote.indexOf('old grudge')).toBeLessThan(haterNote.indexOf('new grudge'));
+    expect((await relationship(hater, olde.id)).note).toBe('old grudge');
 
     const account = await api(fan, 'GET', `/api/v1/accounts/${olde.id}`);
     expectEntity('Account', account);
@@ -113,8 +126,14 @@ describe('moving an account from /settings/migration', () => {
     expect((await api(fan, 'GET', `/api/v1/accounts/${newe.id}`)).moved).toBeUndefined();
     expect((await actorDoc('olde')).movedTo).toBe(uriOf(newe));
 
+    // As Mastodon's require_user! (a moved user is not `functional?`): every call needing a user is refused, although
+    // olde's token was cached as usable by the post above; public routes still answer it.
     const refused = await api(olde, 'POST', '/api/v1/statuses', { status: 'after the move' }, 403);
     expect(refused).toEqual({ error: 'Your login is currently disabled' });
+    expect(await api(olde, 'GET', '/api/v1/accounts/verify_credentials', undefined, 403)).toEqual({ error: 'Your login is currently disabled' });
+    await api(olde, 'GET', '/api/v1/timelines/home', undefined, 403);
+    await api(olde, 'POST', `/api/v1/accounts/${safe.id}/follow`, {}, 403);
+    expect((await api(olde, 'GET', `/api/v1/accounts/${newe.id}`)).id).toBe(newe.id);
 
     const profile = await s.app.inject({ method: 'GET', url: '/@olde', headers: { accept: 'text/html' } });
     expect(profile.statusCode).toBe(200);
@@ -123,6 +142,14 @@ describe('moving an account from /settings/migration', () => {
 
     const page = await browser.get('/settings/migration');
     expect(page.body).toContain('This account has moved');
+    // Its settings stay open (its data may be exported); importing, which follows and blocks, is not (as Mastodon).
+    expect((await browser.get('/settings/exports/follows.csv')).statusCode).toBe(200);
+    const importPage = await browser.get('/settings/import');
+    expect(importPage.statusCode).toBe(200);
+    const upload = await multipart({ _csrf: csrfOf(importPage.body), type: 'following', mode: 'merge', data: { data: Buffer.from('fan\n'), filename: 'f.csv', type: 'text/csv' } });
+    const imported = await s.app.inject({ method: 'POST', url: '/settings/import', payload: upload.payload, headers: { ...upload.headers, accept: 'text/html', cookie: browser.jar.header() } });
+    expect(imported.statusCode).toBe(422);
+    expect(imported.body).toContain('This account has moved');
     // One move a month, as Mastodon.
     const soon = await browser.submit('/settings/migration', '/settings/migration', { acct: 'fan', current_password: olde.password });
     expect(soon.statusCode).toBe(422);
@@ -144,6 +171,46 @@ describe('moving an account from /settings/migration', () => {
     // Cancelling the redirect makes the account usable again.
     expect((await newBrowser.submit('/settings/migration', '/settings/migration/cancel', {})).statusCode).toBe(303);
     await api(newe, 'POST', '/api/v1/statuses', { status: 'here again' });
+    await api(newe, 'GET', '/api/v1/accounts/verify_credentials');
+  });
+
+  it('moving to a locked account: lists hold it on the follow request, keep it when accepted and drop it when rejected', async () => {
+    const locked = await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(locky.token), payload: { locked: true } });
+    expect(locked.statusCode, locked.body).toBe(200);
+    expect((await (await browserOf(locky)).submit('/settings/migration', '/settings/migration/aliases', { acct: 'mover' })).statusCode).toBe(303);
+    const lists: Json[] = [];
+    for (const r of [reader, reader2]) {
+      await api(r, 'POST', `/api/v1/accounts/${mover.id}/follow`);
+      const list = await api(r, 'POST', '/api/v1/lists', { title: 'watching' });
+      await api(r, 'POST', `/api/v1/lists/${list.id}/accounts`, { account_ids: [mover.id] });
+      lists.push(list);
+    }
+    const members = async (r: TestUser, list: Json) => ((await api(r, 'GET', `/api/v1/lists/${list.id}/accounts`)) as Json[]).map((a) => a.id);
+
+    const moved = await (await browserOf(mover)).submit('/settings/migration', '/settings/migration', { acct: 'locky', current_password: mover.password });
+    expect(moved.statusCode, moved.body).toBe(303);
+    for (const r of [reader, reader2]) {
+      await until(() => relationship(r, locky.id), (x) => x.requested === true && x.following === false, 'a request to locky');
+      await until(() => relationship(r, mover.id), (x) => x.following === false, 'no longer following mover');
+    }
+    expect(await members(reader, lists[0]!)).toEqual([locky.id]);
+    expect(await members(reader2, lists[1]!)).toEqual([locky.id]);
+    expect(((await api(reader, 'GET', `/api/v1/accounts/${locky.id}/lists`)) as Json[]).map((l) => l.id)).toEqual([lists[0]!.id]);
+    // Until the request is accepted, the list feed gets none of locky's posts (as Mastodon's lists_for_local_distribution).
+    const early = await api(locky, 'POST', '/api/v1/statuses', { status: 'not followed yet' });
+    await until(() => api(locky, 'GET', '/api/v1/timelines/home'), (xs: Json[]) => xs.some((x) => x.id === early.id), 'fan-out done');
+    expect(((await api(reader2, 'GET', `/api/v1/timelines/list/${lists[1]!.id}`)) as Json[]).map((x) => x.id)).not.toContain(early.id);
+
+    await api(locky, 'POST', `/api/v1/follow_requests/${reader.id}/authorize`);
+    await api(locky, 'POST', `/api/v1/follow_requests/${reader2.id}/reject`);
+    expect((await relationship(reader, locky.id)).following).toBe(true);
+    expect(await members(reader, lists[0]!)).toEqual([locky.id]);
+    expect(await members(reader2, lists[1]!)).toEqual([]);
+    const later = await api(locky, 'POST', '/api/v1/statuses', { status: 'followed now' });
+    await until(() => api(reader, 'GET', `/api/v1/timelines/list/${lists[0]!.id}`), (xs: Json[]) => xs.some((x) => x.id === later.id), 'in the list feed once accepted');
+    // The membership now rests on the follow: it ends with it.
+    await api(reader, 'POST', `/api/v1/accounts/${locky.id}/unfollow`);
+    expect(await members(reader, lists[0]!)).toEqual([]);
   });
 
   it('asks for the two-factor code when two-factor sign-in is on', async () => {

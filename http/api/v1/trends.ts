@@ -2,11 +2,11 @@ import { Type } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';
-import { trendingStatuses, trendingTagsWithHistory } from '../../../services/instance.ts';
+import { preferredLanguages, tagTrends, trendIds } from '../../../services/trends.ts';
 import { renderTag } from '../../serializers/tag.ts';
 import { followedAmong } from '../../../storage/tag-follows.ts';
 import { renderTimeline } from '../../serializers/statuses.ts';
-import { trendingLinks } from '../../../services/trend-reviews.ts';
+import { linkDetails } from '../../../services/trend-reviews.ts';
 import { cardsByIds } from '../../../storage/trend-reviews.ts';
 import { renderPreviewCard } from '../../serializers/preview-card.ts';
 
@@ -25,9 +25,9 @@ export function setOffsetLinks(request: FastifyRequest, reply: FastifyReply, pub
 }
 
 /**
- * Trends from recent public activity, local and remote (services/instance.ts): hashtags by the accounts that used
- * them in the last two days, statuses of the last day by favourites and reblogs, links by the accounts that shared
- * them in the last two days (once an operator approved them). Anyone may read them, as on Mastodon.
+ * Trends from recent public activity, local and remote, as the refreshTrends job scored them (services/trends.ts):
+ * what an operator did not reject (links: what one approved), by score; statuses and links in the viewer's language
+ * first (their locale, else Accept-Language), as Mastodon. Anyone may read them, as on Mastodon.
  */
 export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -35,7 +35,7 @@ export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: Ro
   const tags = async (request: FastifyRequest, reply: FastifyReply, q: { limit?: number | undefined; offset?: number | undefined }) => {
     const limit = q.limit ?? 10;
     const offset = q.offset ?? 0;
-    const trending = (await trendingTagsWithHistory(ctx)).slice(offset, offset + limit);
+    const trending = await tagTrends(ctx, { offset, limit });
     // `following` for a signed-in viewer (one query on the shared list), as Mastodon gives it.
     const viewerId = request.viewerId;
     const followed = viewerId ? await followedAmong(ctx.db, viewerId, trending.map((t) => t.id)) : null;
@@ -59,7 +59,9 @@ export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: Ro
   }, async (request, reply) => {
     const limit = request.query.limit ?? 20;
     const offset = request.query.offset ?? 0;
-    const ids = (await trendingStatuses(ctx)).slice(offset, offset + limit);
+    reply.header('vary', 'Authorization, Accept-Language');
+    const languages = await preferredLanguages(ctx, request.viewerId, request.headers['accept-language']);
+    const ids = await trendIds(ctx, 'status', { offset, limit, languages });
     // Rendered for the viewer (their favourites and reblogs, their filters of public timelines, as Mastodon's explore).
     const body = await renderTimeline(ctx, request.viewerId, ids, 'public');
     setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, ids.length);
@@ -73,9 +75,12 @@ export default async function trendsRoutes(fastify: FastifyInstance, { ctx }: Ro
   }, async (request, reply) => {
     const limit = request.query.limit ?? 10;
     const offset = request.query.offset ?? 0;
-    const trending = (await trendingLinks(ctx)).slice(offset, offset + limit);
-    const cards = await cardsByIds(ctx.db, trending.map((t) => t.id));
-    setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, trending.length);
-    return trending.filter((t) => cards.has(t.id)).map((t) => ({ ...renderPreviewCard(ctx.render, cards.get(t.id)!), history: t.history }));
+    reply.header('vary', 'Authorization, Accept-Language');
+    const languages = await preferredLanguages(ctx, request.viewerId, request.headers['accept-language']);
+    const ids = await trendIds(ctx, 'link', { offset, limit, languages });
+    const cards = await cardsByIds(ctx.db, ids);
+    const trending = await linkDetails(ctx, ids.filter((id) => cards.has(id)).map((id) => ({ id, url: cards.get(id)!.url })));
+    setOffsetLinks(request, reply, ctx.config.publicUrl, offset, limit, ids.length);
+    return trending.map((t) => ({ ...renderPreviewCard(ctx.render, cards.get(t.id)!), history: t.history }));
   });
 }

@@ -11,7 +11,7 @@ import { renderPreviewCard } from '../../../serializers/preview-card.ts';
 import { renderTag } from '../../../serializers/tag.ts';
 import { renderStatuses } from '../../../serializers/statuses.ts';
 import { cardsByIds, findPublisher, publishersPage, reviewPublisher, type PublisherRow } from '../../../../storage/trend-reviews.ts';
-import { adminStatusTrends, adminTagTrends, forgetTrends, linkCandidates, linkDetails, review, type AdminTagTrend, type LinkCandidate } from '../../../../services/trend-reviews.ts';
+import { adminStatusTrends, adminTagTrends, applyPublisherReviews, linkCandidates, linkDetails, review, type AdminTagTrend, type LinkCandidate } from '../../../../services/trend-reviews.ts';
 import type { AppContext } from '../../../../context.ts';
 
 // Mastodon's admin trends API (/api/v1/admin/trends/…): what is trending, reviewed or not, and the approvals and
@@ -100,7 +100,7 @@ export default async function adminTrendsRoutes(fastify: FastifyInstance, { ctx 
       // A domain nobody linked yet may be decided in advance; an unknown id is a 404.
       if (!existing && !/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(key)) throw notFound();
       const row = await reviewPublisher(ctx.db, existing?.domain ?? key, trendable);
-      await forgetTrends(ctx);
+      await applyPublisherReviews(ctx);
       return renderPublisher(row);
     });
   }

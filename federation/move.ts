@@ -1,9 +1,10 @@
 import type { Move } from '@fedify/vocab';
 import type { Context, InboxContext } from '@fedify/fedify';
+import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
-import { findAccountByUri, type AccountRow } from '../storage/accounts.ts';
+import { findAccountByUri, setAlsoKnownAs, type AccountRow } from '../storage/accounts.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
-import { startMove } from '../services/account-migration.ts';
+import { MAX_ALIASES, startMove } from '../services/account-migration.ts';
 import { signedLoader } from './instance-actor.ts';
 import { fetchActor, storeRemoteActor } from './remote-accounts.ts';
 import { localActor } from './remote-statuses.ts';
@@ -31,8 +32,9 @@ export async function resolveAccountAddress(app: AppContext, address: string, ac
       const known = await findAccountByUri(app.db, url.href);
       if (known) return known;
     }
-    const actor = await fetchActor(fed, url.href, await signedLoader(fed, actingAs));
-    return actor ? storeRemoteActor(app, actor) : null;
+    const loader = await signedLoader(fed, actingAs);
+    const actor = await fetchActor(fed, url.href, loader);
+    return actor ? withServedAliases(app, await storeRemoteActor(app, actor), loader) : null;
   }
   const m = /^([A-Za-z0-9_.-]{1,100})(?:@([A-Za-z0-9.:-]{1,255}))?$/.exec(address);
   if (!m) return null;
@@ -42,15 +44,33 @@ export async function resolveAccountAddress(app: AppContext, address: string, ac
     const { resolveAcct } = await import('./remote-accounts.ts');
     return resolveAcct(app, fed, username!, domain.toLowerCase(), actingAs);
   }
-  const actor = await fetchActor(fed, `acct:${username}@${domain.toLowerCase()}`, await signedLoader(fed, actingAs));
-  return actor ? storeRemoteActor(app, actor) : null;
+  const loader = await signedLoader(fed, actingAs);
+  const actor = await fetchActor(fed, `acct:${username}@${domain.toLowerCase()}`, loader);
+  return actor ? withServedAliases(app, await storeRemoteActor(app, actor), loader) : null;
+}
+
+/**
+ * GoToSocial (0.19) defines `alsoKnownAs` in its actors' own context without `"@type": "@id"`, so JSON-LD reads the
+ * aliases as plain strings, which Fedify's `aliasIds` leaves out, while Mastodon reads the document as served. Where a
+ * freshly fetched actor shows no alias, its document is read as served and the http(s) strings there are its aliases.
+ */
+async function withServedAliases(app: AppContext, row: AccountRow | null, loader: DocumentLoader): Promise<AccountRow | null> {
+  if (row || !row) return row;
+  const served = await loader(row.uri).then((r) => r.document as { id?: unknown; alsoKnownAs?: unknown }, () => null);
+  if (!served || served.id !== row.uri) return row;
+  const raw = Array.isArray(served.alsoKnownAs) ? served.alsoKnownAs : [served.alsoKnownAs];
+  const uris = [...new Set(raw.filter((u): u is string => typeof u === 'string' && /^https?:\/\//i.test(u) && URL.canParse(u)))].slice(0, MAX_ALIASES);
+  if (uris.length === 0) return row;
+  await setAlsoKnownAs(app.db, row.id, uris);
+  return { ...row, also_known_as: uris };
 }
 
 /** The account an actor id names, ours from storage, a remote one fetched afresh (its alsoKnownAs as it is now). */
 async function freshAccount(fed: Context<AppContext>, uri: URL): Promise<AccountRow | null> {
   if (uri.origin === new URL(fed.data.config.publicUrl).origin) return localActor(fed as Fed, uri);
-  const actor = await fetchActor(fed, uri.href);
-  return actor && actor.id?.href === uri.href ? storeRemoteActor(fed.data, actor) : null;
+  const loader = await signedLoader(fed);
+  const actor = await fetchActor(fed, uri.href, loader);
+  return actor && actor.id?.href === uri.href ? withServedAliases(fed.data, await storeRemoteActor(fed.data, actor), loader) : null;
 }
 
 /**

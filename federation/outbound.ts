@@ -3,7 +3,6 @@ import { Note, QuoteRequest } from '@fedify/vocab';
 import { findQuote, quoteOfStatus } from '../storage/quotes.ts';
 import { Temporal } from '@js-temporal/polyfill';
 import type { Context } from '@fedify/fedify';
-import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import type { Delivery } from '../services/deliveries.ts';
 import { findAccountById, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
@@ -11,7 +10,7 @@ import { findStatus, findStatusRecord } from '../storage/statuses.ts';
 import { findPoll, ownVotes } from '../storage/polls.ts';
 import { remoteFollowersBatch } from '../storage/follows.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
-import { domainPolicy } from '../services/domain-policy.ts';
+import { deliverable } from './deliverable.ts';
 import { announceOf, audienceOf, personOf, quoteAuthorizationUri, recipientOf, statusObjectOf, tombstoneOf } from './objects.ts';
 import { flagOf } from './flag.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
@@ -221,20 +220,6 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       return;
     }
   }
-}
-
-/**
- * Whether we may POST to a remote account's inboxes: http(s) only, and (unless ALLOW_PRIVATE_ADDRESSES) never a
- * loopback or private address. Fedify checks addresses when it fetches, not when it sends.
- */
-async function deliverable(app: AppContext, a: AccountRow): Promise<boolean> {
-  if (await domainPolicy(app).refuses(a.domain)) return false; // a suspended server gets nothing
-  for (const url of [a.inbox_url, a.shared_inbox_url]) {
-    if (!url) continue;
-    if (!/^https?:\/\//i.test(url)) return false;
-    if (!app.config.allowPrivateAddresses && !(await validatePublicUrl(url).then(() => true, () => false))) return false;
-  }
-  return a.inbox_url !== null;
 }
 
 /**

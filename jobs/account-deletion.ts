@@ -1,13 +1,12 @@
 import { Delete, PUBLIC_COLLECTION, type Recipient } from '@fedify/vocab';
-import { validatePublicUrl } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import { transaction } from '../storage/db.ts';
 import { addToOutbox } from '../storage/outbox.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import * as deletion from '../storage/account-deletion.ts';
 import { accountUri } from '../services/uris.ts';
-import { domainPolicy } from '../services/domain-policy.ts';
 import { recipientOf } from '../federation/objects.ts';
+import { deliverable } from '../federation/deliverable.ts';
 import { removeStatusFromFeeds } from './fanout.ts';
 import { accountArchives, deleteAccountArchive } from '../storage/account-archives.ts';
 import { removeArchiveFiles } from '../services/exports.ts';
@@ -238,15 +237,4 @@ class StepRunner {
   private async removeFiles(keys: string[]): Promise<void> {
     for (const key of keys) await this.ctx.fileHost.delete(key).catch(() => {});
   }
-}
-
-/** Whether a remote account's inboxes may be posted to: its server not suspended, its inboxes public http(s). */
-async function deliverable(ctx: AppContext, a: AccountRow): Promise<boolean> {
-  if (!a.inbox_url || (await domainPolicy(ctx).refuses(a.domain))) return false;
-  for (const url of [a.inbox_url, a.shared_inbox_url]) {
-    if (!url) continue;
-    if (!/^https?:\/\//i.test(url)) return false;
-    if (!ctx.config.allowPrivateAddresses && !(await validatePublicUrl(url).then(() => true, () => false))) return false;
-  }
-  return true;
 }

@@ -3,13 +3,17 @@ import { startHttpsInstance, until, type Instance } from '../helpers/instances.t
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { WebClient } from '../helpers/web.ts';
+import { createServer, type Server } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { freePort } from '../helpers/listen.ts';
 
 // Account moves across servers (issue 30): two instances of this server over https, and a strict peer (its followers
 // hear of the Move, its actors send Moves here).
 let a: Instance;
 let b: Instance;
 let peer: StrictPeer;
-let alice: TestUser, dan: TestUser, erin: TestUser, frank: TestUser; // on a
+let alice: TestUser, dan: TestUser, erin: TestUser, frank: TestUser, gail: TestUser; // on a
 let bob: TestUser, carol: TestUser; // on b
 let gus: string, hal: string; // on the peer
 const AS = 'https://www.w3.org/ns/activitystreams';
@@ -19,7 +23,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 
 beforeAll(async () => {
   [a, b, peer] = await Promise.all([startHttpsInstance({ METRICS_TOKEN }), startHttpsInstance(), startStrictPeer()]);
-  [[alice, dan, erin, frank], [bob, carol]] = await Promise.all([registerUsers(a.app, 'alice', 'dan', 'erin', 'frank'), registerUsers(b.app, 'bob', 'carol')]);
+  [[alice, dan, erin, frank, gail], [bob, carol]] = await Promise.all([registerUsers(a.app, 'alice', 'dan', 'erin', 'frank', 'gail'), registerUsers(b.app, 'bob', 'carol')]);
   gus = await peer.addActor('gus');
   hal = await peer.addActor('hal');
 }, 60_000);
@@ -122,5 +126,44 @@ describe('moving between servers', () => {
     // The peer is sent the Undo of erin's follow of hal.
     await peer.waitFor((d) => d.activity.type === 'Undo' && (d.activity.object as Json)?.object === hal && d.verified);
     expect((await api(a, erin, 'GET', `/api/v1/accounts/${halOnA.id}`)).moved).toMatchObject({ id: frank.id });
+  });
+});
+
+/**
+ * An actor as GoToSocial 0.19 serves it: `alsoKnownAs` defined in its own context without `"@type": "@id"`, so
+ * JSON-LD takes the aliases for plain strings (Mastodon reads them as served). Signed GETs are not checked here.
+ */
+async function gtsLikeHost(aliases: string[]): Promise<{ server: Server; domain: string; close(): Promise<void> }> {
+  const port = await freePort();
+  const domain = `localhost:${port}`;
+  const actor = `https://${domain}/users/gts`;
+  const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const server = createServer({ cert: readFileSync(process.env.TEST_TLS_CERT_FILE!), key: readFileSync(process.env.TEST_TLS_KEY_FILE!) }, (req, res) => {
+    const url = new URL(req.url ?? '/', `https://${domain}`);
+    const send = (status: number, body: unknown, type = 'application/activity+json') => { res.writeHead(status, { 'content-type': type }); res.end(JSON.stringify(body)); };
+    if (req.method === 'POST') { req.resume(); return send(202, {}); }
+    if (url.pathname === '/.well-known/webfinger') {
+      return send(200, { subject: `acct:gts@${domain}`, links: [{ rel: 'self', type: 'application/activity+json', href: actor }] }, 'application/jrd+json');
+    }
+    if (url.pathname !== '/users/gts') return send(404, { error: 'not found' }, 'application/json');
+    send(200, {
+      '@context': ['https://w3id.org/security/v1', 'https://www.w3.org/ns/activitystreams', { alsoKnownAs: 'as:alsoKnownAs', toot: 'http://joinmastodon.org/ns#' }],
+      alsoKnownAs: aliases, id: actor, type: 'Person', preferredUsername: 'gts', inbox: `${actor}/inbox`, outbox: `${actor}/outbox`,
+      followers: `${actor}/followers`, publicKey: { id: `${actor}/main-key`, owner: actor, publicKeyPem: pem },
+    });
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return { server, domain, close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }) };
+}
+
+describe('moving to a GoToSocial account', () => {
+  it('reads the aliases of an actor whose context makes them plain strings', async () => {
+    const gts = await gtsLikeHost([uriOn(a, gail)]);
+    try {
+      await submit(await browserOf(a, gail), '/settings/migration', { acct: `gts@${gts.domain}`, current_password: gail.password });
+      expect((await api(a, dan, 'GET', `/api/v1/accounts/${gail.id}`)).moved).toMatchObject({ acct: `gts@${gts.domain}` });
+    } finally {
+      await gts.close();
+    }
   });
 });

@@ -120,3 +120,30 @@ describe('moving one\'s relations from one server to another with export and imp
     expect(rows(await download(penBrowser, 'bookmarks'), false)).toEqual(rows(exported.bookmarks, false));
   });
 });
+
+describe('deleting an account that another server knows', () => {
+  it('removes its posts from the other server\'s views once the Delete of its actor arrives there', async () => {
+    const [[del]] = await Promise.all([registerUsers(a.app, 'del')]);
+    const [[fan]] = await Promise.all([registerUsers(b.app, 'fan')]);
+    const delOnB = await lookup(b, fan!, `del@${a.domain}`);
+    await api(b, fan!, 'POST', `/api/v1/accounts/${delOnB.id}/follow`);
+    await until(async () => relationship(b, fan!, delOnB.id), (r) => r.following === true, 'b: fan follows del');
+    const post = await api(a, del!, 'POST', '/api/v1/statuses', { status: 'soon gone', visibility: 'public' });
+    const seen = await until(async () => (await api(b, fan!, 'GET', '/api/v1/timelines/home')) as Json[], (l) => l.some((s) => s.uri === post.uri), 'b: the post in fan\'s home');
+    const copy = seen.find((s) => s.uri === post.uri)!;
+
+    const browser = await browserOf(a, del!);
+    const res = await browser.submit('/settings/delete', '/settings/delete', { current_password: del!.password });
+    expect(res.statusCode, res.body.slice(0, 1000)).toBe(200);
+
+    // b hears of it: the post leaves fan's home, the status and the account's posts are gone, the account suspended.
+    await until(async () => (await api(b, fan!, 'GET', '/api/v1/timelines/home')) as Json[], (l) => !l.some((s) => s.uri === post.uri), 'b: the post gone from fan\'s home', 30_000);
+    const status = await b.app.inject({ method: 'GET', url: `/api/v1/statuses/${copy.id}`, headers: bearer(fan!.token) });
+    expect(status.statusCode).toBe(404);
+    const statuses = await b.app.inject({ method: 'GET', url: `/api/v1/accounts/${delOnB.id}/statuses`, headers: bearer(fan!.token) });
+    expect(statuses.statusCode === 404 || (statuses.json() as Json[]).length === 0, statuses.body).toBe(true);
+    expect((await api(b, fan!, 'GET', '/api/v1/accounts/verify_credentials')).following_count).toBe(0);
+    // And on a, only the reserved name is left: its actor answers 410.
+    await until(async () => (await fetch(`${a.url}/users/del`, { headers: { accept: 'application/activity+json' } })).status, (s) => s === 410, 'a: the actor gone');
+  });
+});

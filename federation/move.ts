@@ -55,7 +55,7 @@ export async function resolveAccountAddress(app: AppContext, address: string, ac
  * freshly fetched actor shows no alias, its document is read as served and the http(s) strings there are its aliases.
  */
 async function withServedAliases(app: AppContext, row: AccountRow | null, loader: DocumentLoader): Promise<AccountRow | null> {
-  if (row || !row) return row;
+  if (!row || row.domain === null || !row.uri || row.also_known_as.length > 0) return row;
   const served = await loader(row.uri).then((r) => r.document as { id?: unknown; alsoKnownAs?: unknown }, () => null);
   if (!served || served.id !== row.uri) return row;
   const raw = Array.isArray(served.alsoKnownAs) ? served.alsoKnownAs : [served.alsoKnownAs];

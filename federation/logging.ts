@@ -19,7 +19,13 @@ function reportedElsewhere(record: LogRecord): boolean {
   if (category === 'fedify.federation.actor') return String(record.rawMessage).startsWith('You configured a');
   // Each failed delivery attempt (two lines each): recordDeliveryError (meter.ts) warns once per server instead.
   // Giving up on a delivery is still logged.
-  if (category === 'fedify.federation.outbox') return String(record.rawMessage).startsWith('Failed to send activity') && !String(record.rawMessage).includes('giving up');
+  if (category === 'fedify.federation.outbox') {
+    const message = String(record.rawMessage);
+    // Activities to one inbox are signed with the RSA key alone, on purpose (no Ed25519 proof, as Mastodon sends
+    // none: federation/outbound.ts sendTo); Fedify warns that it made no proof each time.
+    if (message.startsWith('No supported key found to create a proof')) return true;
+    return message.startsWith('Failed to send activity') && !message.includes('giving up');
+  }
   return false;
 }
 

@@ -21,6 +21,10 @@ export interface Config {
   /** scheme + LOCAL_DOMAIN, e.g. http://localhost:3000 */
   publicUrl: string;
   databaseUrl: string;
+  /** Streaming replicas for reads that may be slightly behind (storage/replica.ts); empty: every read on the primary. */
+  databaseReplicaUrls: string[];
+  /** A replica further behind the primary than this (ms) is not read from. */
+  databaseReplicaMaxLagMs: number;
   redisUrl: string;
   /** Prefix for every Redis key and BullMQ queue, so installs (and test runs) sharing a Redis never collide. */
   redisPrefix: string;
@@ -220,6 +224,23 @@ function metricsToken(env: Env): string {
 
 const SOFTWARE_VERSION = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
+/** DATABASE_REPLICA_URL: comma-separated PostgreSQL URLs of streaming replicas of DATABASE_URL's database. */
+function replicaUrls(env: Env, databaseUrl: string): string[] {
+  const urls = str(env, 'DATABASE_REPLICA_URL', '').split(',').map((u) => u.trim()).filter((u) => u !== '');
+  for (const u of urls) {
+    let parsed: URL;
+    try {
+      parsed = new URL(u);
+    } catch {
+      throw new ConfigError('DATABASE_REPLICA_URL', `"${u}" is not a URL`);
+    }
+    if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') throw new ConfigError('DATABASE_REPLICA_URL', `expected postgres:// URLs, got "${parsed.protocol}"`);
+    if (parsed.pathname === '/' || parsed.pathname === '') parsed.pathname = new URL(databaseUrl).pathname;
+    urls[urls.indexOf(u)] = parsed.toString();
+  }
+  return urls;
+}
+
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/fedi_server';
 
 export function loadConfig(env: Env = process.env): Config {
@@ -238,6 +259,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (new URL(databaseUrl).pathname.replace(/^\//, '') === '') {
     throw new ConfigError('DATABASE_URL', 'must name a database, e.g. postgres://postgres@127.0.0.1:5432/fedi_server');
   }
+  const databaseDirectUrl = env.DATABASE_DIRECT_URL ? url(env, 'DATABASE_DIRECT_URL', '', ['postgres:', 'postgresql:']) : databaseUrl;
+  const preparedStatements = bool(env, 'PREPARED_STATEMENTS', true);
+  // Migrations through a transaction pooler would take their lock on one server connection and could release it
+  // on another (or never): behind one, they go straight to PostgreSQL.
+  if (!preparedStatements && !env.DATABASE_DIRECT_URL) {
+    throw new ConfigError('DATABASE_DIRECT_URL', 'is required with PREPARED_STATEMENTS=false: PostgreSQL itself (not the pooler), for migrations');
+  }
   const contactEmail = str(env, 'INSTANCE_CONTACT_EMAIL', '');
   const fileHost = oneOf(env, 'FILE_HOST', 'local', ['local', 's3'] as const);
   if (fileHost === 's3') {
@@ -251,6 +279,8 @@ export function loadConfig(env: Env = process.env): Config {
     localDomain,
     publicUrl: `${https ? 'https' : 'http'}://${localDomain}`,
     databaseUrl,
+    databaseReplicaUrls: replicaUrls(env, databaseUrl),
+    databaseReplicaMaxLagMs: int(env, 'DATABASE_REPLICA_MAX_LAG_MS', 10_000, 100, 3_600_000),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REDIS_PREFIX', 'fedi:'),
     dataDir: str(env, 'DATA_DIR', './data'),

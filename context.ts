@@ -19,6 +19,7 @@ import type { AccountKeyRing } from './federation/keys.ts';
 import type { BullMqMessageQueue } from './federation/queue.ts';
 import type { JobBacklog } from './services/job-backlog.ts';
 import type { LiveDeliveries } from './services/live-deliveries.ts';
+import type { ReadReplicas } from './storage/replica.ts';
 
 /** ActivityPub through Fedify, with this context as the data every handler gets. */
 export type AppFederation = Federation<AppContext>;
@@ -27,6 +28,13 @@ export type AppFederation = Federation<AppContext>;
 export interface AppContext {
   config: Config;
   db: Db;
+  /**
+   * Where a viewer's reads that may be slightly behind go (public pages, account pages, search, suggestions,
+   * ActivityPub GETs): a replica that has their last write, else `db`. Never for writes or transactions.
+   */
+  readDb: (viewerId: string | null | undefined) => Promise<Db>;
+  /** DATABASE_REPLICA_URL's replicas, when set. */
+  replicas: ReadReplicas | null;
   redis: Redis;
   /** Whether PostgreSQL and Redis answer, as this process sees them (logged once per change, shown by /health). */
   dependencies: Dependencies;

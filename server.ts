@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { createPool, ensureDatabase, migrate } from './storage/db.ts';
+import { withoutNamedStatements } from './storage/pooler.ts';
 import { createRedis, connectRedis, createKeyTracking } from './storage/redis.ts';
 import { LocalFileHost } from './storage/filehost/local.ts';
 import type { FileHost } from './storage/filehost/index.ts';
@@ -32,14 +33,19 @@ import { accountsWithFilters, accountsWithRelations } from './storage/cache-repa
 import { pino } from 'pino';
 import { closeHealth } from './federation/health.ts';
 import { closeMetrics } from './services/metrics.ts';
+import { ReadReplicas } from './storage/replica.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
-  await ensureDatabase(config.databaseUrl);
-  await migrate(config.databaseUrl);
+  await ensureDatabase(config.databaseDirectUrl);
+  await migrate(config.databaseDirectUrl);
   const db = createPool(config.databaseUrl, config.databasePoolSize);
+  if (!config.preparedStatements) withoutNamedStatements(db);
   const redis = createRedis(config.redisUrl);
   await connectRedis(redis, config.redisUrl);
+  const replicas = config.databaseReplicaUrls.length === 0 ? null
+    : new ReadReplicas(db, config.databaseReplicaUrls, { poolSize: config.databasePoolSize, redis, redisPrefix: config.redisPrefix, maxLagMs: config.databaseReplicaMaxLagMs });
+  await replicas?.start();
   const fileHost = await createFileHost(config);
   const tokens = new TokenCache();
   const subscriber = createSubscriber(config.redisUrl, 'fedi:invalidations');
@@ -83,6 +89,8 @@ export async function createContext(config: Config): Promise<AppContext> {
   const ctx = {
     config,
     db,
+    replicas,
+    readDb: (viewerId: string | null | undefined) => (replicas ? replicas.readDb(viewerId) : Promise.resolve(db)),
     redis,
     fileHost,
     actors,
@@ -129,6 +137,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   await ctx.tracking.close();
   // What this process saw of other servers, and its counts, are written while the connections are still open.
   await Promise.all([closeHealth(ctx), closeMetrics(ctx)]);
+  await ctx.replicas?.close();
   await ctx.db.end();
   ctx.redis.disconnect();
 }

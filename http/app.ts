@@ -17,6 +17,7 @@ import errorsPlugin from './plugins/errors.ts';
 import corsPlugin from './plugins/cors.ts';
 import availabilityPlugin from './plugins/availability.ts';
 import authPlugin from './plugins/auth.ts';
+import readYourWritesPlugin from './plugins/read-your-writes.ts';
 import rateLimitPlugin from './plugins/rate-limit.ts';
 import { mastodonKeywords } from './plugins/validation.ts';
 import healthRoutes from './health.ts';
@@ -128,6 +129,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(federationHook, { ctx });
   if (ctx.config.rateLimits) await app.register(rateLimitPlugin, { ctx });
   await app.register(authPlugin, { db: ctx.db, tokens: ctx.tokens });
+  // With read replicas, a viewer's writes are remembered so that their next reads see them.
+  await app.register(readYourWritesPlugin, { ctx });
 
   // Pages for browsers (http/web/): their own scope, with sessions, CSRF checks and security headers.
   await app.register(webRoutes, { ctx });

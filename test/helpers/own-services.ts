@@ -1,5 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,6 +103,19 @@ export class OwnPostgres {
     return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
   }
 
+  /**
+   * A streaming replica of this cluster (pg_basebackup -R: a standby following it over replication), started on a
+   * free port of its own; read-only, with every database of this one. initdb's trust covers replication connections.
+   */
+  async startReplica(): Promise<OwnPostgres> {
+    const dir = await mkdtemp(join(tmpdir(), 'fedi-pg-replica-'));
+    const replica = new OwnPostgres(await freePort(), dir);
+    if (process.getuid?.() === 0) await run('chown', ['postgres', dir]);
+    await this.as(join(PG_BIN, 'pg_basebackup'), ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-D', replica.data, '-R', '-X', 'stream', '--no-sync']);
+    await replica.start();
+    return replica;
+  }
+
   private async as(cmd: string, args: string[]): Promise<void> {
     if (process.getuid?.() === 0) await run('runuser', ['-u', 'postgres', '--', cmd, ...args]);
     else await run(cmd, args);
@@ -114,12 +127,42 @@ export class OwnPostgres {
     await listening(this.port);
   }
 
+  /** The postmaster's pid and its children's (backends, checkpointer, walwriter...), from the data directory's pid file. */
+  async pids(): Promise<number[]> {
+    const postmaster = Number((await readFile(join(this.data, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const children = await run('pgrep', ['-P', String(postmaster)]).then((r) => r.stdout.split('\n').filter(Boolean).map(Number), () => []);
+    return [postmaster, ...children];
+  }
+
+  /**
+   * Every process of the cluster stops (SIGSTOP, the postmaster first so it starts no new child) and keeps its
+   * sockets: a hung primary, a stalled disk or a network partition as a client sees it. `resume` ends it.
+   */
+  async pause(): Promise<void> {
+    const [postmaster, ...children] = await this.pids();
+    process.kill(postmaster!, 'SIGSTOP');
+    // Children forked just before the postmaster stopped are found by a second look.
+    for (const pid of new Set([...children, ...(await this.pids()).slice(1)])) process.kill(pid, 'SIGSTOP');
+  }
+
+  async resume(): Promise<void> {
+    for (const pid of (await this.pids()).reverse()) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  }
+
   /** `fast`: sessions are ended, transactions rolled back (a clean stop); `immediate`: as a crash. */
   async stop(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
     await this.as(join(PG_BIN, 'pg_ctl'), ['-D', this.data, '-m', mode, '-w', 'stop']).catch(() => {});
   }
 
   async remove(): Promise<void> {
+    // A cluster left paused would not stop.
+    await this.resume().catch(() => {});
     await this.stop('immediate');
     await rm(this.dir, { recursive: true, force: true });
   }

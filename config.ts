@@ -21,6 +21,16 @@ export interface Config {
   /** scheme + LOCAL_DOMAIN, e.g. http://localhost:3000 */
   publicUrl: string;
   databaseUrl: string;
+  /**
+   * PostgreSQL itself, not a pooler in front of it: database creation and migrations (node-pg-migrate holds a
+   * session-level advisory lock, which a transaction pooler cannot keep). DATABASE_URL when not set.
+   */
+  databaseDirectUrl: string;
+  /**
+   * false behind a transaction pooler (PgBouncer's pool_mode=transaction, Mastodon's PREPARED_STATEMENTS=false): no
+   * named prepared statements, since the next query may run on another server connection that never saw them.
+   */
+  preparedStatements: boolean;
   /** Streaming replicas for reads that may be slightly behind (storage/replica.ts); empty: every read on the primary. */
   databaseReplicaUrls: string[];
   /** A replica further behind the primary than this (ms) is not read from. */
@@ -279,6 +289,8 @@ export function loadConfig(env: Env = process.env): Config {
     localDomain,
     publicUrl: `${https ? 'https' : 'http'}://${localDomain}`,
     databaseUrl,
+    databaseDirectUrl,
+    preparedStatements,
     databaseReplicaUrls: replicaUrls(env, databaseUrl),
     databaseReplicaMaxLagMs: int(env, 'DATABASE_REPLICA_MAX_LAG_MS', 10_000, 100, 3_600_000),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),

@@ -26,7 +26,7 @@ import { findAccountById } from './storage/accounts.ts';
 import { StreamEvents } from './services/stream-events.ts';
 import { JobBacklog } from './services/job-backlog.ts';
 import { FilterCache } from './services/filters.ts';
-import { cutOffConnections, guardCommits } from './storage/db.ts';
+import { cutOffConnections, guardCommits, refuseQueriesWhile } from './storage/db.ts';
 import { createSubscriber } from './storage/redis.ts';
 import { Dependencies, DependencyUnavailable } from './storage/dependencies.ts';
 import { accountsWithFilters, accountsWithRelations } from './storage/cache-repair.ts';
@@ -43,8 +43,11 @@ export async function createContext(config: Config): Promise<AppContext> {
   if (!config.preparedStatements) withoutNamedStatements(db);
   const redis = createRedis(config.redisUrl);
   await connectRedis(redis, config.redisUrl);
-  const replicas = config.databaseReplicaUrls.length === 0 ? null
+  // Job workers read from the primary: what they read is what they are about to act on.
+  const replicas = config.databaseReplicaUrls.length === 0 || config.role === 'worker' ? null
     : new ReadReplicas(db, config.databaseReplicaUrls, { poolSize: config.databasePoolSize, redis, redisPrefix: config.redisPrefix, maxLagMs: config.databaseReplicaMaxLagMs });
+  // Replicas behind the same kind of pooler as the primary.
+  if (!config.preparedStatements) for (const replica of replicas?.replicas ?? []) withoutNamedStatements(replica.pool);
   await replicas?.start();
   const fileHost = await createFileHost(config);
   const tokens = new TokenCache();
@@ -63,6 +66,8 @@ export async function createContext(config: Config): Promise<AppContext> {
   });
   dependencies.start();
   guardCommits(db, () => (dependencies.isUp('redis') ? null : new DependencyUnavailable('redis')));
+  // While PostgreSQL is known to be away (hung, cut off), queries fail at once rather than wait out their timeouts.
+  refuseQueriesWhile(db, () => (dependencies.isUp('postgres') ? null : new DependencyUnavailable('postgres')));
   const homePages = new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000);
   tracking.onInvalidate((keys) => homePages.invalidate(keys));
   const feeds = new HomeFeeds(redis, config.redisPrefix, tracking.reader);

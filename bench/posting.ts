@@ -5,6 +5,9 @@
 //  2. fan-out keeping up: the same with each of the 32 authors followed by the same 100 accounts (home feeds built):
 //     when the last post reached all 100 home feeds after posting stopped, and feed insertions per second;
 //  3. 10,000 local followers of one author: from the POST being sent to the last of the 10,000 feeds.
+// With `BENCH_PGBOUNCER=1`: part 1 three times on the same database, each figure printed: straight to PostgreSQL,
+// then with PREPARED_STATEMENTS=false, then through a PgBouncer of its own (Debian's, transaction pooling, as many
+// server connections as the server's pool) with PREPARED_STATEMENTS=false; parts 2 and 3 (fan-out) are left out.
 import { readdirSync, readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
@@ -12,6 +15,7 @@ import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db
 import { HomeFeeds } from '../storage/feeds.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
+import { startPgBouncer, type PgBouncer } from '../test/helpers/pgbouncer.ts';
 import { accountMaker, api, benchSettings, peakRssMb, resetPeakRss, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 
 const PORT = 3930;
@@ -48,6 +52,16 @@ async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number;
   const info = await redis.info('cpu');
   const redisCpu = 1000 * (Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]));
   return { server: of(serverPid), postgres, redis: redisCpu };
+}
+
+/** CPU time so far (user and system, in ms) of one process. */
+function processCpuMs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
 }
 
 /**
@@ -125,7 +139,8 @@ async function main() {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROFILE] : [];
-  const server = startServer(env, { nodeFlags: profile });
+  let server = startServer(env, { nodeFlags: profile });
+  let bouncer: PgBouncer | null = null;
   const db = createPool(config.databaseUrl, 4);
   const redis = new Redis(config.redisUrl);
   const dbName = new URL(config.databaseUrl).pathname.slice(1);
@@ -160,6 +175,45 @@ async function main() {
     const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
     const statementReport = statements ? await statements.report(made) : '';
     peakOf('posting');
+    if (process.env.BENCH_PGBOUNCER) {
+      const line = (r: typeof alone, commits: number, cpu: string) =>
+        `  ${Math.round(r.rps)} posts/s accepted (${r.accepted} in all${r.refused ? `, ${r.refused} refused or failed` : ''}), p50 ${r.p50} ms, p99 ${r.p99} ms; ${commits.toFixed(2)} commits per post; CPU per post (ms): ${cpu}`;
+      const per = (k: 'server' | 'postgres' | 'redis') => ((cpuAfter[k] - cpuBefore[k]) / Math.max(made, 1)).toFixed(2);
+      const figures = [`direct:\n${line(alone, commitsPerPost, `server ${per('server')}, PostgreSQL ${per('postgres')}, Redis ${per('redis')}`)}`];
+      /** Part 1 again with the server restarted on other settings (its pool of 20 connections unchanged). */
+      const again = async (label: string, settings: Record<string, string>) => {
+        server.kill('SIGTERM');
+        await new Promise((r) => server.once('exit', r));
+        server = startServer({ ...env, ...settings }, { nodeFlags: profile });
+        await waitHealthy(base);
+        await postAll(tokens, 3);
+        await sleep(2000);
+        const commitsBefore = await commits();
+        const postsBefore = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
+        const before = await cpuMs(server.pid!, redis);
+        const bouncerBefore = bouncer ? processCpuMs(bouncer.pid) : 0;
+        const result = await postAll(tokens, SECONDS);
+        await sleep(3000);
+        const after = await cpuMs(server.pid!, redis);
+        const bouncerMs = bouncer ? processCpuMs(bouncer.pid) - bouncerBefore : 0;
+        const n = Math.max(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore, 1);
+        const cpu = (k: 'server' | 'postgres' | 'redis') => ((after[k] - before[k]) / n).toFixed(2);
+        figures.push(`${label}:\n${line(result, ((await commits()) - commitsBefore) / n, `server ${cpu('server')}, PostgreSQL ${cpu('postgres')}, Redis ${cpu('redis')}${bouncer ? `, PgBouncer ${(bouncerMs / n).toFixed(2)}` : ''}`)}`);
+        return result;
+      };
+      // What unnamed statements cost on their own, then what the pooler's hop adds.
+      const unnamed = await again('direct, PREPARED_STATEMENTS=false', { DATABASE_DIRECT_URL: config.databaseUrl, PREPARED_STATEMENTS: 'false' });
+      bouncer = await startPgBouncer({ poolSize: 20, maxClientConn: 200 });
+      const pooled = await again('through PgBouncer, PREPARED_STATEMENTS=false', { DATABASE_URL: bouncer.url(dbName), DATABASE_DIRECT_URL: config.databaseUrl, PREPARED_STATEMENTS: 'false' });
+      const trouble = bouncer.log().split('\n').filter((l) => / (ERROR|WARNING) /.test(l));
+      console.log(`\nposting: ${AUTHORS} accounts at once, one connection each, ${SECONDS} s each, no followers: straight to PostgreSQL, then through PgBouncer (transaction pooling, 20 server connections)`);
+      console.log(figures.join('\n'));
+      const ratio = (r: typeof alone) => `${(r.rps / alone.rps).toFixed(2)}x the posts per second, p50 ${(r.p50 / Math.max(alone.p50, 1)).toFixed(2)}x, p99 ${(r.p99 / Math.max(alone.p99, 1)).toFixed(2)}x`;
+      console.log(`  against direct with prepared statements: unnamed statements ${ratio(unnamed)}; through PgBouncer ${ratio(pooled)}`);
+      if (trouble.length > 0) console.log(`  PgBouncer logged ${trouble.length} errors or warnings, the first: ${trouble[0]}`);
+      console.log('');
+      return;
+    }
 
     // 2. The same authors, each followed by the same 100 accounts whose home feeds are built.
     const followerIds = await seedFollowers(db, authorIds[0]!, FOLLOWERS, `reader${tag}_`);
@@ -264,6 +318,7 @@ async function main() {
     await deleteKeysWithPrefix(redis, config.redisPrefix);
     redis.disconnect();
     await db.end();
+    await bouncer?.stop();
     await dropDatabase(config.databaseUrl);
   }
 }

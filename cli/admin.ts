@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createPool, ensureDatabase, migrate, type Db } from '../storage/db.ts';
+import { withoutNamedStatements } from '../storage/pooler.ts';
 import { findAccountByUsername } from '../storage/accounts.ts';
 import { findUserByAccountId, setAdmin, setApproved, setPasswordHash } from '../storage/users.ts';
 import { revokeUserTokens } from '../storage/oauth.ts';
@@ -235,10 +236,11 @@ async function main() {
   })();
   const redis = createRedis(config.redisUrl);
   try {
-    await ensureDatabase(config.databaseUrl);
-    await migrate(config.databaseUrl);
+    await ensureDatabase(config.databaseDirectUrl);
+    await migrate(config.databaseDirectUrl);
     await connectRedis(redis, config.redisUrl);
     db = createPool(config.databaseUrl, 2);
+    if (!config.preparedStatements) withoutNamedStatements(db);
     await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what), { redis, redisPrefix: config.redisPrefix, config });
   } catch (err) {
     if (err instanceof UsageError) {

@@ -115,7 +115,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       if (!account) return null;
       if (cursor === null) return { items: [] }; // the collection itself shows only its count; pages list
       if (account.hide_collections) return { items: [] };
-      const page = await followersPage(fed.data.db, account.id, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE });
+      const page = await followersPage(await fed.data.readDb(null), account.id, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE });
       return {
         items: page.accounts.map((a) => recipientOf(fed.data, a)),
         nextCursor: page.accounts.length === PAGE ? page.lastId : null,
@@ -130,7 +130,7 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       const account = await publishedLocalAccount(fed.data, identifier);
       if (!account) return null;
       if (cursor === null || account.hide_collections) return { items: [] };
-      const page = await followingPage(fed.data.db, account.id, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE });
+      const page = await followingPage(await fed.data.readDb(null), account.id, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE });
       return {
         items: page.accounts.map((a) => new URL(accountUri(fed.data.render, a))),
         nextCursor: page.accounts.length === PAGE ? page.lastId : null,
@@ -146,7 +146,9 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       const account = await publishedLocalAccount(fed.data, identifier);
       if (!account) return null;
       if (cursor === null) return { items: [] };
-      const ids = await accountStatusIds(fed.data.db, account.id, { visibilities: ['public', 'unlisted'] }, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE_OF_STATUSES });
+      // Pages of collections may be a moment behind (a replica); actors and Notes are not: other servers fetch
+      // them right after a delivery names them, and a replica's 404 would read as "gone".
+      const ids = await accountStatusIds(await fed.data.readDb(null), account.id, { visibilities: ['public', 'unlisted'] }, { maxId: isId(cursor) ? cursor : undefined, limit: PAGE_OF_STATUSES });
       const items = [];
       for (const id of ids) {
         const activity = await activityOf(fed, account, id);

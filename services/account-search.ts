@@ -50,7 +50,7 @@ export async function findAccounts(ctx: AppContext, viewerId: string, rawQuery: 
           : await findAccountByUsername(ctx.db, username, domain);
       exact = await showable(ctx, viewerId, found, following);
     }
-    const rest = await searchAccountsFor(ctx.db, {
+    const rest = await searchAccountsFor(await ctx.readDb(viewerId), {
       viewerId, username, domain: local ? null : domain, following,
       excludeIds: exact ? [exact.id] : [], limit: limit - (exact ? 1 : 0), offset,
     });
@@ -58,5 +58,5 @@ export async function findAccounts(ctx: AppContext, viewerId: string, rawQuery: 
   }
   // `alice@` is a username still being typed.
   const bare = q.replace(/@$/, '');
-  return searchAccountsFor(ctx.db, { viewerId, username: USERNAME.test(bare) ? bare : null, words: q.split(/\s+/), following, limit, offset });
+  return searchAccountsFor(await ctx.readDb(viewerId), { viewerId, username: USERNAME.test(bare) ? bare : null, words: q.split(/\s+/), following, limit, offset });
 }

@@ -29,7 +29,8 @@ async function globalLists(ctx: AppContext): Promise<GlobalLists> {
       if (Array.isArray(parsed.mostInteractions) && Array.isArray(parsed.mostFollowed)) return parsed;
     } catch { /* recomputed below */ }
   }
-  const [interactions, followed] = await Promise.all([mostInteractions(ctx.db), mostFollowed(ctx.db)]);
+  const readDb = await ctx.readDb(null);
+  const [interactions, followed] = await Promise.all([mostInteractions(readDb), mostFollowed(readDb)]);
   const lists: GlobalLists = { mostInteractions: interactions, mostFollowed: followed };
   await ctx.redis.set(key, JSON.stringify(lists), 'EX', GLOBAL_LISTS_TTL_SECONDS);
   return lists;
@@ -48,11 +49,13 @@ export async function forgetGlobalSuggestions(ctx: Pick<AppContext, 'redis' | 'c
  * not to have opted out.
  */
 export async function suggestionsFor(ctx: AppContext, viewerId: string, limit: number): Promise<Suggestion[]> {
+  // A replica, unless the viewer has just written (a follow or a dismissal must show at once).
+  const db = await ctx.readDb(viewerId);
   const [featured, fof, global] = await Promise.all([
-    featuredIds(ctx.db), friendsOfFriends(ctx.db, viewerId, limit), globalLists(ctx),
+    featuredIds(db), friendsOfFriends(db, viewerId, limit), globalLists(ctx),
   ]);
   const candidates = [...new Set([...featured, ...global.mostInteractions, ...global.mostFollowed])];
-  const eligible = new Map((await suggestibleAmong(ctx.db, viewerId, candidates)).map((r) => [r.id, r.discoverable]));
+  const eligible = new Map((await suggestibleAmong(db, viewerId, candidates)).map((r) => [r.id, r.discoverable]));
 
   const found = new Map<string, SuggestionSource[]>();
   const add = (id: string, source: SuggestionSource) => {
@@ -66,7 +69,7 @@ export async function suggestionsFor(ctx: AppContext, viewerId: string, limit: n
   for (const id of global.mostFollowed) if (eligible.get(id) === true) add(id, 'most_followed');
 
   const chosen = [...found.entries()].slice(0, limit);
-  const accounts = new Map((await findAccountsByIds(ctx.db, chosen.map(([id]) => id))).map((a) => [a.id, a]));
+  const accounts = new Map((await findAccountsByIds(db, chosen.map(([id]) => id))).map((a) => [a.id, a]));
   return chosen.flatMap(([id, sources]) => {
     const account = accounts.get(id);
     return account ? [{ account, sources }] : [];

@@ -8,16 +8,60 @@ import { DependencyUnavailable, unavailableDependency } from './dependencies.ts'
 export type Db = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
 
+/**
+ * How long a statement may go unanswered before its connection is given up (a PostgreSQL that hangs, a stalled disk,
+ * a network partition: nothing closes the connection, so nothing else would end the wait). The request it served is
+ * answered 503 within this; a transaction on it was not committed and is rolled back by PostgreSQL (below). A
+ * statement known to need longer passes its own `query_timeout`.
+ */
+export const QUERY_TIMEOUT_MS = 2000;
+
 export function createPool(databaseUrl: string, max = 10): Db {
-  // A request waits at most 2 s for a connection (PostgreSQL away or slow to accept, or every connection busy).
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 2000 });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    // A request waits at most 2 s for a connection (PostgreSQL away or slow to accept, or every connection busy).
+    connectionTimeoutMillis: 2000,
+    // A timer per statement on the client: no round trip. (statement_timeout, on the server, cannot end a wait for a
+    // server that does not run, and as a startup parameter PgBouncer refuses it.)
+    query_timeout: QUERY_TIMEOUT_MS,
+    // Idle connections to a host that is gone are found by TCP keepalives rather than by the next request.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  } as pg.PoolConfig);
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const clients = new Set<pg.PoolClient>();
-  pool.on('connect', (c) => clients.add(c));
+  pool.on('connect', (c) => {
+    clients.add(c);
+    // A connection closed under a checked-out client (cut off, below) fails its query; the client's own 'error'
+    // event, with no pool listener while it is checked out, must not end the process.
+    c.on('error', () => {});
+  });
   pool.on('remove', (c) => clients.delete(c));
   poolClients.set(pool, clients);
+  // Every query and transaction takes a connection through connect (pool.query too): while PostgreSQL is known to be
+  // away, it fails at once instead of waiting out the timeouts above, so that every request is answered in time.
+  const connect = pool.connect.bind(pool) as (cb?: (err: Error | undefined, client?: pg.PoolClient, done?: () => void) => void) => Promise<pg.PoolClient> | void;
+  (pool as unknown as { connect: typeof connect }).connect = (cb) => {
+    const refused = queryRefusals.get(pool)?.();
+    if (!refused) return connect(cb);
+    if (!cb) return Promise.reject(refused);
+    process.nextTick(() => cb(refused));
+  };
   return pool;
+}
+
+const queryRefusals = new WeakMap<Db, () => Error | null>();
+
+/** Asked before a connection is taken from the pool: an error (PostgreSQL known to be away) fails the query at once. */
+export function refuseQueriesWhile(db: Db, check: () => Error | null): void {
+  queryRefusals.set(db, check);
+}
+
+/** Closes a connection now, whatever it was waiting for: PostgreSQL, when it reads again, finds it gone. */
+function destroyConnection(client: pg.PoolClient): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 const poolClients = new WeakMap<Db, Set<pg.PoolClient>>();
@@ -27,7 +71,7 @@ const poolClients = new WeakMap<Db, Set<pg.PoolClient>>();
  * them fails now, uncommitted transactions are rolled back by the server, and the next query connects anew.
  */
 export function cutOffConnections(db: Db): void {
-  for (const c of poolClients.get(db) ?? []) (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  for (const c of poolClients.get(db) ?? []) destroyConnection(c);
 }
 
 const commitGuards = new WeakMap<Db, () => Error | null>();
@@ -67,23 +111,30 @@ export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Prom
     const begun = (await client.query('BEGIN; SELECT txid_current()::text AS txid')) as unknown as pg.QueryResult<{ txid: string }>[];
     txid = begun[1]?.rows[0]?.txid;
     const result = await fn(client);
-    const refused = commitGuards.get(db)?.();
+    // Not sent to a PostgreSQL known to be away: the transaction is rolled back, its connection closed (below).
+    const refused = commitGuards.get(db)?.() ?? queryRefusals.get(db)?.();
     if (refused) throw refused;
     committing = true;
+    const commitSent = Date.now();
     try {
       await client.query('COMMIT');
     } catch (err) {
       if (!txid || !unavailableDependency(err)) throw err;
       broken = err as Error;
-      if (!(await committedAfterAll(db, txid, err))) throw err;
+      if (!(await committedAfterAll(db, txid, err, commitSent + QUERY_TIMEOUT_MS))) throw err;
     }
     committedHooks.delete(client);
     for (const hook of hooks) void Promise.resolve().then(hook).catch(() => {});
     return result;
   } catch (err) {
     committedHooks.delete(client);
-    const gone = err instanceof DependencyUnavailable ? null : unavailableDependency(err);
-    if (gone === 'postgres' || gone === 'network') broken ??= err as Error;
+    const gone = unavailableDependency(err);
+    if (gone === 'postgres' || gone === 'network') {
+      broken ??= err as Error;
+      // Closed now, with no COMMIT sent (or one whose outcome is unknown): a PostgreSQL that hangs finds, when it
+      // runs again, statements without their COMMIT and then a closed connection, and rolls them back.
+      destroyConnection(client);
+    }
     if (!committing && !broken) {
       // A rollback that does not come back in time leaves a connection no one should reuse.
       await client.query({ text: 'ROLLBACK', query_timeout: 2000 } as pg.QueryConfig).catch((e: Error) => (broken = e));
@@ -96,25 +147,25 @@ export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Prom
 }
 
 /**
- * The connection dropped during COMMIT: asks PostgreSQL (on another connection, for up to 2 s) whether the
- * transaction committed. Unknown after that, the caller answers 503 and the outcome is logged once it is known.
+ * The connection dropped during COMMIT, or COMMIT went unanswered: asks PostgreSQL (on another connection, until
+ * 2 s after the COMMIT was sent) whether the transaction committed. A COMMIT unanswered for 2 s (PostgreSQL hangs) is
+ * not asked about. Unknown, the caller answers 503 (a retry with the same Idempotency-Key finds a post that did
+ * commit) and the outcome is logged once it is known.
  */
-async function committedAfterAll(db: Db, txid: string, cause: unknown): Promise<boolean> {
-  const deadline = Date.now() + 2000;
-  for (;;) {
-    const status = await txidStatus(db, txid);
+async function committedAfterAll(db: Db, txid: string, cause: unknown, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    const status = await txidStatus(db, txid, deadline - Date.now());
     if (status === 'committed') return true;
     if (status === 'aborted') return false;
-    if (Date.now() >= deadline) break;
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, Math.min(200, Math.max(0, deadline - Date.now()))));
   }
   void reportLateOutcome(db, txid);
   throw new CommitOutcomeUnknown(txid, cause);
 }
 
-async function txidStatus(db: Db, txid: string): Promise<string | null> {
+async function txidStatus(db: Db, txid: string, timeoutMs = 1000): Promise<string | null> {
   try {
-    const { rows } = await db.query<{ status: string | null }>({ text: 'SELECT txid_status($1) AS status', values: [txid], query_timeout: 1000 } as pg.QueryConfig);
+    const { rows } = await db.query<{ status: string | null }>({ text: 'SELECT txid_status($1) AS status', values: [txid], query_timeout: Math.max(1, Math.min(1000, timeoutMs)) } as pg.QueryConfig);
     return rows[0]?.status ?? null;
   } catch {
     return null;

@@ -226,7 +226,9 @@ export class Dependencies {
     let client = this.probeClient;
     try {
       if (!client) {
-        client = new pg.Client({ connectionString: this.options.databaseUrl, connectionTimeoutMillis: timeoutMs, application_name: 'health probe' });
+        // node-pg's own connect timeout comes later than ours, so that a connection a hung PostgreSQL accepts (its
+        // kernel does) and never answers counts as a hang (ProbeTimeout), as an unanswered SELECT 1 does.
+        client = new pg.Client({ connectionString: this.options.databaseUrl, connectionTimeoutMillis: timeoutMs + 1000, application_name: 'health probe' });
         client.on('error', () => {});
         this.probeClient = client;
         await withTimeout(client.connect(), timeoutMs);

@@ -193,10 +193,10 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const local = domain === undefined || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
     // An account of another server not known yet is found by WebFinger and stored (federation/remote-accounts.ts).
     const account = local
-      ? await findAccountByUsername(ctx.db, username, null)
+      ? await findAccountByUsername(await ctx.readDb(request.viewerId), username, null)
       : await resolveRemoteAcct(ctx, username, domain);
     if (!account || account.suspended_at) throw notFound();
-    return renderAccount(r, await visibleAccount(ctx.db, account.id));
+    return renderAccount(r, await visibleAccount(await ctx.readDb(request.viewerId), account.id));
   });
 
   app.get('/api/v1/accounts', {
@@ -204,7 +204,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
   }, async (request) => {
     const requested = [...new Set(request.query.id.filter(isId))];
-    const [found, waiting] = await Promise.all([findAccountsByIds(ctx.db, requested), pendingAccountIds(ctx.db, requested)]);
+    const db = await ctx.readDb(request.viewerId);
+    const [found, waiting] = await Promise.all([findAccountsByIds(db, requested), pendingAccountIds(db, requested)]);
     const byId = new Map(found.map((a) => [a.id, a]));
     return requested.map((id) => byId.get(id)).filter((a): a is AccountRow => !!a && !a.suspended_at && !waiting.has(a.id)).map((a) => renderAccount(r, a));
   });
@@ -212,18 +213,19 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
   app.get('/api/v1/accounts/:id', {
     schema: { params: AccountIdParams },
     config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
-  }, async (request) => renderAccount(r, await visibleAccount(ctx.db, request.params.id)));
+  }, async (request) => renderAccount(r, await visibleAccount(await ctx.readDb(request.viewerId), request.params.id)));
 
   for (const list of ['followers', 'following'] as const) {
     app.get(`/api/v1/accounts/:id/${list}`, {
       schema: { params: AccountIdParams, querystring: Type.Object(PagingQuery(40, 80)) },
       config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
     }, async (request, reply) => {
-      const account = await visibleAccount(ctx.db, request.params.id);
+      const db = await ctx.readDb(request.viewerId);
+      const account = await visibleAccount(db, request.params.id);
       // An account that hides its collections shows them to itself only; others get an empty list, as in Mastodon.
       if (account.hide_collections && request.viewerId !== account.id) return [];
       const p = pageParams(request.query, 40);
-      const page = list === 'followers' ? await follows.followersPage(ctx.db, account.id, p) : await follows.followingPage(ctx.db, account.id, p);
+      const page = list === 'followers' ? await follows.followersPage(db, account.id, p) : await follows.followingPage(db, account.id, p);
       setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
       return page.accounts.map((a) => renderAccount(r, a));
     });
@@ -243,18 +245,19 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     },
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
-    const account = await visibleAccount(ctx.db, request.params.id);
+    const db = await ctx.readDb(request.viewerId);
+    const account = await visibleAccount(db, request.params.id);
     const q = request.query;
     const viewerId = request.viewerId;
     const visibilities: Visibility[] = viewerId === account.id ? ['public', 'unlisted', 'private', 'direct']
-      : viewerId && (await follows.relationships(ctx.db, viewerId, [account.id])).get(account.id)?.following
+      : viewerId && (await follows.relationships(db, viewerId, [account.id])).get(account.id)?.following
         ? ['public', 'unlisted', 'private'] : ['public', 'unlisted'];
     // Pins: all of them on the first page, newest pin first, without paging (Mastodon's apps ask once).
     if (q.pinned) {
-      const pinned = q.max_id || q.min_id || q.since_id ? [] : await pinnedStatusIds(ctx.db, account.id, { visibilities, mentionedViewerId: viewerId, limit: q.limit ?? 20 });
+      const pinned = q.max_id || q.min_id || q.since_id ? [] : await pinnedStatusIds(db, account.id, { visibilities, mentionedViewerId: viewerId, limit: q.limit ?? 20 });
       return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, viewerId, pinned, 'account'));
     }
-    const ids = await accountStatusIds(ctx.db, account.id, {
+    const ids = await accountStatusIds(db, account.id, {
       visibilities, mentionedViewerId: viewerId, excludeReplies: q.exclude_replies, excludeReblogs: q.exclude_reblogs, onlyMedia: q.only_media, tagged: q.tagged,
     }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);

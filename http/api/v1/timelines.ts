@@ -89,7 +89,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const q = request.query;
-    const ids = await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false, onlyMedia: q.only_media ?? false, viewerId: request.viewerId }, pageParams(q, 20));
+    const ids = await publicTimelineIds(await ctx.readDb(request.viewerId), { local: q.local ?? false, remote: q.remote ?? false, onlyMedia: q.only_media ?? false, viewerId: request.viewerId }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
     return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids, 'public'));
   });
@@ -100,7 +100,7 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
   }, async (request, reply) => {
     const q = request.query;
     const tag = request.params.hashtag.replace(/^#/, '');
-    const ids = await publicTimelineIds(ctx.db, { local: q.local ?? false, remote: q.remote ?? false, tag, onlyMedia: q.only_media ?? false, viewerId: request.viewerId }, pageParams(q, 20));
+    const ids = await publicTimelineIds(await ctx.readDb(request.viewerId), { local: q.local ?? false, remote: q.remote ?? false, tag, onlyMedia: q.only_media ?? false, viewerId: request.viewerId }, pageParams(q, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
     return reply.type('application/json; charset=utf-8').send(await renderTimeline(ctx, request.viewerId, ids, 'public'));
   });

@@ -46,6 +46,8 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
     // Remote lookups are signed by the person searching, as Mastodon does.
     const viewer = resolve ? await findAccountById(ctx.db, viewerId!) : null;
     const wants = (type: string) => !request.query.type || request.query.type === type;
+    // Lookups only (a remote account or post found by `resolve` is stored on the primary by the federation code).
+    const readDb = await ctx.readDb(viewerId);
     const result = { accounts: [] as unknown[], statuses: [] as unknown[], hashtags: [] as unknown[] };
 
     if (wants('accounts')) {
@@ -59,16 +61,16 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
         if (handle) {
           const [, username, domain] = handle as unknown as [string, string, string | undefined];
           const local = !domain || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
-          result.accounts = (await searchAccounts(ctx.db, username, local ? null : domain, limit, offset)).map((a) => renderAccount(ctx.render, a));
+          result.accounts = (await searchAccounts(readDb, username, local ? null : domain, limit, offset)).map((a) => renderAccount(ctx.render, a));
         }
       }
     }
     if (wants('hashtags')) {
       const tag = /^#?([\p{L}\p{N}_]{1,100})$/u.exec(q)?.[1];
       if (tag) {
-        const found = await searchTags(ctx.db, tag, limit, offset);
+        const found = await searchTags(readDb, tag, limit, offset);
         // `following` for a signed-in viewer (one query), as Mastodon gives it.
-        const followed = viewerId ? await followedAmong(ctx.db, viewerId, found.map((t) => t.id)) : new Set<string>();
+        const followed = viewerId ? await followedAmong(readDb, viewerId, found.map((t) => t.id)) : new Set<string>();
         result.hashtags = found.map((t) => ({
           id: t.id, name: t.name.toLowerCase(), url: `${ctx.config.publicUrl}/tags/${encodeURIComponent(t.name.toLowerCase())}`, history: [], following: followed.has(t.id),
         }));
@@ -78,7 +80,7 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
       // Our own links name the id; others' are stored with the status.
       const ownId = q.startsWith(`${ctx.config.publicUrl}/`) ? /\/(?:@[^/]+|users\/[^/]+\/statuses)\/(\d{1,20})$/.exec(q)?.[1] : undefined;
       const own = isId(ownId) ? ownId : undefined;
-      const id = own ?? (await statusIdByLink(ctx.db, q));
+      const id = own ?? (await statusIdByLink(readDb, q));
       if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
     }
     // Words: full-text search, for signed-in users only (as Mastodon); the loader checks visibility once more.

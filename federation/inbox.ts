@@ -80,7 +80,7 @@ async function sender(fed: Fed, activity: Activity): Promise<AccountRow | null> 
     return null;
   }
   // A deleted or suspended actor's late or retried activities change nothing (its key may still verify).
-  if (account.suspended_at) {
+  if (account.suspended_at || account.deleted_at) {
     dropInbound(fed.data, activity, 'refused', `its actor ${activity.actorId.href} is suspended here or deleted`, { quiet: true });
     return null;
   }

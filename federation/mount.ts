@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { MAX_NESTING, jsonNesting, malformedActivityError } from './inbound-limits.ts';
 import { refusedInboxPost, signerHost } from './domain-policy.ts';
 import { dropRefusedPost } from './drops.ts';
+import { signerMaySpeakFor } from './signer-origin.ts';
 import { receiveCollectionActivity, withFeaturedCollections } from './collections.ts';
 
 /** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
@@ -97,6 +98,8 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     }
     // Nested past any real activity: refused before Fedify's JSON-LD processing recurses through it.
     if (body && jsonNesting(body) > MAX_NESTING) return reply.code(400).send({ error: 'Invalid activity' });
+    // A key served by one server claiming an actor of another (federation/signer-origin.ts).
+    if (body && body.length > 0 && !signerMaySpeakFor(request.headers, body)) return reply.code(401).send({ error: 'Signature verification failed' });
     // Activities about collections carry types Fedify cannot parse: checked and taken here (federation/collections.ts).
     const collectionAnswer = body && body.length > 0 && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), body) : null;
     if (collectionAnswer) {

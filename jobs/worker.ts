@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
+import { JOB_QUERY_TIMEOUT_MS, withStatementTimeout } from '../storage/db.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 import { applyDomainBlock } from './domain-blocks.ts';
 import { refusedDelivery } from '../federation/domain-policy.ts';
@@ -36,7 +37,7 @@ export function startWorkers(ctx: AppContext): Workers {
       // say how far behind the worker is.
       ctx.jobBacklog.started(job.timestamp, job.attemptsMade === 0 && !job.opts.delay && !job.repeatJobKey);
       try {
-        await runJob(job);
+        await withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job));
       } finally {
         ctx.jobBacklog.finished();
       }

@@ -10,6 +10,9 @@ import { addRequestedListMembers, listsOf, LISTS_PER_ACCOUNT, type ListRow } fro
 import { normalizeDomain } from './domain-policy.ts';
 import { canSee } from './visibility.ts';
 
+/** Longest line an import file may have: an address, a domain, a post URI or a list name with an address. */
+const MAX_LINE_CHARS = 8 * 1024;
+
 // CSV imports, as Mastodon 4.x's Form::Import, BulkImportService and BulkImportRowService: the file is checked and
 // stored with its rows in one transaction, and a job (jobs/imports.ts) applies them in batches through the account's
 // actor, as the API's follow, block and mute do. A row that cannot be resolved or applied is recorded, never fatal.
@@ -78,10 +81,13 @@ export function parseImportFile(type: imports.ImportType, file: Buffer, localDom
   } catch {
     throw new ImportFormError('The file is not UTF-8 text: upload the CSV file as it was exported.');
   }
+  // No file of these kinds has a long line: one line of millions of empty fields is refused before it is parsed.
+  if (longestLine(text) > MAX_LINE_CHARS) throw new ImportFormError('The file has a line too long for an address, a domain or a post: upload the CSV file as it was exported.');
   let records: string[][];
   try {
     // Two past the limit: the header, and one row to tell that the limit is passed.
-    records = parse(text, { bom: true, skip_empty_lines: true, relax_column_count: true, to: ROWS_PROCESSING_LIMIT + 2 });
+    records = parse(text, { bom: true, skip_empty_lines: true, relax_column_count: true, to: ROWS_PROCESSING_LIMIT + 2,
+      max_record_size: MAX_LINE_CHARS });
   } catch (err) {
     throw new ImportFormError(`The file is not valid CSV: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -342,4 +348,16 @@ async function removeUnlisted(ctx: AppContext, imp: imports.ImportRow): Promise<
       return false;
     }
   }
+}
+
+/** The longest line's length in characters (a scan, no copies). */
+function longestLine(text: string): number {
+  let longest = 0;
+  for (let start = 0; start < text.length;) {
+    const end = text.indexOf('\n', start);
+    const stop = end === -1 ? text.length : end;
+    longest = Math.max(longest, stop - start);
+    start = stop + 1;
+  }
+  return longest;
 }

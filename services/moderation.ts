@@ -71,7 +71,8 @@ export async function suspendAccount(deps: ModerationDeps, target: AccountRow): 
 }
 
 export async function unsuspendAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
-  if (!target.suspended_at) throw forbidden();
+  // A deleted account stays suspended: its data is gone or going (services/account-deletion.ts).
+  if (!target.suspended_at || target.deleted_at) throw forbidden();
   const outbox = await transaction(deps.db, async (tx) => {
     await moderation.setAccountFlag(tx, target.id, 'suspended', false);
     // Servers that heard of the suspension learn the actor is back (Mastodon sends an Update of it).

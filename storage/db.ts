@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import { ConfigError } from '../config.ts';
@@ -15,6 +16,18 @@ export type Queryable = pg.Pool | pg.PoolClient;
  * statement known to need longer passes its own `query_timeout`.
  */
 export const QUERY_TIMEOUT_MS = 2000;
+
+/**
+ * Background jobs wait longer: a batch of an account's deletion or a trend scoring may legitimately run past 2 s on a
+ * large instance, and no request waits on it (a hung PostgreSQL still ends it, later).
+ */
+export const JOB_QUERY_TIMEOUT_MS = 120_000;
+const statementBound = new AsyncLocalStorage<number>();
+
+/** Runs fn with every statement it sends (through any pool made by createPool) bounded by `ms` instead. */
+export function withStatementTimeout<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+  return statementBound.run(ms, fn);
+}
 
 export function createPool(databaseUrl: string, max = 10): Db {
   const pool = new pg.Pool({
@@ -45,9 +58,19 @@ export function createPool(databaseUrl: string, max = 10): Db {
   const connect = pool.connect.bind(pool) as (cb?: (err: Error | undefined, client?: pg.PoolClient, done?: () => void) => void) => Promise<pg.PoolClient> | void;
   (pool as unknown as { connect: typeof connect }).connect = (cb) => {
     const refused = queryRefusals.get(pool)?.();
-    if (!refused) return connect(cb);
-    if (!cb) return Promise.reject(refused);
-    process.nextTick(() => cb(refused));
+    if (refused) {
+      if (!cb) return Promise.reject(refused);
+      process.nextTick(() => cb(refused));
+      return;
+    }
+    // The statement bound of whoever takes the connection (a request's 2 s, or a job's), read by pg at each query.
+    const bound = statementBound.getStore() ?? QUERY_TIMEOUT_MS;
+    const setBound = (c: pg.PoolClient | undefined) => {
+      if (c) (c as unknown as { connectionParameters: { query_timeout: number } }).connectionParameters.query_timeout = bound;
+      return c;
+    };
+    if (!cb) return (connect() as Promise<pg.PoolClient>).then((c) => setBound(c)!);
+    return connect((err, c, done) => cb(err, setBound(c), done));
   };
   return pool;
 }

@@ -176,7 +176,7 @@ export async function unsuspendDomainAccountsBatch(db: Queryable, domain: string
   const { rows } = await db.query<{ id: string }>(
     `UPDATE accounts SET suspended_at = NULL, updated_at = now()
       WHERE id IN (SELECT id FROM accounts
-                    WHERE domain IS NOT NULL AND domain_variants(lower(domain)) @> ARRAY[$1::text] AND suspended_at = $2
+                    WHERE domain IS NOT NULL AND domain_variants(lower(domain)) @> ARRAY[$1::text] AND suspended_at = $2 AND deleted_at IS NULL
                     LIMIT $3 FOR UPDATE SKIP LOCKED)
       RETURNING id::text`,
     [domain, at, limit],

@@ -187,6 +187,7 @@ describe('files the form refuses, writing nothing', () => {
       ['domain_blocking', 'merge', 'Account address,Show boosts\nbob@test.local,true\n', /another kind of data/],
       ['blocking', 'merge', Array.from({ length: 20_001 }, (_, i) => `u${i}@${host.domain}`).join('\n'), /more than 20,000 rows/],
       ['following', 'sideways', 'bob\n', /merge or overwrite/],
+      ['blocking', 'merge', `bob@test.local\n${','.repeat(2_000_000)}\n`, /line too long/],
     ];
     for (const [type, mode, csv, message] of cases) {
       const res = await upload(browser, type, mode, csv);

@@ -1,0 +1,25 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, JOB_QUERY_TIMEOUT_MS, QUERY_TIMEOUT_MS, transaction, withStatementTimeout, type Db } from '../../storage/db.ts';
+import { PG_BASE } from '../helpers/server.ts';
+
+// A request's statements give up after 2 s (a hung PostgreSQL is answered 503 in time); a job's may run longer
+// (a deletion's batch or a trend scoring on a large instance), through the same pool.
+let db: Db;
+beforeAll(() => {
+  db = createPool(`${PG_BASE}/postgres`, 2);
+});
+afterAll(async () => db?.end());
+
+describe('statement bounds', () => {
+  it('ends a statement of a request at 2 s, and lets a job\'s run past it, on the same connections', async () => {
+    expect(QUERY_TIMEOUT_MS).toBe(2000);
+    expect(JOB_QUERY_TIMEOUT_MS).toBeGreaterThan(QUERY_TIMEOUT_MS);
+    await expect(db.query('SELECT pg_sleep(2.3)')).rejects.toThrow(/timeout/i);
+    const slow = await withStatementTimeout(10_000, () => db.query('SELECT pg_sleep(2.3), 1 AS done'));
+    expect(slow.rows[0].done).toBe(1);
+    const inTransaction = await withStatementTimeout(10_000, () => transaction(db, (tx) => tx.query('SELECT pg_sleep(2.3), 2 AS done')));
+    expect(inTransaction.rows[0].done).toBe(2);
+    // A connection a job used is bounded by 2 s again when a request takes it.
+    await expect(db.query('SELECT pg_sleep(2.3)')).rejects.toThrow(/timeout/i);
+  }, 30_000);
+});

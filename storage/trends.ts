@@ -110,12 +110,21 @@ export interface TrendUsage {
   language: string | null;
 }
 
-/** Today's and yesterday's public posts, newest first, at most WINDOW_STATUSES: what the usage queries count. */
-const TWO_DAYS = (reblogs: boolean) => `recent AS (
-  SELECT s.id, s.account_id, s.created_at, coalesce(s.reblog_of_id, s.id) AS proper_id FROM statuses s
-   WHERE s.deleted_at IS NULL AND s.visibility = 'public' ${reblogs ? '' : 'AND s.reblog_of_id IS NULL'} AND s.id >= $1 AND s.created_at >= $2
-   ORDER BY s.id DESC LIMIT ${WINDOW_STATUSES}
+/**
+ * Today's and yesterday's public posts, each day's newest WINDOW_STATUSES apart (one shared window would leave a busy
+ * server's yesterday empty, and every trend would then be measured against nothing): what the usage queries count.
+ * Parameters: $1 and $2 the start of yesterday (as a first id and a date), $3 and $5 the start of today. A day is
+ * the posts' `created_at` (a post received today may have been written yesterday), its ids only a lower bound.
+ */
+const TWO_DAYS = (reblogs: boolean) => {
+  const columns = 'SELECT s.id, s.account_id, s.created_at, coalesce(s.reblog_of_id, s.id) AS proper_id FROM statuses s';
+  const kept = `s.deleted_at IS NULL AND s.visibility = 'public' ${reblogs ? '' : 'AND s.reblog_of_id IS NULL'}`;
+  return `recent AS (
+  (${columns} WHERE ${kept} AND s.id >= $1 AND s.created_at >= $2 AND s.created_at < $3 ORDER BY s.id DESC LIMIT ${WINDOW_STATUSES})
+  UNION ALL
+  (${columns} WHERE ${kept} AND s.id >= $5 AND s.created_at >= $3 ORDER BY s.id DESC LIMIT ${WINDOW_STATUSES})
 )`;
+};
 
 const toUsage = (r: { id: string; observed: string; expected: string; language?: string | null }): TrendUsage =>
   ({ id: r.id, observed: Number(r.observed), expected: Number(r.expected), language: r.language ?? null });
@@ -137,7 +146,7 @@ export async function tagUsage(db: Queryable, yesterday: Date, today: Date, limi
      HAVING count(*) FILTER (WHERE r.created_at >= $3) > 0
       ORDER BY 2 DESC, 1 DESC
       LIMIT $4`,
-    [firstIdAt(yesterday), yesterday, today, limit],
+    [firstIdAt(yesterday), yesterday, today, limit, firstIdAt(today)],
   );
   return rows.map(toUsage);
 }
@@ -164,7 +173,7 @@ export async function linkUsage(db: Queryable, yesterday: Date, today: Date, lim
      HAVING count(*) FILTER (WHERE r.created_at >= $3) > 0
       ORDER BY 2 DESC, 1 DESC
       LIMIT $4`,
-    [firstIdAt(yesterday), yesterday, today, limit],
+    [firstIdAt(yesterday), yesterday, today, limit, firstIdAt(today)],
   );
   return rows.map(toUsage);
 }

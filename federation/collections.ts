@@ -16,7 +16,7 @@ import {
 } from '../storage/collections.ts';
 import { queueDelivery, type CollectionDelivery } from '../services/deliveries.ts';
 import { collectionUri, collectionsListUri, featureAuthorizationUri } from '../services/collections.ts';
-import type { OutboxRow } from '../storage/outbox.ts';
+import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import { notifyAccount } from '../services/notifications.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
@@ -383,7 +383,8 @@ async function fetchJson(app: AppContext, loader: DocumentLoader, url: string): 
 /**
  * Takes an activity about collections POSTed to one of our inboxes, before Fedify (which cannot parse these types):
  * null when it is not one (Fedify handles it), else the answer. Its HTTP signature must verify with a key its actor
- * owns; the work is done before answering (it is bounded: a collection, its first items, their actors).
+ * owns; the work (a collection, its first items, their actors and approvals: many fetches, some from other servers)
+ * is done by the `receiveCollectionActivity` job, as Fedify queues what its inbox takes, never inside the request.
  */
 export async function receiveCollectionActivity(app: AppContext, request: Request, body: Buffer): Promise<Response | null> {
   let json: Json;
@@ -403,10 +404,19 @@ export async function receiveCollectionActivity(app: AppContext, request: Reques
   if (!key || !actorUri || key.ownerId?.href !== actorUri) return new Response(JSON.stringify({ error: 'Signature verification failed' }), { status: 401, headers: { 'content-type': 'application/json' } });
   const sender = await accountOf(app, fed, actorUri, loader);
   // Anything else (a suspended actor, one we cannot fetch, an id under another origin) is taken and changes nothing.
-  if (sender && sender.domain !== null && !sender.suspended_at && sameOrigin(idOf(json.id) ?? actorUri, actorUri)) {
-    await handle(app, fed, loader, sender, json);
+  if (sender && sender.domain !== null && !sender.suspended_at && !sender.deleted_at && sameOrigin(idOf(json.id) ?? actorUri, actorUri)) {
+    const row = await addToOutbox(app.db, 'receiveCollectionActivity', { senderId: sender.id, activity: json });
+    await app.jobs.enqueue(row).catch(() => {}); // swept again from the outbox
   }
   return new Response(null, { status: 202 });
+}
+
+/** The `receiveCollectionActivity` job: a verified activity about collections, from its (still unsuspended) sender. */
+export async function receiveCollectionActivityJob(app: AppContext, senderId: string, json: Json): Promise<void> {
+  const sender = await findAccountById(app.db, senderId);
+  if (!sender || sender.domain === null || sender.suspended_at || sender.deleted_at) return;
+  const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
+  await handle(app, fed, await signedLoader(fed), sender, json);
 }
 
 async function handle(app: AppContext, fed: Fed, loader: DocumentLoader, sender: AccountRow, json: Json): Promise<void> {

@@ -21,6 +21,8 @@ export type FanoutJob =
   /** Publishes a scheduled status (jobs/scheduled-statuses.ts), delayed until its time; not from the outbox. */
   | { kind: 'publishScheduledStatus'; outboxId?: undefined; scheduledStatusId: string }
   | { kind: 'cleanMedia'; outboxId?: undefined }
+  /** An activity about collections that our inbox took and verified (federation/collections.ts), handled off the request. */
+  | { kind: 'receiveCollectionActivity'; outboxId: string; senderId: string; activity: Record<string, unknown> }
   /** Trend scores computed anew (jobs/trends.ts), every five minutes as Mastodon's RefreshScheduler. */
   | { kind: 'refreshTrends'; outboxId?: undefined }
   /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */

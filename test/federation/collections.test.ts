@@ -34,10 +34,18 @@ const actorOf = (user: TestUser) => `${ours.url}/users/${user.username}`;
 const typeOf = (o: unknown) => (o as Json | undefined)?.type;
 const remoteAccount = async (acct: string): Promise<Json> => api(alice, 'GET', `/api/v1/accounts/lookup?acct=${acct}`);
 
+
+/** Activities about collections are handled by a job (federation/collections.ts): waits until ours has handled all it took. */
+const drained = () => until(
+  async () => Number((await ours.ctx.db.query(`SELECT count(*) AS n FROM outbox WHERE kind = 'receiveCollectionActivity'`)).rows[0].n),
+  (n) => n === 0, 'collection activities handled',
+);
+
 describe('our collections on other servers', () => {
   it('sends a new collection to followers\' servers, serves it, its list on our actor and our accounts\' approvals', async () => {
     const gus = await peer.addActor('gus');
     expect(await peer.send('gus', `${actorOf(alice)}/inbox`, { '@context': AS, id: `${gus}/follows/1`, type: 'Follow', actor: gus, object: actorOf(alice) })).toBe(202);
+    await drained();
     await peer.waitFor((d) => d.activity.type === 'Accept' && d.verified);
 
     const { collection } = await api(alice, 'POST', '/api/v1/collections', { name: 'Friends', description: 'good people', language: 'en', sensitive: false, discoverable: true, account_ids: [bob.id] });
@@ -96,6 +104,7 @@ describe('our collections on other servers', () => {
     const accept = { '@context': AS, id: `${hal}/accepts/1`, type: 'Accept', actor: hal, object: request.activity, result: `${hal}/feature_authorizations/1` };
     expect(await peer.send('gus', `${actorOf(alice)}/inbox`, accept)).toBe(401);
     expect(await peer.send('hal', `${actorOf(alice)}/inbox`, accept)).toBe(202);
+    await drained();
     const shown = await api(alice, 'GET', `/api/v1/collections/${collection.id}`);
     expect(shown.collection.items.map((i: Json) => [i.account_id, i.state])).toEqual([[halHere.id, 'accepted']]);
     expectEntity('CollectionWithAccounts', shown);
@@ -106,6 +115,7 @@ describe('our collections on other servers', () => {
     // hal withdraws his approval (Mastodon's Delete of the FeatureAuthorization): revoked, and a Remove goes out.
     const authorization = { id: `${hal}/feature_authorizations/1`, type: 'FeatureAuthorization', interactingObject: uri, interactionTarget: hal };
     expect(await peer.send('hal', `${ours.url}/inbox`, { '@context': AS, id: `${hal}/feature_authorizations/1#delete`, type: 'Delete', actor: hal, object: authorization })).toBe(202);
+    await drained();
     const removedItem = await peer.waitFor((d) => d.activity.type === 'Remove' && d.activity.target === uri);
     expect(removedItem.verified).toBe(true);
     expect(removedItem.activity.object).toBe(`${uri}/items/${item.id}`);
@@ -136,6 +146,7 @@ describe('other servers\' collections here', () => {
     const doc = collectionDoc(ivy, jon);
     peer.publish('ivy', doc);
     expect(await peer.send('ivy', `${ours.url}/inbox`, { '@context': doc['@context'], id: `${ivy}#adds/1`, type: 'Add', actor: ivy, target: `${ivy}/featured_collections`, object: doc })).toBe(202);
+    await drained();
     const ivyHere = await remoteAccount(`ivy@${peer.domain}`);
     const jonHere = await remoteAccount(`jon@${peer.domain}`);
     const { collections } = await api(bob, 'GET', `/api/v1/accounts/${ivyHere.id}/collections`);
@@ -148,6 +159,7 @@ describe('other servers\' collections here', () => {
     // A FeatureRequest for alice: accepted (she is discoverable), she is told, the owner gets our approval.
     const request = { '@context': AS, id: `${ivy}/feature_requests/1`, type: 'FeatureRequest', actor: ivy, object: actorOf(alice), instrument: doc.id };
     expect(await peer.send('ivy', `${actorOf(alice)}/inbox`, request)).toBe(202);
+    await drained();
     const accept = await peer.waitFor((d) => d.activity.type === 'Accept' && d.activity.object === request.id);
     expect(accept.verified, accept.reason).toBe(true);
     const auth = await peer.signedGet('ivy', String(accept.activity.result));
@@ -166,6 +178,7 @@ describe('other servers\' collections here', () => {
     // An undiscoverable account is not featured: Reject, nothing stored, nobody told.
     const refused = { ...request, id: `${ivy}/feature_requests/2`, object: actorOf(erin) };
     expect(await peer.send('ivy', `${actorOf(erin)}/inbox`, refused)).toBe(202);
+    await drained();
     await peer.waitFor((d) => d.activity.type === 'Reject' && d.activity.object === refused.id);
     expect(await api(erin, 'GET', '/api/v1/notifications')).toEqual([]);
     // Someone else's key cannot ask in ivy's name.
@@ -182,6 +195,7 @@ describe('other servers\' collections here', () => {
       ],
     });
     expect(await peer.send('ivy', `${ours.url}/inbox`, { '@context': doc['@context'], id: `${ivy}#updates/1`, type: 'Update', actor: ivy, object: renamed })).toBe(202);
+    await drained();
     const updates = await api(alice, 'GET', '/api/v1/notifications?types[]=collection_update');
     expect(updates).toHaveLength(1);
     expectEntity('Notification', updates[0]);
@@ -200,6 +214,7 @@ describe('other servers\' collections here', () => {
     // A collection claimed by another actor, or named under another origin, is not taken.
     const forged = collectionDoc(ivy, jon, { id: `${jon}/featured_collections/9`, attributedTo: jon });
     expect(await peer.send('ivy', `${ours.url}/inbox`, { '@context': doc['@context'], id: `${ivy}#adds/2`, type: 'Add', actor: ivy, target: `${ivy}/featured_collections`, object: forged })).toBe(202);
+    await drained();
     expect((await api(bob, 'GET', `/api/v1/accounts/${jonHere.id}/collections`)).collections).toEqual([]);
 
     // Alice takes herself out: her approval is withdrawn (a Delete to the owner) and no longer served.
@@ -213,6 +228,7 @@ describe('other servers\' collections here', () => {
 
     // Its owner removes it: gone here, with its notifications.
     expect(await peer.send('ivy', `${ours.url}/inbox`, { '@context': AS, id: `${ivy}#removes/1`, type: 'Remove', actor: ivy, target: `${ivy}/featured_collections`, object: doc.id })).toBe(202);
+    await drained();
     expect((await api(bob, 'GET', `/api/v1/accounts/${ivyHere.id}/collections`)).collections).toEqual([]);
     expect(await api(alice, 'GET', '/api/v1/notifications?types[]=added_to_collection&types[]=collection_update')).toEqual([]);
   });

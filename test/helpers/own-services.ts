@@ -98,6 +98,11 @@ export class OwnPostgres {
     return join(this.dir, 'data');
   }
 
+  /** The cluster's data directory (for `pg_ctl -D`, e.g. promoting a standby). */
+  get dataDirectory(): string {
+    return this.data;
+  }
+
   /** The URL of a database in this cluster (created by the server, which creates its database if missing). */
   url(database: string): string {
     return `postgres://postgres@127.0.0.1:${this.port}/${database}`;

@@ -12,6 +12,9 @@ export const PGBOUNCER = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) 
 export interface PgBouncer {
   port: number;
   pid: number;
+  /** Its ini (a failover rewrites the [databases] lines) and its admin console's URL. */
+  iniPath: string;
+  adminUrl: string;
   /** A URL of the database `name` through this PgBouncer. */
   url(name: string): string;
   /** Everything PgBouncer logged so far. */
@@ -25,6 +28,8 @@ export interface PgBouncerOptions {
   poolSize?: number;
   maxClientConn?: number;
   backend?: { host: string; port: number };
+  /** Databases with a line of their own (`name = host=… port=… dbname=name`), besides the `*` fallback. */
+  databases?: string[];
 }
 
 export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<PgBouncer> {
@@ -33,11 +38,14 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
   const port = await freePort();
   const backend = options.backend ?? { host: '127.0.0.1', port: 5432 };
   const logFile = join(dir, 'pgbouncer.log');
+  const iniPath = join(dir, 'pgbouncer.ini');
+  const adminUrl = `postgres://postgres@127.0.0.1:${port}/pgbouncer`;
   writeFileSync(join(dir, 'userlist.txt'), '"postgres" ""\n');
   writeFileSync(
-    join(dir, 'pgbouncer.ini'),
+    iniPath,
     [
       '[databases]',
+      ...(options.databases ?? []).map((name) => `${name} = host=${backend.host} port=${backend.port} dbname=${name}`),
       // Any database name is passed on to PostgreSQL (each test makes its own).
       `* = host=${backend.host} port=${backend.port}`,
       '[pgbouncer]',
@@ -69,7 +77,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
     chownSync(logFile, Number(ids.stdout), Number(gid.stdout));
   }
   let output = '';
-  const child: ChildProcess = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), iniPath], { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -81,7 +89,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
     }
   };
   const admin = async <T,>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
-    const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/pgbouncer`, connectionTimeoutMillis: 1000 });
+    const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 1000 });
     await c.connect();
     try {
       return await fn(c);
@@ -102,6 +110,8 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
   return {
     port,
     pid: child.pid!,
+    iniPath,
+    adminUrl,
     url: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
     log,
     show: (what) => admin(async (c) => (await c.query(`SHOW ${what}`)).rows),

@@ -15,8 +15,11 @@ let s: TestServer & { url: string };
 let alice: TestUser; // follows bob, reads her home
 let bob: TestUser; // posts
 
-/** Bounded answers: 2 s of waiting at most, with some room for a busy 2-core machine. */
-const BOUND_MS = 2500;
+/**
+ * Bounded answers: 2 s of waiting at most (the times are printed), checked with the same room for a busy 2-core
+ * machine as test/e2e/outages.test.ts: what this catches is a request left waiting for PostgreSQL (15 s before).
+ */
+const BOUND_MS = 4500;
 
 async function timed(method: 'GET' | 'POST', url: string, token: string, payload?: object, headers: Record<string, string> = {}) {
   const start = performance.now();
@@ -94,7 +97,7 @@ describe('a PostgreSQL whose every process is stopped', () => {
     console.info(`postgres-hang: a read that needs PostgreSQL, once it is known away: ${needsPostgres.res.statusCode} in ${needsPostgres.ms.toFixed(0)} ms`);
     console.info(`postgres-hang: post ${first.res.statusCode} in ${first.ms.toFixed(0)} ms, home ${homeAtOnce.res.statusCode} in ${homeAtOnce.ms.toFixed(0)} ms; then home ${homeLater.res.statusCode} in ${homeLater.ms.toFixed(0)} ms, post ${second.res.statusCode} in ${second.ms.toFixed(0)} ms`);
     expectUnavailable(needsPostgres);
-    expect(needsPostgres.ms).toBeLessThan(500);
+    expect(needsPostgres.ms).toBeLessThan(1500); // at once, not after the 2 s statement bound
     for (const r of [first, second]) {
       expectUnavailable(r);
       expect(r.ms).toBeLessThan(BOUND_MS);

@@ -41,13 +41,16 @@ export function sendMessagePage(
 /** Field errors of a failed validation, by form field, for the templates. */
 export type FieldErrors = Record<string, string[]>;
 
-/** Every settings page is for the signed-in person; others are sent to sign in and brought back. */
-export async function signedInOrRedirect(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> {
+/**
+ * Every settings page is for the signed-in person; others are sent to sign in and brought back. Undefined (not null)
+ * when redirected, so that a handler's `return me && page(...)` sends nothing more.
+ */
+export async function signedInOrRedirect(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> {
   const me = await request.signedIn();
   if (!me) {
     const back = request.method === 'GET' ? request.url : '/settings/profile';
     await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(back)}`, 303);
-    return null;
+    return undefined;
   }
   return me;
 }

@@ -24,7 +24,12 @@ const PG_MESSAGES = /^(Connection terminated|timeout exceeded when trying to con
 // SQLSTATE class 08 (connection exception), admin/crash shutdown, "starting up / shutting down", too many connections.
 const PG_CODES = /^(08...|57P0[123]|53300)$/;
 // ioredis: commands refused while disconnected (no offline queue), dropped with their connection, or unanswered.
-const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit)/;
+/**
+ * ioredis's own words for a Redis it cannot reach, and Redis's replies that mean "not now" rather than "wrong request":
+ * LOADING (a restarted Redis reading its data), MASTERDOWN and READONLY (a replica during or after a failover), and a
+ * cluster's CLUSTERDOWN, TRYAGAIN and ioredis's redirections given up during a failover (storage/REDIS-CLUSTER.md).
+ */
+const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN) )/;
 
 /**
  * Which dependency an error says is unreachable, or null when the error is about the request itself. A bare

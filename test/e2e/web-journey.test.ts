@@ -182,10 +182,20 @@ describe('joining from a browser', () => {
     expect(await page.textContent('main')).toContain('Hello from the browser');
     expect(await page.locator('img[alt="An orange square"]').count()).toBeGreaterThan(0);
     await look(page, 'public-profile');
-    for (const settings of ['preferences', 'account', 'applications']) {
+    // Account portability's pages too (issue 30): export, import, moving, deleting.
+    for (const settings of ['preferences', 'account', 'applications', 'export', 'import', 'migration', 'delete']) {
       await page.goto(`${s.url}/settings/${settings}`);
       await look(page, `settings-${settings}`);
     }
+    // A stranger sees none of them: each sends the browser to sign in.
+    const stranger = await browser.newContext();
+    const strangerPage = await stranger.newPage();
+    for (const settings of ['export', 'import', 'migration', 'delete', 'exports/follows.csv']) {
+      await strangerPage.goto(`${s.url}/settings/${settings}`);
+      expect(new URL(strangerPage.url()).pathname, settings).toBe('/auth/sign_in');
+      expect(await strangerPage.textContent('main')).not.toContain('newcomer');
+    }
+    await stranger.close();
     const api = await (await fetch(`${s.url}/api/v1/accounts/lookup?acct=newcomer`)).json() as Record<string, string>;
     expect(api.display_name).toBe('New Comer');
     expect(api.avatar_description).toBe('An orange square');

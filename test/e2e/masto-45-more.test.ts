@@ -5,6 +5,7 @@ import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto'
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { mastoAccounts } from '../helpers/masto.ts';
+import { expectEntity } from '../helpers/schema.ts';
 import { makeAdmin } from '../helpers/admin.ts';
 import { setAnnualReportClock } from '../../services/annual-reports.ts';
 import { refreshTrends } from '../../services/trends.ts';
@@ -33,6 +34,7 @@ async function eventually<T>(check: () => Promise<T>): Promise<T> {
 let s: TestServer & { url: string };
 let c: Record<string, mastodon.rest.Client>;
 let admin: mastodon.rest.Client;
+let adminToken: string;
 let pages: Server;
 let pageBase: string;
 
@@ -58,6 +60,7 @@ beforeAll(async () => {
   const token = await createRestAPIClient({ url: s.url, accessToken: appToken.accessToken }).v1.accounts.create({
     username: 'opal', email: 'opal@example.com', password: 'opal password', agreement: true, locale: 'en',
   });
+  adminToken = token.accessToken;
   admin = createRestAPIClient({ url: s.url, accessToken: token.accessToken });
   await makeAdmin(s, await admin.v1.accounts.verifyCredentials());
 }, 60_000);
@@ -153,5 +156,20 @@ describe('masto: cards, quotes, policies, texts, reports and the dashboard', () 
     const retention = await admin.v1.admin.retention.create({ ...range, frequency: 'day' });
     expect(retention.length).toBeGreaterThan(0);
     await expect(c.lou!.v1.admin.measures.create({ keys: ['new_users'], ...range })).rejects.toMatchObject({ statusCode: 403 });
+  });
+
+  it('lets an operator delete a suspended account\'s data, and only once it is suspended', async () => {
+    const { pip } = await mastoAccounts(s.url, 'Leaving app', 'pip');
+    const pipId = (await pip!.v1.accounts.verifyCredentials()).id;
+    await expect(loose(admin).v1.admin.accounts.$select(pipId).remove()).rejects.toMatchObject({ statusCode: 403 });
+    await admin.v1.admin.accounts.$select(pipId).action.create({ type: 'suspend' });
+    const deleted = await loose(admin).v1.admin.accounts.$select(pipId).remove();
+    expect(deleted).toMatchObject({ id: pipId, username: 'pip', suspended: true });
+    // The same Admin::Account as Mastodon's entity, read raw.
+    const raw = await fetch(`${s.url}/api/v1/admin/accounts/${pipId}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(raw.status).toBe(200);
+    expectEntity('AdminAccount', await raw.json());
+    // The name stays taken.
+    await expect(mastoAccounts(s.url, 'Again app', 'pip')).rejects.toMatchObject({ statusCode: 422 });
   });
 });

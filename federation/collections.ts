@@ -386,15 +386,7 @@ async function fetchJson(app: AppContext, loader: DocumentLoader, url: string): 
  * owns; the work (a collection, its first items, their actors and approvals: many fetches, some from other servers)
  * is done by the `receiveCollectionActivity` job, as Fedify queues what its inbox takes, never inside the request.
  */
-export async function receiveCollectionActivity(app: AppContext, request: Request, body: Buffer): Promise<Response | null> {
-  let json: Json;
-  try {
-    const parsed: unknown = JSON.parse(body.toString('utf8'));
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
-    json = parsed as Json;
-  } catch {
-    return null; // Fedify answers what is not JSON
-  }
+export async function receiveCollectionActivity(app: AppContext, request: Request, json: Json): Promise<Response | null> {
   makeStorable(json); // as every received activity (federation/storable-documents.ts)
   if (!(await concernsCollections(app, json).catch(() => false))) return null;
   const fed = app.federation.createContext(request, app);

@@ -79,3 +79,13 @@ export async function boundedItems<T>(
   }
   return out;
 }
+
+/** A POSTed body as the JSON object an activity is, parsed once for the checks before Fedify; null when it is not one. */
+export function parsedActivity(body: Buffer): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null; // Fedify answers what is not JSON
+  }
+}

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { AppContext } from '../context.ts';
-import { MAX_NESTING, jsonNesting, malformedActivityError } from './inbound-limits.ts';
+import { MAX_NESTING, jsonNesting, malformedActivityError, parsedActivity } from './inbound-limits.ts';
 import { refusedInboxPost, signerHost } from './domain-policy.ts';
 import { dropRefusedPost } from './drops.ts';
 import { signerMaySpeakFor } from './signer-origin.ts';
@@ -98,10 +98,12 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     }
     // Nested past any real activity: refused before Fedify's JSON-LD processing recurses through it.
     if (body && jsonNesting(body) > MAX_NESTING) return reply.code(400).send({ error: 'Invalid activity' });
+    // Parsed once for the checks below; Fedify reads the body itself.
+    const activity = body && body.length > 0 ? parsedActivity(body) : null;
     // A key served by one server claiming an actor of another (federation/signer-origin.ts).
-    if (body && body.length > 0 && !signerMaySpeakFor(request.headers, body)) return reply.code(401).send({ error: 'Signature verification failed' });
+    if (!signerMaySpeakFor(request.headers, activity)) return reply.code(401).send({ error: 'Signature verification failed' });
     // Activities about collections carry types Fedify cannot parse: checked and taken here (federation/collections.ts).
-    const collectionAnswer = body && body.length > 0 && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), body) : null;
+    const collectionAnswer = activity && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), activity) : null;
     if (collectionAnswer) {
       reply.code(collectionAnswer.status).header('content-type', collectionAnswer.headers.get('content-type') ?? 'text/plain');
       return reply.send(collectionAnswer.body ? Buffer.from(await collectionAnswer.arrayBuffer()) : '');

@@ -7,17 +7,9 @@ import { signerHost } from './domain-policy.ts';
  * when the activity carries its own signature (Linked Data signature or integrity proof) whose key is on the actor's
  * host, which Fedify then verifies. Ids that are not http(s) URLs are left to Fedify.
  */
-export function signerMaySpeakFor(headers: Record<string, string | string[] | undefined>, body: Buffer): boolean {
+export function signerMaySpeakFor(headers: Record<string, string | string[] | undefined>, doc: Record<string, unknown> | null): boolean {
   const host = signerHost(headers);
-  if (host === null) return true; // unsigned: Fedify refuses it (401)
-  let activity: unknown;
-  try {
-    activity = JSON.parse(body.toString('utf8'));
-  } catch {
-    return true; // not JSON: Fedify answers it
-  }
-  if (!activity || typeof activity !== 'object' || Array.isArray(activity)) return true;
-  const doc = activity as Record<string, unknown>;
+  if (host === null || doc === null) return true; // unsigned, or not an activity: Fedify refuses or answers it
   const actorHost = hostOf(idOf(doc.actor));
   if (actorHost === null || actorHost === host.toLowerCase()) return true;
   const signature = doc.signature as Record<string, unknown> | undefined;

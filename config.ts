@@ -36,6 +36,13 @@ export interface Config {
   /** A replica further behind the primary than this (ms) is not read from. */
   databaseReplicaMaxLagMs: number;
   redisUrl: string;
+  /**
+   * Seed nodes of a Redis Cluster (`REDIS_CLUSTER_NODES=host:port,host:port`); empty: the single Redis of REDIS_URL.
+   * On a cluster, REDIS_URL still gives the password, user and TLS (rediss:) every node is reached with.
+   */
+  redisClusterNodes: string[];
+  /** Live events over sharded pub/sub (SPUBLISH, Redis 7) on a cluster; plain PUBLISH reaches every node. */
+  redisShardedPubsub: boolean;
   /** Prefix for every Redis key and BullMQ queue, so installs (and test runs) sharing a Redis never collide. */
   redisPrefix: string;
   dataDir: string;
@@ -235,6 +242,16 @@ function metricsToken(env: Env): string {
 const SOFTWARE_VERSION = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /** DATABASE_REPLICA_URL: comma-separated PostgreSQL URLs of streaming replicas of DATABASE_URL's database. */
+/** `host:port,host:port`: a cluster's seed nodes, any few of them (the client learns the rest). */
+function clusterNodes(env: Env, name: string): string[] {
+  const nodes = str(env, name, '').split(',').map((n) => n.trim()).filter((n) => n !== '');
+  for (const node of nodes) {
+    const m = /^(\[[0-9a-fA-F:]+\]|[^:\s\[\]]+):(\d+)$/.exec(node);
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new ConfigError(name, `expected host:port, got "${node}"`);
+  }
+  return nodes;
+}
+
 function replicaUrls(env: Env, databaseUrl: string): string[] {
   const urls = str(env, 'DATABASE_REPLICA_URL', '').split(',').map((u) => u.trim()).filter((u) => u !== '');
   for (const u of urls) {
@@ -277,6 +294,10 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('DATABASE_DIRECT_URL', 'is required with PREPARED_STATEMENTS=false: PostgreSQL itself (not the pooler), for migrations');
   }
   const contactEmail = str(env, 'INSTANCE_CONTACT_EMAIL', '');
+  const redisClusterNodes = clusterNodes(env, 'REDIS_CLUSTER_NODES');
+  const redisPrefix = str(env, 'REDIS_PREFIX', 'fedi:');
+  // A key's first {…} is its hash tag on a cluster: a braced prefix would put every key in one slot.
+  if (redisClusterNodes.length > 0 && /[{}]/.test(redisPrefix)) throw new ConfigError('REDIS_PREFIX', 'may not contain { or } on a Redis Cluster');
   const fileHost = oneOf(env, 'FILE_HOST', 'local', ['local', 's3'] as const);
   if (fileHost === 's3') {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PUBLIC_URL']) {
@@ -294,7 +315,9 @@ export function loadConfig(env: Env = process.env): Config {
     databaseReplicaUrls: replicaUrls(env, databaseUrl),
     databaseReplicaMaxLagMs: int(env, 'DATABASE_REPLICA_MAX_LAG_MS', 10_000, 100, 3_600_000),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
-    redisPrefix: str(env, 'REDIS_PREFIX', 'fedi:'),
+    redisPrefix,
+    redisClusterNodes,
+    redisShardedPubsub: bool(env, 'REDIS_SHARDED_PUBSUB', redisClusterNodes.length > 0),
     dataDir: str(env, 'DATA_DIR', './data'),
     role: oneOf(env, 'ROLE', 'all', ['web', 'worker', 'streaming', 'all'] as const),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),

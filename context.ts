@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './storage/redis.ts';
 import type { Config } from './config.ts';
 import type { Db } from './storage/db.ts';
 import type { Dependencies } from './storage/dependencies.ts';
@@ -35,7 +35,7 @@ export interface AppContext {
   readDb: (viewerId: string | null | undefined) => Promise<Db>;
   /** DATABASE_REPLICA_URL's replicas, when set. */
   replicas: ReadReplicas | null;
-  redis: Redis;
+  redis: RedisClient;
   /** Whether PostgreSQL and Redis answer, as this process sees them (logged once per change, shown by /health). */
   dependencies: Dependencies;
   fileHost: FileHost;
@@ -62,7 +62,7 @@ export interface AppContext {
   /** Redis client tracking: reads that tell this process when what they read changes. */
   tracking: KeyTracking;
   /** The connection subscribed to cache invalidations. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   /** ActivityPub: Fedify, our accounts' signing keys, and the queue of deliveries and received activities. */
   federation: AppFederation;
   keyRing: AccountKeyRing;

@@ -41,8 +41,8 @@ export async function createContext(config: Config): Promise<AppContext> {
   await migrate(config.databaseDirectUrl);
   const db = createPool(config.databaseUrl, config.databasePoolSize);
   if (!config.preparedStatements) withoutNamedStatements(db);
-  const redis = createRedis(config.redisUrl);
-  await connectRedis(redis, config.redisUrl);
+  const redis = createRedis(config);
+  await connectRedis(redis, config);
   // Job workers read from the primary: what they read is what they are about to act on.
   const replicas = config.databaseReplicaUrls.length === 0 || config.role === 'worker' ? null
     : new ReadReplicas(db, config.databaseReplicaUrls, { poolSize: config.databasePoolSize, redis, redisPrefix: config.redisPrefix, maxLagMs: config.databaseReplicaMaxLagMs });
@@ -51,10 +51,10 @@ export async function createContext(config: Config): Promise<AppContext> {
   await replicas?.start();
   const fileHost = await createFileHost(config);
   const tokens = new TokenCache();
-  const subscriber = createSubscriber(config.redisUrl, 'fedi:invalidations');
+  const subscriber = createSubscriber(config, 'fedi:invalidations');
   await tokens.subscribe(subscriber, config.redisPrefix);
   // Home pages and the version counters they are checked against are read under client tracking.
-  const tracking = createKeyTracking(config.redisUrl);
+  const tracking = createKeyTracking(config);
   await tracking.start();
   const dependencies = new Dependencies({
     databaseUrl: config.databaseUrl,

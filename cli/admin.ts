@@ -234,11 +234,11 @@ async function main() {
       process.exit(1);
     }
   })();
-  const redis = createRedis(config.redisUrl);
+  const redis = createRedis(config);
   try {
     await ensureDatabase(config.databaseDirectUrl);
     await migrate(config.databaseDirectUrl);
-    await connectRedis(redis, config.redisUrl);
+    await connectRedis(redis, config);
     db = createPool(config.databaseUrl, 2);
     if (!config.preparedStatements) withoutNamedStatements(db);
     await runCli(process.argv.slice(2), db, (line) => console.log(line), (what) => publishTokenInvalidation(redis, config.redisPrefix, what), { redis, redisPrefix: config.redisPrefix, config });

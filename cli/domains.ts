@@ -1,6 +1,6 @@
 // Operator commands for instance-wide domain blocks and allows: `npm run cli -- domains …` (dispatched from cli/admin.ts).
 import { parseArgs } from 'node:util';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { Db } from '../storage/db.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
 import { removeFromOutbox } from '../storage/outbox.ts';
@@ -29,7 +29,7 @@ export class DomainsUsageError extends Error {}
 
 export interface DomainsCliDeps {
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   redisPrefix: string;
 }
 

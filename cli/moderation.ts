@@ -1,7 +1,7 @@
 // Operator commands for account moderation and reports: `npm run cli -- accounts suspend …`, `reports …`
 // (dispatched from cli/admin.ts). The same services as the admin API (services/moderation.ts).
 import { parseArgs } from 'node:util';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { Db } from '../storage/db.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
@@ -38,7 +38,7 @@ export class ModerationUsageError extends Error {}
 export interface ModerationCliDeps {
   db: Db;
   invalidate: (what: TokenInvalidation) => Promise<void>;
-  redis: Redis;
+  redis: RedisClient;
   redisPrefix: string;
 }
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { KvKey, KvStore, KvStoreListEntry, KvStoreSetOptions } from '@fedify/fedify';
 
 /**
@@ -6,10 +6,10 @@ import type { KvKey, KvStore, KvStoreListEntry, KvStoreSetOptions } from '@fedif
  * Values are JSON; a key is its parts joined by a separator that Fedify's own key parts never contain.
  */
 export class RedisKvStore implements KvStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: RedisClient, prefix: string) {
     this.redis = redis;
     this.prefix = `${prefix}fedify:`;
   }

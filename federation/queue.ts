@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { MessageQueue, MessageQueueDepth, MessageQueueEnqueueOptions, MessageQueueListenOptions } from '@fedify/fedify';
 import { bullConnection, producerConnection } from '../jobs/queues.ts';
 
@@ -21,7 +21,7 @@ export class BullMqMessageQueue implements MessageQueue {
   readonly lanes: Queue[];
   private readonly redisUrl: string;
   private readonly prefix: string;
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
   private readonly concurrency: number;
 
   constructor(redisUrl: string, prefix: string, options: { concurrency?: number } = {}) {

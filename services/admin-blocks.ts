@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import { ApiError } from '../errors.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import {
@@ -242,7 +242,7 @@ const today = () => Math.floor(Date.now() / 1000 / DAY) * DAY;
  * Counts a refused sign-up against the blocks that refused it, as Mastodon's history does: `uses` is attempts in the
  * day, `accounts` the distinct addresses they came from. Kept in Redis for a little over a week.
  */
-async function recordAttempt(redis: Redis, prefix: string, blocks: EmailDomainBlockRow[], ip: string | null | undefined): Promise<void> {
+async function recordAttempt(redis: RedisClient, prefix: string, blocks: EmailDomainBlockRow[], ip: string | null | undefined): Promise<void> {
   const day = today();
   const multi = redis.multi();
   for (const block of blocks) {
@@ -259,7 +259,7 @@ async function recordAttempt(redis: Redis, prefix: string, blocks: EmailDomainBl
 export interface EmailDomainBlockHistoryDay { day: string; accounts: string; uses: string }
 
 /** The last seven days of each block, today first (Mastodon's Admin::EmailDomainBlock `history`). */
-export async function emailDomainBlockHistories(redis: Redis, prefix: string, ids: string[]): Promise<Map<string, EmailDomainBlockHistoryDay[]>> {
+export async function emailDomainBlockHistories(redis: RedisClient, prefix: string, ids: string[]): Promise<Map<string, EmailDomainBlockHistoryDay[]>> {
   const days = Array.from({ length: HISTORY_DAYS }, (_, i) => today() - i * DAY);
   const pipeline = redis.pipeline();
   for (const id of ids) for (const day of days) pipeline.get(historyKey(prefix, id, day, 'uses')).pfcount(historyKey(prefix, id, day, 'accounts'));
@@ -316,7 +316,7 @@ export const removeCanonicalEmailBlock = deleteCanonicalEmailBlock;
 
 // ---- What a sign-up (or a change of address) meets
 
-export interface EmailBlockDeps { db: Queryable; redis: Redis; redisPrefix: string }
+export interface EmailBlockDeps { db: Queryable; redis: RedisClient; redisPrefix: string }
 
 /**
  * Mastodon's UserEmailValidator for an address already well formed: a blocked e-mail domain (or one above it) is

@@ -1,6 +1,6 @@
 // The admin dashboard's figures: measures (counts per day), dimensions (top lists and facts about the stack) and
 // retention cohorts, computed from what PostgreSQL and Redis hold. The SQL is in storage/admin-metrics.ts.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { Db } from '../storage/db.ts';
 import { isId } from '../storage/ids.ts';
 import * as metrics from '../storage/admin-metrics.ts';
@@ -76,7 +76,7 @@ function infoField(info: string, field: string): string | null {
   return m ? m[1]!.trim() : null;
 }
 
-export async function dimensions(db: Db, redis: Redis, stack: StackFacts, keys: DimensionKey[], range: DayRange | null, limit: number, options: Partial<Record<string, KeyOptions>>): Promise<DimensionResult[]> {
+export async function dimensions(db: Db, redis: RedisClient, stack: StackFacts, keys: DimensionKey[], range: DayRange | null, limit: number, options: Partial<Record<string, KeyOptions>>): Promise<DimensionResult[]> {
   const out: DimensionResult[] = [];
   const tagOf = (key: string) => { const id = options[key]?.id; return id && isId(id) ? id : null; };
   const domainOf = (key: string) => options[key]?.domain?.trim().toLowerCase() || null;

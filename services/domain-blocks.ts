@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import { ApiError } from '../errors.ts';
 import { transaction, type Db, type Queryable } from '../storage/db.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
@@ -16,7 +16,7 @@ import { normalizeDomain, publishDomainPolicyChange } from './domain-policy.ts';
  */
 export interface DomainAdminDeps {
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   redisPrefix: string;
   /** Queues an outbox row's job after the commit (the CLI runs it there and then). */
   enqueue: (row: OutboxRow) => Promise<void>;

@@ -1,5 +1,5 @@
 import { domainToASCII } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../storage/db.ts';
 import type { KeyTracking } from '../storage/key-tracking.ts';
@@ -26,7 +26,7 @@ export function domainPolicyVersionKey(redisPrefix: string): string {
 }
 
 /** Tells every process that blocks or allows changed (from anywhere that has Redis: the CLI too). */
-export async function publishDomainPolicyChange(redis: Redis, redisPrefix: string): Promise<void> {
+export async function publishDomainPolicyChange(redis: RedisClient, redisPrefix: string): Promise<void> {
   await redis.incr(domainPolicyVersionKey(redisPrefix));
 }
 
@@ -64,11 +64,11 @@ export class DomainPolicy {
   private readonly key: string;
 
   private readonly db: Db;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly config: Pick<Config, 'redisPrefix' | 'localDomain' | 'limitedFederationMode'>;
   private readonly tracking: KeyTracking | undefined;
 
-  constructor(db: Db, redis: Redis, config: Pick<Config, 'redisPrefix' | 'localDomain' | 'limitedFederationMode'>, tracking?: KeyTracking) {
+  constructor(db: Db, redis: RedisClient, config: Pick<Config, 'redisPrefix' | 'localDomain' | 'limitedFederationMode'>, tracking?: KeyTracking) {
     this.db = db;
     this.redis = redis;
     this.config = config;
@@ -157,7 +157,7 @@ export class DomainPolicy {
 const policies = new WeakMap<object, DomainPolicy>();
 
 /** The process's policy for a context (one per context: tests run several servers in one process). */
-export function domainPolicy(ctx: { db: Db; redis: Redis; config: Config; tracking?: KeyTracking }): DomainPolicy {
+export function domainPolicy(ctx: { db: Db; redis: RedisClient; config: Config; tracking?: KeyTracking }): DomainPolicy {
   let policy = policies.get(ctx);
   if (!policy) {
     policy = new DomainPolicy(ctx.db, ctx.redis, ctx.config, ctx.tracking);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 
 /**
  * What streaming sockets are told of, as it travels between processes over Redis pub/sub (Mastodon's channel
@@ -88,10 +88,10 @@ export type HomesMessage = StreamMessage & { homes: string[] };
 
 /** Publishes stream messages; a channel nobody listens to costs Redis next to nothing. */
 export class StreamEvents {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
 
-  constructor(redis: Redis, redisPrefix: string) {
+  constructor(redis: RedisClient, redisPrefix: string) {
     this.redis = redis;
     this.prefix = `${redisPrefix}stream:`;
   }

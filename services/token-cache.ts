@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../storage/redis.ts';
 import type { Queryable } from '../storage/db.ts';
 import { findActiveAccessTokenByHash, hashSecret, type TokenOwner } from '../storage/oauth.ts';
 
@@ -13,7 +13,7 @@ export function invalidationChannel(redisPrefix: string): string {
 }
 
 /** Tells every process to forget cached tokens; call after the change has committed. */
-export async function publishTokenInvalidation(redis: Redis, redisPrefix: string, what: TokenInvalidation): Promise<void> {
+export async function publishTokenInvalidation(redis: RedisClient, redisPrefix: string, what: TokenInvalidation): Promise<void> {
   const message = 'token' in what ? `token:${hashSecret(what.token)}` : 'userId' in what ? `user:${what.userId}` : `account:${what.accountId}`;
   await redis.publish(invalidationChannel(redisPrefix), message);
 }
@@ -62,7 +62,7 @@ export class TokenCache {
   }
 
   /** Listens for invalidations on a connection of its own (a subscribed Redis connection can do nothing else). */
-  async subscribe(subscriber: Redis, redisPrefix: string): Promise<void> {
+  async subscribe(subscriber: RedisClient, redisPrefix: string): Promise<void> {
     subscriber.on('message', (_channel: string, message: string) => this.forget(message));
     // If the subscription drops, entries may have missed an invalidation: forget them all on reconnect.
     subscriber.on('ready', () => this.entries.clear());

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import { randomUUID } from 'node:crypto';
 import { unavailableDependency } from './dependencies.ts';
 import type { KeyTracking } from './key-tracking.ts';
@@ -15,10 +15,10 @@ const unique = (ids: Ids) => [...new Set((ids ?? []).filter((id): id is string =
  * Every change to a status or account (counts included) must be followed, after its commit, by a bump.
  */
 export class CacheVersions {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   /** Where versions are read: a connection under client tracking (storage/key-tracking.ts) when there is one. */
-  private readonly reader: Redis;
+  private readonly reader: RedisClient;
   /**
    * The counters' epoch: a key set once every filter and relation version that should be above 0 is, and read with
    * every version. Redis back without it (restarted empty, flushed) lost the counters: whatever was cached under
@@ -35,7 +35,7 @@ export class CacheVersions {
   private readonly remembered = new Map<string, string>();
 
   /** `tracking`: the client tracking `reader` belongs to, if any (it lets viewerVersions answer from memory). */
-  constructor(redis: Redis, prefix: string, reader: Redis = redis, tracking?: KeyTracking) {
+  constructor(redis: RedisClient, prefix: string, reader: RedisClient = redis, tracking?: KeyTracking) {
     this.redis = redis;
     this.prefix = prefix;
     this.reader = reader;

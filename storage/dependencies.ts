@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 
 export type Dependency = 'postgres' | 'redis';
 export const DEPENDENCIES: readonly Dependency[] = ['postgres', 'redis'];
@@ -59,9 +59,9 @@ interface Log {
 export interface DependencyOptions {
   databaseUrl: string;
   /** The connection requests use: Redis answers this process when it (and each of `alsoRedis`) is connected. */
-  redis: Redis;
+  redis: RedisClient;
   /** Other connections requests use (the tracked reader): Redis is back only once every one is. */
-  alsoRedis?: Redis[];
+  alsoRedis?: RedisClient[];
   log: Log;
   /** How long a probe may take before its dependency counts as gone. */
   timeoutMs?: number;
@@ -84,7 +84,7 @@ export class Dependencies {
   private readonly listeners: ((name: Dependency, up: boolean) => void)[] = [];
   private readonly waiters = new Set<() => void>();
   private readonly options: Required<Omit<DependencyOptions, 'onHang'>> & Pick<DependencyOptions, 'onHang'>;
-  private readonly connections: Redis[];
+  private readonly connections: RedisClient[];
   private probeClient: pg.Client | null = null;
   private readonly timeouts: Record<Dependency, number> = { postgres: 0, redis: 0 };
   private timer: NodeJS.Timeout | null = null;

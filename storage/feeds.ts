@@ -1,5 +1,5 @@
 import { redisScript, runScript } from './redis.ts';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import type { PageParams } from './paging.ts';
 
 /** Mastodon keeps the newest 800 entries of a home feed; older pages come from PostgreSQL. */
@@ -37,14 +37,14 @@ const BUILDING_MS = 60_000;
  * Scores are doubles and lose the low bits of 64-bit ids, so exact order and bounds are settled on the members.
  */
 export class HomeFeeds {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   /** Where pages are read: a connection under client tracking (storage/key-tracking.ts) when there is one. */
-  private readonly reader: Redis;
+  private readonly reader: RedisClient;
   private readonly kind: string;
 
   /** `kind`: `home` (by account id), or `list` (list feeds, by list id: the same sets under other keys). */
-  constructor(redis: Redis, prefix: string, reader: Redis = redis, kind: 'home' | 'list' = 'home') {
+  constructor(redis: RedisClient, prefix: string, reader: RedisClient = redis, kind: 'home' | 'list' = 'home') {
     this.redis = redis;
     this.prefix = prefix;
     this.reader = reader;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 
 /**
  * Fixed-window request counters shared by every process through Redis, without a Redis round trip per request.
@@ -75,7 +75,7 @@ type AddCommand = (...args: (string | number)[]) => Promise<[number, number][]>;
 
 export class RateLimitCounters {
   private readonly counters = new Map<string, Counter>();
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly add: AddCommand;
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> | null = null;
@@ -83,7 +83,7 @@ export class RateLimitCounters {
   private readonly maxKeys: number;
   private readonly sweepMs: number;
 
-  constructor(redis: Redis, options: { flushMs?: number; maxKeys?: number; sweepMs?: number } = {}) {
+  constructor(redis: RedisClient, options: { flushMs?: number; maxKeys?: number; sweepMs?: number } = {}) {
     this.redis = redis;
     this.maxKeys = options.maxKeys ?? MAX_KEYS;
     this.sweepMs = options.sweepMs ?? SWEEP_MS;

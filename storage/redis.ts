@@ -1,10 +1,65 @@
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
 import { ConfigError } from '../config.ts';
 import { KeyTracking } from './key-tracking.ts';
+import { isCluster } from './redis-keys.ts';
+
+/** A single Redis or a Redis Cluster: both take the same commands (storage/REDIS-CLUSTER.md says what differs). */
+export type RedisClient = Redis | Cluster;
+
+/** Where Redis is: REDIS_URL alone, or a cluster's seed nodes reached with REDIS_URL's credentials and TLS. */
+export interface RedisTarget {
+  redisUrl: string;
+  redisClusterNodes?: readonly string[];
+}
+
+const targetOf = (t: string | RedisTarget): RedisTarget => (typeof t === 'string' ? { redisUrl: t } : t);
+
+export function onCluster(t: string | RedisTarget): boolean {
+  return (targetOf(t).redisClusterNodes?.length ?? 0) > 0;
+}
 
 /** Reconnecting every half second at most: a Redis that is back is used again within that. */
 export const reconnectSoon = (attempt: number): number => Math.min(attempt * 50, 500);
+
+/** What each node of a cluster is reached with: REDIS_URL's user, password, database-free TLS. */
+function nodeOptionsOf(redisUrl: string): RedisOptions {
+  const url = new URL(redisUrl);
+  return {
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(url.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+}
+
+/**
+ * One connection (or, on a cluster, one client holding a connection per node) with the given options. On a cluster,
+ * a command whose node went away is sent again after 100 ms for at most 16 redirections (about 1.7 s, inside the
+ * 2 s every request is bounded by), which covers a replica taking over from a failed master with
+ * `cluster-node-timeout` 1 s; `redisOptions` apply to each node's connection.
+ */
+export function redisConnection(t: string | RedisTarget, redisOptions: RedisOptions, clusterOptions: ClusterOptions = {}): RedisClient {
+  const target = targetOf(t);
+  const client: RedisClient = onCluster(target)
+    ? new Cluster([...target.redisClusterNodes!], {
+      lazyConnect: redisOptions.lazyConnect ?? false,
+      enableOfflineQueue: redisOptions.enableOfflineQueue ?? true,
+      enableAutoPipelining: redisOptions.enableAutoPipelining ?? false,
+      scaleReads: 'master',
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      retryDelayOnTryAgain: 100,
+      maxRedirections: 16,
+      slotsRefreshTimeout: 1000,
+      clusterRetryStrategy: reconnectSoon,
+      ...clusterOptions,
+      redisOptions: { ...nodeOptionsOf(target.redisUrl), ...redisOptions, lazyConnect: false },
+    })
+    : new Redis(target.redisUrl, { retryStrategy: reconnectSoon, ...redisOptions });
+  client.on('error', () => {}); // reconnects on its own; storage/dependencies.ts logs and /health reports
+  return client;
+}
 
 /**
  * The connection requests use. While Redis is away its commands fail at once (no offline queue) and commands in
@@ -12,33 +67,32 @@ export const reconnectSoon = (attempt: number): number => Math.min(attempt * 50,
  * 503 must not have its writes run later. A Redis that keeps the connection but does not answer has it cut off by
  * storage/dependencies.ts (a commandTimeout would be a timer per command: about a third of the client's throughput).
  */
-export function createRedis(redisUrl: string, connectionName?: string): Redis {
+export function createRedis(t: string | RedisTarget, connectionName?: string): RedisClient {
   // Auto-pipelining sends the commands of concurrent requests issued in one tick as one write: each write to
   // Redis costs a system call and loopback TCP work in this process, the largest cost of a timeline read.
-  const redis = new Redis(redisUrl, {
+  return redisConnection(t, {
     lazyConnect: true, enableAutoPipelining: true, connectionName,
-    enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, retryStrategy: reconnectSoon,
+    enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false,
   });
-  redis.on('error', () => {}); // reconnects on its own; storage/dependencies.ts logs and /health reports
-  return redis;
 }
 
 /**
  * A subscriber connection: its SUBSCRIBEs wait for a connection and are made again after every reconnection
- * (ioredis's autoResubscribe); subscribed, it sends nothing else.
+ * (ioredis's autoResubscribe); subscribed, it sends nothing else. On a cluster, plain pub/sub reaches every node, so
+ * the client subscribes on any one node and moves to another when that one goes.
  */
-export function createSubscriber(redisUrl: string, connectionName?: string): Redis {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: null, connectionName, retryStrategy: reconnectSoon });
-  redis.on('error', () => {});
-  return redis;
+export function createSubscriber(t: string | RedisTarget, connectionName?: string): RedisClient {
+  return redisConnection(t, { lazyConnect: true, maxRetriesPerRequest: null, connectionName });
 }
 
 /** Two connections of its own for client tracking: one whose reads are tracked, one that hears of changes. */
-export function createKeyTracking(redisUrl: string, name = 'fedi'): KeyTracking {
-  const reader = createRedis(redisUrl, `${name}:tracking-reader`);
+export function createKeyTracking(t: string | RedisTarget, name = 'fedi'): KeyTracking {
+  const target = targetOf(t);
+  if (onCluster(target)) throw new ConfigError('REDIS_CLUSTER_NODES', 'client tracking on a cluster is not built yet');
+  const reader = createRedis(target.redisUrl, `${name}:tracking-reader`) as Redis;
   // The listener fails its commands at once while it is down (its PINGs decide whether memory can be trusted),
   // and subscribes itself again after learning its new client id.
-  const listener = new Redis(redisUrl, {
+  const listener = new Redis(target.redisUrl, {
     connectionName: `${name}:tracking-listener`, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResubscribe: false, autoResendUnfulfilledCommands: false,
     retryStrategy: reconnectSoon,
   });
@@ -46,8 +100,15 @@ export function createKeyTracking(redisUrl: string, name = 'fedi'): KeyTracking 
   return new KeyTracking(reader, listener);
 }
 
-export async function connectRedis(redis: Redis, redisUrl: string): Promise<void> {
-  const host = new URL(redisUrl).host;
+/** The masters of a cluster (each node connection), or the one Redis. */
+export function mastersOf(client: RedisClient): Redis[] {
+  return isCluster(client) ? client.nodes('master') : [client];
+}
+
+export async function connectRedis(redis: RedisClient, t: string | RedisTarget): Promise<void> {
+  const target = targetOf(t);
+  const where = onCluster(target) ? target.redisClusterNodes!.join(',') : new URL(target.redisUrl).host;
+  const setting = onCluster(target) ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
   // ioredis rejects connect() with a bare "Connection is closed."; the reason arrives as an 'error' event.
   let lastError: { code?: string; message?: string } | undefined;
   const remember = (err: { code?: string; message?: string }) => (lastError = err);
@@ -57,22 +118,28 @@ export async function connectRedis(redis: Redis, redisUrl: string): Promise<void
       redis.connect(),
       new Promise((_, reject) => setTimeout(() => reject(new Error('timed out after 5 s')), 5000).unref()),
     ]);
-    await redis.ping();
+    // Every master answers, or the server does not start half-served.
+    await Promise.all(mastersOf(redis).map((node) => node.ping()));
   } catch (err) {
     redis.disconnect();
     const e = lastError?.code ? lastError : (err as { code?: string; message?: string });
     const why = e.code === 'ECONNREFUSED' ? 'connection refused' : (e.message ?? String(err));
-    throw new ConfigError('REDIS_URL', `cannot connect to ${host}: ${why}`);
+    throw new ConfigError(setting, `cannot connect to ${where}: ${why}`);
   } finally {
     redis.off('error', remember);
   }
 }
 
 /** Removes every key under a prefix (used when a test install is torn down), without blocking Redis with KEYS. */
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
-  const stream = redis.scanStream({ match: `${prefix}*`, count: 500 });
-  for await (const keys of stream as AsyncIterable<string[]>) {
-    if (keys.length > 0) await redis.unlink(...keys);
+export async function deleteKeysWithPrefix(redis: RedisClient, prefix: string): Promise<void> {
+  // A cluster has no SCAN of its own: each master is scanned, and its keys (of many slots) unlinked one by one.
+  for (const node of mastersOf(redis)) {
+    const stream = node.scanStream({ match: `${prefix}*`, count: 500 });
+    for await (const keys of stream as AsyncIterable<string[]>) {
+      if (keys.length === 0) continue;
+      if (isCluster(redis)) await Promise.all(keys.map((key) => redis.unlink(key)));
+      else await redis.unlink(...keys);
+    }
   }
 }
 
@@ -91,7 +158,7 @@ export function redisScript(source: string): RedisScript {
  * ioredis defineCommand: a command defined while an auto-pipeline is being filled is missing from it, and ioredis
  * then throws outside any promise, ending the process.
  */
-export async function runScript(redis: Redis, script: RedisScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(redis: RedisClient, script: RedisScript, keys: string[], args: (string | number)[]): Promise<unknown> {
   try {
     return await redis.evalsha(script.sha1, keys.length, ...keys, ...args);
   } catch (err) {

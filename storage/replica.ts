@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import type { Db } from './db.ts';
 import { unavailableDependency } from './dependencies.ts';
 import { redisScript, runScript } from './redis.ts';
@@ -67,7 +67,7 @@ interface Replica {
 export interface ReadReplicaOptions {
   /** Connections per replica pool. */
   poolSize: number;
-  redis: Redis;
+  redis: RedisClient;
   redisPrefix: string;
   /** A replica further behind than this is not read from (ms). */
   maxLagMs?: number;
@@ -84,7 +84,7 @@ export interface ReadReplicaOptions {
 export class ReadReplicas {
   readonly replicas: Replica[];
   private readonly primary: Db;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   private readonly maxLagMs: number;
   private readonly pollMs: number;

@@ -12,7 +12,7 @@ import { createRedis, connectRedis, deleteKeysWithPrefix } from '../../storage/r
 import { HomeFeeds } from '../../storage/feeds.ts';
 import { FANOUT_QUEUE, bullConnection } from '../../jobs/queues.ts';
 import type { Config } from '../../config.ts';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../storage/redis.ts';
 
 const FOLLOWERS = 1_000;
 const POSTS = 20;
@@ -21,7 +21,7 @@ describe('a worker killed in the middle of a fan-out', () => {
   let config: Config;
   let settings: Record<string, string>;
   let web: string;
-  let redis: Redis;
+  let redis: RedisClient;
   let db: pg.Client;
 
   beforeAll(async () => {

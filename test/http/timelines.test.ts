@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../storage/redis.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
@@ -305,7 +305,7 @@ describe('rendered home pages served from memory', () => {
 });
 
 /** The Redis client id of a tracking listener: the connection its reader redirects invalidations to. */
-async function clientIdOf(admin: Redis, tracking: KeyTracking): Promise<string> {
+async function clientIdOf(admin: RedisClient, tracking: KeyTracking): Promise<string> {
   const readerId = String(await tracking.reader.client('ID'));
   const line = String(await admin.client('LIST', 'ID', readerId));
   return /\bredir=(\d+)/.exec(line)![1]!;

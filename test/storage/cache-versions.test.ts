@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createKeyTracking, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import type { KeyTracking } from '../../storage/key-tracking.ts';
 import { CacheVersions } from '../../storage/cache-versions.ts';
@@ -11,7 +11,7 @@ const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 // second CacheVersions on a connection of its own stands for another process making changes.
 describe('viewer versions kept in memory under client tracking', () => {
   let tracking: KeyTracking;
-  let writer: Redis;
+  let writer: RedisClient;
   let prefix: string;
   let versions: CacheVersions;
   let other: CacheVersions;

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import { HomeFeeds } from '../../storage/feeds.ts';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `feeds_test_${randomBytes(4).toString('hex')}:`;
-let redis: Redis;
+let redis: RedisClient;
 let feeds: HomeFeeds;
 
 beforeAll(async () => {

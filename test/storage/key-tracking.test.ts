@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createKeyTracking, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import type { KeyTracking } from '../../storage/key-tracking.ts';
 import { until } from '../helpers/instances.ts';
@@ -10,7 +10,7 @@ const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 // Client tracking against the real Redis: the writer is a connection of its own, as another process would be.
 describe('Redis client tracking', () => {
   let tracking: KeyTracking;
-  let writer: Redis;
+  let writer: RedisClient;
   let prefix: string;
   let heard: (string | null)[];
 
@@ -145,7 +145,7 @@ describe('Redis client tracking', () => {
 });
 
 /** The id of the connection with this name. */
-async function clientId(admin: Redis, name: string): Promise<string> {
+async function clientId(admin: RedisClient, name: string): Promise<string> {
   const lines = String(await admin.client('LIST')).trim().split('\n');
   const line = lines.find((l) => l.includes(` name=${name} `));
   if (!line) throw new Error(`no client named ${name}`);

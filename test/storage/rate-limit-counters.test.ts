@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import { RateLimitCounters, type Count } from '../../storage/rate-limit-counters.ts';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `fedi_test_rl_${randomBytes(4).toString('hex')}:`;
-let redis: Redis;
-let other: Redis;
+let redis: RedisClient;
+let other: RedisClient;
 
 beforeAll(async () => {
   redis = createRedis(url);

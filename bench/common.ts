@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.ts';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { HomeFeeds } from '../storage/feeds.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -101,12 +101,11 @@ export function peakRssMb(pid: number): number {
  * Milliseconds from `since` (performance.now()) until the status is in every one of these home feeds, polling
  * Redis every `everyMs`; NaN if it is not after `timeoutMs`.
  */
-export async function untilInAllFeeds(redis: Redis, feeds: HomeFeeds, accountIds: string[], statusId: string, since: number, everyMs = 10, timeoutMs = 30_000): Promise<number> {
+export async function untilInAllFeeds(redis: Redis | Cluster, feeds: HomeFeeds, accountIds: string[], statusId: string, since: number, everyMs = 10, timeoutMs = 30_000): Promise<number> {
   while (performance.now() - since < timeoutMs) {
-    const pipeline = redis.pipeline();
-    for (const id of accountIds) pipeline.zscore(feeds.key(id), statusId);
-    const results = (await pipeline.exec()) ?? [];
-    if (results.every(([, score]) => score !== null)) return performance.now() - since;
+    // Plain commands, not a pipeline (which a cluster confines to one node); auto-pipelining sends them at once.
+    const scores = await Promise.all(accountIds.map((id) => redis.zscore(feeds.key(id), statusId)));
+    if (scores.every((score) => score !== null)) return performance.now() - since;
     await new Promise((r) => setTimeout(r, everyMs));
   }
   return NaN;

@@ -4,6 +4,7 @@ import { transaction } from '../storage/db.ts';
 import { addToOutbox } from '../storage/outbox.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import * as deletion from '../storage/account-deletion.ts';
+import { groupsForCommand } from '../storage/redis-keys.ts';
 import { accountUri } from '../services/uris.ts';
 import { recipientOf } from '../federation/objects.ts';
 import { deliverable } from '../federation/deliverable.ts';
@@ -199,7 +200,8 @@ class StepRunner {
   private async feeds(after: string | undefined): Promise<StepOutcome> {
     const lists = await deletion.listIdsBatch(this.ctx.db, this.account.id, after ?? '0', ROW_BATCH);
     const keys = [...this.ctx.feeds.pageKeys(this.account.id), ...lists.flatMap((id) => this.ctx.listFeeds.pageKeys(id))];
-    await this.ctx.redis.del(...keys);
+    // One DEL on a single Redis; on a cluster one per feed bucket (a DEL's keys must share a slot).
+    await Promise.all(groupsForCommand(this.ctx.redis, keys, (key) => key).map((group) => this.ctx.redis.del(...group)));
     return lists.length === ROW_BATCH ? { after: lists.at(-1)! } : {};
   }
 

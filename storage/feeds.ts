@@ -1,5 +1,6 @@
 import { redisScript, runScript } from './redis.ts';
 import type { RedisClient } from './redis.ts';
+import { feedTag, groupsForCommand } from './redis-keys.ts';
 import type { PageParams } from './paging.ts';
 
 /** Mastodon keeps the newest 800 entries of a home feed; older pages come from PostgreSQL. */
@@ -51,12 +52,16 @@ export class HomeFeeds {
     this.kind = kind;
   }
 
+  /**
+   * A feed's keys carry its bucket's tag (storage/redis-keys.ts), as does that bucket's accepting set: on a cluster they
+   * share a slot, so `drop` and `rebuild` stay transactions, and a fan-out costs a script call and a ZMSCORE per bucket.
+   */
   key(accountId: string): string {
-    return `${this.prefix}feed:${this.kind}:${accountId}`;
+    return `${this.prefix}feed:${feedTag(accountId)}:${this.kind}:${accountId}`;
   }
 
   private readyKey(accountId: string): string {
-    return `${this.prefix}feed:${this.kind}:${accountId}:ready`;
+    return `${this.key(accountId)}:ready`;
   }
 
   /** The keys a page read depends on. */
@@ -65,22 +70,35 @@ export class HomeFeeds {
   }
 
   private buildingKey(accountId: string): string {
-    return `${this.prefix}feed:${this.kind}:${accountId}:building`;
+    return `${this.key(accountId)}:building`;
   }
 
   /**
-   * Which feeds take new statuses, all in one sorted set, so that fan-out asks about a thousand followers in one
-   * command (ZMSCORE) rather than a thousand EXISTS: score +inf for a built feed, the time a rebuild's claim runs out
-   * for one being rebuilt, 0 for one found to take none. The markers stay what page reads go by; a feed missing from
-   * this set (built before it existed, or the set lost) is looked up by its markers once and entered.
+   * Which feeds of a bucket take new statuses, in one sorted set per bucket (the feed's tag), so that fan-out asks
+   * about a thousand followers in one command per bucket (ZMSCORE) rather than a thousand EXISTS: score +inf for a
+   * built feed, the time a rebuild's claim runs out for one being rebuilt, 0 for one found to take none. The markers
+   * stay what page reads go by; a feed missing from its set (built before it existed, or the set lost) is looked up
+   * by its markers once and entered.
    */
-  private acceptingKey(): string {
-    return `${this.prefix}feed:${this.kind}:accepting`;
+  private acceptingKey(accountId: string): string {
+    return `${this.prefix}feed:${feedTag(accountId)}:${this.kind}:accepting`;
+  }
+
+  /** Ids grouped by bucket (one accepting set each), in the order first seen. */
+  private byBucket(ids: readonly string[]): string[][] {
+    const groups = new Map<string, string[]>();
+    for (const id of ids) {
+      const tag = feedTag(id);
+      const group = groups.get(tag);
+      if (group) group.push(id);
+      else groups.set(tag, [id]);
+    }
+    return [...groups.values()];
   }
 
   /** Forgets a feed altogether (a deleted list's). */
   async drop(id: string): Promise<void> {
-    await this.redis.multi().del(this.key(id), this.readyKey(id), this.buildingKey(id)).zrem(this.acceptingKey(), id).exec();
+    await this.redis.multi().del(this.key(id), this.readyKey(id), this.buildingKey(id)).zrem(this.acceptingKey(id), id).exec();
   }
 
   /** True when the feed is built. */
@@ -96,15 +114,17 @@ export class HomeFeeds {
   /** Which of these accounts' feeds take new statuses (those that do not are rebuilt when next read). */
   async acceptingAmong(accountIds: string[]): Promise<string[]> {
     if (accountIds.length === 0) return [];
-    const scores = await this.redis.zmscore(this.acceptingKey(), ...accountIds);
+    // One ZMSCORE per bucket, sent together (auto-pipelining writes them at once, per node on a cluster).
+    const buckets = this.byBucket(accountIds);
+    const scores = await Promise.all(buckets.map((ids) => this.redis.zmscore(this.acceptingKey(ids[0]!), ...ids)));
     const now = Date.now();
     const out: string[] = [];
     const unknown: string[] = [];
-    accountIds.forEach((id, i) => {
-      const score = scores[i];
+    buckets.forEach((ids, b) => ids.forEach((id, i) => {
+      const score = scores[b]![i];
       if (score === null || score === undefined) unknown.push(id);
       else if (score === 'inf' || Number(score) > now) out.push(id);
-    });
+    }));
     if (unknown.length > 0) out.push(...(await this.enterByMarkers(unknown)));
     return out;
   }
@@ -114,13 +134,11 @@ export class HomeFeeds {
    * meanwhile is not overwritten) as built, or as taking none until it is rebuilt.
    */
   private async enterByMarkers(accountIds: string[]): Promise<string[]> {
-    const pipeline = this.redis.pipeline();
-    for (const id of accountIds) pipeline.exists(this.readyKey(id), this.buildingKey(id));
-    const results = (await pipeline.exec()) ?? [];
-    const accepting = accountIds.filter((_, i) => Number(results[i]?.[1]) > 0);
-    const entries = accountIds.flatMap((id, i) => [Number(results[i]?.[1]) > 0 ? '+inf' : '0', id]);
-    await this.redis.zadd(this.acceptingKey(), 'NX', ...entries);
-    return accepting;
+    // Plain commands, not a pipeline (which a cluster confines to one node): auto-pipelining still sends them at once.
+    const found = await Promise.all(accountIds.map((id) => this.redis.exists(this.readyKey(id), this.buildingKey(id))));
+    const takes = new Map(accountIds.map((id, i) => [id, found[i]! > 0]));
+    await Promise.all(this.byBucket(accountIds).map((ids) => this.redis.zadd(this.acceptingKey(ids[0]!), 'NX', ...ids.flatMap((id) => [takes.get(id) ? '+inf' : '0', id]))));
+    return accountIds.filter((id) => takes.get(id));
   }
 
   /**
@@ -130,18 +148,19 @@ export class HomeFeeds {
    */
   async rebuild(accountId: string, source: () => Promise<string[]>): Promise<void> {
     const key = this.key(accountId);
-    await this.redis.multi().del(key).set(this.buildingKey(accountId), '1', 'PX', BUILDING_MS).zadd(this.acceptingKey(), Date.now() + BUILDING_MS, accountId).exec();
+    await this.redis.multi().del(key).set(this.buildingKey(accountId), '1', 'PX', BUILDING_MS).zadd(this.acceptingKey(accountId), Date.now() + BUILDING_MS, accountId).exec();
     const statusIds = await source();
     const tx = this.redis.multi();
     if (statusIds.length > 0) tx.zadd(key, ...statusIds.flatMap((id) => [id, id])).zremrangebyrank(key, 0, -FEED_SIZE - 1);
-    await tx.set(this.readyKey(accountId), '1').del(this.buildingKey(accountId)).zadd(this.acceptingKey(), '+inf', accountId).exec();
+    await tx.set(this.readyKey(accountId), '1').del(this.buildingKey(accountId)).zadd(this.acceptingKey(accountId), '+inf', accountId).exec();
   }
 
   /**
    * Adds statuses to one feed. The adds asked for in one turn of the event loop (a fan-out's thousand followers'
    * actors, each adding to its own feed) go to Redis together as one script call per thousand feeds, rather than
    * as a command each: a thousand commands cost the process a thousand command objects and Redis a thousand
-   * requests to parse. Each feed is trimmed back to FEED_SIZE when it holds more.
+   * requests to parse. On a cluster a script's keys must share a slot: one call per bucket present. Each feed is
+   * trimmed back to FEED_SIZE when it holds more.
    */
   add(accountId: string, statusIds: string[]): Promise<void> {
     if (statusIds.length === 0) return Promise.resolve();
@@ -164,18 +183,22 @@ export class HomeFeeds {
     const batch = this.adding!;
     this.adding = null;
     const calls: Promise<unknown>[] = [];
-    let keys: string[] = [];
-    let args: (string | number)[] = [FEED_SIZE];
-    for (const [accountId, statusIds] of batch.feeds) {
-      keys.push(this.key(accountId));
-      args.push(statusIds.length, ...statusIds);
-      if (keys.length === ADD_KEYS_PER_CALL) {
-        calls.push(runScript(this.redis, ADD_TO_FEEDS, keys, args));
-        keys = [];
-        args = [FEED_SIZE];
+    // A single Redis takes the whole batch as one group (calls as before clustering); a cluster one group per bucket.
+    for (const group of groupsForCommand(this.redis, [...batch.feeds.keys()], (id) => this.key(id))) {
+      let keys: string[] = [];
+      let args: (string | number)[] = [FEED_SIZE];
+      for (const accountId of group) {
+        const statusIds = batch.feeds.get(accountId)!;
+        keys.push(this.key(accountId));
+        args.push(statusIds.length, ...statusIds);
+        if (keys.length === ADD_KEYS_PER_CALL) {
+          calls.push(runScript(this.redis, ADD_TO_FEEDS, keys, args));
+          keys = [];
+          args = [FEED_SIZE];
+        }
       }
+      if (keys.length > 0) calls.push(runScript(this.redis, ADD_TO_FEEDS, keys, args));
     }
-    if (keys.length > 0) calls.push(runScript(this.redis, ADD_TO_FEEDS, keys, args));
     Promise.all(calls).then(
       () => { for (const w of batch.waiting) w.resolve(); },
       (err: unknown) => { for (const w of batch.waiting) w.reject(err); },
@@ -189,9 +212,8 @@ export class HomeFeeds {
 
   async remove(accountIds: string[], statusIds: string[]): Promise<void> {
     if (accountIds.length === 0 || statusIds.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const id of accountIds) pipeline.zrem(this.key(id), ...statusIds);
-    await pipeline.exec();
+    // Plain commands (auto-pipelining sends them together): a pipeline would have to stay on one cluster node.
+    await Promise.all(accountIds.map((id) => this.redis.zrem(this.key(id), ...statusIds)));
   }
 
   /**
@@ -199,7 +221,8 @@ export class HomeFeeds {
    * built (the caller rebuilds it). The range read and one MGET (the built marker, and cache version keys that
    * must still hold the values given: `unchanged`) are sent together, so auto-pipelining writes them at once, and
    * a cached rendering of the page is checked in the same round trip. Plain commands: a Lua script doing the same
-   * cost Redis five times the time.
+   * cost Redis five times the time. On a cluster the MGET is one per hash tag among those keys (the marker's, then
+   * the versions' own).
    */
   async page(accountId: string, p: PageParams, versions?: { keys: string[]; values: string[] }): Promise<{ ids: string[] | null; unchanged: boolean }> {
     // Fetch a little more than asked around inclusive bounds, then settle exact bounds with BigInt.
@@ -208,18 +231,27 @@ export class HomeFeeds {
     const lowId = p.minId ?? p.sinceId;
     const keep = (id: string) => (!p.maxId || gt(p.maxId, id)) && (!lowId || gt(id, lowId));
     const key = this.key(accountId);
+    const keys = [this.readyKey(accountId), ...(versions?.keys ?? [])];
+    // Indices into `keys`; the first group holds the marker (index 0), first.
+    const [markerGroup, ...versionGroups] = groupsForCommand(this.reader, keys.map((_, i) => i), (i) => keys[i]!);
+    const mget = (group: number[]) => this.reader.mget(...group.map((i) => keys[i]!));
     // The marker is read first (Redis runs one connection's commands in order, and a rebuild sets the marker and the
-    // feed in one transaction), so a feed seen built is read whole.
-    const [[ready, ...current], ids] = await Promise.all([
-      this.reader.mget(this.readyKey(accountId), ...(versions?.keys ?? [])),
+    // feed in one transaction), so a feed seen built is read whole. On a cluster the marker and the feed share a slot,
+    // so they go to the same node's connection, still in that order.
+    const [markerValues, ids, ...versionValues] = await Promise.all([
+      mget(markerGroup!),
       p.minId
         ? this.reader.zrangebyscore(key, lowId ?? '-inf', p.maxId ?? '+inf', 'LIMIT', 0, p.limit + slack)
         : this.reader.zrevrangebyscore(key, p.maxId ?? '+inf', lowId ?? '-inf', 'LIMIT', 0, p.limit + slack),
+      ...versionGroups.map(mget),
     ]);
-    if (ready === null) return { ids: null, unchanged: false };
+    const values: (string | null)[] = new Array(keys.length);
+    markerGroup!.forEach((k, j) => (values[k] = markerValues[j] ?? null));
+    versionGroups.forEach((group, g) => group.forEach((k, j) => (values[k] = versionValues[g]![j] ?? null)));
+    if (values[0] === null) return { ids: null, unchanged: false };
     const page = ids.filter(keep).slice(0, p.limit);
     // A missing version key counts as '0', as in CacheVersions.
-    const unchanged = versions !== undefined && versions.values.every((v, i) => (current[i] ?? '0') === v);
+    const unchanged = versions !== undefined && versions.values.every((v, i) => (values[i + 1] ?? '0') === v);
     return { ids: p.minId ? page.reverse() : page, unchanged };
   }
 }

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import { HomeFeeds } from '../../storage/feeds.ts';
+import { feedTag } from '../../storage/redis-keys.ts';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `feeds_test_${randomBytes(4).toString('hex')}:`;
@@ -39,9 +40,11 @@ describe('home feed rebuild', () => {
   it('knows which feeds take statuses from one set, and learns those it does not know from their markers', async () => {
     await feeds.rebuild('10', async () => []);
     // Built before the set existed (or the set was lost): only its marker says so.
-    await redis.set(`${prefix}feed:home:11:ready`, '1');
+    await redis.set(`${prefix}feed:${feedTag('11')}:home:11:ready`, '1');
     expect((await feeds.acceptingAmong(['10', '11', '12'])).sort()).toEqual(['10', '11']);
-    expect(await redis.zmscore(`${prefix}feed:home:accepting`, '10', '11', '12')).toEqual(['inf', 'inf', '0']);
+    // One accepting set per bucket, named with the bucket's tag.
+    const scores = await Promise.all(['10', '11', '12'].map((id) => redis.zscore(`${prefix}feed:${feedTag(id)}:home:accepting`, id)));
+    expect(scores).toEqual(['inf', 'inf', '0']);
     // One found taking none is built later: from then on it takes statuses.
     await feeds.rebuild('12', async () => []);
     expect((await feeds.acceptingAmong(['10', '11', '12'])).sort()).toEqual(['10', '11', '12']);
@@ -71,6 +74,24 @@ describe('home feed rebuild', () => {
     await feeds.add('4', many);
     expect(await redis.zcard(feeds.key('4'))).toBe(800);
     expect((await redis.zrange(feeds.key('4'), -1, -1))[0]).toBe('10199');
+  });
+
+  it('costs a single Redis what it did before buckets: one script call per thousand feeds, one MGET per page', async () => {
+    const owners = Array.from({ length: 1000 }, (_, i) => String(20_000 + i));
+    const evalsha = vi.spyOn(redis, 'evalsha');
+    const mget = vi.spyOn(redis, 'mget');
+    try {
+      await Promise.all(owners.map((id) => feeds.add(id, ['8001'])));
+      expect(evalsha).toHaveBeenCalledTimes(1);
+      await feeds.rebuild('20000', async () => ['8000']);
+      const versionKeys = Array.from({ length: 16 }, (_, v) => `${prefix}ver:{v${v}}:s:${v}`);
+      const read = await feeds.page('20000', { limit: 40 }, { keys: versionKeys, values: versionKeys.map(() => '0') });
+      expect(read).toEqual({ ids: ['8000'], unchanged: true });
+      expect(mget).toHaveBeenCalledTimes(1);
+    } finally {
+      evalsha.mockRestore();
+      mget.mockRestore();
+    }
   });
 
   it('replaces what a feed held before it was found missing, and caps it', async () => {

@@ -4,6 +4,7 @@ import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createKeyTracking, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
 import type { KeyTracking } from '../../storage/key-tracking.ts';
 import { CacheVersions } from '../../storage/cache-versions.ts';
+import { VERSION_BUCKETS, versionTag, versionTagOfBucket } from '../../storage/redis-keys.ts';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -15,6 +16,9 @@ describe('viewer versions kept in memory under client tracking', () => {
   let prefix: string;
   let versions: CacheVersions;
   let other: CacheVersions;
+  // Each bucket of version keys has its own epoch (storage/redis-keys.ts).
+  const epochOf = (id: string) => `${prefix}ver:${versionTag(id)}:epoch`;
+  const allEpochs = () => [...Array(VERSION_BUCKETS).keys()].map((b) => `${prefix}ver:${versionTagOfBucket(b)}:epoch`);
 
   beforeEach(async () => {
     prefix = `cache_versions_test_${randomBytes(4).toString('hex')}:`;
@@ -24,7 +28,7 @@ describe('viewer versions kept in memory under client tracking', () => {
     await connectRedis(writer, url);
     versions = new CacheVersions(writer, prefix, tracking.reader, tracking);
     other = new CacheVersions(writer, prefix);
-    await writer.set(`${prefix}ver:epoch`, 'e1');
+    await writer.mset(...allEpochs().flatMap((k) => [k, 'e1']));
     await versions.ensureEpoch();
   });
 
@@ -50,24 +54,38 @@ describe('viewer versions kept in memory under client tracking', () => {
     expect(after.r.get('12')).toBe('1');
     expect(after.f.get('12')).toBe('0');
     expect(mget).toHaveBeenCalledTimes(2);
-    expect(mget.mock.calls[1]!.filter((k) => String(k).includes('ver:'))).toEqual([`${prefix}ver:epoch`, `${prefix}ver:r:12`]);
+    expect(mget.mock.calls[1]!.filter((k) => String(k).includes('ver:'))).toEqual([epochOf('12'), `${prefix}ver:${versionTag('12')}:r:12`]);
   });
 
   it('forgets everything when the counters are lost (the epoch changes or Redis is flushed of them)', async () => {
     await versions.viewerVersions(['21']);
     const mget = vi.spyOn(tracking.reader, 'mget');
-    await writer.del(`${prefix}ver:epoch`);
+    await writer.del(epochOf('21'));
     expect(await tracking.sync()).toBe(true);
     // Without the epoch, filter and relation versions are unknown (never "none"), and nothing is kept.
     expect((await versions.viewerVersions(['21'])).r.get('21')).toMatch(/^\?/);
     expect((await versions.viewerVersions(['21'])).r.get('21')).toMatch(/^\?/);
     expect(mget).toHaveBeenCalledTimes(2);
     // Set again (restored): read once more, then kept.
-    await writer.set(`${prefix}ver:epoch`, 'e2');
+    await writer.set(epochOf('21'), 'e2');
     expect(await tracking.sync()).toBe(true);
     expect((await versions.viewerVersions(['21'])).r.get('21')).toBe('0');
     expect((await versions.viewerVersions(['21'])).r.get('21')).toBe('0');
     expect(mget).toHaveBeenCalledTimes(3);
+  });
+
+  it('reads ids of every bucket in one MGET with their epochs, and bumps them in one pipeline, on a single Redis', async () => {
+    const ids = Array.from({ length: 64 }, (_, i) => String(5000 + i));
+    expect(new Set(ids.map(versionTag)).size).toBe(VERSION_BUCKETS);
+    const pipeline = vi.spyOn(writer, 'pipeline');
+    await other.bump({ statuses: ids, relations: ids });
+    expect(pipeline).toHaveBeenCalledTimes(1);
+    const mget = vi.spyOn(tracking.reader, 'mget');
+    const got = await versions.getMany({ s: ids, r: ids });
+    expect([...got.s.values(), ...got.r.values()]).toEqual([...ids, ...ids].map(() => '1'));
+    expect(mget).toHaveBeenCalledTimes(1);
+    expect(new Set(mget.mock.calls[0]!.slice(0, VERSION_BUCKETS))).toEqual(new Set(allEpochs()));
+    expect(mget.mock.calls[0]!.length).toBe(VERSION_BUCKETS + 2 * ids.length);
   });
 
   it('reads every time without tracking', async () => {

@@ -1,4 +1,5 @@
-import type { RedisClient } from '../storage/redis.ts';
+import { mastersOf, type RedisClient } from '../storage/redis.ts';
+import { groupsForCommand } from '../storage/redis-keys.ts';
 import type { KvKey, KvStore, KvStoreListEntry, KvStoreSetOptions } from '@fedify/fedify';
 
 /**
@@ -53,21 +54,30 @@ export class RedisKvStore implements KvStore {
     return result === 1;
   };
 
+  /**
+   * Every master is scanned, each with its own cursor (a cluster's SCAN sees one node). Values are read with one
+   * MGET per batch on a single Redis, one per slot on a cluster (keys here carry no tag: one per key, auto-pipelined).
+   */
   async *list(prefix?: KvKey): AsyncIterable<KvStoreListEntry> {
     const pattern = prefix ? `${this.key(prefix).replace(/[*?[\]\\]/g, '\\$&')}*` : `${this.prefix}*`;
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 200);
-      cursor = next;
-      if (keys.length === 0) continue;
-      const values = await this.redis.mget(keys);
-      for (const [i, k] of keys.entries()) {
-        const raw = values[i];
-        // A prefix match must be on whole key parts: ['a'] lists ['a', 'b'], not ['ab'].
-        if (raw == null || (prefix && k !== this.key(prefix) && !k.startsWith(`${this.key(prefix)}::`))) continue;
-        yield { key: this.unkey(k), value: JSON.parse(raw) };
-      }
-    } while (cursor !== '0');
+    for (const node of mastersOf(this.redis)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 200);
+        cursor = next;
+        if (keys.length === 0) continue;
+        const groups = groupsForCommand(this.redis, keys, (k) => k);
+        const values = await Promise.all(groups.map((group) => this.redis.mget(group)));
+        for (const [g, group] of groups.entries()) {
+          for (const [i, k] of group.entries()) {
+            const raw = values[g]![i];
+            // A prefix match must be on whole key parts: ['a'] lists ['a', 'b'], not ['ab'].
+            if (raw == null || (prefix && k !== this.key(prefix) && !k.startsWith(`${this.key(prefix)}::`))) continue;
+            yield { key: this.unkey(k), value: JSON.parse(raw) };
+          }
+        }
+      } while (cursor !== '0');
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 import type { RedisClient } from '../storage/redis.ts';
+import { groupsForCommand } from '../storage/redis-keys.ts';
 import { ApiError } from '../errors.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import {
@@ -244,16 +245,20 @@ const today = () => Math.floor(Date.now() / 1000 / DAY) * DAY;
  */
 async function recordAttempt(redis: RedisClient, prefix: string, blocks: EmailDomainBlockRow[], ip: string | null | undefined): Promise<void> {
   const day = today();
-  const multi = redis.multi();
-  for (const block of blocks) {
-    const uses = historyKey(prefix, block.id, day, 'uses');
-    multi.incr(uses).expire(uses, (HISTORY_DAYS + 1) * DAY);
-    if (ip) {
-      const accounts = historyKey(prefix, block.id, day, 'accounts');
-      multi.pfadd(accounts, ip).expire(accounts, (HISTORY_DAYS + 1) * DAY);
+  // One transaction on a single Redis; one per block on a cluster, where a block's keys share its tag but two
+  // blocks' keys may be on two nodes.
+  await Promise.all(groupsForCommand(redis, blocks, (block) => historyKey(prefix, block.id, day, 'uses')).map((group) => {
+    const multi = redis.multi();
+    for (const block of group) {
+      const uses = historyKey(prefix, block.id, day, 'uses');
+      multi.incr(uses).expire(uses, (HISTORY_DAYS + 1) * DAY);
+      if (ip) {
+        const accounts = historyKey(prefix, block.id, day, 'accounts');
+        multi.pfadd(accounts, ip).expire(accounts, (HISTORY_DAYS + 1) * DAY);
+      }
     }
-  }
-  await multi.exec();
+    return multi.exec();
+  }));
 }
 
 export interface EmailDomainBlockHistoryDay { day: string; accounts: string; uses: string }
@@ -261,17 +266,23 @@ export interface EmailDomainBlockHistoryDay { day: string; accounts: string; use
 /** The last seven days of each block, today first (Mastodon's Admin::EmailDomainBlock `history`). */
 export async function emailDomainBlockHistories(redis: RedisClient, prefix: string, ids: string[]): Promise<Map<string, EmailDomainBlockHistoryDay[]>> {
   const days = Array.from({ length: HISTORY_DAYS }, (_, i) => today() - i * DAY);
-  const pipeline = redis.pipeline();
-  for (const id of ids) for (const day of days) pipeline.get(historyKey(prefix, id, day, 'uses')).pfcount(historyKey(prefix, id, day, 'accounts'));
-  const results = ids.length ? (await pipeline.exec()) ?? [] : [];
+  // One pipeline on a single Redis; one per block on a cluster (a block's keys share its tag, so one node).
+  const groups = groupsForCommand(redis, ids, (id) => historyKey(prefix, id, 0, 'uses'));
+  const replies = await Promise.all(groups.map(async (group) => {
+    const pipeline = redis.pipeline();
+    for (const id of group) for (const day of days) pipeline.get(historyKey(prefix, id, day, 'uses')).pfcount(historyKey(prefix, id, day, 'accounts'));
+    return (await pipeline.exec()) ?? [];
+  }));
   const out = new Map<string, EmailDomainBlockHistoryDay[]>();
-  let i = 0;
-  for (const id of ids) {
-    out.set(id, days.map((day) => {
-      const uses = Number(results[i++]?.[1] ?? 0) || 0;
-      const accounts = Number(results[i++]?.[1] ?? 0) || 0;
-      return { day: String(day), accounts: String(accounts), uses: String(uses) };
-    }));
+  for (const [g, group] of groups.entries()) {
+    let i = 0;
+    for (const id of group) {
+      out.set(id, days.map((day) => {
+        const uses = Number(replies[g]![i++]?.[1] ?? 0) || 0;
+        const accounts = Number(replies[g]![i++]?.[1] ?? 0) || 0;
+        return { day: String(day), accounts: String(accounts), uses: String(uses) };
+      }));
+    }
   }
   return out;
 }

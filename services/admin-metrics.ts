@@ -1,6 +1,6 @@
 // The admin dashboard's figures: measures (counts per day), dimensions (top lists and facts about the stack) and
 // retention cohorts, computed from what PostgreSQL and Redis hold. The SQL is in storage/admin-metrics.ts.
-import type { RedisClient } from '../storage/redis.ts';
+import { mastersOf, type RedisClient } from '../storage/redis.ts';
 import type { Db } from '../storage/db.ts';
 import { isId } from '../storage/ids.ts';
 import * as metrics from '../storage/admin-metrics.ts';
@@ -76,6 +76,12 @@ function infoField(info: string, field: string): string | null {
   return m ? m[1]!.trim() : null;
 }
 
+/** Redis's memory in bytes, summed over a cluster's masters (its INFO answers for one node); replicas not counted. */
+async function redisUsedMemory(redis: RedisClient): Promise<string> {
+  const infos = await Promise.all(mastersOf(redis).map((node) => node.info('memory')));
+  return String(infos.reduce((sum, info) => sum + (Number(infoField(info, 'used_memory') ?? 0) || 0), 0));
+}
+
 export async function dimensions(db: Db, redis: RedisClient, stack: StackFacts, keys: DimensionKey[], range: DayRange | null, limit: number, options: Partial<Record<string, KeyOptions>>): Promise<DimensionResult[]> {
   const out: DimensionResult[] = [];
   const tagOf = (key: string) => { const id = options[key]?.id; return id && isId(id) ? id : null; };
@@ -95,7 +101,7 @@ export async function dimensions(db: Db, redis: RedisClient, stack: StackFacts, 
         break;
       case 'space_usage': {
         const pg = await metrics.postgresFacts(db);
-        const memory = infoField(await redis.info('memory'), 'used_memory') ?? '0';
+        const memory = await redisUsedMemory(redis);
         // Media sizes are not recorded per file, so the media store is not measured here.
         data = [
           { key: 'postgresql', humanKey: 'PostgreSQL', value: pg.bytes, unit: 'bytes', humanValue: humanSize(Number(pg.bytes)) },
@@ -105,6 +111,7 @@ export async function dimensions(db: Db, redis: RedisClient, stack: StackFacts, 
       }
       case 'software_versions': {
         const pg = await metrics.postgresFacts(db);
+        // Any node's: a cluster's nodes run one version (but for the moments of a rolling upgrade).
         const redisVersion = infoField(await redis.info('server'), 'redis_version') ?? 'unknown';
         const node = process.versions.node;
         data = [

@@ -5,6 +5,7 @@
 import type { AppContext } from '../context.ts';
 import { HISTORY_DAYS } from './instance.ts';
 import { setTrendsAllowed, tagDailyUse, tagNamesByIds, trendPage, trendRowIds } from '../storage/trends.ts';
+import { groupsForCommand } from '../storage/redis-keys.ts';
 import {
   cardDailyUse, cardsByIds, publishersCovering, reviewsOf, setReview,
   type PublisherRow, type ReviewKind,
@@ -116,7 +117,10 @@ export async function applyPublisherReviews(ctx: Ctx): Promise<void> {
   const refused = [...states].filter(([, st]) => !st.trendable).map(([id]) => id);
   await setTrendsAllowed(ctx.db, 'link', allowed, true);
   await setTrendsAllowed(ctx.db, 'link', refused, false);
-  await ctx.redis.del(...['trends:tags', 'trends:statuses', 'trends:links'].map((n) => `${ctx.config.redisPrefix}instance:${n}`));
+  // One DEL on a single Redis; one per key on a cluster, where the keys (untagged, as services/instance.ts names
+  // them) are in different slots.
+  const keys = ['trends:tags', 'trends:statuses', 'trends:links'].map((n) => `${ctx.config.redisPrefix}instance:${n}`);
+  await Promise.all(groupsForCommand(ctx.redis, keys, (k) => k).map((group) => ctx.redis.del(...group)));
 }
 
 /** Records an operator's approval or rejection; the item's trend row follows at once (a link's own review decides). */

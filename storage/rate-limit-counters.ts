@@ -1,15 +1,17 @@
-import type { RedisClient } from './redis.ts';
+import { redisScript, runScript, type RedisClient } from './redis.ts';
+import { groupsForCommand, rateLimitTag } from './redis-keys.ts';
 
 /**
  * Fixed-window request counters shared by every process through Redis, without a Redis round trip per request.
  *
- * Each process counts hits locally and adds them to the Redis counter in batches (one script call for all keys,
- * every FLUSH_MS), reading back the shared count and the window's end. A hit is answered from memory only when
- * that is safe: the count is known from Redis recently (STALE_MS), and far enough below the limit (MARGIN) that the
- * hits other processes have not reported yet cannot cross it; or the limit is already exceeded in this window,
- * which cannot change before it ends. Any other hit (a new key, a new window, a count near the limit, a key quiet
- * for a while) goes to Redis at once and is decided on Redis's count, as a plain Redis counter would. So limits are
- * exact near the limit, and a busy client's requests cost one Redis command per batch instead of one each.
+ * Each process counts hits locally and adds them to the Redis counter in batches (every FLUSH_MS, one script call for
+ * all keys on a single Redis, one per key bucket on a cluster), reading back the shared count and the window's end.
+ * A hit is answered from memory only when that is safe: the count is known from Redis recently (STALE_MS), and far
+ * enough below the limit (MARGIN) that the hits other processes have not reported yet cannot cross it; or the limit
+ * is already exceeded in this window, which cannot change before it ends. Any other hit (a new key, a new window, a
+ * count near the limit, a key quiet for a while) goes to Redis at once and is decided on Redis's count, as a plain
+ * Redis counter would. So limits are exact near the limit, and a busy client's requests cost one Redis command per
+ * batch instead of one each.
  */
 
 /** How often counted hits are added to Redis. */
@@ -36,7 +38,7 @@ function margin(max: number): number {
 const SHARE_OF_ROOM = 1 / 8;
 
 // For each key: add the hits, start the window if the key is new (or lost its expiry), and answer [count, ms left].
-const ADD = `
+const ADD = redisScript(`
 local out = {}
 for i = 1, #KEYS do
   local current = redis.call('INCRBY', KEYS[i], tonumber(ARGV[i * 2 - 1]))
@@ -47,9 +49,18 @@ for i = 1, #KEYS do
   end
   out[i] = { current, ttl }
 end
-return out`;
+return out`);
+
+/**
+ * The Redis key of a counter: the store's key followed by its bucket's tag (storage/redis-keys.ts), so that a
+ * flush's keys go in one script call per bucket on a cluster. The tag ends the key so that the key still starts
+ * with the plugin's prefix and namespace (`fedi:rate-limit:token:…`); it is derived from the whole store key.
+ */
+export const rateLimitRedisKey = (key: string): string => `${key}:${rateLimitTag(key)}`;
 
 interface Counter {
+  /** Its key in Redis (`rateLimitRedisKey`). */
+  redisKey: string;
   /** The count in Redis when it last answered (this process's flushed hits included). */
   shared: number;
   /** Hits counted here and not yet sent to Redis. */
@@ -71,12 +82,9 @@ export interface Count {
   ttl: number;
 }
 
-type AddCommand = (...args: (string | number)[]) => Promise<[number, number][]>;
-
 export class RateLimitCounters {
   private readonly counters = new Map<string, Counter>();
   private readonly redis: RedisClient;
-  private readonly add: AddCommand;
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> | null = null;
   private lastSweep = Date.now();
@@ -87,11 +95,13 @@ export class RateLimitCounters {
     this.redis = redis;
     this.maxKeys = options.maxKeys ?? MAX_KEYS;
     this.sweepMs = options.sweepMs ?? SWEEP_MS;
-    if (!(redis as unknown as Record<string, unknown>).fediRateLimitAdd) redis.defineCommand('fediRateLimitAdd', { lua: ADD });
-    const add = (redis as unknown as { fediRateLimitAdd: (...args: (string | number)[]) => Promise<[number, number][]> }).fediRateLimitAdd;
-    this.add = (...args) => add.apply(redis, args);
     this.timer = setInterval(() => void this.flush(), options.flushMs ?? FLUSH_MS);
     this.timer.unref();
+  }
+
+  /** Adds each key's hits and answers its [count, ms left], in order; the keys share a slot on a cluster. */
+  private add(keys: string[], args: (string | number)[]): Promise<[number, number][]> {
+    return runScript(this.redis, ADD, keys, args) as Promise<[number, number][]>;
   }
 
   /** Counts a hit on `key` (a window of `windowMs`, at most `max` hits) and calls back with the count. */
@@ -116,7 +126,8 @@ export class RateLimitCounters {
     const now = Date.now();
     const c = this.counters.get(key);
     if (c && now < c.resetAt) return done(null, { current: c.shared + c.sending + c.pending, ttl: c.resetAt - now });
-    this.redis.multi().get(key).pttl(key).exec().then((r) => {
+    const redisKey = rateLimitRedisKey(key);
+    this.redis.multi().get(redisKey).pttl(redisKey).exec().then((r) => {
       const current = Number(r?.[0]?.[1] ?? 0);
       const ttl = Number(r?.[1]?.[1] ?? 0);
       done(null, { current, ttl: Math.max(0, ttl) });
@@ -127,7 +138,7 @@ export class RateLimitCounters {
   private sendNow(key: string, windowMs: number, now: number, done: (err: Error | null, count?: Count) => void): void {
     let c = this.counters.get(key);
     if (!c) {
-      c = { shared: 0, pending: 0, sending: 0, resetAt: 0, syncedAt: 0, lastHit: now, windowMs };
+      c = { redisKey: rateLimitRedisKey(key), shared: 0, pending: 0, sending: 0, resetAt: 0, syncedAt: 0, lastHit: now, windowMs };
       this.counters.set(key, c);
       if (this.counters.size > this.maxKeys) this.evict(now);
     } else if (now >= c.resetAt) {
@@ -141,7 +152,7 @@ export class RateLimitCounters {
     c.sending += n;
     const counter = c;
     // Replies come in the order sent: this count includes every batch sent before, none sent after (still `sending`).
-    this.add(1, key, n, windowMs).then((results) => {
+    this.add([c.redisKey], [n, windowMs]).then((results) => {
       const [current, ttl] = results[0]!;
       const at = Date.now();
       counter.sending -= n;
@@ -156,43 +167,48 @@ export class RateLimitCounters {
     });
   }
 
-  /** Adds every key's pending hits to Redis in one call, and takes back the shared counts. */
+  /**
+   * Adds every key's pending hits to Redis and takes back the shared counts: one script call for all keys on a
+   * single Redis, one per bucket on a cluster (sent together). A call that fails leaves its keys' hits for later.
+   */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
     const now = Date.now();
     if (now - this.lastSweep > this.sweepMs) this.sweep(now);
-    const batch: [string, Counter, number][] = [];
-    const args: (string | number)[] = [];
-    for (const [key, c] of this.counters) {
+    const batch: [Counter, number][] = [];
+    for (const c of this.counters.values()) {
       if (c.pending === 0) continue;
       if (now >= c.resetAt) {
         c.pending = 0;
         continue;
       }
-      batch.push([key, c, c.pending]);
+      batch.push([c, c.pending]);
       c.sending += c.pending;
       c.pending = 0;
       if (batch.length === 1000) break;
     }
     if (batch.length === 0) return Promise.resolve();
-    for (const [key] of batch) args.push(key);
-    for (const [, c, n] of batch) args.push(n, c.windowMs);
-    this.flushing = this.add(batch.length, ...args).then((results) => {
-      const at = Date.now();
-      for (const [i, [, c, n]] of batch.entries()) {
-        const [current, ttl] = results[i]!;
-        c.sending -= n;
-        c.shared = current;
-        c.resetAt = at + ttl;
-        c.syncedAt = at;
-      }
-    }, () => {
-      // Redis is away: the hits stay counted here and go with a later batch.
-      for (const [, c, n] of batch) {
-        c.sending -= n;
-        c.pending += n;
-      }
-    }).finally(() => {
+    const calls = groupsForCommand(this.redis, batch, ([c]) => c.redisKey).map((group) => {
+      const args: (string | number)[] = [];
+      for (const [c, n] of group) args.push(n, c.windowMs);
+      return this.add(group.map(([c]) => c.redisKey), args).then((results) => {
+        const at = Date.now();
+        for (const [i, [c, n]] of group.entries()) {
+          const [current, ttl] = results[i]!;
+          c.sending -= n;
+          c.shared = current;
+          c.resetAt = at + ttl;
+          c.syncedAt = at;
+        }
+      }, () => {
+        // Redis (or this bucket's node) is away: the hits stay counted here and go with a later batch.
+        for (const [c, n] of group) {
+          c.sending -= n;
+          c.pending += n;
+        }
+      });
+    });
+    this.flushing = Promise.all(calls).then(() => {}).finally(() => {
       this.flushing = null;
     });
     return this.flushing;

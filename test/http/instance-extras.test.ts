@@ -38,7 +38,7 @@ async function get(server: TestServer, url: string, headers: Record<string, stri
 const getJson = async (server: TestServer, url: string, headers: Record<string, string> = {}): Promise<any> => (await get(server, url, headers)).json(); // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** Peers, activity and trends are kept in Redis a few minutes; tests that change what they count start afresh. */
-const forgetCaches = (server: TestServer) => server.ctx.redis.del(...instanceCacheKeys(server.config.redisPrefix));
+const forgetCaches = (server: TestServer) => Promise.all(instanceCacheKeys(server.config.redisPrefix).map((key) => server.ctx.redis.del(key)));
 
 async function instances(server: TestServer): Promise<{ one: Json; two: Json }> {
   const one = await getJson(server, '/api/v1/instance');

@@ -107,7 +107,7 @@ beforeAll(async () => {
   favouritedId = await post(carol, 'favourite me');
   for (const u of [bob, dave, more[0]!]) expect((await api(u, 'POST', `/api/v1/statuses/${favouritedId}/favourite`)).status).toBe(200);
   for (const u of [more[1]!, more[2]!]) expect((await api(u, 'POST', `/api/v1/statuses/${favouritedId}/reblog`)).status).toBe(200);
-  await s.ctx.redis.del(...instanceCacheKeys(s.config.redisPrefix));
+  await Promise.all(instanceCacheKeys(s.config.redisPrefix).map((key) => s.ctx.redis.del(key)));
   await refreshTrends(s.ctx);
 }, 60_000);
 

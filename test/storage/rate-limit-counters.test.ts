@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../storage/redis.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix } from '../../storage/redis.ts';
-import { RateLimitCounters, type Count } from '../../storage/rate-limit-counters.ts';
+import { RateLimitCounters, rateLimitRedisKey, type Count } from '../../storage/rate-limit-counters.ts';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `fedi_test_rl_${randomBytes(4).toString('hex')}:`;
@@ -39,10 +39,10 @@ describe('rate-limit counters', () => {
     }
     await counters.close();
     expect(counts).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
-    expect(Number(await redis.get(key))).toBe(1000);
+    expect(Number(await redis.get(rateLimitRedisKey(key)))).toBe(1000);
     // The first hit, then a batch per flush interval (100 ms) of the ~200 ms the loop took, and the last flush.
     expect(sent.mock.calls.length).toBeLessThan(20);
-    expect(await redis.pttl(key)).toBeGreaterThan(50_000);
+    expect(await redis.pttl(rateLimitRedisKey(key))).toBeGreaterThan(50_000);
     sent.mockRestore();
   });
 
@@ -54,7 +54,7 @@ describe('rate-limit counters', () => {
     expect(allowed.filter(Boolean).length).toBe(50);
     expect(allowed.slice(0, 50).every(Boolean)).toBe(true);
     await counters.close();
-    expect(Number(await redis.get(key))).toBe(80);
+    expect(Number(await redis.get(rateLimitRedisKey(key)))).toBe(80);
   });
 
   it('shares a limit between processes (two sets of counters, two connections) within a small tolerance', async () => {
@@ -76,7 +76,7 @@ describe('rate-limit counters', () => {
     await b.close();
     expect(allowed).toBeGreaterThanOrEqual(max);
     expect(allowed).toBeLessThanOrEqual(max * 1.05);
-    expect(Number(await redis.get(key))).toBe(30 * 50);
+    expect(Number(await redis.get(rateLimitRedisKey(key)))).toBe(30 * 50);
   });
 
   it('starts a new window when Redis\'s ends', async () => {
@@ -88,6 +88,19 @@ describe('rate-limit counters', () => {
     const next = await hit(counters, key, 300, 3);
     expect(next.current).toBe(1);
     expect(next.ttl).toBeLessThanOrEqual(300);
+    await counters.close();
+  });
+
+  it('sends every key\'s pending hits in one script call on a single Redis, whatever their buckets', async () => {
+    const counters = new RateLimitCounters(redis, { flushMs: 3_600_000 });
+    const keys = Array.from({ length: 40 }, (_, i) => `${prefix}flush:${i}`);
+    for (const key of keys) await hit(counters, key, 60_000, 1_000_000);
+    for (const [i, key] of keys.entries()) for (let n = 0; n < i % 4 + 1; n++) await hit(counters, key, 60_000, 1_000_000);
+    const calls = vi.spyOn(redis, 'evalsha');
+    await counters.flush();
+    expect(calls.mock.calls.length).toBe(1);
+    calls.mockRestore();
+    for (const [i, key] of keys.entries()) expect(Number(await redis.get(rateLimitRedisKey(key)))).toBe(i % 4 + 2);
     await counters.close();
   });
 

@@ -91,7 +91,7 @@ async function statementStats(db: ReturnType<typeof createPool>) {
 
 /** Fan-out jobs that failed (kept by BullMQ) or wait for a retry, with the first failure's reason; '' if none. */
 async function failedJobs(redis: Redis, prefix: string): Promise<string> {
-  const queue = `${prefix}bull:fanout`;
+  const queue = `${prefix}bull:{fanout}`;
   // The hourly media clean-up waits among the delayed jobs too (its scheduler's id starts with `repeat:`).
   const [failed, delayedIds] = await Promise.all([redis.zrange(`${queue}:failed`, 0, -1), redis.zrange(`${queue}:delayed`, 0, -1)]);
   const delayed = delayedIds.filter((id) => !id.startsWith('repeat:')).length;
@@ -142,7 +142,8 @@ async function main() {
   let server = startServer(env, { nodeFlags: profile });
   let bouncer: PgBouncer | null = null;
   const db = createPool(config.databaseUrl, 4);
-  const redis = new Redis(config.redisUrl);
+  // Auto-pipelining: the feed polls' thousands of commands go out as one write, as their pipelines did.
+  const redis = new Redis(config.redisUrl, { enableAutoPipelining: true });
   const dbName = new URL(config.databaseUrl).pathname.slice(1);
   const commits = async () => Number((await db.query<{ n: string }>(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = $1`, [dbName])).rows[0]!.n);
   try {
@@ -251,19 +252,17 @@ async function main() {
     let caughtUpMs = NaN;
     for (let i = 0; i < 600; i++) {
       if (lastIds.length > 0) {
-        const lasts = redis.pipeline();
-        for (const id of followerIds) lasts.zmscore(feeds.key(id), ...lastIds);
-        if (((await lasts.exec()) ?? []).some(([, scores]) => (scores as (string | null)[]).includes(null))) {
+        // Plain commands, not pipelines (which a cluster confines to one node): auto-pipelining sends them at once.
+        const lasts = await Promise.all(followerIds.map((id) => redis.zmscore(feeds.key(id), ...lastIds)));
+        if (lasts.some((scores) => scores.includes(null))) {
           await sleep(50);
           continue;
         }
       }
       const asked = [...missing];
-      const pipeline = redis.pipeline();
-      for (const [id, ids] of asked) pipeline.zmscore(feeds.key(id), ...ids);
-      const results = (await pipeline.exec()) ?? [];
+      const results = await Promise.all(asked.map(([id, ids]) => redis.zmscore(feeds.key(id), ...ids)));
       asked.forEach(([id, ids], k) => {
-        const left = ids.filter((_, j) => (results[k]![1] as (string | null)[])[j] === null);
+        const left = ids.filter((_, j) => results[k]![j] === null);
         if (left.length === 0) missing.delete(id);
         else missing.set(id, left);
       });

@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
-import type { RedisClient } from '../storage/redis.ts';
+import { onCluster, type RedisClient, type RedisTarget } from '../storage/redis.ts';
 import type { MessageQueue, MessageQueueDepth, MessageQueueEnqueueOptions, MessageQueueListenOptions } from '@fedify/fedify';
-import { bullConnection, producerConnection } from '../jobs/queues.ts';
+import { bullConnection, bullQueueName, producerConnection, queueLabel } from '../jobs/queues.ts';
 
-export const FEDERATION_QUEUE = 'federation';
+/** BullMQ's names (`{federation}`, `{federation-ordered-3}`): a hash tag each, so the 9 queues spread over a cluster's masters. */
+export const FEDERATION_QUEUE = bullQueueName('federation');
 /** Messages that must keep their order (Create, Update, Delete of one status) share one of these lanes by key. */
 const ORDERED_LANES = 8;
+const laneName = (i: number) => bullQueueName(`${queueLabel(FEDERATION_QUEUE)}-ordered-${i}`);
+/** How often a worker looks for messages under the queues' names of before the hash tags (see `drainLegacy`). */
+const LEGACY_CHECK_MS = 30_000;
 
 /**
  * Fedify's message queue on BullMQ: outgoing deliveries (one job per inbox, signed when run) and incoming
@@ -19,20 +23,22 @@ export class BullMqMessageQueue implements MessageQueue {
   readonly nativeRetrial = false;
   readonly queue: Queue;
   readonly lanes: Queue[];
-  private readonly redisUrl: string;
+  private readonly target: string | RedisTarget;
   private readonly prefix: string;
   private readonly connection: RedisClient;
   private readonly concurrency: number;
+  private readonly legacyCheckMs: number;
 
-  constructor(redisUrl: string, prefix: string, options: { concurrency?: number } = {}) {
-    this.redisUrl = redisUrl;
+  constructor(target: string | RedisTarget, prefix: string, options: { concurrency?: number; legacyCheckMs?: number } = {}) {
+    this.target = target;
     this.prefix = `${prefix}bull`;
     // Adds fail at once while Redis is away (listen() gives its workers connections of their own).
-    this.connection = producerConnection(redisUrl);
+    this.connection = producerConnection(target);
     this.queue = new Queue(FEDERATION_QUEUE, { connection: this.connection, prefix: this.prefix });
-    this.lanes = Array.from({ length: ORDERED_LANES }, (_, i) => new Queue(`${FEDERATION_QUEUE}-ordered-${i}`, { connection: this.connection, prefix: this.prefix }));
+    this.lanes = Array.from({ length: ORDERED_LANES }, (_, i) => new Queue(laneName(i), { connection: this.connection, prefix: this.prefix }));
     for (const q of [this.queue, ...this.lanes]) q.on('error', () => {}); // Redis away: adds fail; it reconnects
     this.concurrency = options.concurrency ?? 16;
+    this.legacyCheckMs = options.legacyCheckMs ?? LEGACY_CHECK_MS;
   }
 
   private queueFor(options?: MessageQueueEnqueueOptions): Queue {
@@ -68,7 +74,7 @@ export class BullMqMessageQueue implements MessageQueue {
   async recentFailures(limit: number): Promise<{ queue: string; id: string | undefined; failedReason: string; finishedOn: number | undefined }[]> {
     const out = [];
     for (const queue of [this.queue, ...this.lanes]) {
-      for (const job of await queue.getFailed(0, limit - 1)) out.push({ queue: queue.name, id: job.id, failedReason: job.failedReason, finishedOn: job.finishedOn });
+      for (const job of await queue.getFailed(0, limit - 1)) out.push({ queue: queueLabel(queue.name), id: job.id, failedReason: job.failedReason, finishedOn: job.finishedOn });
     }
     return out.sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0)).slice(0, limit);
   }
@@ -78,22 +84,56 @@ export class BullMqMessageQueue implements MessageQueue {
 
   /** Runs until the signal aborts; only worker processes call this. */
   async listen(handler: (message: unknown) => Promise<void> | void, options?: MessageQueueListenOptions): Promise<void> {
-    const connection = bullConnection(this.redisUrl);
-    const workers = [
-      new Worker(FEDERATION_QUEUE, async (job) => handler(job.data), { connection, prefix: this.prefix, concurrency: this.concurrency }),
-      ...this.lanes.map((lane) => new Worker(lane.name, async (job) => handler(job.data), { connection, prefix: this.prefix, concurrency: 1 })),
-    ];
-    for (const worker of workers) {
-      worker.on('error', () => {}); // reconnects on its own
-      worker.on('completed', () => this.onJobFinished?.('completed'));
-      worker.on('failed', () => this.onJobFinished?.('failed'));
-    }
-    await new Promise<void>((resolve) => {
+    const connection = bullConnection(this.target);
+    const worker = (name: string, concurrency: number) => {
+      const w = new Worker(name, async (job) => handler(job.data), { connection, prefix: this.prefix, concurrency });
+      w.on('error', () => {}); // reconnects on its own
+      w.on('completed', () => this.onJobFinished?.('completed'));
+      w.on('failed', () => this.onJobFinished?.('failed'));
+      return w;
+    };
+    const workers = [worker(FEDERATION_QUEUE, this.concurrency), ...this.lanes.map((lane) => worker(lane.name, 1))];
+    const stopped = new Promise<void>((resolve) => {
       if (options?.signal?.aborted) return resolve();
       options?.signal?.addEventListener('abort', () => resolve(), { once: true });
     });
-    await Promise.all(workers.map((w) => w.close()));
+    const legacy = onCluster(this.target) ? Promise.resolve() : this.drainLegacy(worker, stopped);
+    await stopped;
+    await Promise.all([legacy, ...workers.map((w) => w.close())]);
     connection.disconnect();
+  }
+
+  /**
+   * For one release: messages queued under the queues' names of before the hash tags (`federation`,
+   * `federation-ordered-<i>`; keys `<prefix>bull:federation:…`) by an earlier version, or by one still running during
+   * a rolling upgrade, are run too. Every `legacyCheckMs` each old queue that holds jobs (waiting, delayed, active)
+   * gets a worker of its own, closed once it is empty again. Fedify's retries of those messages go to the new queues.
+   * Only on a single Redis: a cluster never held the old names (their keys would not even share a slot).
+   */
+  private async drainLegacy(worker: (name: string, concurrency: number) => Worker, stopped: Promise<void>): Promise<void> {
+    const names = [queueLabel(FEDERATION_QUEUE), ...this.lanes.map((lane) => queueLabel(lane.name))];
+    // Counted on the producer connection: while Redis is away a check fails at once and waits for the next round.
+    const queues = names.map((name) => new Queue(name, { connection: this.connection, prefix: this.prefix }));
+    for (const q of queues) q.on('error', () => {});
+    const draining = new Map<string, Worker>();
+    let done = false;
+    void stopped.then(() => (done = true));
+    while (!done) {
+      await Promise.all(queues.map(async (q, i) => {
+        const counts = await q.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'waiting-children').catch(() => null);
+        if (!counts || done) return;
+        const left = Object.values(counts).reduce((a, b) => a + b, 0);
+        const w = draining.get(q.name);
+        if (left > 0 && !w) draining.set(q.name, worker(q.name, i === 0 ? this.concurrency : 1));
+        else if (left === 0 && w) {
+          draining.delete(q.name);
+          await w.close();
+        }
+      }));
+      await Promise.race([stopped, new Promise((r) => setTimeout(r, this.legacyCheckMs).unref())]);
+    }
+    await Promise.all([...draining.values()].map((w) => w.close()));
+    await Promise.all(queues.map((q) => q.close()));
   }
 
   async close(): Promise<void> {

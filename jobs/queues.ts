@@ -1,10 +1,20 @@
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { redisConnection, type RedisClient, type RedisTarget } from '../storage/redis.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import type { Delivery } from '../services/deliveries.ts';
 import type { Mail } from '../services/mail.ts';
 
-export const FANOUT_QUEUE = 'fanout';
+/**
+ * BullMQ's name for a queue: its readable name in braces. The braces are a Redis Cluster hash tag, so all of a
+ * queue's keys (`<prefix>bull:{fanout}:…`) hash to one slot, which BullMQ's scripts need on a cluster; each queue its
+ * own tag, so queues spread over the masters. The same names on a single Redis, where braces mean nothing.
+ */
+export const bullQueueName = (name: string): string => `{${name}}`;
+
+/** A queue's readable name (metrics, admin pages, logs): BullMQ's name without the hash tag's braces. */
+export const queueLabel = (bullName: string): string => bullName.replace(/^\{(.*)\}$/, '$1');
+
+export const FANOUT_QUEUE = bullQueueName('fanout');
 
 export type FanoutJob =
   /** `edit`: the status was edited; streams that had it are told (`status.update`), feeds stay as they are. */
@@ -42,24 +52,20 @@ export type FanoutJob =
   /** One run of a CSV import (jobs/imports.ts): a batch of its rows, queueing the next run while rows are left. */
   | { kind: 'processImport'; outboxId: string; importId: string };
 
-/** A Redis connection of BullMQ's own (workers block on theirs). */
-export function bullConnection(redisUrl: string): Redis {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  redis.on('error', () => {});
-  return redis;
+/** A Redis connection (or Cluster client) of BullMQ's own (workers block on theirs). */
+export function bullConnection(target: string | RedisTarget): RedisClient {
+  return redisConnection(target, { maxRetriesPerRequest: null });
 }
 
 /**
  * A connection for adding jobs from requests: while Redis is away an add fails at once rather than waiting to run
  * after the client has gone (a job left out is queued again from its outbox row). Workers keep bullConnection.
  */
-export function producerConnection(redisUrl: string): Redis {
-  const redis = new Redis(redisUrl, {
+export function producerConnection(target: string | RedisTarget): RedisClient {
+  // On a cluster, enableOfflineQueue applies to the Cluster client and the rest to each node's connection.
+  return redisConnection(target, {
     enableOfflineQueue: false, maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, commandTimeout: 5000,
-    retryStrategy: (attempt: number) => Math.min(attempt * 50, 500),
   });
-  redis.on('error', () => {});
-  return redis;
 }
 
 /**
@@ -88,10 +94,10 @@ function outboxJob(row: OutboxRow) {
 /** The queues this process puts work on. Job payloads carry ids, never rows. */
 export class JobQueues {
   readonly fanout: Queue;
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
 
-  constructor(redisUrl: string, prefix: string) {
-    this.connection = producerConnection(redisUrl);
+  constructor(target: string | RedisTarget, prefix: string) {
+    this.connection = producerConnection(target);
     this.fanout = new Queue(FANOUT_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
     this.fanout.on('error', () => {}); // Redis away: adds fail (and are swept again from the outbox); it reconnects
   }

@@ -2,7 +2,7 @@ import { Worker, type Job } from 'bullmq';
 import { countJobOutcomes } from '../services/metrics.ts';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
-import { FANOUT_QUEUE, bullConnection, type FanoutJob } from './queues.ts';
+import { FANOUT_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
 import { JOB_QUERY_TIMEOUT_MS, withStatementTimeout } from '../storage/db.ts';
@@ -28,7 +28,10 @@ export interface Workers {
 
 /** Starts this process's job workers and the outbox sweeper. */
 export function startWorkers(ctx: AppContext): Workers {
-  const connection = bullConnection(ctx.config.redisUrl);
+  // Fan-out jobs queued under the queue's name before it carried a hash tag (`fanout`) are left there: each comes back
+  // from its outbox row (the sweeper below) or its scheduled status (sweepDueScheduledStatuses), and draining the old
+  // queue as well would run those twice.
+  const connection = bullConnection(ctx.config);
   const outboxRemover = new OutboxRemover(ctx.db);
   const worker = new Worker<FanoutJob>(
     FANOUT_QUEUE,
@@ -123,7 +126,7 @@ export function startWorkers(ctx: AppContext): Workers {
     }, { signal: federationStop.signal })
     .catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
   // Outcomes of the fan-out queue's jobs, for GET /metrics (the federation queue counts its own).
-  countJobOutcomes(ctx, worker, FANOUT_QUEUE);
+  countJobOutcomes(ctx, worker, queueLabel(FANOUT_QUEUE));
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();
 

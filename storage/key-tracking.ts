@@ -1,4 +1,6 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
+import { isCluster } from './redis-keys.ts';
 
 /** What a caller holds while it reads keys it may cache: see KeyTracking.begin. */
 export interface TrackingTicket {
@@ -8,6 +10,17 @@ export interface TrackingTicket {
 }
 
 const INVALIDATION_CHANNEL = '__redis__:invalidate';
+
+/** One node's side of tracking: the reader's connection to it and the listener its invalidations go to. */
+interface TrackedNode {
+  readonly connection: Redis;
+  readonly listener: Redis;
+  listenerId: string | null;
+  /** The connection's tracking points at `listenerId`. */
+  tracking: boolean;
+  /** Gone from the reader's pool (cluster): its events no longer count. */
+  removed: boolean;
+}
 
 /**
  * Redis server-assisted client-side caching (CLIENT TRACKING, redirect mode, as RESP2 clients use it). Redis
@@ -23,13 +36,24 @@ const INVALIDATION_CHANNEL = '__redis__:invalidate';
  *   made of it; the ticket tells the caller whether any of the keys it read was invalidated meanwhile.
  * - Whenever either connection drops, invalidations may have been missed: everything is invalidated, and nothing
  *   is trusted until tracking is on again.
+ *
+ * On a Redis Cluster, `reader` is a Cluster and REDIRECT must name a client on the same node: each node connection
+ * of the reader gets a listener of its own to that node (made when ioredis adds the node, `+node`, dropped with it).
+ * Tracking is also turned on on replicas, so a promoted replica is ready. `active` asks every master, `sync()` PINGs
+ * every master's listener, and any node's connection or listener dropping, a node coming or going, or the masters
+ * changing invalidates everything. ioredis sends the commands queued for a new node connection before its 'ready'
+ * event, so before our TRACKING: the epoch, bumped when a node comes and when its tracking is on, keeps a ticket
+ * begun before that from being trusted.
  */
 export class KeyTracking {
-  /** Reads through this connection are tracked. */
-  readonly reader: Redis;
-  private readonly listener: Redis;
-  private listenerId: string | null = null;
-  private readerTracking = false;
+  /** Reads through this connection (a Cluster on a cluster) are tracked. */
+  readonly reader: RedisClient;
+  private readonly nodes = new Map<Redis, TrackedNode>();
+  private readonly listenerFor: ((node: Redis) => Redis) | null;
+  /** The one node of a single Redis (looked at on every `begin`, kept at hand). */
+  private readonly single: TrackedNode | null = null;
+  /** The reader's masters when last looked at (cluster): a change means reads may now go elsewhere. */
+  private masterSet = new Set<Redis>();
   private epoch = 0;
   private seq = 0;
   /** Recently invalidated keys and the seq of their invalidation, kept while a ticket may ask about them. */
@@ -43,21 +67,27 @@ export class KeyTracking {
   private readonly syncTimeoutMs: number;
   private closed = false;
 
-  /** `reader` and `listener` are two connections of their own, not yet connected (lazyConnect). */
-  constructor(reader: Redis, listener: Redis, options: { syncTimeoutMs?: number } = {}) {
+  /**
+   * `reader` and `listener` are two connections of their own, not yet connected (lazyConnect). On a cluster, `reader`
+   * is a Cluster of its own (lazyConnect) and `listener` makes a listener (lazyConnect) to the node of a connection.
+   */
+  constructor(reader: Redis, listener: Redis, options?: { syncTimeoutMs?: number });
+  constructor(reader: Cluster, listener: (node: Redis) => Redis, options?: { syncTimeoutMs?: number });
+  constructor(reader: RedisClient, listener: Redis | ((node: Redis) => Redis), options: { syncTimeoutMs?: number } = {}) {
     this.reader = reader;
-    this.listener = listener;
     this.syncTimeoutMs = options.syncTimeoutMs ?? 2000;
-    listener.on('messageBuffer', (channel: Buffer, message: Buffer[] | Buffer | null) => {
-      if (channel.toString() !== INVALIDATION_CHANNEL) return;
-      // A null message means every key (FLUSHDB, FLUSHALL, or the tracking table was reset).
-      if (message === null || !Array.isArray(message)) this.invalidate(null);
-      else this.invalidate(message.map((k) => k.toString()));
-    });
-    listener.on('ready', () => void this.listen());
-    reader.on('ready', () => void this.track());
-    for (const connection of [reader, listener]) {
-      connection.on('close', () => this.lost(connection === listener));
+    if (isCluster(reader)) {
+      if (typeof listener !== 'function') throw new TypeError('a cluster reader needs a listener per node');
+      this.listenerFor = listener;
+      // ioredis replaces a node's connection rather than reconnecting it: +node/-node are the node's life.
+      reader.on('+node', (connection: Redis) => this.addNode(connection));
+      reader.on('-node', (connection: Redis) => this.removeNode(connection));
+      reader.on('refresh', () => this.checkMasters());
+    } else {
+      if (typeof listener === 'function') throw new TypeError('a single Redis reader needs one listener');
+      this.listenerFor = null;
+      this.single = { connection: reader, listener, listenerId: null, tracking: false, removed: false };
+      this.watch(this.single);
     }
   }
 
@@ -66,13 +96,20 @@ export class KeyTracking {
    * proxy that refuses CLIENT) nothing is trusted from memory and every read asks Redis: slower, still correct.
    */
   async start(): Promise<boolean> {
-    await Promise.all([this.reader.connect(), this.listener.connect()]);
+    // On a cluster the listeners connect as their nodes are added.
+    await Promise.all([this.reader.connect(), ...[...this.nodes.values()].map((n) => n.listener.connect())]);
     for (let i = 0; i < 100 && !this.active; i++) await new Promise((r) => setTimeout(r, 20));
     return this.active;
   }
 
   get active(): boolean {
-    return this.listenerId !== null && this.readerTracking && !this.closed;
+    if (this.closed) return false;
+    if (this.single) return this.single.listenerId !== null && this.single.tracking;
+    const masters = this.masters();
+    return masters.length > 0 && masters.every((c) => {
+      const node = this.nodes.get(c);
+      return node !== undefined && node.listenerId !== null && node.tracking;
+    });
   }
 
   onInvalidate(fn: (keys: string[] | null) => void): void {
@@ -101,7 +138,7 @@ export class KeyTracking {
 
   /**
    * Resolves true once every invalidation for writes completed before this call has been applied, false when that
-   * cannot be known (tracking is off, the listener is down or slow); the caller then reads Redis instead.
+   * cannot be known (tracking is off, a listener is down or slow); the caller then reads Redis instead.
    */
   sync(): Promise<boolean> {
     if (!this.active) return Promise.resolve(false);
@@ -113,7 +150,8 @@ export class KeyTracking {
 
   /**
    * One PING at a time: callers that come while one is out wait for the next, which is sent after their call (a
-   * PING sent before it may have reached Redis before a write their request already knows of).
+   * PING sent before it may have reached Redis before a write their request already knows of). On a cluster, one
+   * PING to each master's listener: a write's invalidation is queued by the node that ran it.
    */
   private ping(): void {
     const group = this.waiting;
@@ -128,14 +166,22 @@ export class KeyTracking {
     };
     this.pinging = done;
     const timer = setTimeout(() => done(false), this.syncTimeoutMs);
-    this.listener.ping().then(() => done(true), () => done(false));
+    const listeners = this.masters().map((c) => this.nodes.get(c)?.listener);
+    if (listeners.some((l) => l === undefined)) return done(false);
+    Promise.all(listeners.map((l) => l!.ping())).then(() => done(true), () => done(false));
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.invalidate(null);
     this.reader.disconnect();
-    this.listener.disconnect();
+    for (const node of this.nodes.values()) node.listener.disconnect();
+  }
+
+  /** The connections reads go to: the reader's masters (reads never go to replicas), or the one Redis. */
+  private masters(): Redis[] {
+    if (!isCluster(this.reader)) return [this.reader];
+    return this.reader.status === 'ready' ? this.reader.nodes('master') : [];
   }
 
   private invalidate(keys: string[] | null): void {
@@ -158,38 +204,88 @@ export class KeyTracking {
     for (const [k, seq] of this.invalidatedAt) if (seq < oldest) this.invalidatedAt.delete(k);
   }
 
-  /** The listener (re)connected: learn its id, subscribe, then point the reader's tracking at it. */
-  private async listen(): Promise<void> {
+  private watch(node: TrackedNode): void {
+    const { connection, listener } = node;
+    this.nodes.set(connection, node);
+    listener.on('messageBuffer', (channel: Buffer, message: Buffer[] | Buffer | null) => {
+      if (node.removed || channel.toString() !== INVALIDATION_CHANNEL) return;
+      // A null message means every key (FLUSHDB, FLUSHALL, or the tracking table was reset).
+      if (message === null || !Array.isArray(message)) this.invalidate(null);
+      else this.invalidate(message.map((k) => k.toString()));
+    });
+    listener.on('ready', () => void this.listen(node));
+    connection.on('ready', () => void this.track(node));
+    listener.on('close', () => this.lost(node, true));
+    connection.on('close', () => this.lost(node, false));
+  }
+
+  /**
+   * A new node connection of the reader (cluster). Commands may already be queued on it and go out before its
+   * TRACKING: nothing begun before is trusted (epoch), nor is anything until its tracking is on (`active`).
+   */
+  private addNode(connection: Redis): void {
+    const listener = this.listenerFor!(connection);
+    this.watch({ connection, listener, listenerId: null, tracking: false, removed: false });
+    this.invalidate(null);
+    if (this.closed) listener.disconnect();
+    else listener.connect().catch(() => {}); // it reconnects by itself while its node is in the pool
+  }
+
+  private removeNode(connection: Redis): void {
+    const node = this.nodes.get(connection);
+    if (!node) return;
+    node.removed = true;
+    node.tracking = false;
+    this.nodes.delete(connection);
+    node.listener.disconnect();
+    this.invalidate(null);
+  }
+
+  /**
+   * After a slots refresh (cluster): if the masters changed without a connection dropping (a replica promoted, a
+   * master demoted), keys read from a former master may now be written elsewhere, and no PING there would cover them.
+   */
+  private checkMasters(): void {
+    const masters = new Set((this.reader as Cluster).nodes('master'));
+    const same = masters.size === this.masterSet.size && [...masters].every((m) => this.masterSet.has(m));
+    this.masterSet = masters;
+    if (!same) this.invalidate(null);
+  }
+
+  /** The listener (re)connected: learn its id, subscribe, then point the node connection's tracking at it. */
+  private async listen(node: TrackedNode): Promise<void> {
     try {
-      const id = String(await this.listener.client('ID'));
-      await this.listener.subscribe(INVALIDATION_CHANNEL);
-      this.listenerId = id;
-      await this.track();
+      const id = String(await node.listener.client('ID'));
+      await node.listener.subscribe(INVALIDATION_CHANNEL);
+      if (node.removed || node.listener.status !== 'ready') return;
+      node.listenerId = id;
+      await this.track(node);
     } catch {
       // The connection dropped meanwhile; 'ready' comes again after it reconnects.
     }
   }
 
-  private async track(): Promise<void> {
-    const id = this.listenerId;
-    if (id === null || this.reader.status !== 'ready') return;
+  private async track(node: TrackedNode): Promise<void> {
+    const id = node.listenerId;
+    if (id === null || node.removed || node.connection.status !== 'ready') return;
     try {
-      await this.reader.client('TRACKING', 'ON', 'REDIRECT', id);
+      await node.connection.client('TRACKING', 'ON', 'REDIRECT', id);
       // Still the same listener: reads sent from now on are tracked for it.
-      if (this.listenerId === id && this.reader.status === 'ready') {
+      if (node.listenerId === id && !node.removed && node.connection.status === 'ready') {
         this.epoch++;
-        this.readerTracking = true;
+        node.tracking = true;
       }
     } catch {
       // As above: the next 'ready' tries again.
     }
   }
 
-  private lost(listener: boolean): void {
-    if (listener) this.listenerId = null;
-    // The reader's tracking points at the listener's old id either way: it is on again only once track() has
+  private lost(node: TrackedNode, listener: boolean): void {
+    if (node.removed) return; // already counted when it left the pool
+    if (listener) node.listenerId = null;
+    // The connection's tracking points at the listener's old id either way: it is on again only once track() has
     // pointed it at the new one (until then, reads are not reported to anyone).
-    this.readerTracking = false;
+    node.tracking = false;
     this.invalidate(null);
   }
 }

@@ -7,6 +7,9 @@
 //     server's resident memory before and after, and whether all are still open past one server ping (30 s).
 // The same file is the child that holds idle sockets (when BENCH_STREAMING_CHILD is set), and the floor process
 // (BENCH_STREAMING_FLOOR=1, when BENCH_STREAMING_FLOOR_SERVER is set): see floorServer().
+// With REDIS_CLUSTER_NODES set (e.g. by `npm run cluster:up`), the servers, the floor process and this benchmark's
+// own Redis clients use that Redis Cluster, with sharded pub/sub or not as REDIS_SHARDED_PUBSUB says (default on):
+// the two are compared by running the benchmark once with each.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -376,7 +379,7 @@ function closeAll(sockets: WebSocket[]): Promise<unknown> {
 async function floorServer(): Promise<void> {
   const { createServer } = await import('node:http');
   const { WebSocketServer } = await import('ws');
-  const { Redis } = await import('ioredis');
+  const { redisConnection } = await import('../storage/redis.ts');
   const { HOME_SHARDS, streamChannels } = await import('../services/stream-events.ts');
   const { textFrame, writerOf } = await import('../http/streaming/frames.ts');
   type Write = ReturnType<typeof writerOf>;
@@ -395,9 +398,12 @@ async function floorServer(): Promise<void> {
     ws.on('close', () => set?.delete(write));
   });
   const frameOf = (stream: string, statusId: string) => textFrame(JSON.stringify({ stream: [stream], event: 'update', payload: JSON.stringify({ ...sample, id: statusId }) }));
-  const subscriber = new Redis(process.env.FLOOR_REDIS_URL!);
+  // On a cluster with sharded pub/sub, as the streaming server listens (http/streaming/bus.ts).
+  const clusterNodes = (process.env.FLOOR_CLUSTER_NODES ?? '').split(',').filter(Boolean);
+  const sharded = process.env.FLOOR_SHARDED === '1';
+  const subscriber = redisConnection({ redisUrl: process.env.FLOOR_REDIS_URL!, redisClusterNodes: clusterNodes }, {}, { shardedSubscribers: sharded });
   const publicChannel = prefix + streamChannels.public(':local', false);
-  subscriber.on('message', (channel: string, text: string) => {
+  subscriber.on(sharded ? 'smessage' : 'message', (channel: string, text: string) => {
     const m = JSON.parse(text) as { event: string; statusId: string; homes?: string[] };
     if (m.event !== 'update') return;
     if (channel === publicChannel) {
@@ -408,23 +414,33 @@ async function floorServer(): Promise<void> {
     const frame = frameOf('user', m.statusId);
     for (const id of m.homes ?? []) for (const write of homes.get(id) ?? []) write(frame);
   });
-  await subscriber.subscribe(publicChannel, ...Array.from({ length: HOME_SHARDS }, (_, i) => prefix + streamChannels.homeShard(i)));
+  const channels = [publicChannel, ...Array.from({ length: HOME_SHARDS }, (_, i) => prefix + streamChannels.homeShard(i))];
+  // Sharded channels of different slots cannot share one SSUBSCRIBE.
+  if (sharded) await Promise.all(channels.map((c) => subscriber.ssubscribe(c)));
+  else await subscriber.subscribe(...channels);
   http.listen(Number(process.env.PORT), '127.0.0.1');
   process.on('SIGTERM', () => process.exit(0));
 }
 
 async function main(): Promise<void> {
-  const { Redis } = await import('ioredis');
   const { dropDatabase, ensureDatabase, migrate } = await import('../storage/db.ts');
-  const { deleteKeysWithPrefix } = await import('../storage/redis.ts');
+  const { connectRedis, createRedis, deleteKeysWithPrefix, mastersOf, redisConnection } = await import('../storage/redis.ts');
+  const { isCluster } = await import('../storage/redis-keys.ts');
   const { HOME_SHARDS, homeShardOf, streamChannels } = await import('../services/stream-events.ts');
   const { accountMaker, api, benchSettings, peakRssMb, startServer, waitHealthy } = await import('./common.ts');
 
-  const { env, config, base } = benchSettings(PORT);
+  const clusterEnv = Object.fromEntries(['REDIS_CLUSTER_NODES', 'REDIS_SHARDED_PUBSUB'].filter((k) => process.env[k]).map((k) => [k, process.env[k]!]));
+  const { env, config, base } = benchSettings(PORT, clusterEnv);
   const wsBase = base.replace(/^http/, 'ws');
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
-  const redis = new Redis(config.redisUrl);
+  const redis = createRedis(config);
+  await connectRedis(redis, config);
+  const onCluster = isCluster(redis);
+  const sharded = onCluster && config.redisShardedPubsub;
+  if (onCluster) console.log(`on the Redis Cluster of REDIS_CLUSTER_NODES (${config.redisClusterNodes.length} seeds), ${sharded ? 'sharded' : 'plain'} pub/sub`);
+  /** Every node a subscription may be on: a cluster's plain subscriber connects to any node, replicas included. */
+  const nodesOf = () => (isCluster(redis) ? redis.nodes(sharded ? 'master' : 'all') : [redis]);
   const children: ChildProcess[] = [];
   const sockets: WebSocket[] = [];
   let server: ChildProcess | null = null;
@@ -514,7 +530,10 @@ async function main(): Promise<void> {
           await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: 'Streaming benchmark post (the floor\'s sample): a sentence or two, as posts go, for a thousand followers listening live. #streaming' } });
           const [sample] = await api(base, `/api/v1/accounts/${authorId}/statuses?limit=1`, { token: tokens[0] });
           streamer = spawn(process.execPath, [fileURLToPath(import.meta.url)], {
-            env: { ...process.env, BENCH_STREAMING_FLOOR_SERVER: '1', PORT: String(PORT + 1), FLOOR_REDIS_URL: config.redisUrl, FLOOR_CHANNEL_PREFIX: channelPrefix, FLOOR_SAMPLE: JSON.stringify(sample ?? {}) },
+            env: {
+              ...process.env, BENCH_STREAMING_FLOOR_SERVER: '1', PORT: String(PORT + 1), FLOOR_REDIS_URL: config.redisUrl, FLOOR_CHANNEL_PREFIX: channelPrefix, FLOOR_SAMPLE: JSON.stringify(sample ?? {}),
+              FLOOR_CLUSTER_NODES: config.redisClusterNodes.join(','), FLOOR_SHARDED: sharded ? '1' : '',
+            },
             stdio: ['ignore', 'inherit', 'inherit'],
           });
         } else {
@@ -547,8 +566,10 @@ async function main(): Promise<void> {
       // (The floor process listens to the public channel and every home shard, nothing else.)
       const expectedChannels = floor ? 1 + HOME_SHARDS : 2 * ACCOUNTS + 1 + new Set(accountIds.map(homeShardOf)).size;
       let channels = 0;
+      // Counted on every node (sharded channels are listed by SHARDCHANNELS, on their master).
+      const countChannels = async () => (await Promise.all(nodesOf().map((node) => (sharded ? node.pubsub('SHARDCHANNELS', pattern) : node.pubsub('CHANNELS', pattern)) as Promise<string[]>))).reduce((n, c) => n + c.length, 0);
       for (let i = 0; i < 100; i++) {
-        channels = ((await redis.pubsub('CHANNELS', pattern)) as string[]).length;
+        channels = await countChannels();
         if (channels >= expectedChannels) break;
         await sleep(100);
       }
@@ -558,8 +579,10 @@ async function main(): Promise<void> {
       // When each update was published (by the fan-out job or a follower's actor), as a Redis client of its own sees
       // it: the latency splits into the server's way to Redis and its way from Redis to the socket.
       const published = new Map<string, number>();
-      const spy = new Redis(config.redisUrl);
-      spy.on('pmessage', (_pattern: string, channel: string, text: string) => {
+      // Sharded pub/sub has no pattern form: on a cluster with it, the spy SSUBSCRIBEs the channels updates are
+      // published on (the home shards, public:local and the followers' own home channels), one per command.
+      const spy = redisConnection(config, {}, { shardedSubscribers: sharded });
+      const onPublished = (channel: string, text: string) => {
         const at = now();
         const m = JSON.parse(text) as { event: string; statusId?: string; homes?: string[] };
         if (m.event !== 'update') return;
@@ -567,8 +590,15 @@ async function main(): Promise<void> {
         for (const c of m.homes ? m.homes.map((id) => `${channelPrefix}${streamChannels.home(id)}`) : [channel]) {
           if (!published.has(`${c} ${m.statusId}`)) published.set(`${c} ${m.statusId}`, at);
         }
-      });
-      await spy.psubscribe(pattern);
+      };
+      if (sharded) {
+        spy.on('smessage', onPublished);
+        const spied = [streamChannels.public(':local', false), ...Array.from({ length: HOME_SHARDS }, (_, i) => streamChannels.homeShard(i)), ...accountIds.map((id) => streamChannels.home(id))];
+        await Promise.all(spied.map((c) => spy.ssubscribe(`${channelPrefix}${c}`)));
+      } else {
+        spy.on('pmessage', (_pattern: string, channel: string, text: string) => onPublished(channel, text));
+        await spy.psubscribe(pattern);
+      }
 
       // BENCH_CPU_PROFILE=dir: the server's CPU profile while posting (through the inspector), for a look at where time
       // goes; with BENCH_STREAMING_SPLIT=1, the streaming process's too.
@@ -579,7 +609,8 @@ async function main(): Promise<void> {
         // BENCH_HEAP_PROFILE=1 with it: where allocation goes (garbage included), sampled every 16 KB.
         if (process.env.BENCH_HEAP_PROFILE) await session.call('HeapProfiler.startSampling', { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
       }
-      const redisCommands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
+      // Summed over a cluster's masters (its replicas apply the writes, and with plain pub/sub relay every message too).
+      const redisCommands = async () => (await Promise.all(mastersOf(redis).map(async (node) => Number(/total_commands_processed:(\d+)/.exec(await node.info('stats'))?.[1])))).reduce((a, b) => a + b, 0);
       const commandsBefore = await redisCommands();
       const measured = [pid, process.pid, ...(streamer ? withChildren(streamer.pid!) : [])];
       const cpuBefore = cpuTicks(measured);

@@ -1,4 +1,5 @@
 import type { RedisClient } from '../storage/redis.ts';
+import { isCluster } from '../storage/redis-keys.ts';
 
 /**
  * What streaming sockets are told of, as it travels between processes over Redis pub/sub (Mastodon's channel
@@ -90,10 +91,23 @@ export type HomesMessage = StreamMessage & { homes: string[] };
 export class StreamEvents {
   private readonly redis: RedisClient;
   private readonly prefix: string;
+  /**
+   * Sharded pub/sub (SPUBLISH, REDIS_SHARDED_PUBSUB): on a cluster a PUBLISH is relayed to every node, an SPUBLISH
+   * only to its channel's shard. A single Redis keeps PUBLISH (Redis 6 has no SPUBLISH). Subscribers follow this
+   * (http/streaming/bus.ts): a sharded message is heard only by SSUBSCRIBE.
+   */
+  readonly sharded: boolean;
 
-  constructor(redis: RedisClient, redisPrefix: string) {
+  constructor(redis: RedisClient, redisPrefix: string, sharded = false) {
     this.redis = redis;
     this.prefix = `${redisPrefix}stream:`;
+    this.sharded = sharded && isCluster(redis);
+  }
+
+  private send(channel: string, text: string): Promise<unknown> {
+    // During a master's failover an SPUBLISH gives up ("Too many Cluster redirections"): the event is lost, as any
+    // published while nobody can hear it.
+    return (this.sharded ? this.redis.spublish(channel, text) : this.redis.publish(channel, text)).catch(() => 0);
   }
 
   channelName(channel: string): string {
@@ -103,7 +117,7 @@ export class StreamEvents {
   /** Publishes to each channel; losing a live event is no loss of data (timelines have it), so errors are dropped. */
   async publish(channels: string | string[], message: StreamMessage): Promise<void> {
     const text = JSON.stringify(message);
-    await Promise.all([channels].flat().map((c) => this.redis.publish(this.channelName(c), text).catch(() => 0)));
+    await Promise.all([channels].flat().map((c) => this.send(this.channelName(c), text)));
   }
 
   /** Publishes to the home streams of these accounts: one message per shard they fall in. */
@@ -117,7 +131,7 @@ export class StreamEvents {
     }
     await Promise.all([...byShard].map(([shard, homes]) => {
       const text = JSON.stringify({ ...message, homes } satisfies HomesMessage);
-      return this.redis.publish(this.channelName(streamChannels.homeShard(shard)), text).catch(() => 0);
+      return this.send(this.channelName(streamChannels.homeShard(shard)), text);
     }));
   }
 }

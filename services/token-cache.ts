@@ -64,8 +64,11 @@ export class TokenCache {
   /** Listens for invalidations on a connection of its own (a subscribed Redis connection can do nothing else). */
   async subscribe(subscriber: RedisClient, redisPrefix: string): Promise<void> {
     subscriber.on('message', (_channel: string, message: string) => this.forget(message));
-    // If the subscription drops, entries may have missed an invalidation: forget them all on reconnect.
-    subscriber.on('ready', () => this.entries.clear());
+    // If the subscription drops, entries may have missed an invalidation: forget them all on reconnect. A cluster's
+    // subscriber moves to another node when its node goes, with no 'ready' of the cluster, and what was published
+    // meanwhile is lost: its topology changes clear them too (rare: a node lost, found, or the slots refreshed).
+    const clear = () => this.entries.clear();
+    for (const event of ['ready', '-node', '+node', 'refresh']) subscriber.on(event, clear);
     await subscriber.subscribe(invalidationChannel(redisPrefix));
   }
 }

@@ -1,6 +1,7 @@
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { HOME_SHARD_PREFIX, homeShardOf, streamChannels, type HomesMessage, type StreamEvents, type StreamMessage } from '../../services/stream-events.ts';
-import { reconnectSoon } from '../../storage/redis.ts';
+import { onCluster, reconnectSoon, redisConnection, type RedisClient, type RedisTarget } from '../../storage/redis.ts';
+import { isCluster } from '../../storage/redis-keys.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
 
 export type StreamListener = (message: StreamMessage) => void;
@@ -23,12 +24,20 @@ interface Held {
  * of its channel in the same turn. A home channel's events also come on its shard (services/stream-events.ts): the
  * shard is subscribed to while any of its home channels is listened to here, and its messages are handed to the
  * listeners of the homes they name.
+ *
+ * On a Redis Cluster the subscriber is a Cluster client: with sharded pub/sub (what StreamEvents publishes with), one
+ * connection per master, each channel SSUBSCRIBEd on its own shard's master (one channel per command: channels of
+ * different slots cannot share one), ioredis moving them to a replica that takes over; with plain pub/sub, one
+ * connection to any node.
  */
 export class StreamBus {
   private readonly listeners = new Map<string, Set<StreamListener>>();
   private readonly events: StreamEvents;
-  private readonly redisUrl: string;
-  private connection: Redis | null = null;
+  private readonly target: string | RedisTarget;
+  private readonly cluster: boolean;
+  /** SSUBSCRIBE rather than SUBSCRIBE: the publisher's SPUBLISH is heard by nothing else. */
+  private readonly sharded: boolean;
+  private connection: RedisClient | null = null;
   private readonly subscriptions = new Map<string, Subscription>();
   /** The Redis channels each listened channel holds (its own, and its home shard's), and whose home it is if one. */
   private readonly holding = new WeakMap<Set<StreamListener>, { held: Held[]; home: string | null }>();
@@ -41,20 +50,26 @@ export class StreamBus {
   private readonly shardPrefix: string;
   private last: { text: string; message: StreamMessage } | undefined;
 
-  constructor(redisUrl: string, events: StreamEvents) {
-    this.redisUrl = redisUrl;
+  constructor(target: string | RedisTarget, events: StreamEvents) {
+    this.target = target;
+    this.cluster = onCluster(target);
+    this.sharded = this.cluster && events.sharded;
     this.events = events;
     this.shardPrefix = events.channelName(HOME_SHARD_PREFIX);
   }
 
-  private subscriber(): Redis {
+  private subscriber(): RedisClient {
     if (!this.connection) {
-      // ioredis subscribes again by itself after a reconnection (autoResubscribe). Its connect-time INFO and CLIENT
-      // SETINFO are not subscriber commands: sent after a SUBSCRIBE queued while connecting, they fail it
-      // (ioredis#2037), so neither is sent, and the connection is opened before the first socket (start()).
-      this.connection = new Redis(this.redisUrl, { connectionName: 'streaming', maxRetriesPerRequest: null, enableReadyCheck: false, disableClientInfo: true, lazyConnect: true, retryStrategy: reconnectSoon });
-      this.connection.on('error', () => {});
-      this.connection.on('message', (channel: string, text: string) => this.dispatch(channel, text));
+      // ioredis subscribes again by itself after a reconnection (autoResubscribe; on a cluster, after a node is
+      // replaced). Its connect-time INFO and CLIENT SETINFO are not subscriber commands: sent after a SUBSCRIBE queued
+      // while connecting, they fail it (ioredis#2037), so neither is sent, and the connection is opened before the
+      // first socket (start()).
+      this.connection = redisConnection(
+        this.target,
+        { connectionName: 'streaming', maxRetriesPerRequest: null, enableReadyCheck: false, disableClientInfo: true, lazyConnect: true, retryStrategy: reconnectSoon },
+        { shardedSubscribers: this.sharded },
+      );
+      this.connection.on(this.sharded ? 'smessage' : 'message', (channel: string, text: string) => this.dispatch(channel, text));
     }
     return this.connection;
   }
@@ -140,20 +155,60 @@ export class StreamBus {
       held.refs += 1;
       return { name, subscription: held };
     }
-    const ready = this.connectedWithin(2000).then(() => this.subscriber().subscribe(name)).then(() => undefined);
-    const subscription: Subscription = { refs: 1, ready };
-    ready.catch(() => {
+    const subscription: Subscription = { refs: 1, ready: Promise.resolve() };
+    subscription.ready = this.cluster ? this.subscribeOnCluster(name, subscription) : this.connectedWithin(2000).then(() => this.subscriber().subscribe(name)).then(() => undefined);
+    subscription.ready.catch(() => {
       if (this.subscriptions.get(name) === subscription) this.subscriptions.delete(name);
     });
     this.subscriptions.set(name, subscription);
     return { name, subscription };
   }
 
+  /**
+   * On a cluster the client is ready while one master is down, and a (S)SUBSCRIBE for that master's slots waits on
+   * ioredis's retries: the whole subscription is bounded by the same 2 s, and refused with 503 past it (or when it
+   * fails) rather than leaving the stream waiting. One that completes later, or failed after ioredis noted its
+   * channel, is undone unless the channel is wanted again meanwhile.
+   */
+  private subscribeOnCluster(name: string, subscription: Subscription): Promise<void> {
+    const deadline = Date.now() + 2000;
+    const forget = () => {
+      if (this.subscriptions.get(name) === subscription) this.subscriptions.delete(name);
+    };
+    return this.connectedWithin(2000).then(() => new Promise<void>((resolve, reject) => {
+      const connection = this.subscriber();
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        forget();
+        reject(new DependencyUnavailable('redis'));
+      }, Math.max(0, deadline - Date.now()));
+      (this.sharded ? connection.ssubscribe(name) : connection.subscribe(name)).then(() => {
+        clearTimeout(timer);
+        if (late && !this.subscriptions.has(name)) this.unsubscribe(name);
+        resolve();
+      }, (err: unknown) => {
+        clearTimeout(timer);
+        forget();
+        if (!this.subscriptions.has(name)) this.unsubscribe(name);
+        // However it failed (a refused connection, ioredis's "No subscriber for the cluster", redirections given up),
+        // the shard's Redis is away: 503.
+        reject(err instanceof DependencyUnavailable ? err : new DependencyUnavailable('redis', undefined, { cause: err }));
+      });
+    }));
+  }
+
+  private unsubscribe(name: string): void {
+    const connection = this.connection;
+    if (!connection) return;
+    void (this.sharded ? connection.sunsubscribe(name) : connection.unsubscribe(name)).catch(() => {});
+  }
+
   private release({ name, subscription }: Held): void {
     // A subscription that failed (and was forgotten, perhaps made again since) is not this one to count down.
     if (this.subscriptions.get(name) !== subscription || --subscription.refs > 0) return;
     this.subscriptions.delete(name);
-    void this.connection?.unsubscribe(name).catch(() => {});
+    this.unsubscribe(name);
   }
 
   /**
@@ -176,9 +231,16 @@ export class StreamBus {
     });
   }
 
-  /** Whether the subscriber connection is up (it subscribes again by itself after a reconnection). */
+  /**
+   * Whether the subscriber connection is up (it subscribes again by itself after a reconnection). On a cluster:
+   * the client is ready and so are its subscriber connections (one per master when sharded), which ioredis keeps
+   * apart from the client's own state: a master that died leaves the client ready but its shard's channels unheard.
+   */
   get connected(): boolean {
-    return this.connection?.status === 'ready' || this.connection?.status === 'connect';
+    const connection = this.connection;
+    if (!connection) return false;
+    if (!isCluster(connection)) return connection.status === 'ready' || connection.status === 'connect';
+    return connection.status === 'ready' && subscribersHealthy(connection, this.sharded);
   }
 
   /** How many channels this process listens to (for tests and operators). */
@@ -193,4 +255,33 @@ export class StreamBus {
     this.homeListeners.clear();
     this.subscriptions.clear();
   }
+}
+
+/**
+ * ioredis (5.11) keeps a Cluster's subscriber connections in private fields: the plain subscriber (one connection,
+ * made on first use) and the sharded subscriber group (one per master). Read defensively: if a later ioredis moves
+ * them, the cluster's own state is all that is judged.
+ */
+interface ClusterInternals {
+  subscriber?: { getInstance?(): Redis | null };
+  shardedSubscribers?: {
+    shardedSubscribers?: Map<string, { isHealthy(): boolean; getInstance(): Redis | null }>;
+    hasUnhealthySubscribers?(): boolean;
+  };
+}
+
+function subscribersHealthy(cluster: Cluster, sharded: boolean): boolean {
+  const internals = cluster as unknown as ClusterInternals;
+  if (!sharded) {
+    if (!internals.subscriber?.getInstance) return true;
+    // 'wait': not connected yet, as nothing was subscribed yet.
+    return ['ready', 'connect', 'wait'].includes(internals.subscriber.getInstance()?.status ?? 'none');
+  }
+  const group = internals.shardedSubscribers;
+  if (!group?.shardedSubscribers || !group.hasUnhealthySubscribers) return true;
+  if (group.hasUnhealthySubscribers()) return false;
+  for (const sub of group.shardedSubscribers.values()) {
+    if (!sub.isHealthy() || sub.getInstance()?.status !== 'ready') return false;
+  }
+  return true;
 }

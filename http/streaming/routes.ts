@@ -97,7 +97,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
       handleProtocols: (protocols: Set<string>) => protocols.values().next().value ?? false,
     },
   });
-  const bus = new StreamBus(ctx.config.redisUrl, ctx.events);
+  const bus = new StreamBus(ctx.config, ctx.events);
   await bus.start();
   const frames = new EventFrames();
   const payloads = new StreamPayloads(ctx);

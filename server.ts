@@ -27,7 +27,7 @@ import { StreamEvents } from './services/stream-events.ts';
 import { JobBacklog } from './services/job-backlog.ts';
 import { FilterCache } from './services/filters.ts';
 import { cutOffConnections, guardCommits, refuseQueriesWhile } from './storage/db.ts';
-import { createSubscriber } from './storage/redis.ts';
+import { createSubscriber, cutOffNodes, watchMasters } from './storage/redis.ts';
 import { Dependencies, DependencyUnavailable } from './storage/dependencies.ts';
 import { accountsWithFilters, accountsWithRelations } from './storage/cache-repair.ts';
 import { pino } from 'pino';
@@ -62,7 +62,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     alsoRedis: [tracking.reader],
     log: pino({ level: config.logLevel }).child({ component: 'dependencies' }),
     // Connections that hang are closed, so what waits on them fails now and the next use connects anew.
-    onHang: (name) => (name === 'postgres' ? cutOffConnections(db) : [redis, tracking.reader].forEach((c) => c.disconnect(true))),
+    onHang: (name, nodes) => (name === 'postgres' ? cutOffConnections(db) : [redis, tracking.reader].forEach((c) => cutOffNodes(c, nodes))),
   });
   dependencies.start();
   guardCommits(db, () => (dependencies.isUp('redis') ? null : new DependencyUnavailable('redis')));
@@ -78,7 +78,14 @@ export async function createContext(config: Config): Promise<AppContext> {
   // so that 0 still means "none" and no mute or filter is forgotten.
   versions.repairWith(async () => versions.bump({ relations: await accountsWithRelations(db), filters: await accountsWithFilters(db) }));
   await versions.ensureEpoch();
-  const jobs = new JobQueues(config.redisUrl, config.redisPrefix);
+  // A Redis Cluster failover may lose what the old master acknowledged last (replication is asynchronous): counters
+  // can go back, so nothing rendered under them is trusted, and write positions may be gone (storage/REDIS-CLUSTER.md §4).
+  watchMasters(redis, () => {
+    versions.forgetAll();
+    homePages.invalidate(null);
+    replicas?.forgetWritePositions();
+  });
+  const jobs = new JobQueues(config, config.redisPrefix);
   // Mentions of unknown remote accounts resolve through the federation, which needs the finished context.
   let self: AppContext | undefined;
   const resolveRemote = async (username: string, domain: string, actingAccountId: string) => {
@@ -87,7 +94,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     const { resolveAcct } = await import('./federation/remote-accounts.ts');
     return resolveAcct(self, self.federation.createContext(new URL(config.publicUrl), self), username, domain, acting);
   };
-  const events = new StreamEvents(redis, config.redisPrefix);
+  const events = new StreamEvents(redis, config.redisPrefix, config.redisShardedPubsub);
   const liveDeliveries = new LiveDeliveries();
   const actors = new ActorRegistry({ db, feeds, listFeeds, jobs, config, versions, events, resolveRemote, statusLoader }, { idleMs: config.actorIdleMs, queryTimeoutMs: 15_000, liveDeliveries });
   const render = { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost };
@@ -116,7 +123,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     renderStreamView: (statusId: string, authorId: string) => renderStreamView({ statusLoader, render, versions }, statusId, authorId),
     keyRing: new AccountKeyRing(db),
     dependencies,
-    federationQueue: new BullMqMessageQueue(config.redisUrl, config.redisPrefix),
+    federationQueue: new BullMqMessageQueue(config, config.redisPrefix),
   } as Omit<AppContext, 'federation'> as AppContext;
   // Fedify's handlers get this context as their data, so the federation is made once the rest exists (at first use).
   defineLazyFederation(ctx);

@@ -5,10 +5,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { Redis } from 'ioredis';
 import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { HomeFeeds } from '../storage/feeds.ts';
-import { deleteKeysWithPrefix } from '../storage/redis.ts';
+import { connectRedis, createRedis, deleteKeysWithPrefix } from '../storage/redis.ts';
+import { versionTag } from '../storage/redis-keys.ts';
 import { seedFollowers } from './seed.ts';
 import { accountMaker, api, benchSettings, peakRssMb, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 import { benchPublicProfile } from './public-pages.ts';
@@ -32,7 +32,8 @@ async function main() {
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROFILE] : [];
   const server: ChildProcess = startServer(env, { nodeFlags: profile });
   const db = createPool(config.databaseUrl, 4);
-  const redis = new Redis(config.redisUrl);
+  const redis = createRedis(config);
+  await connectRedis(redis, config);
   let bare: ChildProcess | undefined;
   let limited: ChildProcess | undefined;
   try {
@@ -132,7 +133,7 @@ async function main() {
     }
     await db.query(`INSERT INTO blocks (account_id, target_account_id) SELECT $1, unnest($2::bigint[])`, [blockerId, followers.slice(0, 500)]);
     await db.query(`INSERT INTO mutes (account_id, target_account_id) SELECT $1, unnest($2::bigint[])`, [blockerId, followers.slice(500, 600)]);
-    await redis.incr(`${config.redisPrefix}ver:r:${blockerId}`);
+    await redis.incr(`${config.redisPrefix}ver:${versionTag(blockerId)}:r:${blockerId}`);
     await api(base, '/api/v1/timelines/home?limit=20', { token: blocker });
     await load(`${base}/api/v1/timelines/home?limit=20`, blocker, 3);
     const blockerRounds = [await load(`${base}/api/v1/timelines/home?limit=20`, blocker, 5), await load(`${base}/api/v1/timelines/home?limit=20`, reader, 5)];

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { RedisClient } from './redis.ts';
+import { isCluster, nodeKeyOf } from './redis-keys.ts';
 
 export type Dependency = 'postgres' | 'redis';
 export const DEPENDENCIES: readonly Dependency[] = ['postgres', 'redis'];
@@ -27,9 +28,11 @@ const PG_CODES = /^(08...|57P0[123]|53300)$/;
 /**
  * ioredis's own words for a Redis it cannot reach, and Redis's replies that mean "not now" rather than "wrong request":
  * LOADING (a restarted Redis reading its data), MASTERDOWN and READONLY (a replica during or after a failover), and a
- * cluster's CLUSTERDOWN, TRYAGAIN and ioredis's redirections given up during a failover (storage/REDIS-CLUSTER.md).
+ * cluster's CLUSTERDOWN, TRYAGAIN and ioredis's redirections given up during a failover (storage/REDIS-CLUSTER.md), and a
+ * MOVED or ASK that reaches us: ioredis follows them, but not for a command of an auto-pipeline whose neighbours
+ * went elsewhere, which is seen while a failover moves slots.
  */
-const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN) )/;
+const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK) )/;
 
 /**
  * Which dependency an error says is unreachable, or null when the error is about the request itself. A bare
@@ -68,8 +71,11 @@ export interface DependencyOptions {
   /** Probing while all is well, and while something is down. */
   everyMs?: number;
   downEveryMs?: number;
-  /** Called when a dependency stops answering without closing its connections: in-flight work is cut off. */
-  onHang?: (name: Dependency) => void;
+  /**
+   * Called when a dependency stops answering without closing its connections: in-flight work is cut off. For Redis,
+   * `nodes` names the nodes (host:port) that left their PING unanswered: on a cluster only theirs are cut off.
+   */
+  onHang?: (name: Dependency, nodes?: string[]) => void;
 }
 
 /**
@@ -101,6 +107,15 @@ export class Dependencies {
       // A connection lost (not one closed on purpose, which ends): ioredis reconnects by itself; meanwhile nothing
       // can be asked of it.
       connection.on('reconnecting', () => this.set('redis', false));
+      // A cluster stays 'ready' while one of its nodes is gone: a node's connection lost counts as Redis lost (a
+      // request may need that node's slots) until a probe finds every master answering again (after a failover).
+      if (isCluster(connection)) {
+        connection.on('-node', () => {
+          this.set('redis', false);
+          void this.probe('redis');
+        });
+        connection.on('refresh', () => void this.probe('redis'));
+      }
     }
   }
 
@@ -115,7 +130,7 @@ export class Dependencies {
   }
 
   private redisConnected(): boolean {
-    return this.connections.every((c) => c.status === 'ready');
+    return this.connections.every((c) => c.status === 'ready' && (!isCluster(c) || c.nodes('master').every((node) => node.status === 'ready')));
   }
 
   /** Starts probing. */
@@ -213,7 +228,7 @@ export class Dependencies {
         // are cut off once Redis leaves a PING 1.5 s unanswered, or PostgreSQL two SELECT 1 in a row (one slow query
         // on a busy database is not a hang, and cutting off PostgreSQL rolls back every transaction under way).
         this.timeouts[name] = err instanceof ProbeTimeout ? this.timeouts[name] + 1 : 0;
-        if (this.timeouts[name] === (name === 'redis' ? 1 : 2)) this.options.onHang?.(name);
+        if (this.timeouts[name] === (name === 'redis' ? 1 : 2)) this.options.onHang?.(name, err instanceof ProbeTimeout ? err.nodes : undefined);
         return false;
       },
     );
@@ -252,7 +267,17 @@ export class Dependencies {
   private async probeRedis(): Promise<void> {
     const { redis, timeoutMs } = this.options;
     if (!this.redisConnected()) throw new Error('a redis connection is not ready');
-    await withTimeout(redis.ping(), timeoutMs);
+    if (!isCluster(redis)) return void (await withTimeout(redis.ping(), timeoutMs));
+    // Every master of a cluster: one that is dead or hung holds up the requests that need its slots.
+    const masters = redis.nodes('master');
+    const answers = await Promise.allSettled(masters.map((node) => withTimeout(node.ping(), timeoutMs)));
+    const hung = masters.filter((_, i) => {
+      const answer = answers[i]!;
+      return answer.status === 'rejected' && answer.reason instanceof ProbeTimeout;
+    });
+    if (hung.length > 0) throw new ProbeTimeout(`no answer in ${timeoutMs} ms`, hung.map(nodeKeyOf));
+    const failed = answers.find((a) => a.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
   }
 
   private set(name: Dependency, up: boolean): void {
@@ -276,7 +301,14 @@ export class Dependencies {
   }
 }
 
-class ProbeTimeout extends Error {}
+class ProbeTimeout extends Error {
+  /** On a cluster, the nodes (host:port) that did not answer. */
+  readonly nodes: string[] | undefined;
+  constructor(message: string, nodes?: string[]) {
+    super(message);
+    this.nodes = nodes;
+  }
+}
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;

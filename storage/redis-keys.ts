@@ -44,6 +44,11 @@ export function hashTagOf(key: string): string {
   return close === -1 || close === open + 1 ? key : key.slice(open + 1, close);
 }
 
+/** `host:port` of one node's connection, as a cluster names its nodes. */
+export function nodeKeyOf(node: Redis): string {
+  return `${node.options.host}:${node.options.port}`;
+}
+
 export function isCluster(client: Redis | Cluster): client is Cluster {
   return (client as { isCluster?: boolean }).isCluster === true;
 }

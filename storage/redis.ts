@@ -3,7 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
 import { ConfigError } from '../config.ts';
 import { KeyTracking } from './key-tracking.ts';
-import { isCluster } from './redis-keys.ts';
+import { isCluster, nodeKeyOf } from './redis-keys.ts';
 
 /** A single Redis or a Redis Cluster: both take the same commands (storage/REDIS-CLUSTER.md says what differs). */
 export type RedisClient = Redis | Cluster;
@@ -58,6 +58,13 @@ export function redisConnection(t: string | RedisTarget, redisOptions: RedisOpti
     })
     : new Redis(target.redisUrl, { retryStrategy: reconnectSoon, ...redisOptions });
   client.on('error', () => {}); // reconnects on its own; storage/dependencies.ts logs and /health reports
+  // ioredis's Cluster#connect() never settles when its first ready check fails (CLUSTER INFO sent, with the offline
+  // queue off, to a node not connected yet): the cluster reconnects by itself and becomes ready, saying so only with
+  // 'ready'. Without this, connectRedis failed its 5 s wait and KeyTracking.start hung a starting process.
+  if (isCluster(client)) {
+    const connect = client.connect.bind(client);
+    client.connect = () => Promise.race([connect(), new Promise<void>((resolve) => client.once('ready', () => resolve()))]);
+  }
   return client;
 }
 
@@ -85,19 +92,65 @@ export function createSubscriber(t: string | RedisTarget, connectionName?: strin
   return redisConnection(t, { lazyConnect: true, maxRetriesPerRequest: null, connectionName });
 }
 
-/** Two connections of its own for client tracking: one whose reads are tracked, one that hears of changes. */
+/**
+ * Connections of its own for client tracking: one whose reads are tracked, one that hears of changes. On a cluster,
+ * a reader Cluster and one listener per node (made by KeyTracking as the reader adds each node's connection).
+ */
 export function createKeyTracking(t: string | RedisTarget, name = 'fedi'): KeyTracking {
   const target = targetOf(t);
-  if (onCluster(target)) throw new ConfigError('REDIS_CLUSTER_NODES', 'client tracking on a cluster is not built yet');
-  const reader = createRedis(target.redisUrl, `${name}:tracking-reader`) as Redis;
   // The listener fails its commands at once while it is down (its PINGs decide whether memory can be trusted),
   // and subscribes itself again after learning its new client id.
-  const listener = new Redis(target.redisUrl, {
+  const listenerOptions: RedisOptions = {
     connectionName: `${name}:tracking-listener`, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResubscribe: false, autoResendUnfulfilledCommands: false,
     retryStrategy: reconnectSoon,
-  });
+  };
+  if (onCluster(target)) {
+    const reader = createRedis(target, `${name}:tracking-reader`) as Cluster;
+    return new KeyTracking(reader, (node) => {
+      const listener = new Redis({ ...nodeOptionsOf(target.redisUrl), ...listenerOptions, host: node.options.host, port: node.options.port });
+      listener.on('error', () => {});
+      return listener;
+    });
+  }
+  const reader = createRedis(target.redisUrl, `${name}:tracking-reader`) as Redis;
+  const listener = new Redis(target.redisUrl, listenerOptions);
   listener.on('error', () => {});
   return new KeyTracking(reader, listener);
+}
+
+/**
+ * Calls `onChange` when a cluster's masters change: a master's connection lost, or a slots refresh finding other
+ * masters (a replica promoted). Replication is asynchronous, so what the old master acknowledged last may be missing
+ * on the new one: whoever holds what Redis said (cached versions, pages, the read-your-writes positions) forgets it.
+ * Nothing to watch on a single Redis (one that comes back empty is caught by the versions' epoch).
+ */
+export function watchMasters(client: RedisClient, onChange: () => void): void {
+  if (!isCluster(client)) return;
+  let masters = new Set<string>();
+  // Masters whose loss was told since the masters last changed: ioredis makes a dead node's connection again and
+  // again until its slots move, and each loss is told once.
+  const told = new Set<string>();
+  const known = () => new Set(client.nodes('master').map(nodeKeyOf));
+  client.on('ready', () => (masters = known()));
+  client.on('refresh', () => {
+    const now = known();
+    if (now.size === masters.size && [...now].every((key) => masters.has(key))) return;
+    masters = now;
+    told.clear();
+    onChange();
+  });
+  client.on('-node', (node: Redis) => {
+    const key = nodeKeyOf(node);
+    if (!masters.has(key) || told.has(key)) return;
+    told.add(key);
+    onChange();
+  });
+}
+
+/** Cuts off the connections of nodes that stopped answering (storage/dependencies.ts): what waits on them fails now. */
+export function cutOffNodes(client: RedisClient, nodes: readonly string[] | undefined): void {
+  if (!isCluster(client) || !nodes) return void client.disconnect(true);
+  for (const node of client.nodes()) if (nodes.includes(nodeKeyOf(node))) node.disconnect();
 }
 
 /** The masters of a cluster (each node connection), or the one Redis. */

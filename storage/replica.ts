@@ -93,6 +93,8 @@ export class ReadReplicas {
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private next = 0;
+  /** Until then every read goes to the primary: the viewers' write positions kept in Redis may have been lost. */
+  private primaryOnlyUntil = 0;
 
   constructor(primary: Db, urls: string[], options: ReadReplicaOptions) {
     this.primary = primary;
@@ -165,7 +167,7 @@ export class ReadReplicas {
    */
   async readDb(viewerId: string | null | undefined): Promise<Db> {
     const candidates = this.replicas.filter((r) => r.usable);
-    if (candidates.length === 0) return this.primary;
+    if (candidates.length === 0 || Date.now() < this.primaryOnlyUntil) return this.primary;
     let written: bigint | null = null;
     if (viewerId) {
       try {
@@ -179,6 +181,15 @@ export class ReadReplicas {
     if (ready.length === 0) return this.primary;
     this.next = (this.next + 1) % ready.length;
     return ready[this.next]!.pool;
+  }
+
+  /**
+   * A Redis master changed (a failover): positions it acknowledged last may be missing on its replica, so a viewer
+   * could be sent to a replica behind their own write. Every read goes to the primary for as long as a remembered
+   * position lives; past that, every usable replica has replayed anything written before.
+   */
+  forgetWritePositions(): void {
+    this.primaryOnlyUntil = Date.now() + this.maxLagMs + 5000;
   }
 
   /**

@@ -14,6 +14,10 @@ describe('unavailableDependency', () => {
       'CLUSTERDOWN The cluster is down',
       'TRYAGAIN Multiple keys request during rehashing of slot',
       'Too many Cluster redirections. Last error: Error: Connection is closed.',
+      'MOVED 5540 127.0.0.1:43893',
+      'ASK 5540 127.0.0.1:43893',
+      "Cluster isn't ready and enableOfflineQueue options is false",
+      'Failed to refresh slots cache.',
     ]) expect(unavailableDependency(new ReplyError(message)), message).toBe('redis');
   });
 
@@ -21,5 +25,8 @@ describe('unavailableDependency', () => {
     expect(unavailableDependency(new ReplyError('WRONGTYPE Operation against a key holding the wrong kind of value'))).toBeNull();
     expect(unavailableDependency(new ReplyError('ERR unknown command'))).toBeNull();
     expect(unavailableDependency(new Error('LOADINGS of fun'))).toBeNull();
+    // A cross-slot command is a bug of ours, shown as one (500), not an outage.
+    expect(unavailableDependency(new Error('All the keys in a pipeline command should belong to the same slot'))).toBeNull();
+    expect(unavailableDependency(new ReplyError("CROSSSLOT Keys in request don't hash to the same slot"))).toBeNull();
   });
 });

@@ -12,6 +12,7 @@ import { refusedDelivery } from '../federation/domain-policy.ts';
 import { publishScheduledStatus } from './scheduled-statuses.ts';
 import { sweepDueScheduledStatuses } from '../services/scheduled-statuses.ts';
 import { endPoll } from '../services/polls.ts';
+import { removeLegacyKeys } from '../storage/legacy-keys.ts';
 import { closeMailTransport, sendMailJob } from './mail.ts';
 
 /** Jobs this process runs at once. */
@@ -114,6 +115,8 @@ export function startWorkers(ctx: AppContext): Workers {
     return rows.length;
   };
   void sweep(0).catch(() => {});
+  // Keys under the names used before hash tags, which nothing reads any more (once per Redis).
+  void removeLegacyKeys(ctx.redis, ctx.config.redisPrefix).then((n) => n > 0 && log.info({ removed: n }, 'removed Redis keys of the old names'), () => {});
   void ctx.jobs.scheduleRepeating().catch((err: unknown) => log.warn({ err }, 'could not schedule repeating jobs'));
   // Fedify's queue: signed deliveries to other servers and received activities, with its own retries. Listened to
   // here rather than through startQueue, which runs once per Federation object and could not start again.

@@ -97,7 +97,8 @@ export class BullMqMessageQueue implements MessageQueue {
       if (options?.signal?.aborted) return resolve();
       options?.signal?.addEventListener('abort', () => resolve(), { once: true });
     });
-    const legacy = onCluster(this.target) ? Promise.resolve() : this.drainLegacy(worker, stopped);
+    // A drain that fails (Redis away at that moment) is tried again by the next worker to start; it must not end this one.
+    const legacy = onCluster(this.target) ? Promise.resolve() : this.drainLegacy(worker, stopped).catch(() => {});
     await stopped;
     await Promise.all([legacy, ...workers.map((w) => w.close())]);
     connection.disconnect();

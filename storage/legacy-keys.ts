@@ -10,11 +10,14 @@ const LEGACY_PATTERNS = ['feed:home:*', 'feed:list:*', 'ver:[sarvf]:*', 'ver:epo
 
 /**
  * Removes the old keys once per Redis (a marker remembers it is done), scanning each master in steps of 500 keys,
- * so that Redis is never blocked. Returns how many were removed.
+ * so that Redis is never blocked. Two workers starting together may both scan: removing a key twice is harmless.
+ * Processes of the version before must all be stopped for this upgrade (README, "Redis Cluster"): they would go on
+ * writing the old names. Returns how many were removed.
  */
 export async function removeLegacyKeys(redis: RedisClient, prefix: string): Promise<number> {
   const marker = `${prefix}legacy-keys-removed:v1`;
-  if ((await redis.set(marker, String(Date.now()), 'NX')) === null) return 0;
+  // Marked done only once every master was scanned: a worker stopped half-way leaves the rest to the next start.
+  if ((await redis.exists(marker)) === 1) return 0;
   let removed = 0;
   for (const node of mastersOf(redis)) {
     for (const pattern of LEGACY_PATTERNS) {
@@ -26,5 +29,6 @@ export async function removeLegacyKeys(redis: RedisClient, prefix: string): Prom
       }
     }
   }
+  await redis.set(marker, String(Date.now()));
   return removed;
 }

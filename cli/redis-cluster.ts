@@ -129,15 +129,21 @@ export class RedisCluster {
     return this.nodes.filter((n) => n.process && n.process.exitCode === null && n.process.signalCode === null);
   }
 
+  /** The running nodes that answer a PING within 1 s: a paused (SIGSTOP) node is still running but answers nothing. */
+  private async answering(): Promise<RedisClusterNode[]> {
+    const alive = await Promise.all(this.running().map((n) => run('redis-cli', ['-h', '127.0.0.1', '-p', String(n.port), 'ping'], { timeout: 1000 }).then(() => true, () => false)));
+    return this.running().filter((_, i) => alive[i]);
+  }
+
   /** The port of the master now serving a key's slot. */
   async masterOf(key: string): Promise<number> {
-    const live = this.running()[0]!;
+    const live = (await this.answering())[0]!;
     const slot = Number((await redisCli(live.port, 'cluster', 'keyslot', key)).trim());
     return this.masterOfSlot(slot);
   }
 
   async masterOfSlot(slot: number): Promise<number> {
-    for (const node of this.running()) {
+    for (const node of await this.answering()) {
       const lines = (await redisCli(node.port, 'cluster', 'nodes').catch(() => '')).trim().split('\n');
       for (const line of lines) {
         const [, addr, flags, , , , , , ...ranges] = line.split(' ');
@@ -154,7 +160,7 @@ export class RedisCluster {
 
   /** The ports of the current masters. */
   async masters(): Promise<number[]> {
-    const node = this.running()[0]!;
+    const node = (await this.answering())[0]!;
     const lines = (await redisCli(node.port, 'cluster', 'nodes')).trim().split('\n');
     return lines.filter((l) => {
       const flags = l.split(' ')[2] ?? '';

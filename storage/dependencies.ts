@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from './redis.ts';
 import { isCluster, nodeKeyOf } from './redis-keys.ts';
 
@@ -32,7 +33,7 @@ const PG_CODES = /^(08...|57P0[123]|53300)$/;
  * MOVED or ASK that reaches us: ioredis follows them, but not for a command of an auto-pipeline whose neighbours
  * went elsewhere, which is seen while a failover moves slots.
  */
-const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK) )/;
+const REDIS_MESSAGES = /^(Connection is closed\.?|Stream isn't writeable and enableOfflineQueue options is false|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|Command aborted due to connection close|Cluster isn't ready|Failed to refresh slots cache|None of startup nodes is available|(LOADING|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK) )/;
 
 /**
  * Which dependency an error says is unreachable, or null when the error is about the request itself. A bare
@@ -96,6 +97,8 @@ export class Dependencies {
   private timer: NodeJS.Timeout | null = null;
   private lastFullProbe = 0;
   private stopped = false;
+  /** On a cluster, the host:port of each node serving slots, per connection (learnt at each slots refresh). */
+  private readonly owners = new WeakMap<Cluster, string[]>();
 
   constructor(options: DependencyOptions) {
     this.options = { timeoutMs: 1500, everyMs: 1000, downEveryMs: 500, alsoRedis: [], ...options };
@@ -110,11 +113,19 @@ export class Dependencies {
       // A cluster stays 'ready' while one of its nodes is gone: a node's connection lost counts as Redis lost (a
       // request may need that node's slots) until a probe finds every master answering again (after a failover).
       if (isCluster(connection)) {
-        connection.on('-node', () => {
+        const learn = () => this.owners.set(connection, slotOwners(connection));
+        connection.on('ready', learn);
+        connection.on('-node', (node: Redis) => {
+          // A replica's connection lost changes nothing requests need.
+          if (!this.owners.get(connection)?.includes(nodeKeyOf(node))) return;
           this.set('redis', false);
           void this.probe('redis');
         });
-        connection.on('refresh', () => void this.probe('redis'));
+        connection.on('refresh', () => {
+          learn();
+          void this.probe('redis');
+        });
+        if (connection.status === 'ready') learn();
       }
     }
   }
@@ -130,7 +141,17 @@ export class Dependencies {
   }
 
   private redisConnected(): boolean {
-    return this.connections.every((c) => c.status === 'ready' && (!isCluster(c) || c.nodes('master').every((node) => node.status === 'ready')));
+    return this.connections.every((c) => c.status === 'ready' && (!isCluster(c) || this.ownersOf(c).every((node) => node?.status === 'ready')));
+  }
+
+  /**
+   * The connections to the nodes that serve the cluster's slots (its masters, as of the last slots refresh), with
+   * undefined for one the client has none to: ioredis drops a dead node's connection from its pool at once, so the
+   * pool's own list of masters would leave a dead master out rather than show it down.
+   */
+  private ownersOf(c: Cluster): (Redis | undefined)[] {
+    const nodes = c.nodes('all');
+    return (this.owners.get(c) ?? []).map((key) => nodes.find((node) => nodeKeyOf(node) === key));
   }
 
   /** Starts probing. */
@@ -269,9 +290,15 @@ export class Dependencies {
     if (!this.redisConnected()) throw new Error('a redis connection is not ready');
     if (!isCluster(redis)) return void (await withTimeout(redis.ping(), timeoutMs));
     // Every master of a cluster: one that is dead or hung holds up the requests that need its slots.
-    const masters = redis.nodes('master');
-    const answers = await Promise.allSettled(masters.map((node) => withTimeout(node.ping(), timeoutMs)));
-    const hung = masters.filter((_, i) => {
+    const masters = this.ownersOf(redis);
+    if (masters.some((node) => node === undefined || node.status !== 'ready')) {
+      // ioredis learns of a promoted replica only when a command is redirected or its slots are refreshed: a process
+      // refusing writes meanwhile sends none, so it asks (the 'refresh' that follows updates the owners).
+      redis.refreshSlotsCache();
+      throw new Error('a redis master is not connected');
+    }
+    const answers = await Promise.allSettled(masters.map((node) => withTimeout(node!.ping(), timeoutMs)));
+    const hung = (masters as Redis[]).filter((_, i) => {
       const answer = answers[i]!;
       return answer.status === 'rejected' && answer.reason instanceof ProbeTimeout;
     });
@@ -319,4 +346,11 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
       timer.unref();
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** The distinct nodes (host:port) a cluster client routes slots to: its masters. */
+function slotOwners(c: Cluster): string[] {
+  const owners = new Set<string>();
+  for (const slot of c.slots) if (slot?.[0]) owners.add(slot[0]);
+  return [...owners];
 }

@@ -52,6 +52,8 @@ export function redisConnection(t: string | RedisTarget, redisOptions: RedisOpti
       retryDelayOnTryAgain: 100,
       maxRedirections: 16,
       slotsRefreshTimeout: 1000,
+      // Besides the refreshes a redirection or a lost node starts: a client sending nothing learns the topology too.
+      slotsRefreshInterval: 5000,
       clusterRetryStrategy: reconnectSoon,
       ...clusterOptions,
       redisOptions: { ...nodeOptionsOf(target.redisUrl), ...redisOptions, lazyConnect: false },
@@ -126,11 +128,12 @@ export function createKeyTracking(t: string | RedisTarget, name = 'fedi'): KeyTr
  */
 export function watchMasters(client: RedisClient, onChange: () => void): void {
   if (!isCluster(client)) return;
-  let masters = new Set<string>();
+  const known = () => new Set(client.nodes('master').map(nodeKeyOf));
+  // Usually called once the client is ready (connectRedis), when 'ready' has already been told.
+  let masters = client.status === 'ready' ? known() : new Set<string>();
   // Masters whose loss was told since the masters last changed: ioredis makes a dead node's connection again and
   // again until its slots move, and each loss is told once.
   const told = new Set<string>();
-  const known = () => new Set(client.nodes('master').map(nodeKeyOf));
   client.on('ready', () => (masters = known()));
   client.on('refresh', () => {
     const now = known();
@@ -150,7 +153,14 @@ export function watchMasters(client: RedisClient, onChange: () => void): void {
 /** Cuts off the connections of nodes that stopped answering (storage/dependencies.ts): what waits on them fails now. */
 export function cutOffNodes(client: RedisClient, nodes: readonly string[] | undefined): void {
   if (!isCluster(client) || !nodes) return void client.disconnect(true);
-  for (const node of client.nodes()) if (nodes.includes(nodeKeyOf(node))) node.disconnect();
+  for (const node of client.nodes()) if (nodes.includes(nodeKeyOf(node))) destroyNode(node);
+}
+
+function destroyNode(node: Redis): void {
+  node.disconnect();
+  // disconnect() only ends the socket, and a hung node never closes its side: ioredis would destroy it after its
+  // disconnectTimeout (2 s), all that time holding what waits on it. Closed now.
+  (node as unknown as { stream?: { destroy(): void } }).stream?.destroy();
 }
 
 /** The masters of a cluster (each node connection), or the one Redis. */
@@ -167,12 +177,11 @@ export async function connectRedis(redis: RedisClient, t: string | RedisTarget):
   const remember = (err: { code?: string; message?: string }) => (lastError = err);
   redis.on('error', remember);
   try {
+    // Every master answers (within the same 5 s: a hung one fails start-up), or the server does not start half-served.
     await Promise.race([
-      redis.connect(),
+      redis.connect().then(() => Promise.all(mastersOf(redis).map((node) => node.ping()))),
       new Promise((_, reject) => setTimeout(() => reject(new Error('timed out after 5 s')), 5000).unref()),
     ]);
-    // Every master answers, or the server does not start half-served.
-    await Promise.all(mastersOf(redis).map((node) => node.ping()));
   } catch (err) {
     redis.disconnect();
     const e = lastError?.code ? lastError : (err as { code?: string; message?: string });

@@ -16,6 +16,7 @@ describe('unavailableDependency', () => {
       'Too many Cluster redirections. Last error: Error: Connection is closed.',
       'MOVED 5540 127.0.0.1:43893',
       'ASK 5540 127.0.0.1:43893',
+      'Command aborted due to connection close',
       "Cluster isn't ready and enableOfflineQueue options is false",
       'Failed to refresh slots cache.',
     ]) expect(unavailableDependency(new ReplyError(message)), message).toBe('redis');

@@ -1,8 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
+// Tests that start a Redis Cluster of their own (six redis-server processes) or several server processes on one:
+// run after the rest, on their own, so that their load does not slow every other file's set-up (and theirs is not
+// slowed by it). README, "Tests", gives the budget of each group.
+const CLUSTER_TESTS = [
+  'test/e2e/cluster.test.ts',
+  'test/e2e/redis-cluster-hang.test.ts',
+  'test/**/*-cluster.test.ts',
+  'test/storage/redis-cluster-misc.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // A test certificate authority and a certificate for https test servers on loopback (test/helpers/tls.ts).
     globalSetup: ['test/helpers/tls.ts'],
     testTimeout: 30_000,
@@ -10,5 +19,9 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: more parallel files only make each slower and the argon2 hashes contend.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: CLUSTER_TESTS, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'cluster', include: CLUSTER_TESTS, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

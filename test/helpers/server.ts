@@ -43,6 +43,9 @@ export interface TestServer {
 export async function startTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
   const config = await testConfig(overrides);
   const ctx = await createContext(config);
+  // A server is ready once it sees PostgreSQL and Redis answer (as /health says), not merely connected: on a busy
+  // machine its first probe may still be under way, and a request meanwhile would be refused with a 503.
+  await ctx.dependencies.waitFor(['postgres', 'redis'], 15_000);
   const app = await buildApp(ctx, { logger: false });
   await app.ready();
   let workers = overrides.ROLE === 'web' ? null : startWorkers(ctx);

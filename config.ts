@@ -41,6 +41,12 @@ export interface Config {
    * On a cluster, REDIS_URL still gives the password, user and TLS (rediss:) every node is reached with.
    */
   redisClusterNodes: string[];
+  /**
+   * How long a probe of PostgreSQL or Redis may go unanswered before it counts as away (and, twice for PostgreSQL,
+   * once for Redis, as hung: its connections are cut off). Mastodon-sized machines keep the default; a machine too
+   * loaded to answer `SELECT 1` in that time would otherwise refuse requests for an outage that is not one.
+   */
+  dependencyTimeoutMs: number;
   /** Live events over sharded pub/sub (SPUBLISH, Redis 7) on a cluster; plain PUBLISH reaches every node. */
   redisShardedPubsub: boolean;
   /** Prefix for every Redis key and BullMQ queue, so installs (and test runs) sharing a Redis never collide. */
@@ -318,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix,
     redisClusterNodes,
     redisShardedPubsub: bool(env, 'REDIS_SHARDED_PUBSUB', redisClusterNodes.length > 0),
+    dependencyTimeoutMs: int(env, 'DEPENDENCY_TIMEOUT_MS', 1500, 100, 60_000),
     dataDir: str(env, 'DATA_DIR', './data'),
     role: oneOf(env, 'ROLE', 'all', ['web', 'worker', 'streaming', 'all'] as const),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),

@@ -58,6 +58,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   await tracking.start();
   const dependencies = new Dependencies({
     databaseUrl: config.databaseUrl,
+    timeoutMs: config.dependencyTimeoutMs,
     redis,
     alsoRedis: [tracking.reader],
     log: pino({ level: config.logLevel }).child({ component: 'dependencies' }),

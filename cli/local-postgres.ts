@@ -4,10 +4,10 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, listening } from './ports.ts';
 
 const run = promisify(execFile);
 
@@ -21,32 +21,6 @@ export function pgBin(): string {
   return newest ? `/usr/lib/postgresql/${newest}/bin` : debian;
 }
 
-/** A port nobody is using right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resolves once something accepts TCP connections on the port (or rejects after `ms`). */
-export async function listening(port: number, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > end) throw new Error(`nothing listens on ${port} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 export interface OwnPostgresOptions {
   /** The cluster's directory (data in `data/`, its log and socket beside it); default: a new temporary directory. */
@@ -179,3 +153,5 @@ export class OwnPostgres {
     await rm(this.dir, { recursive: true, force: true });
   }
 }
+
+export { freePort, listening } from './ports.ts';

@@ -1,9 +1,9 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort, listening } from './ports.ts';
 
 const run = promisify(execFile);
 
@@ -31,31 +31,6 @@ export interface RedisClusterOptions {
   detached?: boolean;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function listening(port: number, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > end) throw new Error(`nothing listens on ${port} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 export async function redisCli(port: number, ...args: string[]): Promise<string> {
   const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
   return stdout;
@@ -76,7 +51,21 @@ export class RedisCluster {
     this.replicasPerMaster = replicasPerMaster;
   }
 
+  /**
+   * Starts the nodes and makes them a cluster. Free ports are found before the nodes bind them, so another process
+   * can take one meanwhile (a node then exits): a start that fails that way is tried again, on other ports.
+   */
   static async start(options: RedisClusterOptions = {}): Promise<RedisCluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RedisCluster.startOnce(options);
+      } catch (err) {
+        if (attempt >= 3 || options.ports) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(options: RedisClusterOptions): Promise<RedisCluster> {
     const masters = options.masters ?? 3;
     const count = masters * (1 + (options.replicasPerMaster ?? 1));
     const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'fedi-redis-cluster-')));
@@ -86,10 +75,15 @@ export class RedisCluster {
       nodes.push({ port, busPort: await freePort(), dir: join(dir, String(port)), process: null });
     }
     const cluster = new RedisCluster(nodes, dir, options.detached ?? false, masters, options.replicasPerMaster ?? 1);
-    for (const node of nodes) await cluster.spawnNode(node);
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
-      '--cluster-replicas', String(options.replicasPerMaster ?? 1), '--cluster-yes'], { timeout: 30_000 });
-    await cluster.waitUntilHealthy();
+    try {
+      for (const node of nodes) await cluster.spawnNode(node);
+      await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas', String(options.replicasPerMaster ?? 1), '--cluster-yes'], { timeout: 30_000 });
+      await cluster.waitUntilHealthy();
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
     return cluster;
   }
 

@@ -34,9 +34,11 @@ import { pino } from 'pino';
 import { closeHealth } from './federation/health.ts';
 import { closeMetrics } from './services/metrics.ts';
 import { ReadReplicas } from './storage/replica.ts';
+import { setPasswordHashCost } from './services/passwords.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
+  setPasswordHashCost(config.passwordHash);
   await ensureDatabase(config.databaseDirectUrl);
   await migrate(config.databaseDirectUrl);
   const db = createPool(config.databaseUrl, config.databasePoolSize);

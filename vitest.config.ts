@@ -13,7 +13,7 @@ const CLUSTER_TESTS = [
 export default defineConfig({
   test: {
     // A test certificate authority and a certificate for https test servers on loopback (test/helpers/tls.ts).
-    globalSetup: ['test/helpers/tls.ts'],
+    globalSetup: ['test/helpers/tls.ts', 'test/helpers/database-template.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

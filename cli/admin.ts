@@ -10,7 +10,7 @@ import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
 import { startAccountDeletion } from '../services/account-deletion.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
-import { hashPassword, PASSWORD_LENGTH } from '../services/passwords.ts';
+import { hashPassword, PASSWORD_LENGTH, setPasswordHashCost } from '../services/passwords.ts';
 import { ApiError, ValidationFailed } from '../errors.ts';
 import { createRedis, connectRedis } from '../storage/redis.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from '../services/token-cache.ts';
@@ -234,6 +234,7 @@ async function main() {
       process.exit(1);
     }
   })();
+  setPasswordHashCost(config.passwordHash);
   const redis = createRedis(config);
   try {
     await ensureDatabase(config.databaseDirectUrl);

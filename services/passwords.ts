@@ -3,9 +3,17 @@ import argon2 from 'argon2';
 /** Mastodon's (Devise's) password length, for every place a password is chosen: sign-up, reset, change, CLI. */
 export const PASSWORD_LENGTH = { min: 8, max: 72 } as const;
 
-/** argon2id with the library's defaults: a slow, salted hash. */
+/** argon2id's cost for new hashes: the library's defaults (64 MiB, 3 passes) unless the settings say otherwise. */
+let cost = { memoryKib: 65_536, timeCost: 3 };
+
+/** Called once at start-up with PASSWORD_HASH_MEMORY_KIB and PASSWORD_HASH_TIME_COST (config.ts). */
+export function setPasswordHashCost(settings: { memoryKib: number; timeCost: number }): void {
+  cost = settings;
+}
+
+/** argon2id: a slow, salted hash. Verifying reads the cost from the hash, so hashes made at another cost still verify. */
 export function hashPassword(password: string): Promise<string> {
-  return argon2.hash(password, { type: argon2.argon2id });
+  return argon2.hash(password, { type: argon2.argon2id, memoryCost: cost.memoryKib, timeCost: cost.timeCost });
 }
 
 let dummyHash: Promise<string> | undefined;

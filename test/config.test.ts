@@ -37,6 +37,8 @@ describe('settings', () => {
     [{ SMTP_URL: 'http://mail.example' }, 'SMTP_URL'],
     [{ SMTP_SERVER: 'mail.example', SMTP_PORT: 'x' }, 'SMTP_PORT'],
     [{ PRIVACY_POLICY_FILE: '/no/such/file.html' }, 'PRIVACY_POLICY_FILE'],
+    [{ PASSWORD_HASH_MEMORY_KIB: '8' }, 'PASSWORD_HASH_MEMORY_KIB'],
+    [{ PASSWORD_HASH_TIME_COST: '0' }, 'PASSWORD_HASH_TIME_COST'],
   ])('refuses %o naming %s', (env, setting) => {
     let error: unknown;
     try {

@@ -182,6 +182,13 @@ describe('joining from a browser', () => {
     expect(await page.textContent('main')).toContain('Hello from the browser');
     expect(await page.locator('img[alt="An orange square"]').count()).toBeGreaterThan(0);
     await look(page, 'public-profile');
+    const api = await (await fetch(`${s.url}/api/v1/accounts/lookup?acct=newcomer`)).json() as Record<string, string>;
+    expect(api.display_name).toBe('New Comer');
+    expect(api.avatar_description).toBe('An orange square');
+    expect(api.avatar).not.toMatch(/missing/);
+  });
+
+  it('shows the settings pages to their owner, and none of them to a stranger', async () => {
     // Account portability's pages too (issue 30): export, import, moving, deleting.
     for (const settings of ['preferences', 'account', 'applications', 'export', 'import', 'migration', 'delete']) {
       await page.goto(`${s.url}/settings/${settings}`);
@@ -196,10 +203,6 @@ describe('joining from a browser', () => {
       expect(await strangerPage.textContent('main')).not.toContain('newcomer');
     }
     await stranger.close();
-    const api = await (await fetch(`${s.url}/api/v1/accounts/lookup?acct=newcomer`)).json() as Record<string, string>;
-    expect(api.display_name).toBe('New Comer');
-    expect(api.avatar_description).toBe('An orange square');
-    expect(api.avatar).not.toMatch(/missing/);
   });
 
   it('resets a forgotten password from the mail, which signs the browser out', async () => {

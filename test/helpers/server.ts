@@ -1,6 +1,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import pg from 'pg';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../config.ts';
 import { createContext, closeContext } from '../../server.ts';
@@ -12,12 +13,29 @@ import type { AppContext } from '../../context.ts';
 
 export const PG_BASE = process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432';
 
+/** Set by test/helpers/database-template.ts: the migrated database every test database is copied from, and this run's tag. */
+const TEMPLATE = process.env.TEST_DATABASE_TEMPLATE;
+const RUN_ID = process.env.TEST_RUN_ID;
+
+/** A new database, a copy of the migrated template (the server's own start-up then finds every migration run). */
+async function copyTemplate(database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${PG_BASE}/postgres` });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(database)} TEMPLATE ${pg.escapeIdentifier(TEMPLATE!)}`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Settings for one test server: its own database, Redis prefix and data directory. */
 export async function testConfig(overrides: Record<string, string> = {}): Promise<Config> {
   const tag = `${process.pid}_${randomBytes(4).toString('hex')}`;
+  const database = RUN_ID ? `fedi_test_${RUN_ID}_${tag}` : `fedi_test_${tag}`;
+  if (TEMPLATE && !overrides.DATABASE_URL) await copyTemplate(database);
   const dataDir = await mkdtemp(join(tmpdir(), 'fedi-test-'));
   return loadConfig({
-    DATABASE_URL: `${PG_BASE}/fedi_test_${tag}`,
+    DATABASE_URL: `${PG_BASE}/${database}`,
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     REDIS_PREFIX: `fedi_test_${tag}:`,
     DATA_DIR: dataDir,
@@ -28,6 +46,10 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     // Two test files at a time on two cores can leave a probe's SELECT 1 unanswered for 1.5 s: that is not the
     // outage the server would then answer 503 for. The tests of hangs and outages set the production 1.5 s.
     DEPENDENCY_TIMEOUT_MS: '5000',
+    // A cheap hash: suites register hundreds of accounts, and the default argon2 cost is a CPU-second each on a busy
+    // machine. Nothing here tests the hash's strength.
+    PASSWORD_HASH_MEMORY_KIB: '1024',
+    PASSWORD_HASH_TIME_COST: '1',
     ...overrides,
   });
 }
@@ -74,7 +96,10 @@ export async function startTestServer(overrides: Record<string, string> = {}): P
 }
 
 export async function dropTestData(config: Config): Promise<void> {
-  await dropDatabase(config.databaseUrl);
+  // A database of this run is dropped with the others at its end (test/helpers/database-template.ts): a DROP waits for
+  // a checkpoint, and ten of them at once take the time of one.
+  const database = decodeURIComponent(new URL(config.databaseUrl).pathname.slice(1));
+  if (!RUN_ID || !database.startsWith(`fedi_test_${RUN_ID}_`)) await dropDatabase(config.databaseUrl);
   await rm(config.dataDir, { recursive: true, force: true });
 }
 

@@ -1,0 +1,70 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { migrate } from '../../storage/db.ts';
+
+/**
+ * Vitest global set-up: one migrated database per version of the migrations, which every test database of the run is
+ * copied from (`CREATE DATABASE … TEMPLATE`, a fraction of a second, where migrating afresh took 1–3 s a database),
+ * and the run's databases dropped together at the end (a DROP DATABASE waits for a checkpoint: ten at once take what
+ * one alone does, where each test file waited for its own).
+ *
+ * The template's name carries a hash of the migrations, so it is kept from one run to the next and made again when a
+ * migration changes; templates of older migrations are dropped. Workers learn the names through the environment,
+ * set here before they are forked (as test/helpers/tls.ts does).
+ */
+const ADMIN_URL = `${process.env.TEST_DATABASE_BASE_URL ?? 'postgres://postgres@127.0.0.1:5432'}/postgres`;
+const migrationsDir = fileURLToPath(new URL('../../storage/migrations', import.meta.url));
+/** Drops at once at the end of the run. */
+const DROPS_AT_ONCE = 10;
+
+function migrationsHash(): string {
+  const hash = createHash('sha256');
+  for (const name of readdirSync(migrationsDir).sort()) hash.update(name).update(readFileSync(`${migrationsDir}/${name}`));
+  return hash.digest('hex').slice(0, 12);
+}
+
+async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function databasesLike(client: pg.Client, pattern: string): Promise<string[]> {
+  const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [pattern]);
+  return rows.map((r) => r.datname);
+}
+
+async function dropAll(names: string[]): Promise<void> {
+  for (let i = 0; i < names.length; i += DROPS_AT_ONCE) {
+    await Promise.all(names.slice(i, i + DROPS_AT_ONCE).map((name) => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`))));
+  }
+}
+
+export default async function setup(): Promise<() => Promise<void>> {
+  const template = `fedi_tmpl_${migrationsHash()}`;
+  await withAdmin(async (client) => {
+    if ((await databasesLike(client, template)).length > 0) return;
+    // Made under a name of its own and renamed when migrated: a run stopped half-way leaves no half-made template,
+    // and two runs at once each make theirs (the second rename fails harmlessly).
+    const making = `fedi_tmplnew_${randomBytes(4).toString('hex')}`;
+    await client.query(`CREATE DATABASE ${making}`);
+    await migrate(`${ADMIN_URL.replace(/\/postgres$/, '')}/${making}`);
+    await client.query(`ALTER DATABASE ${making} RENAME TO ${template}`).catch(() => client.query(`DROP DATABASE ${making} WITH (FORCE)`));
+  });
+  await withAdmin(async (client) => {
+    const stale = (await databasesLike(client, 'fedi_tmpl%')).filter((n) => n !== template && !n.startsWith('fedi_tmplnew_'));
+    await dropAll(stale);
+  });
+  const run = randomBytes(3).toString('hex');
+  process.env.TEST_DATABASE_TEMPLATE = template;
+  process.env.TEST_RUN_ID = run;
+  return async () => {
+    await dropAll(await withAdmin((client) => databasesLike(client, `fedi_test_${run}_%`)));
+  };
+}

@@ -29,6 +29,48 @@ for _, key in ipairs(KEYS) do
   if redis.call('ZCARD', key) > size then redis.call('ZREMRANGEBYRANK', key, 0, -size - 1) end
 end
 `);
+/**
+ * KEYS: accepting sets (one per bucket). ARGV: for each key, the number of its ids and the ids. Returns each id's
+ * score in its set, in the order given (false, a nil, for one the set does not hold): ZMSCORE over several sets in
+ * one call, so that a single Redis answers a fan-out batch's thousand followers spread over 64 buckets with one
+ * request rather than 64.
+ */
+const SCORES_IN_SETS = redisScript(`
+local out = {}
+local a = 1
+for _, key in ipairs(KEYS) do
+  local n = tonumber(ARGV[a])
+  for first = a + 1, a + n, 500 do
+    local scores = redis.call('ZMSCORE', key, unpack(ARGV, first, math.min(a + n, first + 499)))
+    for i = 1, #scores do out[#out + 1] = scores[i] end
+  end
+  a = a + n + 1
+end
+return out
+`);
+/**
+ * KEYS: for each bucket its accepting set, then each feed's built and rebuilding markers. ARGV: for each bucket the
+ * number of its feeds and their ids. Enters each feed in its set (NX: a rebuild that entered it meanwhile is not
+ * overwritten) as taking statuses (+inf) when a marker exists, else as taking none (0); returns 1 or 0 per feed.
+ */
+const ENTER_BY_MARKERS = redisScript(`
+local out = {}
+local k = 1
+local a = 1
+while a <= #ARGV do
+  local set = KEYS[k]
+  k = k + 1
+  local n = tonumber(ARGV[a])
+  for j = 1, n do
+    local takes = redis.call('EXISTS', KEYS[k], KEYS[k + 1]) > 0
+    k = k + 2
+    redis.call('ZADD', set, 'NX', takes and '+inf' or '0', ARGV[a + j])
+    out[#out + 1] = takes and 1 or 0
+  end
+  a = a + n + 1
+end
+return out
+`);
 /** How long a rebuild's claim lasts: a rebuild that dies leaves a feed that is rebuilt again when next read. */
 const BUILDING_MS = 60_000;
 
@@ -114,17 +156,23 @@ export class HomeFeeds {
   /** Which of these accounts' feeds take new statuses (those that do not are rebuilt when next read). */
   async acceptingAmong(accountIds: string[]): Promise<string[]> {
     if (accountIds.length === 0) return [];
-    // One ZMSCORE per bucket, sent together (auto-pipelining writes them at once, per node on a cluster).
+    // The buckets' ZMSCOREs in one script call on a single Redis; on a cluster one call per bucket (a script's keys
+    // share a slot), sent together (auto-pipelining writes them at once, per node).
     const buckets = this.byBucket(accountIds);
-    const scores = await Promise.all(buckets.map((ids) => this.redis.zmscore(this.acceptingKey(ids[0]!), ...ids)));
+    const calls = groupsForCommand(this.redis, buckets, (ids) => this.acceptingKey(ids[0]!)).map(async (group) => {
+      const args: (string | number)[] = [];
+      for (const ids of group) args.push(ids.length, ...ids);
+      const scores = (await runScript(this.redis, SCORES_IN_SETS, group.map((ids) => this.acceptingKey(ids[0]!)), args)) as (string | null)[];
+      let i = 0;
+      return group.flatMap((ids) => ids.map((id) => [id, scores[i++] ?? null] as const));
+    });
     const now = Date.now();
     const out: string[] = [];
     const unknown: string[] = [];
-    buckets.forEach((ids, b) => ids.forEach((id, i) => {
-      const score = scores[b]![i];
-      if (score === null || score === undefined) unknown.push(id);
+    for (const [id, score] of (await Promise.all(calls)).flat()) {
+      if (score === null) unknown.push(id);
       else if (score === 'inf' || Number(score) > now) out.push(id);
-    }));
+    }
     if (unknown.length > 0) out.push(...(await this.enterByMarkers(unknown)));
     return out;
   }
@@ -134,11 +182,18 @@ export class HomeFeeds {
    * meanwhile is not overwritten) as built, or as taking none until it is rebuilt.
    */
   private async enterByMarkers(accountIds: string[]): Promise<string[]> {
-    // Plain commands, not a pipeline (which a cluster confines to one node): auto-pipelining still sends them at once.
-    const found = await Promise.all(accountIds.map((id) => this.redis.exists(this.readyKey(id), this.buildingKey(id))));
-    const takes = new Map(accountIds.map((id, i) => [id, found[i]! > 0]));
-    await Promise.all(this.byBucket(accountIds).map((ids) => this.redis.zadd(this.acceptingKey(ids[0]!), 'NX', ...ids.flatMap((id) => [takes.get(id) ? '+inf' : '0', id]))));
-    return accountIds.filter((id) => takes.get(id));
+    // One script call on a single Redis, one per bucket on a cluster (a bucket's markers share its set's slot).
+    const calls = groupsForCommand(this.redis, this.byBucket(accountIds), (ids) => this.acceptingKey(ids[0]!)).map(async (group) => {
+      const keys: string[] = [];
+      const args: (string | number)[] = [];
+      for (const ids of group) {
+        keys.push(this.acceptingKey(ids[0]!), ...ids.flatMap((id) => [this.readyKey(id), this.buildingKey(id)]));
+        args.push(ids.length, ...ids);
+      }
+      const takes = (await runScript(this.redis, ENTER_BY_MARKERS, keys, args)) as number[];
+      return group.flat().filter((_, i) => takes[i] === 1);
+    });
+    return (await Promise.all(calls)).flat();
   }
 
   /**

@@ -53,6 +53,25 @@ describe('home feed rebuild', () => {
     expect(await feeds.acceptingAmong(['10', '11', '12'])).toEqual([]);
   });
 
+  it('asks about a thousand feeds of every bucket in one script call, and enters the unknown ones in one more', async () => {
+    const owners = Array.from({ length: 1000 }, (_, i) => String(500_000 + i));
+    expect(new Set(owners.map(feedTag)).size).toBe(64);
+    const built = owners.filter((_, i) => i % 3 === 0);
+    const markedOnly = owners.filter((_, i) => i % 3 === 1);
+    await Promise.all(built.map((id) => feeds.rebuild(id, async () => [])));
+    await Promise.all(markedOnly.map((id) => redis.set(`${prefix}feed:${feedTag(id)}:home:${id}:ready`, '1')));
+    const evalsha = vi.spyOn(redis, 'evalsha');
+    try {
+      expect((await feeds.acceptingAmong(owners)).sort()).toEqual([...built, ...markedOnly].sort());
+      expect(evalsha).toHaveBeenCalledTimes(2);
+      evalsha.mockClear();
+      expect((await feeds.acceptingAmong(owners)).sort()).toEqual([...built, ...markedOnly].sort());
+      expect(evalsha).toHaveBeenCalledTimes(1);
+    } finally {
+      evalsha.mockRestore();
+    }
+  });
+
   it('keeps a feed grown one status at a time at its cap, the newest kept', async () => {
     await feeds.rebuild('3', async () => []);
     for (let i = 0; i < 900; i += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => feeds.add('3', [String(1000 + i + k)])));

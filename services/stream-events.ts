@@ -129,8 +129,10 @@ export class StreamEvents {
       if (ids) ids.push(id);
       else byShard.set(shard, [id]);
     }
+    // The message (its view a few KB of JSON) is serialised once, and each shard's text is its homes put in front.
+    const rest = JSON.stringify(message).slice(1);
     await Promise.all([...byShard].map(([shard, homes]) => {
-      const text = JSON.stringify({ ...message, homes } satisfies HomesMessage);
+      const text = `{"homes":${JSON.stringify(homes)}${rest === '}' ? '' : ','}${rest}`;
       return this.send(this.channelName(streamChannels.homeShard(shard)), text);
     }));
   }

@@ -26,7 +26,9 @@ import * as statusMarks from '../services/status-marks.ts';
 
 /**
  * What an account's actor is asked to do. Each message changes what the account owns (its follows, its
- * statuses, its home feed), so one account's writes are applied one at a time, in the order they arrive.
+ * statuses, its home feed), so one account's writes are applied one at a time, in the order they arrive. Posts that
+ * arrive while the actor is busy are applied together once it is free (one transaction, each post in order: group
+ * commit, actors/registry.ts), never across another message sent between them.
  */
 export type AccountMessage =
   | { type: 'follow'; targetId: string; options: follows.FollowOptions }
@@ -89,6 +91,14 @@ export type AccountReply<M extends AccountMessage> =
   void;
 
 export type AccountActorDeps = statusService.StatusDeps;
+
+/**
+ * Applies `postStatus` messages the registry gathered for `accountId` (actors/registry.ts), in the order sent: one
+ * transaction and one commit for all (services/statuses.ts postStatuses). Each gets its own answer.
+ */
+export function handlePostStatuses(deps: AccountActorDeps, accountId: string, params: statusService.PostParams[]): Promise<statusService.PostOutcome[]> {
+  return statusService.postStatuses(deps, accountId, params);
+}
 
 /** Applies one message for `accountId`. Every write commits inside this call (DESIGN.md: the actor's memory is only a cache). */
 export async function handleAccountMessage(deps: AccountActorDeps, accountId: string, msg: AccountMessage): Promise<unknown> {

@@ -1,25 +1,46 @@
 import { start, spawn, dispatch, stop, type Ref } from 'nact';
-import { handleAccountMessage, type AccountActorDeps, type AccountMessage, type AccountReply } from './account.ts';
+import { handleAccountMessage, handlePostStatuses, type AccountActorDeps, type AccountMessage, type AccountReply } from './account.ts';
+import type { PostParams } from '../services/statuses.ts';
 import type { LiveDeliveries } from '../services/live-deliveries.ts';
 
 /** The longest a feed batch gathers while others are being written. */
 const GATHER_MS = 20;
 /** The longest a feed batch waits for this process's live stream deliveries under way (services/live-deliveries.ts). */
 const LIVE_WAIT_MS = 100;
+/**
+ * The most posts of one account written in one transaction (services/statuses.ts postStatuses). Each is written in a
+ * savepoint of its own, and PostgreSQL keeps up to 64 subtransactions of a backend in shared memory (more overflow it,
+ * and every other backend's snapshot then looks them up in pg_subtrans until the commit).
+ */
+export const POST_BATCH_MAX = 64;
 
 type Outcome = { ok: unknown } | { error: unknown };
 
-interface Envelope {
+interface Message {
   msg: AccountMessage;
   /** Called with the message's outcome: a plain callback, not a temporary actor per answer as nact's query makes. */
   reply: (outcome: Outcome) => void;
 }
+
+/**
+ * `postStatus` messages of one account gathered while its actor is busy: one envelope in its mailbox, at the place of
+ * the first, written in one transaction. It gathers until the actor takes it (`open` false), reaches POST_BATCH_MAX,
+ * or another message is sent to the same account (which must not be overtaken by posts sent after it).
+ */
+interface PostBatch {
+  posts: { params: PostParams; reply: (outcome: Outcome) => void }[];
+  open: boolean;
+}
+
+type Envelope = Message | { batch: PostBatch };
 
 /** A running actor, with what the registry needs to stop it when idle: its messages not answered yet, its last use. */
 interface Running {
   ref: Ref<Envelope>;
   pending: number;
   lastUsed: number;
+  /** The batch of posts in its mailbox still gathering, if any. */
+  gathering: PostBatch | null;
 }
 
 export interface ActorRegistryOptions {
@@ -57,6 +78,11 @@ export class ActorRegistry {
     return this.actors.size;
   }
 
+  /** Messages sent to this account's actor and not answered yet (0 when it has no actor running): for tests. */
+  pendingFor(accountId: string): number {
+    return this.actors.get(accountId)?.pending ?? 0;
+  }
+
   private actorFor(accountId: string): Running {
     const existing = this.actors.get(accountId);
     if (existing) return existing;
@@ -64,6 +90,19 @@ export class ActorRegistry {
     const ref = spawn(
       this.system,
       async (state: null, envelope: Envelope) => {
+        if ('batch' in envelope) {
+          // What gathered until now is written; posts sent from now on make the next batch.
+          const batch = envelope.batch;
+          batch.open = false;
+          let outcomes: Outcome[];
+          try {
+            outcomes = await handlePostStatuses(deps, accountId, batch.posts.map((p) => p.params));
+          } catch (error) {
+            outcomes = batch.posts.map(() => ({ error }));
+          }
+          batch.posts.forEach((p, i) => p.reply(outcomes[i] ?? { error: new Error('no outcome') }));
+          return state;
+        }
         // Errors go back to the caller; the actor itself stays alive for the next message.
         let outcome: Outcome;
         try {
@@ -81,23 +120,36 @@ export class ActorRegistry {
         onCrash: (_msg, _err, ctx) => ctx.reset,
       },
     );
-    const running = { ref, pending: 0, lastUsed: Date.now() };
+    const running: Running = { ref, pending: 0, lastUsed: Date.now(), gathering: null };
     this.actors.set(accountId, running);
     return running;
   }
 
-  /** Hands a message to an account's actor; `reply` gets its outcome. */
+  /**
+   * Hands a message to an account's actor; `reply` gets its outcome. A post joins the account's batch still gathering
+   * (posts sent while the actor was busy, written together once it is free: group commit), or starts one; any other
+   * message closes the gathering batch, so that what is sent after it is applied after it. On a quiet server a post's
+   * batch is taken at once, alone: nothing waits for others to come.
+   */
   private send(accountId: string, msg: AccountMessage, reply: (outcome: Outcome) => void): void {
     const actor = this.actorFor(accountId);
     actor.pending += 1;
-    dispatch(actor.ref, {
-      msg,
-      reply: (outcome: Outcome) => {
-        actor.pending -= 1;
-        actor.lastUsed = Date.now();
-        reply(outcome);
-      },
-    });
+    const answer = (outcome: Outcome) => {
+      actor.pending -= 1;
+      actor.lastUsed = Date.now();
+      reply(outcome);
+    };
+    if (msg.type !== 'postStatus') {
+      actor.gathering = null;
+      dispatch(actor.ref, { msg, reply: answer });
+      return;
+    }
+    let batch = actor.gathering;
+    if (!batch?.open || batch.posts.length >= POST_BATCH_MAX) {
+      batch = actor.gathering = { posts: [], open: true };
+      dispatch(actor.ref, { batch });
+    }
+    batch.posts.push({ params: msg.params, reply: answer });
   }
 
   private stopIdle(): void {

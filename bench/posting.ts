@@ -4,7 +4,12 @@
 //     latency, and PostgreSQL commits per post (pg_stat_database.xact_commit, the jobs' own included);
 //  2. fan-out keeping up: the same with each of the 32 authors followed by the same 100 accounts (home feeds built):
 //     when the last post reached all 100 home feeds after posting stopped, and feed insertions per second;
-//  3. 10,000 local followers of one author: from the POST being sent to the last of the 10,000 feeds.
+//  3. 10,000 local followers of one author: from the POST being sent to the last of the 10,000 feeds;
+//  4. one account posting on 32 connections at once for 10 s (issue 32: its posts are written in batches, one
+//     transaction and one commit each): posts per second, latency, and the transactions that wrote its posts per post
+//     (statuses.created_at is the writing transaction's start, so one distinct value per transaction) beside
+//     PostgreSQL's commits per post (pg_stat_database.xact_commit: every transaction, the jobs' and reads' included).
+//     With `BENCH_POSTING_ONE_ACCOUNT=1`, only this part (after the warm-up), for a quick figure.
 // With `BENCH_PGBOUNCER=1`: part 1 three times on the same database, each figure printed: straight to PostgreSQL,
 // then with PREPARED_STATEMENTS=false, then through a PgBouncer of its own (Debian's, transaction pooling, as many
 // server connections as the server's pool) with PREPARED_STATEMENTS=false; parts 2 and 3 (fan-out) are left out.
@@ -112,13 +117,13 @@ function redisCommandStats(info: string, posts: number): string {
   return `  Redis commands per post (calls, Redis's time), by time:\n${lines.join('\n')}`;
 }
 
-/** 32 connections, each posting as its own author, for `seconds`. */
-async function postAll(tokens: string[], seconds: number) {
+/** 32 connections, each posting as its own author (or all as one, with `connections` and one token), for `seconds`. */
+async function postAll(tokens: string[], seconds: number, connections = tokens.length) {
   let next = 0;
   const result = await autocannon({
     url: `${base}/api/v1/statuses`,
     method: 'POST',
-    connections: tokens.length,
+    connections,
     duration: seconds,
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ status: 'A post about the #fediverse, long enough to look like one: a sentence or two, with a link https://example.com/a/b and nothing else.' }),
@@ -157,6 +162,30 @@ async function main() {
     await postAll(tokens, 3);
     await sleep(2000);
 
+    /** 4. One account on 32 connections: its posts gather into batches, one transaction each (issue 32). */
+    const oneAccount = async (): Promise<string> => {
+      const statusCount = async () => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
+      const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;
+      const commitsBefore = await commits();
+      const countBefore = await statusCount();
+      const r = await postAll([tokens[0]!], SECONDS, AUTHORS);
+      await sleep(3000); // the jobs of the last posts
+      const made = Math.max((await statusCount()) - countBefore, 1);
+      const xacts = ((await commits()) - commitsBefore) / made;
+      const { rows } = await db.query<{ posts: string; transactions: string }>(
+        `SELECT count(*)::text AS posts, count(DISTINCT created_at)::text AS transactions FROM statuses WHERE id > $1 AND account_id = $2`, [lastBefore, authorIds[0]],
+      );
+      const perPost = Number(rows[0]!.transactions) / Math.max(Number(rows[0]!.posts), 1);
+      return `\none account posting, ${AUTHORS} connections, ${SECONDS} s, no followers (target >= 350/s, < 0.2 commits per post)\n` +
+        `  ${Math.round(r.rps)} posts/s accepted (${r.accepted} in all${r.refused ? `, ${r.refused} refused or failed` : ''}), p50 ${r.p50} ms, p99 ${r.p99} ms; ` +
+        `${perPost.toFixed(3)} commits of its posts per post (${rows[0]!.transactions} transactions for ${rows[0]!.posts} posts, ${(Number(rows[0]!.posts) / Math.max(Number(rows[0]!.transactions), 1)).toFixed(1)} posts each); ` +
+        `${xacts.toFixed(2)} PostgreSQL commits per post in all (jobs and reads included)`;
+    };
+    if (process.env.BENCH_POSTING_ONE_ACCOUNT) {
+      console.log(await oneAccount());
+      return;
+    }
+
     // 1. Posting, no followers. The peak memory of each part is its own (registration's password hashes excluded).
     const peaks: string[] = [`set-up ${peakRssMb(server.pid!)} MB`];
     const peakOf = (part: string) => {
@@ -176,6 +205,8 @@ async function main() {
     const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
     const statementReport = statements ? await statements.report(made) : '';
     peakOf('posting');
+    // Before any follower is seeded.
+    const oneAccountReport = process.env.BENCH_PGBOUNCER ? '' : await oneAccount();
     if (process.env.BENCH_PGBOUNCER) {
       const line = (r: typeof alone, commits: number, cpu: string) =>
         `  ${Math.round(r.rps)} posts/s accepted (${r.accepted} in all${r.refused ? `, ${r.refused} refused or failed` : ''}), p50 ${r.p50} ms, p99 ${r.p99} ms; ${commits.toFixed(2)} commits per post; CPU per post (ms): ${cpu}`;
@@ -310,6 +341,7 @@ async function main() {
     console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);
     console.log(`\nfan-out to 10,000 local followers, from the POST being sent (so its commit included) to the last feed, 3 posts (target <= 500 ms from the commit): ${tenK.map(f).join(', ')}`);
     peakOf('10,000 followers');
+    console.log(oneAccountReport);
     console.log(`\nserver peak memory (VmHWM)${resettable ? ', each part on its own' : ' (could not be reset between parts: the whole run)'}: ${resettable ? peaks.join(', ') : `${peakRssMb(server.pid!)} MB`} (target for posting: <= 300 MB)\n`);
   } finally {
     server.kill('SIGTERM');

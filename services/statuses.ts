@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import { transaction, type Db } from '../storage/db.ts';
+import { inSavepoint, transaction, TransactionAborted, type Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
 import type { JobQueues } from '../jobs/queues.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
@@ -124,12 +124,35 @@ export async function resolveMentions(db: Db, config: Config, text: string, acti
   return { accounts, map, tags: parsed.tags.slice(0, 50) };
 }
 
-/** POST /api/v1/statuses, inside the author's actor. Returns the new (or, for a repeated Idempotency-Key, the first) status id. */
-export async function postStatus(deps: StatusDeps, accountId: string, p: PostParams): Promise<string> {
+/** A post checked and resolved outside the transaction (services/statuses.ts preparePost), ready to be written. */
+interface PreparedPost {
+  p: PostParams;
+  mediaIds: string[];
+  parent: statuses.StatusRow | null;
+  quoted: statuses.StatusRow | null;
+  row: Parameters<typeof statuses.insertPost>[1];
+  extras: statuses.PostExtras;
+  localMentions: AccountRow[];
+  tags: string[];
+  /**
+   * Nothing beside its row (no media, poll, scheduled row, local mention or quote): it is one statement, and the
+   * status cache can hold it as written.
+   */
+  plain: boolean;
+}
+
+/** What postStatuses answers for each post, in the order given: its status id, or the error that refused it. */
+export type PostOutcome = { ok: string } | { error: unknown };
+
+/**
+ * The part of a post done before its transaction: the Idempotency-Key looked up (`existing`: the status it made
+ * already), the content checked, media, parent and quote judged, mentions and tags resolved, the text rendered.
+ */
+async function preparePost(deps: StatusDeps, accountId: string, p: PostParams): Promise<{ existing: string } | PreparedPost> {
   const { db, config } = deps;
   if (p.idempotencyKey) {
     const existing = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey);
-    if (existing) return existing;
+    if (existing) return { existing };
   }
   const mediaIds = [...new Set(p.mediaIds)];
   checkContent(config, p, mediaIds);
@@ -177,58 +200,180 @@ export async function postStatus(deps: StatusDeps, accountId: string, p: PostPar
   // Its link's preview card (jobs/link-cards.ts); none for posts with media, as in Mastodon.
   if (mediaIds.length === 0 && firstCardLink(content, ownHosts(config))) extras.outbox.push({ kind: 'fetchLinkCard', payload: {} });
   const localMentions = mentioned.filter((a) => a.domain === null);
-  // A post is one statement (storage/statuses.ts insertPost) and one commit. It still runs in a transaction: a
-  // PostgreSQL that hangs and wakes up later does not apply a post whose client was answered 503 meanwhile (the commit
-  // is guarded, storage/db.ts). Attachments, a poll, a scheduled post's row and notifications of local accounts are
-  // written in the same transaction.
   const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0 && !quoted;
-  const result = await transaction(db, async (tx: PoolClient) => {
-    const made = await statuses.insertPost(tx, row, extras);
-    if (!made) return null;
-    const { status, outbox } = made;
-    // Attached in the post's transaction: media that another post took meanwhile fails this one, whole.
-    if ((await attachMedia(tx, status.id, accountId, mediaIds, p.scheduledStatusId ?? null)) !== mediaIds.length) {
-      throw unprocessable('Validation failed: media_ids names media already attached to a status');
-    }
-    // A scheduled status is published once: whoever takes its row publishes it, another publisher finds it gone.
-    if (p.scheduledStatusId && !(await claimScheduledStatus(tx, accountId, p.scheduledStatusId))) throw notFound();
-    for (const a of localMentions) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
-    if (p.poll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
-    // The quote and the quoted status's count, in the post's transaction. A local author's policy was checked above,
-    // so the quote is accepted at once (Mastodon's attach_quote!), and the quoted author told.
-    // A remote author is asked instead (FEP-044f QuoteRequest): the quote stays pending until their server answers
-    // with an Accept carrying a stamp (federation/quotes.ts), as in Mastodon.
-    if (quoted && quoted.uri !== null && quoted.account_id !== accountId) {
-      const activityUri = `${config.publicUrl}/quote_requests/${randomUUID()}`;
-      await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'pending', activityUri });
-      outbox.push(await queueDelivery(tx, { activity: 'QuoteRequest', statusId: status.id }));
-    } else if (quoted) {
-      await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'accepted' });
-      if (quoted.account_id !== accountId) await notifyAccount(deps, tx, quoted.account_id, accountId, 'quote', status.id);
-    }
-    return made;
-  });
-  if (!result) {
-    // Another request took the key between our check and our insert: answer with its status.
-    const winner = await statuses.findIdempotentStatus(db, accountId, p.idempotencyKey!);
-    if (winner) return winner;
-    throw new ApiError(409, 'A request with this Idempotency-Key is being processed');
+  return { p, mediaIds, parent, quoted, row, extras, localMentions, tags, plain };
+}
+
+/**
+ * The part of a post written in its transaction: one statement (storage/statuses.ts insertPost), and beside it its
+ * attachments, a poll, a scheduled post's row, its quote and notifications of local accounts. Null when its
+ * Idempotency-Key is held by another post (written meanwhile, or earlier in the same batch): nothing was written.
+ */
+async function writePost(deps: StatusDeps, tx: PoolClient, accountId: string, w: PreparedPost): Promise<{ status: statuses.StatusRow; outbox: OutboxRow[] } | null> {
+  const { p, mediaIds, quoted } = w;
+  const made = await statuses.insertPost(tx, w.row, w.extras);
+  if (!made) return null;
+  const { status, outbox } = made;
+  // Attached in the post's transaction: media that another post took meanwhile fails this one, whole.
+  if ((await attachMedia(tx, status.id, accountId, mediaIds, p.scheduledStatusId ?? null)) !== mediaIds.length) {
+    throw unprocessable('Validation failed: media_ids names media already attached to a status');
   }
-  const { status, outbox } = result;
-  if (plain) deps.statusLoader?.rememberNew(status, extras.mentionIds, tags.map((t) => t.toLowerCase()));
-  // What follows the commit goes to Redis in one write (auto-pipelining): cache versions, the author's own feed, their
-  // home stream, and the jobs.
+  // A scheduled status is published once: whoever takes its row publishes it, another publisher finds it gone.
+  if (p.scheduledStatusId && !(await claimScheduledStatus(tx, accountId, p.scheduledStatusId))) throw notFound();
+  for (const a of w.localMentions) await notifyAccount(deps, tx, a.id, accountId, 'mention', status.id);
+  if (p.poll) outbox.push((await createLocalPoll(tx, status.id, accountId, p.poll)).outbox);
+  // The quote and the quoted status's count, in the post's transaction. A local author's policy was checked above,
+  // so the quote is accepted at once (Mastodon's attach_quote!), and the quoted author told.
+  // A remote author is asked instead (FEP-044f QuoteRequest): the quote stays pending until their server answers
+  // with an Accept carrying a stamp (federation/quotes.ts), as in Mastodon.
+  if (quoted && quoted.uri !== null && quoted.account_id !== accountId) {
+    const activityUri = `${deps.config.publicUrl}/quote_requests/${randomUUID()}`;
+    await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'pending', activityUri });
+    outbox.push(await queueDelivery(tx, { activity: 'QuoteRequest', statusId: status.id }));
+  } else if (quoted) {
+    await quotes.insertQuote(tx, { statusId: status.id, accountId, quotedStatusId: quoted.id, quotedAccountId: quoted.account_id, state: 'accepted' });
+    if (quoted.account_id !== accountId) await notifyAccount(deps, tx, quoted.account_id, accountId, 'quote', status.id);
+  }
+  return made;
+}
+
+/**
+ * What follows the commit of posts, all of them at once, in one write to Redis (auto-pipelining): cache versions
+ * bumped once, the author's own feed (one ZADD), their home stream (an event per post, in order), and the jobs of
+ * every outbox row (one enqueueMany).
+ */
+async function afterPosts(deps: StatusDeps, accountId: string, written: { w: PreparedPost; status: statuses.StatusRow; outbox: OutboxRow[] }[]): Promise<void> {
+  for (const { w, status } of written) {
+    if (w.plain) deps.statusLoader?.rememberNew(status, w.extras.mentionIds, w.tags.map((t) => t.toLowerCase()));
+  }
+  const ids = written.map((x) => x.status.id);
   await Promise.all([
-    deps.versions.bump({ accounts: [accountId], statuses: [parent?.id, quoted?.id] }),
-    deps.feeds.addIfAccepting(accountId, status.id),
-    deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: status.id, accountId }),
-    enqueueAll(deps.jobs, outbox),
+    deps.versions.bump({ accounts: [accountId], statuses: written.flatMap(({ w }) => [w.parent?.id, w.quoted?.id]) }),
+    deps.feeds.accepts(accountId).then((yes) => (yes ? deps.feeds.add(accountId, ids) : undefined)),
+    ...ids.map((statusId) => deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId, accountId })),
+    enqueueAll(deps.jobs, written.flatMap((x) => x.outbox)),
   ]).catch((err: unknown) => {
-    // Redis went away since the commit: the post is made and is answered as made (a 503 would say it was not, and a
-    // retry would post it twice); its jobs are queued again from the outbox once Redis is back (jobs/worker.ts).
+    // Redis went away since the commit: the posts are made and are answered as made (a 503 would say they were not,
+    // and a retry would post them twice); their jobs are queued again from the outbox once Redis is back (jobs/worker.ts).
     if (!unavailableDependency(err)) throw err;
   });
-  return status.id;
+}
+
+type Written = { status: statuses.StatusRow; outbox: OutboxRow[] } | null | { error: unknown };
+
+/** A post written without a savepoint failed (postStatuses): its transaction is lost. */
+class PostFailed extends Error {
+  readonly index: number;
+  constructor(index: number, cause: unknown) {
+    super('a post of the batch failed', { cause });
+    this.index = index;
+  }
+}
+
+/**
+ * Writes posts in the transaction `tx`, in order, each in a savepoint of its own (a post that fails is rolled back
+ * alone and answered with its error) except, unless `safe`, those that are one statement: one of those failing throws
+ * PostFailed. A post alone is written as it is: if it fails, so does the transaction, and it was all there was.
+ */
+async function writePosts(deps: StatusDeps, tx: PoolClient, accountId: string, ws: PreparedPost[], safe: boolean): Promise<Written[]> {
+  if (ws.length === 1) return [await writePost(deps, tx, accountId, ws[0]!)];
+  const out: Written[] = [];
+  for (const [k, w] of ws.entries()) {
+    if (w.plain && !safe) {
+      try {
+        out.push(await writePost(deps, tx, accountId, w));
+      } catch (error) {
+        if (unavailableDependency(error)) throw error;
+        throw new PostFailed(k, error);
+      }
+      continue;
+    }
+    try {
+      out.push(await inSavepoint(tx, () => writePost(deps, tx, accountId, w)));
+    } catch (error) {
+      // PostgreSQL or the connection gone: the transaction is lost, and every post of it with it.
+      if (unavailableDependency(error) || error instanceof TransactionAborted) throw error;
+      out.push({ error });
+    }
+  }
+  return out;
+}
+
+/** POST /api/v1/statuses, inside the author's actor: a batch of one (postStatuses). Returns the new (or, for a repeated Idempotency-Key, the first) status id. */
+export async function postStatus(deps: StatusDeps, accountId: string, p: PostParams): Promise<string> {
+  const [outcome] = await postStatuses(deps, accountId, [p]);
+  if ('error' in outcome!) throw outcome.error;
+  return outcome!.ok;
+}
+
+/**
+ * Posts of one account gathered by its actor (actors/registry.ts), written in the order given with one transaction
+ * and one commit for all. Each is prepared on its own outside the transaction (preparePost), then written inside it
+ * (writePosts) so that one that fails (media taken meanwhile, a constraint) is rolled back alone and answered with its
+ * own error while the others commit: in its own savepoint, or, for a post of one statement, by writing the others
+ * again without it (a second transaction, only then). Status ids increase in the order given. The transaction is the
+ * guarded one of storage/db.ts: a PostgreSQL that hangs and wakes up later does not apply posts whose clients were
+ * answered 503 meanwhile. Two posts of the batch with the same Idempotency-Key make one status, and both are answered with it.
+ * Each post's answer is its status id or its error, in the order given; none is answered before the commit.
+ */
+export async function postStatuses(deps: StatusDeps, accountId: string, ps: PostParams[]): Promise<PostOutcome[]> {
+  const { db } = deps;
+  const outcomes: PostOutcome[] = new Array(ps.length);
+  const prepared = await Promise.all(ps.map((p) => preparePost(deps, accountId, p).catch((error: unknown) => ({ error }))));
+  const toWrite: { i: number; w: PreparedPost }[] = [];
+  prepared.forEach((x, i) => {
+    if ('error' in x) outcomes[i] = { error: x.error };
+    else if ('existing' in x) outcomes[i] = { ok: x.existing };
+    else toWrite.push({ i, w: x });
+  });
+  if (toWrite.length === 0) return outcomes;
+  let list = toWrite;
+  let results: Written[] | null = null;
+  // At first, a post that is one statement (most are) is written without a savepoint of its own, a round trip fewer.
+  // If such a statement fails, the transaction is lost: that post is answered with its error, and the others are
+  // written again in a new transaction, each in its own savepoint.
+  for (let safe = false; results === null; safe = true) {
+    try {
+      results = await transaction(db, (tx: PoolClient) => writePosts(deps, tx, accountId, list.map((x) => x.w), safe));
+    } catch (error) {
+      if (error instanceof PostFailed && !safe) {
+        outcomes[list[error.index]!.i] = { error: error.cause };
+        list = list.filter((_, k) => k !== error.index);
+        if (list.length === 0) return outcomes;
+        continue;
+      }
+      for (const { i } of list) outcomes[i] = { error };
+      return outcomes;
+    }
+  }
+  const written: { i: number; w: PreparedPost; status: statuses.StatusRow; outbox: OutboxRow[] }[] = [];
+  for (let k = 0; k < list.length; k++) {
+    const { i, w } = list[k]!;
+    const r = results[k]!;
+    if (r === null) {
+      // Another request (or a post before it in this batch) took the key between our check and our insert: answer
+      // with its status.
+      try {
+        const winner = await statuses.findIdempotentStatus(db, accountId, w.p.idempotencyKey!);
+        outcomes[i] = winner ? { ok: winner } : { error: new ApiError(409, 'A request with this Idempotency-Key is being processed') };
+      } catch (error) {
+        outcomes[i] = { error };
+      }
+    } else if ('error' in r) {
+      outcomes[i] = { error: r.error };
+    } else {
+      written.push({ i, w, ...r });
+      outcomes[i] = { ok: r.status.id };
+    }
+  }
+  if (written.length > 0) {
+    try {
+      await afterPosts(deps, accountId, written);
+    } catch (error) {
+      for (const { i } of written) outcomes[i] = { error };
+    }
+  }
+  return outcomes;
 }
 
 /** DELETE /api/v1/statuses/:id: flags it (and reblogs of it) deleted and queues its removal from feeds. */

@@ -6,7 +6,7 @@ import { MAX_NESTING, jsonNesting, malformedActivityError, parsedActivity } from
 import { refusedInboxPost, signerHost } from './domain-policy.ts';
 import { dropRefusedPost } from './drops.ts';
 import { signerMaySpeakFor } from './signer-origin.ts';
-import { receiveCollectionActivity, withFeaturedCollections } from './collections.ts';
+// federation/collections.ts imports Fedify: loaded where it is used (an ActivityPub request loads Fedify anyway).
 
 /** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
 const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|inbox$)/;
@@ -39,7 +39,8 @@ async function publishedBody(ctx: AppContext, response: Response): Promise<Buffe
     const doc = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
     if ('proof' in doc || 'signature' in doc) return raw;
     // Our actors name their collections (federation/collections.ts), which Fedify's Person cannot carry.
-    return Buffer.from(JSON.stringify(withFullPublicIri(actor ? withFeaturedCollections(ctx, doc) : doc)));
+    const featured = actor ? (await import('./collections.ts')).withFeaturedCollections(ctx, doc) : doc;
+    return Buffer.from(JSON.stringify(withFullPublicIri(featured)));
   } catch {
     return raw;
   }
@@ -103,7 +104,7 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     // A key served by one server claiming an actor of another (federation/signer-origin.ts).
     if (!signerMaySpeakFor(request.headers, activity)) return reply.code(401).send({ error: 'Signature verification failed' });
     // Activities about collections carry types Fedify cannot parse: checked and taken here (federation/collections.ts).
-    const collectionAnswer = activity && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), activity) : null;
+    const collectionAnswer = activity && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await (await import('./collections.ts')).receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), activity) : null;
     if (collectionAnswer) {
       reply.code(collectionAnswer.status).header('content-type', collectionAnswer.headers.get('content-type') ?? 'text/plain');
       return reply.send(collectionAnswer.body ? Buffer.from(await collectionAnswer.arrayBuffer()) : '');

@@ -69,6 +69,7 @@ import statusMarksRoutes from './api/v1/status_marks.ts';
 import annualReportsRoutes from './api/v1/annual_reports.ts';
 import collectionsRoutes from './api/v1/collections.ts';
 import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
+import { lazyValidatorFactory } from './lazy-validators.ts';
 
 export type App = FastifyInstance;
 
@@ -92,6 +93,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
       customOptions: { coerceTypes: 'array', removeAdditional: true, useDefaults: true, allErrors: false },
       plugins: [mastodonKeywords],
     },
+    // Each route's validators are compiled at its first request, not all at start (http/lazy-validators.ts).
+    schemaController: { compilersFactory: { buildValidator: lazyValidatorFactory() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Before everything that may refuse a request, so that a 401, 429 or 503 still reaches a web client on another origin.

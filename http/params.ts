@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type, type TSchema } from './schema.ts';
 
 /**
  * A boolean as Mastodon apps send it: JSON true/false, or "true"/"false"/"1"/"0" (and Rails' "t"/"f", "on"/"off")

@@ -8,7 +8,6 @@ import { addToOutbox } from '../storage/outbox.ts';
 import { abandonedMedia, deleteMedia, findMedia, insertMedia, lockMedia, markMediaFailed, markMediaReady, newMediaId, updateMediaDetails, type MediaRow } from '../storage/media.ts';
 import { randomBytes } from 'node:crypto';
 import { unprocessable } from '../errors.ts';
-import { fileTypeFromBuffer } from 'file-type';
 import type { Config } from '../config.ts';
 
 export interface MediaDeps {
@@ -46,7 +45,7 @@ async function kindOf(data: Buffer): Promise<{ type: 'image' | 'video' | 'audio'
   } catch {
     // not an image sharp can read: perhaps video or audio
   }
-  const sniffed = await fileTypeFromBuffer(data);
+  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first upload
   const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
   return av && sniffed ? { type: av.type, mime: sniffed.mime } : null;
 }
@@ -187,7 +186,7 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
 
 /** Video and audio: kept as sent (their container checked when accepted); no preview until transcoding exists. */
 async function storeAsSent(deps: MediaDeps, media: MediaRow, data: Buffer): Promise<void> {
-  const sniffed = await fileTypeFromBuffer(data);
+  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first upload
   const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
   if (!av || !sniffed) {
     await markMediaFailed(deps.db, media.id, 'the file is not a video or audio file that can be read');

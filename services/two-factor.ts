@@ -2,7 +2,6 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSecret, generateURI, verify } from 'otplib';
-import QRCode from 'qrcode';
 import type { AppContext } from '../context.ts';
 import type { Config } from '../config.ts';
 import { hashSecret } from '../storage/oauth.ts';
@@ -19,6 +18,7 @@ export function newTotpSecret(): string {
 /** What an authenticator app scans to take a secret: the otpauth:// URI, and its QR code as a PNG data URL. */
 export async function totpEnrolment(secret: string, issuer: string, label: string): Promise<{ uri: string; qrDataUrl: string }> {
   const uri = generateURI({ issuer, label, secret });
+  const { default: QRCode } = await import('qrcode'); // loaded at first enrolment, not at start
   const qrDataUrl = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 2, width: 220 });
   return { uri, qrDataUrl };
 }

@@ -1,4 +1,3 @@
-import webpush from 'web-push';
 import sanitizeHtml from 'sanitize-html';
 import type { Queryable } from '../storage/db.ts';
 import { afterCommit } from '../storage/db.ts';
@@ -18,6 +17,8 @@ export type PushAlert = (typeof PUSH_ALERTS)[number];
 export async function loadOrCreateVapidKeys(db: Queryable): Promise<VapidKeys> {
   const stored = await findVapidKeys(db);
   if (stored) return stored;
+  // web-push (with its ASN.1 and JWT libraries) is loaded where it is used: once per database, and by the push job.
+  const { default: webpush } = await import('web-push');
   const made = webpush.generateVAPIDKeys();
   return saveVapidKeys(db, { public_key: made.publicKey, private_key: made.privateKey });
 }

@@ -1,5 +1,5 @@
 import { Request, Response, OAuthError } from '@node-oauth/oauth2-server';
-import { Type } from 'typebox';
+import { Type } from '../schema.ts';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';

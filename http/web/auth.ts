@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Type } from 'typebox';
+import { Type } from '../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';

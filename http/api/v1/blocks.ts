@@ -1,5 +1,5 @@
 import { domainToASCII } from 'node:url';
-import { Type } from 'typebox';
+import { Type } from '../../schema.ts';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';

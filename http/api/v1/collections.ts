@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '../../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';
@@ -13,7 +13,6 @@ import { COLLECTION_MAX_ITEMS, collectionsFeaturing, collectionsOf, findCollecti
 import { findAccountsByIds } from '../../../storage/accounts.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { renderCollection, renderCollectionItem, renderCollections } from '../../serializers/collection.ts';
-import { serveCollectionDocument } from '../../../federation/collections.ts';
 
 // Mastodon 4.6's collections API (Api::V1::CollectionsController, CollectionItemsController, InCollectionsController).
 
@@ -69,6 +68,8 @@ export default async function collectionsRoutes(fastify: FastifyInstance, { ctx 
       for (const [name, value] of Object.entries(request.headers)) {
         if (value !== undefined) for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
       }
+      // federation/collections.ts imports Fedify: loaded at first use.
+      const { serveCollectionDocument } = await import('../../../federation/collections.ts');
       const { status, body } = await serveCollectionDocument(ctx, new Request(new URL(request.url, ctx.config.publicUrl), { headers }));
       if (ctx.config.authorizedFetch || request.headers.signature !== undefined) reply.header('cache-control', 'private, no-store').header('vary', 'Accept, Signature');
       return reply.code(status).type(status === 200 ? 'application/activity+json; charset=utf-8' : 'application/json; charset=utf-8').send(JSON.stringify(body));

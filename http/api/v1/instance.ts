@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../../route-options.ts';
-import { Type } from 'typebox';
+import { Type } from '../../schema.ts';
 import { notFound } from '../../../errors.ts';
 import { instanceStats } from '../../../storage/instance.ts';
 import { listRules } from '../../../storage/rules.ts';

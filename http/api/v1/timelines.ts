@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type } from '../../schema.ts';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';
@@ -71,6 +71,9 @@ function trackedKeys(ctx: AppContext, ticket: TrackingTicket, viewerId: string, 
   return ctx.tracking.unchanged(ticket, keys) ? keys : null;
 }
 
+/** The Link header last sent with a cached page, and the request URL it was made for. */
+const links = new WeakMap<object, { url: string; value: string }>();
+
 export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -79,9 +82,16 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
     config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
     const viewerId = requireViewer(request);
-    const { ids, body } = await homeTimelinePage(ctx, viewerId, pageParams(request.query, 20));
-    setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
-    return reply.type('application/json; charset=utf-8').send(body);
+    const page = await homeTimelinePage(ctx, viewerId, pageParams(request.query, 20));
+    // A page served again from the cache is mostly asked for with the same URL: its Link header is kept with it.
+    const link = links.get(page);
+    if (link?.url === request.url) reply.header('link', link.value);
+    else {
+      setLinkHeader(request, reply, ctx.config.publicUrl, page.ids[0] ?? null, page.ids.at(-1) ?? null);
+      const value = reply.getHeader('link');
+      if (typeof value === 'string') links.set(page, { url: request.url, value });
+    }
+    return reply.type('application/json; charset=utf-8').send(page.body);
   });
 
   app.get('/api/v1/timelines/public', {

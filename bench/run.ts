@@ -1,7 +1,7 @@
 // `npm run bench`: figures printed, not asserted. Runs the server as a child process (as `npm start` does)
 // against its own database and Redis prefix, and drives it over HTTP with autocannon from this process.
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -19,10 +19,27 @@ const BARE_PORT = PORT + 1;
 /** A second server process with rate limits on, for the same page (see below). */
 const LIMITED_PORT = PORT + 2;
 const { tag, env, config, base } = benchSettings(PORT);
+/** BENCH_ONLY=home: only the home timeline against bare Fastify (without, then with rate limits), then stop. */
+const ONLY_HOME = process.env.BENCH_ONLY === 'home';
 
-async function load(url: string, token: string, duration: number) {
+/** BENCH_ROUNDS: how many alternating rounds of the home timeline against bare Fastify (4 unless told). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+
+/** CPU time (user + system) a process has used, in microseconds (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/**
+ * Autocannon on `url`; with the serving process's `pid`, also its CPU time per request (µs), a figure that other
+ * work on the machine changes much less than req/s (it takes the cores, not the server's own cost per request).
+ */
+async function load(url: string, token: string, duration: number, pid?: number) {
+  const before = pid === undefined ? 0 : cpuMicros(pid);
   const result = await autocannon({ url, connections: 32, duration, headers: { authorization: `Bearer ${token}` } });
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  const cpuUs = pid === undefined ? NaN : (cpuMicros(pid) - before) / Math.max(1, result.requests.total);
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
 async function main() {
@@ -37,7 +54,8 @@ async function main() {
   let bare: ChildProcess | undefined;
   let limited: ChildProcess | undefined;
   try {
-    await waitHealthy(base);
+    // A server that could not start (its port taken by another benchmark) must not leave this one loading someone else's.
+    await Promise.race([waitHealthy(base), new Promise((_, reject) => server.once('exit', (code) => reject(new Error(`server exited (${code}) before it was healthy`))))]);
     const register = await accountMaker(base);
 
     // A reader following 10 authors, each with realistic statuses: text with a link, a mention and hashtags.
@@ -67,9 +85,9 @@ async function main() {
     await load(`${base}/api/v1/timelines/home?limit=20`, reader, 5);
     await load(`http://127.0.0.1:${BARE_PORT}/api/v1/timelines/home`, reader, 3);
     const rounds: { real: Awaited<ReturnType<typeof load>>; baseline: Awaited<ReturnType<typeof load>> }[] = [];
-    for (let i = 0; i < 4; i++) {
-      const real = await load(`${base}/api/v1/timelines/home?limit=20`, reader, 5);
-      const baseline = await load(`http://127.0.0.1:${BARE_PORT}/api/v1/timelines/home`, reader, 5);
+    for (let i = 0; i < ROUNDS; i++) {
+      const real = await load(`${base}/api/v1/timelines/home?limit=20`, reader, 5, server.pid);
+      const baseline = await load(`http://127.0.0.1:${BARE_PORT}/api/v1/timelines/home`, reader, 5, bare.pid);
       rounds.push({ real, baseline });
     }
     const ratios = rounds.map((r) => r.real.rps / r.baseline.rps);
@@ -81,18 +99,37 @@ async function main() {
     // The same page with rate limits on, as production runs: a second process (ROLE=web) on the same database and
     // Redis, its API limit raised so that the load is counted but never refused (300 per 5 minutes would 429 at once).
     const limitedBase = `http://127.0.0.1:${LIMITED_PORT}`;
-    limited = startServer({ ...env, PORT: String(LIMITED_PORT), RATE_LIMITS: 'true', RATE_LIMIT_API_PER_5MIN: '1000000000' }, { role: 'web' });
-    await waitHealthy(limitedBase);
+    limited = startServer({ ...env, PORT: String(LIMITED_PORT), RATE_LIMITS: 'true', RATE_LIMIT_API_PER_5MIN: '1000000000' }, { role: 'web', nodeFlags: profile });
+    await Promise.race([waitHealthy(limitedBase), new Promise((_, reject) => limited!.once('exit', (code) => reject(new Error(`rate-limited server exited (${code}) before it was healthy`))))]);
     await load(`${limitedBase}/api/v1/timelines/home?limit=20`, reader, 5);
     const limitedRounds: typeof rounds = [];
-    for (let i = 0; i < 4; i++) {
-      const real = await load(`${limitedBase}/api/v1/timelines/home?limit=20`, reader, 5);
-      const baseline = await load(`http://127.0.0.1:${BARE_PORT}/api/v1/timelines/home`, reader, 5);
+    for (let i = 0; i < ROUNDS; i++) {
+      const real = await load(`${limitedBase}/api/v1/timelines/home?limit=20`, reader, 5, limited.pid);
+      const baseline = await load(`http://127.0.0.1:${BARE_PORT}/api/v1/timelines/home`, reader, 5, bare.pid);
       limitedRounds.push({ real, baseline });
     }
     const limitedRatios = limitedRounds.map((r) => r.real.rps / r.baseline.rps);
     limited.kill('SIGTERM');
     await new Promise((r) => limited!.once('exit', r));
+
+    const printHome = () => {
+      console.log(`\nhome timeline (20 statuses, ${bytes.length} bytes) vs. bare Fastify serving the same bytes (autocannon, 32 connections, after a warm-up, ${ROUNDS} alternating rounds of 5 s)`);
+      for (const [i, { real, baseline }] of rounds.entries()) {
+        console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors}, CPU ${real.cpuUs.toFixed(0)} µs/req)  |  bare ${baseline.rps} req/s (p50 ${baseline.p50} ms, p99 ${baseline.p99} ms, errors ${baseline.errors}, CPU ${baseline.cpuUs.toFixed(0)} µs/req)  |  ratio ${ratios[i]!.toFixed(2)}`);
+      }
+      console.log(`  ratio home/bare, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.5); page had ${statuses} statuses`);
+      console.log(`  server CPU per request, median of rounds: home ${median(rounds.map((r) => r.real.cpuUs)).toFixed(0)} µs, bare ${median(rounds.map((r) => r.baseline.cpuUs)).toFixed(0)} µs: ratio bare/home ${median(rounds.map((r) => r.baseline.cpuUs / r.real.cpuUs)).toFixed(2)}`);
+      console.log(`\nthe same with rate limits on (RATE_LIMITS=true; a second server process, ROLE=web), ${ROUNDS} alternating rounds of 5 s`);
+      for (const [i, { real, baseline }] of limitedRounds.entries()) {
+        console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors}, CPU ${real.cpuUs.toFixed(0)} µs/req)  |  bare ${baseline.rps} req/s (CPU ${baseline.cpuUs.toFixed(0)} µs/req)  |  ratio ${limitedRatios[i]!.toFixed(2)}`);
+      }
+      console.log(`  ratio home/bare with rate limits, median of rounds: ${median(limitedRatios).toFixed(2)} (target >= 0.5)`);
+      console.log(`  server CPU per request, median of rounds: home ${median(limitedRounds.map((r) => r.real.cpuUs)).toFixed(0)} µs, bare ${median(limitedRounds.map((r) => r.baseline.cpuUs)).toFixed(0)} µs: ratio bare/home ${median(limitedRounds.map((r) => r.baseline.cpuUs / r.real.cpuUs)).toFixed(2)}`);
+    };
+    if (ONLY_HOME) {
+      printHome();
+      return;
+    }
 
     // The same page for a reader with filters (20 keywords over 3 filters; one matches every status, as a warning):
     // steady state from the page cache, and the first render that pays for matching.
@@ -149,16 +186,7 @@ async function main() {
       steady.push(performance.now() - t);
     }
 
-    console.log(`\nhome timeline (20 statuses, ${bytes.length} bytes) vs. bare Fastify serving the same bytes (autocannon, 32 connections, after a warm-up, 4 alternating rounds of 5 s)`);
-    for (const [i, { real, baseline }] of rounds.entries()) {
-      console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors})  |  bare ${baseline.rps} req/s (p50 ${baseline.p50} ms, p99 ${baseline.p99} ms, errors ${baseline.errors})  |  ratio ${ratios[i]!.toFixed(2)}`);
-    }
-    console.log(`  ratio home/bare, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.5); page had ${statuses} statuses`);
-    console.log('\nthe same with rate limits on (RATE_LIMITS=true; a second server process, ROLE=web), 4 alternating rounds of 5 s');
-    for (const [i, { real, baseline }] of limitedRounds.entries()) {
-      console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors})  |  bare ${baseline.rps} req/s  |  ratio ${limitedRatios[i]!.toFixed(2)}`);
-    }
-    console.log(`  ratio home/bare with rate limits, median of rounds: ${median(limitedRatios).toFixed(2)} (target >= 0.5)`);
+    printHome();
     console.log(`\nhome timeline for a reader with 3 filters of 20 keywords (${warned} of ${filteredPage.length} statuses carry a warning): ${filteredRounds[0]!.rps} req/s (p50 ${filteredRounds[0]!.p50} ms, p99 ${filteredRounds[0]!.p99} ms) against ${filteredRounds[1]!.rps} req/s without filters in the next round; first render with matching ${Math.round(firstFilteredMs)} ms`);
     console.log(`\nhome timeline for a reader who blocks 500 accounts and mutes 100: ${blockerRounds[0]!.rps} req/s (p50 ${blockerRounds[0]!.p50} ms, p99 ${blockerRounds[0]!.p99} ms) against ${blockerRounds[1]!.rps} req/s for a reader with none in the next round`);
     console.log(`  one more block, then the next read: median ${median(afterBlock).toFixed(1)} ms (max ${Math.max(...afterBlock).toFixed(1)} ms) against ${median(steady).toFixed(1)} ms for the read after it (single requests, 20 blocks)`);
@@ -169,8 +197,10 @@ async function main() {
   } finally {
     bare?.kill();
     if (limited && limited.exitCode === null) limited.kill('SIGTERM');
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
+    if (server.exitCode === null && server.signalCode === null) {
+      server.kill('SIGTERM');
+      await new Promise((r) => server.once('exit', r));
+    }
     await deleteKeysWithPrefix(redis, config.redisPrefix);
     redis.disconnect();
     await db.end();

@@ -22,9 +22,16 @@ export async function publishTokenInvalidation(redis: RedisClient, redisPrefix: 
  * Every API request presents a token; looking it up in PostgreSQL each time costs more than the rest of a
  * cached timeline read. Valid tokens are kept in memory for a minute. Revocations reach every process at once
  * over Redis pub/sub, so a revoked token stops working everywhere, not a minute later.
+ *
+ * Cached tokens are also found by the raw token (the header's value), so that a cached token's request does not
+ * hash it again (SHA-256, for this lookup and for the rate limiter's key: `hashOf`). The raw token is kept only
+ * while its entry is, and goes with it whichever way it goes (expiry, eviction, invalidation).
  */
 export class TokenCache {
-  private readonly entries = new Map<string, { owner: TokenOwner; expires: number }>();
+  /** By the token's hash (invalidations name hashes). */
+  private readonly entries = new Map<string, { owner: TokenOwner; expires: number; raw: string }>();
+  /** The hash of each cached entry's raw token. */
+  private readonly hashes = new Map<string, string>();
   private readonly ttlMs: number;
   private readonly max: number;
 
@@ -33,31 +40,57 @@ export class TokenCache {
     this.max = options.max ?? 20_000;
   }
 
+  /** The token's SHA-256 (storage/oauth.ts's hashSecret), without hashing again for a cached token. */
+  hashOf(rawToken: string): string {
+    return this.hashes.get(rawToken) ?? hashSecret(rawToken);
+  }
+
+  /** The token if it is cached and fresh, found by its raw value without hashing; else undefined (ask `lookup`). */
+  cached(rawToken: string): TokenOwner | undefined {
+    const hash = this.hashes.get(rawToken);
+    const hit = hash === undefined ? undefined : this.entries.get(hash);
+    return hit && hit.expires > Date.now() ? hit.owner : undefined;
+  }
+
   async lookup(db: Queryable, rawToken: string): Promise<TokenOwner | null> {
-    const hash = hashSecret(rawToken);
+    const hash = this.hashOf(rawToken);
     const hit = this.entries.get(hash);
     if (hit && hit.expires > Date.now()) return hit.owner;
     const owner = await findActiveAccessTokenByHash(db, hash);
     if (owner) {
-      if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(hash, { owner, expires: Date.now() + this.ttlMs });
+      this.drop(hash);
+      if (this.entries.size >= this.max) this.drop(this.entries.keys().next().value!);
+      this.entries.set(hash, { owner, expires: Date.now() + this.ttlMs, raw: rawToken });
+      this.hashes.set(rawToken, hash);
     } else {
-      this.entries.delete(hash);
+      this.drop(hash);
     }
     return owner;
   }
 
+  private drop(hash: string): void {
+    const e = this.entries.get(hash);
+    if (!e) return;
+    this.entries.delete(hash);
+    this.hashes.delete(e.raw);
+  }
+
+  private clear(): void {
+    this.entries.clear();
+    this.hashes.clear();
+  }
+
   forget(message: string): void {
     if (message.startsWith('token:')) {
-      this.entries.delete(message.slice('token:'.length));
+      this.drop(message.slice('token:'.length));
     } else if (message.startsWith('user:')) {
       const userId = message.slice('user:'.length);
-      for (const [hash, e] of this.entries) if (e.owner.user_id === userId) this.entries.delete(hash);
+      for (const [hash, e] of this.entries) if (e.owner.user_id === userId) this.drop(hash);
     } else if (message.startsWith('account:')) {
       const accountId = message.slice('account:'.length);
-      for (const [hash, e] of this.entries) if (e.owner.account_id === accountId) this.entries.delete(hash);
+      for (const [hash, e] of this.entries) if (e.owner.account_id === accountId) this.drop(hash);
     } else {
-      this.entries.clear();
+      this.clear();
     }
   }
 
@@ -67,7 +100,7 @@ export class TokenCache {
     // If the subscription drops, entries may have missed an invalidation: forget them all on reconnect. A cluster's
     // subscriber moves to another node when its node goes, with no 'ready' of the cluster, and what was published
     // meanwhile is lost: its topology changes clear them too (rare: a node lost, found, or the slots refreshed).
-    const clear = () => this.entries.clear();
+    const clear = () => this.clear();
     for (const event of ['ready', '-node', '+node', 'refresh']) subscriber.on(event, clear);
     await subscriber.subscribe(invalidationChannel(redisPrefix));
   }

@@ -63,6 +63,8 @@ export class KeyTracking {
   private readonly listeners: ((keys: string[] | null) => void)[] = [];
   /** The PING out, as the function that settles it; callers waiting for the next one. */
   private pinging: ((ok: boolean) => void) | null = null;
+  /** A PING is to go out at the end of this turn of the event loop (pingSoon). */
+  private pingScheduled = false;
   private waiting: ((ok: boolean) => void)[] = [];
   private readonly syncTimeoutMs: number;
   private closed = false;
@@ -144,7 +146,21 @@ export class KeyTracking {
     if (!this.active) return Promise.resolve(false);
     return new Promise((resolve) => {
       this.waiting.push(resolve);
-      if (!this.pinging) this.ping();
+      if (!this.pinging) this.pingSoon();
+    });
+  }
+
+  /**
+   * The next PING goes out once the event loop has handled what it has in hand (setImmediate): a busy web process
+   * reads many requests in one turn, and they all wait for that one PING instead of each sending its own (a PING
+   * is a write, and its answer a read, on a socket of its own; under load that was as many PINGs as requests).
+   */
+  private pingSoon(): void {
+    if (this.pingScheduled) return;
+    this.pingScheduled = true;
+    setImmediate(() => {
+      this.pingScheduled = false;
+      if (!this.pinging && this.waiting.length > 0) this.ping();
     });
   }
 
@@ -162,7 +178,7 @@ export class KeyTracking {
       clearTimeout(timer);
       this.pinging = null;
       for (const resolve of group) resolve(ok && this.active && this.epoch === epoch);
-      if (this.waiting.length > 0) this.ping();
+      if (this.waiting.length > 0) this.pingSoon();
     };
     this.pinging = done;
     const timer = setTimeout(() => done(false), this.syncTimeoutMs);

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { TokenOwner } from '../../storage/oauth.ts';
 import type { TokenCache } from '../../services/token-cache.ts';
 import { ApiError } from '../../errors.ts';
@@ -41,6 +41,21 @@ function bearer(request: FastifyRequest): string | null {
   return match[1]!;
 }
 
+/**
+ * Whether the token holds one of the route's scopes, remembered per token and route: a cached token is the same
+ * object on every request until the token cache drops it (services/token-cache.ts), and a route's scope list is its
+ * config's own array, so a token's scopes are not split and matched again on every request.
+ */
+const grantedByToken = new WeakMap<TokenOwner, Map<readonly string[], boolean>>();
+
+function granted(token: TokenOwner, needed: readonly string[]): boolean {
+  let byRoute = grantedByToken.get(token);
+  if (!byRoute) grantedByToken.set(token, (byRoute = new Map()));
+  let ok = byRoute.get(needed);
+  if (ok === undefined) byRoute.set(needed, (ok = grantsAny(parseScopes(token.scopes), needed)));
+  return ok;
+}
+
 /** Returns the viewer's account id from a signed-in user's token; throws 401/403/422 as Mastodon does. */
 export function requireViewer(request: FastifyRequest): string {
   if (!request.viewerId) throw new ApiError(422, 'This method requires an authenticated user');
@@ -58,35 +73,44 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
     }
   });
 
-  // onRequest: authentication comes before the body is read or validated, as in Mastodon.
-  app.addHook('onRequest', async (request) => {
+  // onRequest: authentication comes before the body is read or validated, as in Mastodon. A callback hook: a token
+  // the cache holds (nearly every request) is decided at once, without a promise to wait for.
+  app.addHook('onRequest', (request, _reply, done) => {
     const policy = request.routeOptions.config.auth;
-    if (!policy || policy.kind === 'anonymous') return;
-    const raw = bearer(request);
-    if (raw === null) {
-      if (policy.kind === 'public') return;
-      throw new ApiError(401, INVALID_TOKEN);
+    if (!policy || policy.kind === 'anonymous') return done();
+    let raw: string | null;
+    try {
+      raw = bearer(request);
+    } catch (err) {
+      return done(err as FastifyError);
     }
-    const token = await opts.tokens.lookup(opts.db, raw);
-    if (!token) throw new ApiError(401, INVALID_TOKEN);
-    if (token.user_id && token.suspended) throw new ApiError(403, 'Your login is currently disabled');
-    request.token = token;
-    request.viewerId = token.user_id && token.approved && token.confirmed ? token.account_id : null;
-    const scopes = policy.scopes ?? [];
-    // An empty list means any token will do (as Mastodon's bare `doorkeeper_authorize!`).
-    if (scopes.length > 0 && !grantsAny(parseScopes(token.scopes), scopes)) {
-      throw new ApiError(403, 'This action is outside the authorized scopes');
-    }
-    if (policy.kind === 'user' || policy.kind === 'admin') {
-      if (!token.user_id) throw new ApiError(422, 'This method requires an authenticated user');
-      if (!token.confirmed) throw new ApiError(403, 'Your login is missing a confirmed e-mail address');
-      if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
-      // Mastodon's require_user! asks `functional?`, false for a moved account: it may still read public routes,
-      // and its web settings (sessions, not tokens) stay open to cancel the redirect or move again.
-      if (token.moved) throw new ApiError(403, 'Your login is currently disabled');
-    }
-    if (policy.kind === 'admin' && !token.admin) throw new ApiError(403, 'This action is not allowed');
+    if (raw === null) return done(policy.kind === 'public' ? undefined : (new ApiError(401, INVALID_TOKEN) as unknown as FastifyError));
+    const cached = opts.tokens.cached(raw);
+    if (cached) return done(authorize(request, policy, cached));
+    opts.tokens.lookup(opts.db, raw).then((token) => done(authorize(request, policy, token)), (err: FastifyError) => done(err));
   });
+}
+
+/** Sets the request's token and viewer, or returns why the token may not be used here (401/403/422, as Mastodon). */
+function authorize(request: FastifyRequest, policy: Exclude<RouteAuth, { kind: 'anonymous' }>, token: TokenOwner | null): FastifyError | undefined {
+  const refuse = (status: number, message: string) => new ApiError(status, message) as unknown as FastifyError;
+  if (!token) return refuse(401, INVALID_TOKEN);
+  if (token.user_id && token.suspended) return refuse(403, 'Your login is currently disabled');
+  request.token = token;
+  request.viewerId = token.user_id && token.approved && token.confirmed ? token.account_id : null;
+  const scopes = policy.scopes ?? [];
+  // An empty list means any token will do (as Mastodon's bare `doorkeeper_authorize!`).
+  if (scopes.length > 0 && !granted(token, scopes)) return refuse(403, 'This action is outside the authorized scopes');
+  if (policy.kind === 'user' || policy.kind === 'admin') {
+    if (!token.user_id) return refuse(422, 'This method requires an authenticated user');
+    if (!token.confirmed) return refuse(403, 'Your login is missing a confirmed e-mail address');
+    if (!token.approved) return refuse(403, 'Your login is currently pending approval');
+    // Mastodon's require_user! asks `functional?`, false for a moved account: it may still read public routes,
+    // and its web settings (sessions, not tokens) stay open to cancel the redirect or move again.
+    if (token.moved) return refuse(403, 'Your login is currently disabled');
+  }
+  if (policy.kind === 'admin' && !token.admin) return refuse(403, 'This action is not allowed');
+  return undefined;
 }
 
 export default fp(authPlugin, { name: 'auth' });

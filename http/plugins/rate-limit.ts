@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { hashSecret } from '../../storage/oauth.ts';
+import type { TokenCache } from '../../services/token-cache.ts';
 import { RateLimitCounters } from '../../storage/rate-limit-counters.ts';
 import type { AppContext } from '../../context.ts';
 
@@ -15,10 +15,13 @@ export const LIMITS = {
   registration: { max: 5, timeWindow: 30 * 60 * 1000 },
 } as const;
 
-function clientKey(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  const token = header && /^Bearer\s+(\S+)/i.exec(header)?.[1];
-  return token ? `token:${hashSecret(token)}` : `ip:${request.ip}`;
+/** Per token (its SHA-256, known without hashing again for a token the token cache holds), else per address. */
+function clientKey(tokens: TokenCache): (request: FastifyRequest) => string {
+  return (request) => {
+    const header = request.headers.authorization;
+    const token = header && /^Bearer\s+(\S+)/i.exec(header)?.[1];
+    return token ? `token:${tokens.hashOf(token)}` : `ip:${request.ip}`;
+  };
 }
 
 /**
@@ -57,7 +60,7 @@ async function rateLimitPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext 
     ...LIMITS.api,
     max: ctx.config.rateLimitApiPer5Min,
     store: sharedStore(counters, `${ctx.config.redisPrefix}rate-limit:`),
-    keyGenerator: clientKey,
+    keyGenerator: clientKey(ctx.tokens),
     // A Redis outage must not take the API down with it; /health reports it.
     skipOnError: true,
     errorResponseBuilder: (_request, context) => ({

@@ -47,6 +47,8 @@ export interface Config {
    * loaded to answer `SELECT 1` in that time would otherwise refuse requests for an outage that is not one.
    */
   dependencyTimeoutMs: number;
+  /** A request's bound for a PostgreSQL connection and for each statement (a job's is longer: storage/db.ts). */
+  databaseQueryTimeoutMs: number;
   /** argon2id's memory (KiB) and passes for new password hashes; a hash keeps its own, so changing them only affects new ones. */
   passwordHash: { memoryKib: number; timeCost: number };
   /** Live events over sharded pub/sub (SPUBLISH, Redis 7) on a cluster; plain PUBLISH reaches every node. */
@@ -327,6 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisClusterNodes,
     redisShardedPubsub: bool(env, 'REDIS_SHARDED_PUBSUB', redisClusterNodes.length > 0),
     dependencyTimeoutMs: int(env, 'DEPENDENCY_TIMEOUT_MS', 1500, 100, 60_000),
+    databaseQueryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', 2000, 100, 600_000),
     passwordHash: { memoryKib: int(env, 'PASSWORD_HASH_MEMORY_KIB', 65_536, 1024, 4_194_304), timeCost: int(env, 'PASSWORD_HASH_TIME_COST', 3, 1, 100) },
     dataDir: str(env, 'DATA_DIR', './data'),
     role: oneOf(env, 'ROLE', 'all', ['web', 'worker', 'streaming', 'all'] as const),

@@ -41,7 +41,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   setPasswordHashCost(config.passwordHash);
   await ensureDatabase(config.databaseDirectUrl);
   await migrate(config.databaseDirectUrl);
-  const db = createPool(config.databaseUrl, config.databasePoolSize);
+  const db = createPool(config.databaseUrl, config.databasePoolSize, config.databaseQueryTimeoutMs);
   if (!config.preparedStatements) withoutNamedStatements(db);
   const redis = createRedis(config);
   await connectRedis(redis, config);

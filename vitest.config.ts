@@ -10,6 +10,14 @@ const CLUSTER_TESTS = [
   'test/storage/redis-cluster-misc.test.ts',
 ];
 
+// Tests that drive Debian's Chromium (with axe on every page): in a project of their own, with a longer timeout (a
+// page with its accessibility check takes a few seconds on a loaded machine, and a journey walks a dozen).
+const BROWSER_TESTS = [
+  'test/e2e/web-journey.test.ts',
+  'test/e2e/web-client.test.ts',
+  'test/web/public-a11y.test.ts',
+];
+
 export default defineConfig({
   test: {
     // A test certificate authority and a certificate for https test servers on loopback (test/helpers/tls.ts).
@@ -20,8 +28,9 @@ export default defineConfig({
     // Two cores: more parallel files only make each slower and the argon2 hashes contend.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: CLUSTER_TESTS, sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: 'cluster', include: CLUSTER_TESTS, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: [...CLUSTER_TESTS, ...BROWSER_TESTS], sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'browser', include: BROWSER_TESTS, testTimeout: 90_000, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'cluster', include: CLUSTER_TESTS, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -29,15 +29,21 @@ export function withStatementTimeout<T>(ms: number, fn: () => Promise<T>): Promi
   return statementBound.run(ms, fn);
 }
 
-export function createPool(databaseUrl: string, max = 10): Db {
+/** Each pool's bound for a request's statements (createPool's `queryTimeoutMs`). */
+const requestBounds = new WeakMap<Db, number>();
+
+/**
+ * `queryTimeoutMs`: a request's bound (DATABASE_QUERY_TIMEOUT_MS; 2 s), both for a connection and for each statement.
+ */
+export function createPool(databaseUrl: string, max = 10, queryTimeoutMs = QUERY_TIMEOUT_MS): Db {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     // A request waits at most 2 s for a connection (PostgreSQL away or slow to accept, or every connection busy).
-    connectionTimeoutMillis: 2000,
+    connectionTimeoutMillis: queryTimeoutMs,
     // A timer per statement on the client: no round trip. (statement_timeout, on the server, cannot end a wait for a
     // server that does not run, and as a startup parameter PgBouncer refuses it.)
-    query_timeout: QUERY_TIMEOUT_MS,
+    query_timeout: queryTimeoutMs,
     // Idle connections to a host that is gone are found by TCP keepalives rather than by the next request.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
@@ -53,6 +59,7 @@ export function createPool(databaseUrl: string, max = 10): Db {
   });
   pool.on('remove', (c) => clients.delete(c));
   poolClients.set(pool, clients);
+  requestBounds.set(pool, queryTimeoutMs);
   // Every query and transaction takes a connection through connect (pool.query too): while PostgreSQL is known to be
   // away, it fails at once instead of waiting out the timeouts above, so that every request is answered in time.
   const connect = pool.connect.bind(pool) as (cb?: (err: Error | undefined, client?: pg.PoolClient, done?: () => void) => void) => Promise<pg.PoolClient> | void;
@@ -64,7 +71,7 @@ export function createPool(databaseUrl: string, max = 10): Db {
       return;
     }
     // The statement bound of whoever takes the connection (a request's 2 s, or a job's), read by pg at each query.
-    const bound = statementBound.getStore() ?? QUERY_TIMEOUT_MS;
+    const bound = statementBound.getStore() ?? queryTimeoutMs;
     const setBound = (c: pg.PoolClient | undefined) => {
       if (c) (c as unknown as { connectionParameters: { query_timeout: number } }).connectionParameters.query_timeout = bound;
       return c;
@@ -180,7 +187,7 @@ export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Prom
     } catch (err) {
       if (!txid || !unavailableDependency(err)) throw err;
       broken = err as Error;
-      if (!(await committedAfterAll(db, txid, err, commitSent + QUERY_TIMEOUT_MS))) throw err;
+      if (!(await committedAfterAll(db, txid, err, commitSent + (requestBounds.get(db) ?? QUERY_TIMEOUT_MS)))) throw err;
     }
     commits += 1;
     committedHooks.delete(client);

@@ -39,6 +39,7 @@ describe('settings', () => {
     [{ PRIVACY_POLICY_FILE: '/no/such/file.html' }, 'PRIVACY_POLICY_FILE'],
     [{ PASSWORD_HASH_MEMORY_KIB: '8' }, 'PASSWORD_HASH_MEMORY_KIB'],
     [{ PASSWORD_HASH_TIME_COST: '0' }, 'PASSWORD_HASH_TIME_COST'],
+    [{ DATABASE_QUERY_TIMEOUT_MS: '10' }, 'DATABASE_QUERY_TIMEOUT_MS'],
   ])('refuses %o naming %s', (env, setting) => {
     let error: unknown;
     try {

@@ -98,7 +98,7 @@ async function expectExactly(answers: Map<string, number>, texts: () => Promise<
 
 beforeAll(async () => {
   [pg, redis] = await Promise.all([OwnPostgres.start(), OwnRedis.start()]);
-  s = await startListeningServer({ DATABASE_URL: pg.url('fedi_outages'), REDIS_URL: redis.url, DEPENDENCY_TIMEOUT_MS: '1500' });
+  s = await startListeningServer({ DATABASE_URL: pg.url('fedi_outages'), REDIS_URL: redis.url, DEPENDENCY_TIMEOUT_MS: '1500', DATABASE_QUERY_TIMEOUT_MS: '2000' });
   [alice, bob, eve] = await registerUsers(s.app, 'alice', 'bob', 'eve');
   for (const [who, action] of [[bob, 'follow'], [eve, 'follow'], [eve, 'mute']] as const) {
     expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${who.id}/${action}`, headers: bearer(alice.token) })).statusCode).toBe(200);

@@ -139,6 +139,8 @@ describe.skipIf(!PGBOUNCER)('the primary failing over to its standby behind PgBo
       // primary before the next start. This server keeps running with it naming the stopped primary.
       DATABASE_DIRECT_URL: primary.url(DATABASE),
       PREPARED_STATEMENTS: 'false',
+      // The production bound of a request's statements: this test checks that every request is answered in time.
+      DATABASE_QUERY_TIMEOUT_MS: '2000',
     });
     [alice, bob] = await registerUsers(s.app, 'alice', 'bob');
     expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${bob.id}/follow`, headers: bearer(alice.token) })).statusCode).toBe(200);

@@ -67,7 +67,7 @@ async function thenResume<T>(fn: () => Promise<T>): Promise<T> {
 
 beforeAll(async () => {
   pg = await OwnPostgres.start();
-  s = await startListeningServer({ DATABASE_URL: pg.url('fedi_pg_hang'), DEPENDENCY_TIMEOUT_MS: '1500' });
+  s = await startListeningServer({ DATABASE_URL: pg.url('fedi_pg_hang'), DEPENDENCY_TIMEOUT_MS: '1500', DATABASE_QUERY_TIMEOUT_MS: '2000' });
   [alice, bob] = await registerUsers(s.app, 'alice', 'bob');
   expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${bob.id}/follow`, headers: bearer(alice.token) })).statusCode).toBe(200);
   expect((await post('before-hang')).res.statusCode).toBe(200);

@@ -61,7 +61,7 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 describe('a Redis Cluster master that hangs', () => {
   beforeAll(async () => {
     cluster = await RedisCluster.start();
-    s = await startTestServer({ REDIS_CLUSTER_NODES: cluster.seeds, RATE_LIMITS: 'false', DEPENDENCY_TIMEOUT_MS: '1500' });
+    s = await startTestServer({ REDIS_CLUSTER_NODES: cluster.seeds, RATE_LIMITS: 'false', DEPENDENCY_TIMEOUT_MS: '1500', DATABASE_QUERY_TIMEOUT_MS: '2000' });
     // Served once every master answers (the server may start before its probe has seen them all).
     await until(async () => (await s.app.inject({ method: 'GET', url: '/health' })).statusCode === 200, 10_000, 'healthy');
     [ann, ben] = await registerUsers(s.app, 'ann', 'ben');

@@ -46,6 +46,8 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     // Two test files at a time on two cores can leave a probe's SELECT 1 unanswered for 1.5 s: that is not the
     // outage the server would then answer 503 for. The tests of hangs and outages set the production 1.5 s.
     DEPENDENCY_TIMEOUT_MS: '5000',
+    // Likewise a request's statements: under two files' load a query can wait past 2 s for its turn.
+    DATABASE_QUERY_TIMEOUT_MS: '10000',
     // A cheap hash: suites register hundreds of accounts, and the default argon2 cost is a CPU-second each on a busy
     // machine. Nothing here tests the hash's strength.
     PASSWORD_HASH_MEMORY_KIB: '1024',

@@ -22,4 +22,16 @@ describe('statement bounds', () => {
     // A connection a job used is bounded by 2 s again when a request takes it.
     await expect(db.query('SELECT pg_sleep(2.3)')).rejects.toThrow(/timeout/i);
   }, 30_000);
+
+  it('takes another bound for requests from DATABASE_QUERY_TIMEOUT_MS (createPool), a job\'s staying its own', async () => {
+    const short = createPool(`${PG_BASE}/postgres`, 1, 300);
+    try {
+      await expect(short.query('SELECT pg_sleep(0.6)')).rejects.toThrow(/timeout/i);
+      const slow = await withStatementTimeout(5_000, () => short.query('SELECT pg_sleep(0.6), 1 AS done'));
+      expect(slow.rows[0].done).toBe(1);
+      await expect(short.query('SELECT pg_sleep(0.6)')).rejects.toThrow(/timeout/i);
+    } finally {
+      await short.end();
+    }
+  });
 });

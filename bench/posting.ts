@@ -10,6 +10,7 @@
 //     (statuses.created_at is the writing transaction's start, so one distinct value per transaction) beside
 //     PostgreSQL's commits per post (pg_stat_database.xact_commit: every transaction, the jobs' and reads' included).
 //     With `BENCH_POSTING_ONE_ACCOUNT=1`, only this part (after the warm-up), for a quick figure.
+// With `BENCH_POSTING_FANOUT=1`: only part 2 (after the warm-up), its figures printed as soon as it ends.
 // With `BENCH_PGBOUNCER=1`: part 1 three times on the same database, each figure printed: straight to PostgreSQL,
 // then with PREPARED_STATEMENTS=false, then through a PgBouncer of its own (Debian's, transaction pooling, as many
 // server connections as the server's pool) with PREPARED_STATEMENTS=false; parts 2 and 3 (fan-out) are left out.
@@ -185,6 +186,7 @@ async function main() {
       console.log(await oneAccount());
       return;
     }
+    const fanOutOnly = Boolean(process.env.BENCH_POSTING_FANOUT);
 
     // 1. Posting, no followers. The peak memory of each part is its own (registration's password hashes excluded).
     const peaks: string[] = [`set-up ${peakRssMb(server.pid!)} MB`];
@@ -198,15 +200,15 @@ async function main() {
     const cpuBefore = await cpuMs(server.pid!, redis);
     const statements = process.env.BENCH_PG_STATEMENTS ? await statementStats(db) : null;
     await statements?.reset();
-    const alone = await postAll(tokens, SECONDS);
-    await sleep(3000); // the jobs of the last posts
+    const alone = fanOutOnly ? { accepted: 0, refused: 0, rps: 0, p50: 0, p99: 0 } : await postAll(tokens, SECONDS);
+    if (!fanOutOnly) await sleep(3000); // the jobs of the last posts
     const cpuAfter = await cpuMs(server.pid!, redis);
     const made = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore;
     const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
     const statementReport = statements ? await statements.report(made) : '';
     peakOf('posting');
     // Before any follower is seeded.
-    const oneAccountReport = process.env.BENCH_PGBOUNCER ? '' : await oneAccount();
+    const oneAccountReport = process.env.BENCH_PGBOUNCER || fanOutOnly ? '' : await oneAccount();
     if (process.env.BENCH_PGBOUNCER) {
       const line = (r: typeof alone, commits: number, cpu: string) =>
         `  ${Math.round(r.rps)} posts/s accepted (${r.accepted} in all${r.refused ? `, ${r.refused} refused or failed` : ''}), p50 ${r.p50} ms, p99 ${r.p99} ms; ${commits.toFixed(2)} commits per post; CPU per post (ms): ${cpu}`;
@@ -259,6 +261,8 @@ async function main() {
     const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;
     if (process.env.BENCH_REDIS_COMMANDS) await redis.config('RESETSTAT');
     await statements?.reset();
+    // Part 2 alone: the warm-up's jobs (fan-out, link cards) end before it starts, as part 1's pause lets them otherwise.
+    if (fanOutOnly) await sleep(5000);
     const fanCpuBefore = await cpuMs(server.pid!, redis);
     const fanned = await postAll(tokens, SECONDS);
     const stopped = performance.now();
@@ -311,6 +315,20 @@ async function main() {
     const stillMissing = [...missing.values()].reduce((n, ids) => n + ids.length, 0);
     const insertions = posted.length * FOLLOWERS;
     const insertionSeconds = SECONDS + (Number.isNaN(caughtUpMs) ? 30 : caughtUpMs / 1000);
+
+    if (fanOutOnly) {
+      console.log(`\nfan-out only: each of ${AUTHORS} authors followed by the same ${FOLLOWERS} accounts, ${SECONDS} s`);
+      console.log(`  ${Math.round(fanned.rps)} posts/s accepted, p50 ${fanned.p50} ms, p99 ${fanned.p99} ms; ${posted.length} posts, ${insertions} feed insertions`);
+      const fanPer = (k: 'server' | 'postgres' | 'redis') => ((fanCpuAfter[k] - fanCpuBefore[k]) / Math.max(posted.length, 1)).toFixed(2);
+      const total = (['server', 'postgres', 'redis'] as const).reduce((n, k) => n + fanCpuAfter[k] - fanCpuBefore[k], 0) / Math.max(posted.length, 1);
+      console.log(`  CPU per post, its fan-out included (ms): server ${fanPer('server')}, PostgreSQL ${fanPer('postgres')}, Redis ${fanPer('redis')}; total ${total.toFixed(2)}`);
+      if (fanStatementReport) console.log(fanStatementReport);
+      if (redisReport) console.log(redisReport);
+      if (jobTrouble) console.log(`  ${jobTrouble}`);
+      const done = Number.isNaN(caughtUpMs) ? 'did not finish in 30 s' : `${Math.round(caughtUpMs)} ms`;
+      console.log(`  every post in every follower's home ${done} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}\n`);
+      return;
+    }
 
     // 3. 10,000 followers of one author.
     const celebrity = await register('celebrity');

@@ -50,7 +50,8 @@ async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId:
  * Puts a new status into the home feeds of the author's local followers (DESIGN.md, "The flow of a post"),
  * a thousand followers per query, through each follower's actor. Feeds that take no statuses (not built) are
  * skipped, found in one Redis round trip per batch: they are rebuilt from PostgreSQL when next read. Adding is
- * idempotent, so a retried job does no harm.
+ * idempotent, so a retried job does no harm. Returns how many feeds it was added to (none for an edit, which only
+ * tells the streams).
  */
 export async function fanOutStatus({ db, feeds, actors, events, renderStreamView }: FanOutDeps, statusId: string, edit = false): Promise<number> {
   const found = await findStatusForFanOut(db, statusId);
@@ -82,7 +83,7 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
     const { rows } = await db.query<{ account_id: string }>(`SELECT account_id FROM mentions WHERE status_id = $1`, [statusId]);
     const followers = await whoFollow(db, rows.map((r) => r.account_id), status.account_id);
     await events.publishToHomes(followers, idsOnly);
-    const accepting = await feeds.acceptingAmong([...followers]);
+    const accepting = edit ? [] : await feeds.acceptingAmong([...followers]);
     await addToFeeds(actors, accepting, statusId, edit);
     // And their conversations (services/conversations.ts).
     await addDirectStatus({ db, events }, status);
@@ -110,7 +111,8 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
     // Their streams before their feeds: whoever listens has a built feed (subscribing builds it), and a channel
     // nobody listens to costs Redis next to nothing, so there is no need to wait for the feeds' check.
     await Promise.all([tellPublic(message), events.publishToHomes(targets, message)]);
-    const accepting = await feeds.acceptingAmong(targets);
+    // An edit leaves the feeds as they are: which of them take statuses need not be asked.
+    const accepting = edit ? [] : await feeds.acceptingAmong(targets);
     const written = addToFeeds(actors, accepting, statusId, edit);
     written.catch(() => {}); // awaited below; not an unhandled rejection meanwhile
     writing.push(written);

@@ -1,12 +1,11 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { encode as encodeBlurhash } from 'blurhash';
 import type { AppContext } from '../context.ts';
-import { findStatus } from '../storage/statuses.ts';
 import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
-import { mediaOfStatuses } from '../storage/media.ts';
 import { attachCard, detachCard, findCardByUrl, setCardImage, statusesWithCard, upsertCard, type PreviewCardRow } from '../storage/preview-cards.ts';
 import { firstCardLink, ownHosts, pageEncoding, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
@@ -55,6 +54,13 @@ interface Fetched {
 }
 
 /**
+ * One TLS context for every fetch, made at the first https one. Without it each request makes its own (the system's
+ * certificate authorities parsed again, about half a millisecond of CPU), even one whose host name then does not
+ * resolve: that was a tenth of a post's CPU time when every post linked to a page that could not be had (issue 32).
+ */
+let secureContext: SecureContext | null = null;
+
+/**
  * GETs a URL as every fetch of this server does to what others name: never signed, no cookies, only http(s), only
  * public addresses (checked on the address connected to) unless ALLOW_PRIVATE_ADDRESSES, redirects followed a few
  * times (each hop checked again), at most `maxBytes` read, within the time limit. `accept` says which media types
@@ -72,6 +78,7 @@ export async function guardedGet(url: URL, o: { accept: (type: string) => boolea
         method: 'GET',
         headers: { accept: o.acceptHeader, 'user-agent': o.userAgent, 'accept-encoding': 'identity' },
         signal,
+        ...(current.protocol === 'https:' ? { secureContext: (secureContext ??= createSecureContext()) } : {}),
         ...(o.allowPrivateAddresses ? {} : { lookup: publicOnlyLookup }),
       }, resolve);
       req.on('error', reject);
@@ -309,28 +316,52 @@ export function creatorResolver(ctx: AppContext): CreatorResolver {
   };
 }
 
+/** Fetches of a card in progress in this process, by URL (and whether with its image). */
+const fetching = new Map<string, Promise<PreviewCardRow | null>>();
+/** How many jobs took the result of another's fetch (tests wait on it). */
+let joinedFetches = 0;
+export const joinedLinkCardFetches = (): number => joinedFetches;
+
+/**
+ * A link's card fetched once for all the jobs of this process that want it at the same moment: many posts linking to
+ * the same page at once (a popular article) make one fetch rather than one each, as Mastodon's lock per URL in
+ * FetchLinkCardService does (its waiters then find the card stored). A job that comes after the fetch ended fetches
+ * again if there is still no card: failures are not remembered.
+ */
+function fetchingOnce(url: string, withImage: boolean, fetch: () => Promise<PreviewCardRow | null>): Promise<PreviewCardRow | null> {
+  const key = `${withImage ? 'i' : '-'}${url}`;
+  const running = fetching.get(key);
+  if (running) {
+    joinedFetches += 1;
+    return running;
+  }
+  const started = fetch().finally(() => fetching.delete(key));
+  fetching.set(key, started);
+  return started;
+}
+
 /**
  * The job: the status's first link that gets a card (none for statuses with media, as in Mastodon), its card
  * fetched unless one fresh enough is stored, attached; a status from a server whose media we reject shows it without
  * an image. An edit that took the link away takes the card away.
  */
 export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log): Promise<'attached' | 'unchanged' | 'removed' | 'none'> {
-  const status = await findStatus(ctx.db, statusId);
+  const status = await statusForCard(ctx.db, statusId);
   if (!status || status.deleted_at || status.reblog_of_id) return 'none';
-  const media = (await mediaOfStatuses(ctx.db, [statusId])).get(statusId) ?? [];
-  const url = media.length > 0 ? null : firstCardLink(status.content, ownHosts(ctx.config));
+  const url = status.has_media ? null : firstCardLink(status.content, ownHosts(ctx.config));
   if (!url) {
-    if (!(await detachCard(ctx.db, statusId))) return 'none';
+    if (!status.has_card || !(await detachCard(ctx.db, statusId))) return 'none';
     await changed(ctx, statusId);
     return 'removed';
   }
-  const author = await findAccountById(ctx.db, status.account_id);
+  // A local author's media are never refused: their account need not be read.
+  const author = status.uri === null ? null : await findAccountById(ctx.db, status.account_id);
   const withoutImage = !!author?.domain && (await domainPolicy(ctx).rejectsMedia(author.domain));
   let card = await findCardByUrl(ctx.db, url);
   // A stored card that changes changes the renderings of the statuses already showing it.
   let refreshed = false;
   if (!card || Date.now() - card.updated_at.getTime() > REFRESH_AFTER_MS) {
-    const fetched = await fetchCard(ctx, url, !withoutImage, log, creatorResolver(ctx));
+    const fetched = await fetchingOnce(url, !withoutImage, () => fetchCard(ctx, url, !withoutImage, log, creatorResolver(ctx)));
     refreshed = !!card && !!fetched;
     // A page that cannot be fetched again keeps the card it had.
     card = fetched ?? card;
@@ -345,13 +376,28 @@ export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log
   }
   if (card && refreshed) await ctx.versions.bump({ statuses: await statusesWithCard(ctx.db, card.id) });
   if (!card) {
-    if (await detachCard(ctx.db, statusId)) await changed(ctx, statusId);
+    if (status.has_card && (await detachCard(ctx.db, statusId))) await changed(ctx, statusId);
     return 'none';
   }
   if (!(await attachCard(ctx.db, statusId, card.id, url, withoutImage))) return 'unchanged';
   await changed(ctx, statusId);
   log?.debug({ statusId, url }, 'link card attached');
   return 'attached';
+}
+
+/**
+ * What the job needs of a status, in one query (it was three, and a fourth to take away a card it never had): whether
+ * it has media (then no card, as in Mastodon) and whether it shows a card now.
+ */
+async function statusForCard(db: AppContext['db'], statusId: string) {
+  const { rows } = await db.query<{ deleted_at: Date | null; reblog_of_id: string | null; content: string; account_id: string; uri: string | null; has_media: boolean; has_card: boolean }>(
+    `SELECT s.deleted_at, s.reblog_of_id::text, s.content, s.account_id::text, s.uri,
+            EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = s.id AND m.position > 0) AS has_media,
+            EXISTS (SELECT 1 FROM preview_cards_statuses c WHERE c.status_id = s.id) AS has_card
+       FROM statuses s WHERE s.id = $1`,
+    [statusId],
+  );
+  return rows[0] ?? null;
 }
 
 /** The status shows another card: cached renderings are redone, and the streams that had it are told (`status.update`). */

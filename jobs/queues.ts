@@ -74,6 +74,14 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
  */
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
+/**
+ * Jobs that may wait while others are waiting: a link's preview card (a fetch from another site, up to 10 s, that
+ * holds a worker's slot all along) is taken only when no fan-out or delivery waits, as Mastodon runs its link crawls
+ * on the `pull` queue, behind `default`. BullMQ takes every job without a priority before any with one.
+ */
+const BACKGROUND_KINDS = new Set(['fetchLinkCard']);
+export const BACKGROUND_PRIORITY = 10;
+
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
 function outboxJob(row: OutboxRow) {
   const data = { ...row.payload, kind: row.kind, outboxId: row.id } as FanoutJob;
@@ -84,6 +92,7 @@ function outboxJob(row: OutboxRow) {
     opts: {
       jobId: `outbox-${row.id}`,
       ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
+      ...(BACKGROUND_KINDS.has(row.kind) ? { priority: BACKGROUND_PRIORITY } : {}),
       ...(row.kind === 'sendMail' ? MAIL_RETRIES : { attempts: 10, backoff: { type: 'exponential' as const, delay: 1000 } }),
       removeOnComplete: true,
       removeOnFail: 1000,

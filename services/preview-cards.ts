@@ -26,6 +26,8 @@ const SKIPPED_CLASSES = /(^|\s)(mention|hashtag|u-url|h-card)(\s|$)/;
  * starting with # or @, as other servers' posts have) and not to this server. Null when there is none.
  */
 export function firstCardLink(html: string, own: Set<string>): string | null {
+  // Most posts have no link at all: no parser for them (every post is looked at once when made, again in its job).
+  if (!/<a[\s>]/i.test(html)) return null;
   let found: string | null = null;
   let anchor: { href: string; skip: boolean; text: string } | null = null;
   const parser = new Parser({

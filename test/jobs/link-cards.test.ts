@@ -7,7 +7,8 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { LINK_CARD_LIMITS } from '../../jobs/link-cards.ts';
+import { LINK_CARD_LIMITS, fetchLinkCard, joinedLinkCardFetches } from '../../jobs/link-cards.ts';
+import { BACKGROUND_PRIORITY } from '../../jobs/queues.ts';
 import { firstCardLink, pageEncoding, parsePage } from '../../services/preview-cards.ts';
 import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
@@ -23,6 +24,8 @@ let ben: TestUser;
 let pages: Server;
 let base: string;
 const requests = new Map<string, number>();
+/** Answers of `/held` pages, kept until the test lets them go. */
+const held: (() => void)[] = [];
 let png: Buffer;
 
 const ARTICLE = `<!doctype html><html><head><title>Plain title</title>
@@ -71,6 +74,10 @@ beforeAll(async () => {
   pages = createServer((req, res) => {
     const path = new URL(req.url!, 'http://x').pathname;
     requests.set(req.url!, (requests.get(req.url!) ?? 0) + 1);
+    if (path.startsWith('/held')) {
+      held.push(() => res.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>Held page</title></head></html>'));
+      return;
+    }
     if (path.startsWith('/article')) return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(ARTICLE);
     const extra = EXTRA_PAGES.get(path);
     if (extra) return res.writeHead(200, { 'content-type': extra.type }).end(extra.body());
@@ -159,6 +166,35 @@ describe('link preview cards', () => {
       const home = (await get('/api/v1/timelines/home', user)) as unknown as Json[];
       expect(home.find((x) => x.id === st.id)?.card?.title).toBe('The & Article');
     }
+  });
+
+  it('fetches a page once for all the jobs wanting its card at the same moment', async () => {
+    const url = `${base}/held-shared`;
+    const before = joinedLinkCardFetches();
+    const [a, b] = [await post(amy, `one ${url}`), await post(ben, `two ${url}`)];
+    // The two posts' own jobs and two more runs of the job, all while the page has not answered.
+    const direct = [fetchLinkCard(s.ctx, a.id), fetchLinkCard(s.ctx, b.id)];
+    expect(await eventually(async () => joinedLinkCardFetches() - before >= 3, true, 8000)).toBe(true);
+    expect(requests.get('/held-shared')).toBe(1);
+    for (const answer of held.splice(0)) answer();
+    expect(await Promise.all(direct)).toContain('attached');
+    await cardJobsDone();
+    expect((await cardOf(a.id))?.title).toBe('Held page');
+    expect((await cardOf(b.id, s, ben))?.title).toBe('Held page');
+    expect(requests.get('/held-shared')).toBe(1);
+  });
+
+  it('runs the job behind fan-out and deliveries (a priority: BullMQ takes jobs without one first)', async () => {
+    const st = await post(amy, `low ${base}/held-priority`);
+    try {
+      expect(await eventually(async () => requests.get('/held-priority') ?? 0, 1, 8000)).toBe(1);
+      const { rows } = await s.ctx.db.query(`SELECT id::text FROM outbox WHERE kind = 'fetchLinkCard' AND payload->>'statusId' = $1`, [st.id]);
+      const job = await s.ctx.jobs.fanout.getJob(`outbox-${rows[0].id}`);
+      expect(job?.opts.priority).toBe(BACKGROUND_PRIORITY);
+    } finally {
+      for (const answer of held.splice(0)) answer();
+    }
+    expect(await cardEventually(st.id)).toBe(true);
   });
 
   it('stores one card per URL and tells the streams of the new card (status.update)', async () => {

@@ -129,11 +129,30 @@ export class StreamEvents {
       if (ids) ids.push(id);
       else byShard.set(shard, [id]);
     }
+    const shards = await this.listenedTo([...byShard.keys()], (shard) => this.channelName(streamChannels.homeShard(shard)));
+    if (shards.length === 0) return;
     // The message (its view a few KB of JSON) is serialised once, and each shard's text is its homes put in front.
     const rest = JSON.stringify(message).slice(1);
-    await Promise.all([...byShard].map(([shard, homes]) => {
-      const text = `{"homes":${JSON.stringify(homes)}${rest === '}' ? '' : ','}${rest}`;
+    await Promise.all(shards.map((shard) => {
+      const text = `{"homes":${JSON.stringify(byShard.get(shard))}${rest === '}' ? '' : ','}${rest}`;
       return this.send(this.channelName(streamChannels.homeShard(shard)), text);
     }));
+  }
+
+  /**
+   * Of these shards, those a streaming process listens to. A post's message to a shard carries its view (a few KB),
+   * and most shards of most posts have nobody listening (a follower without an open stream): on a single Redis one
+   * PUBSUB NUMSUB spares sending it to the others. A process that subscribes meanwhile misses this one message, as it
+   * would had it subscribed a moment later. On a cluster, where a node counts only its own subscribers, every shard
+   * is sent to; so is every shard when the question fails.
+   */
+  private async listenedTo<T>(shards: T[], channelOf: (shard: T) => string): Promise<T[]> {
+    if (isCluster(this.redis) || shards.length === 0) return shards;
+    try {
+      const counts = (await this.redis.call('PUBSUB', 'NUMSUB', ...shards.map(channelOf))) as (string | number)[];
+      return shards.filter((_, i) => Number(counts[2 * i + 1]) > 0);
+    } catch {
+      return shards;
+    }
   }
 }

@@ -1,12 +1,14 @@
 // What the benchmarks share: their own database and Redis prefix, the server as `npm start` runs it, a small API
 // client for set-up, and the peak-memory reading.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { dropDatabase } from '../storage/db.ts';
+import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import type { Cluster, Redis } from 'ioredis';
 import type { HomeFeeds } from '../storage/feeds.ts';
 
@@ -109,4 +111,14 @@ export async function untilInAllFeeds(redis: Redis | Cluster, feeds: HomeFeeds, 
     await new Promise((r) => setTimeout(r, everyMs));
   }
   return NaN;
+}
+
+/** Stops a benchmark's server and removes what it made: its Redis keys, its database and its data directory. */
+export async function cleanUpBench(server: ChildProcess, redis: Redis, config: Config, dataDir?: string): Promise<void> {
+  server.kill('SIGTERM');
+  await new Promise((r) => server.once('exit', r));
+  await deleteKeysWithPrefix(redis, config.redisPrefix);
+  redis.disconnect();
+  await dropDatabase(config.databaseUrl);
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 }

@@ -5,12 +5,9 @@
 // BENCH_PEAK_SECONDS (20 s), followed by 10 s of quiet. Printed: the highest one-second VmRSS sample while posting
 // and after, VmHWM over the same time, and the samples themselves.
 import { readFileSync } from 'node:fs';
-import { rmSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
-import { dropDatabase } from '../storage/db.ts';
-import { deleteKeysWithPrefix } from '../storage/redis.ts';
-import { accountMaker, benchSettings, peakRssMb, resetPeakRss, startServer, waitHealthy } from './common.ts';
+import { accountMaker, benchSettings, cleanUpBench, peakRssMb, resetPeakRss, startServer, waitHealthy } from './common.ts';
 
 const PORT = 3935;
 const AUTHORS = 32;
@@ -48,12 +45,7 @@ async function main() {
     console.log(`  while posting: highest one-second VmRSS sample ${Math.max(...samples.slice(0, posting))} MB; 10 s after: ${samples.at(-1)} MB; VmHWM over both ${resettable ? `${peakRssMb(pid)} MB` : '(could not be reset)'}`);
     console.log(`  samples (MB, one a second): ${samples.join(' ')}\n`);
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
-    await deleteKeysWithPrefix(redis, config.redisPrefix);
-    redis.disconnect();
-    await dropDatabase(config.databaseUrl);
-    rmSync(env.DATA_DIR, { recursive: true, force: true });
+    await cleanUpBench(server, redis, config, env.DATA_DIR);
   }
 }
 

@@ -3,14 +3,12 @@
 // memory (VmRSS) and what makes it up: the node binary's pages, shared libraries, malloc, the V8 heap. Then, for the
 // big dependencies, what importing each alone adds to a bare process, which is what lazy loading saves.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { dropDatabase } from '../storage/db.ts';
-import { deleteKeysWithPrefix } from '../storage/redis.ts';
-import { benchSettings, startCommand, startServer, waitHealthy } from './common.ts';
+import { benchSettings, cleanUpBench, startCommand, startServer, waitHealthy } from './common.ts';
 
 const PORT = 3960;
 const WAIT_S = Number(process.env.BENCH_MEMORY_WAIT_S ?? 60);
@@ -80,12 +78,7 @@ async function main() {
     }
     console.log('');
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
-    await deleteKeysWithPrefix(redis, config.redisPrefix);
-    redis.disconnect();
-    await dropDatabase(config.databaseUrl);
-    rmSync(env.DATA_DIR, { recursive: true, force: true });
+    await cleanUpBench(server, redis, config, env.DATA_DIR);
   }
 }
 

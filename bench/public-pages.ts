@@ -2,9 +2,8 @@
 // (http/web/public-page-cache.ts), against `GET /api/v1/accounts/:id/statuses?limit=20` for the same posts, both
 // asked without a token or cookie. Part of `npm run bench` (bench/run.ts); `node bench/public-pages.ts` runs it alone.
 import autocannon from 'autocannon';
-import { accountMaker, api, benchSettings, startServer, waitHealthy } from './common.ts';
-import { dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
-import { deleteKeysWithPrefix } from '../storage/redis.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { ensureDatabase, migrate } from '../storage/db.ts';
 import { Redis } from 'ioredis';
 
 async function load(url: string, headers: Record<string, string>, duration: number) {
@@ -60,10 +59,6 @@ if (import.meta.main) {
     await waitHealthy(base);
     await benchPublicProfile(base, await accountMaker(base));
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
-    await deleteKeysWithPrefix(redis, config.redisPrefix);
-    redis.disconnect();
-    await dropDatabase(config.databaseUrl);
+    await cleanUpBench(server, redis, config);
   }
 }

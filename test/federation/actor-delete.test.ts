@@ -97,7 +97,8 @@ describe('a remote actor\'s Delete of itself', () => {
   it('removes what we hold of the actor, keeping its row as a tombstone that stale deliveries do not bring back', async () => {
     expect(await peer.send('rem', `${ours.url}/inbox`, { '@context': AS, id: `${rem}#delete`, type: 'Delete', actor: rem, object: rem, to: [`${AS}#Public`] })).toBe(202);
     await until(async () => rowsNaming(ours.ctx.db, remHere.id), (left) => Object.keys(left).length === 0, 'rem\'s rows are gone');
-    const row = (await accountByUri(rem))!;
+    // The profile is emptied last, after the rows naming the account are gone (services/account-deletion.ts).
+    const row = await until(async () => (await accountByUri(rem))!, (r) => r.display_name === '' && r.statuses_count === 0, 'rem\'s profile is emptied');
     expect(row.deleted_at).not.toBeNull();
     expect(row.suspended_at).not.toBeNull();
     expect(row).toMatchObject({ id: remHere.id, username: 'rem', display_name: '', followers_count: 0, statuses_count: 0 });

@@ -264,7 +264,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     case 'removeListMembers':
       return listService.removeMembers(deps, accountId, msg.listId, msg.accountIds);
     case 'addToListFeeds':
-      for (const listId of msg.listIds) await deps.listFeeds.addIfAccepting(listId, msg.statusId);
+      for (const listId of msg.listIds) await deps.listFeeds.addIfAccepting(listId, [msg.statusId]);
       await deps.events.publish(msg.listIds.map((id) => streamChannels.list(id)), { event: 'update', statusId: msg.statusId });
       return undefined;
     case 'rebuildListFeed':

@@ -249,7 +249,7 @@ async function afterPosts(deps: StatusDeps, accountId: string, written: { w: Pre
   const ids = written.map((x) => x.status.id);
   await Promise.all([
     deps.versions.bump({ accounts: [accountId], statuses: written.flatMap(({ w }) => [w.parent?.id, w.quoted?.id]) }),
-    deps.feeds.accepts(accountId).then((yes) => (yes ? deps.feeds.add(accountId, ids) : undefined)),
+    deps.feeds.addIfAccepting(accountId, ids),
     ...ids.map((statusId) => deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId, accountId })),
     enqueueAll(deps.jobs, written.flatMap((x) => x.outbox)),
   ]).catch((err: unknown) => {
@@ -463,7 +463,7 @@ export async function reblogStatus(deps: StatusDeps, accountId: string, status: 
       };
     });
     await deps.versions.bump({ statuses: [status.id, reblog.id], accounts: [accountId], viewers: [accountId] });
-    await deps.feeds.addIfAccepting(accountId, reblog.id);
+    await deps.feeds.addIfAccepting(accountId, [reblog.id]);
     await deps.events.publish(streamChannels.home(accountId), { event: 'update', statusId: reblog.id, accountId });
     await enqueueAll(deps.jobs, outbox);
     return reblog.id;

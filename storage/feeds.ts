@@ -260,9 +260,9 @@ export class HomeFeeds {
     );
   }
 
-  /** Adds one status to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */
-  async addIfAccepting(accountId: string, statusId: string): Promise<void> {
-    if (await this.accepts(accountId)) await this.add(accountId, [statusId]);
+  /** Adds statuses to an account's feed if the feed takes statuses (built or being rebuilt; see `accepts`). */
+  async addIfAccepting(accountId: string, statusIds: string[]): Promise<void> {
+    if (await this.accepts(accountId)) await this.add(accountId, statusIds);
   }
 
   async remove(accountIds: string[], statusIds: string[]): Promise<void> {

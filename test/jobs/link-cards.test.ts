@@ -177,7 +177,9 @@ describe('link preview cards', () => {
     expect(await eventually(async () => joinedLinkCardFetches() - before >= 3, true, 8000)).toBe(true);
     expect(requests.get('/held-shared')).toBe(1);
     for (const answer of held.splice(0)) answer();
-    expect(await Promise.all(direct)).toContain('attached');
+    // Each status's card is attached once, by its queued job or by the direct run, whichever ends first: the other
+    // finds it there already.
+    for (const outcome of await Promise.all(direct)) expect(['attached', 'unchanged']).toContain(outcome);
     await cardJobsDone();
     expect((await cardOf(a.id))?.title).toBe('Held page');
     expect((await cardOf(b.id, s, ben))?.title).toBe('Held page');

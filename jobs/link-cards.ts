@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { encode as encodeBlurhash } from 'blurhash';
 import type { AppContext } from '../context.ts';
 import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
-import { attachCard, detachCard, findCardByUrl, setCardImage, statusesWithCard, upsertCard, type PreviewCardRow } from '../storage/preview-cards.ts';
+import { attachCard, detachCard, findCardByUrl, setCardImage, statusForLinkCard, statusesWithCard, upsertCard, type PreviewCardRow } from '../storage/preview-cards.ts';
 import { firstCardLink, ownHosts, pageEncoding, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
@@ -346,7 +346,7 @@ function fetchingOnce(url: string, withImage: boolean, fetch: () => Promise<Prev
  * an image. An edit that took the link away takes the card away.
  */
 export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log): Promise<'attached' | 'unchanged' | 'removed' | 'none'> {
-  const status = await statusForCard(ctx.db, statusId);
+  const status = await statusForLinkCard(ctx.db, statusId);
   if (!status || status.deleted_at || status.reblog_of_id) return 'none';
   const url = status.has_media ? null : firstCardLink(status.content, ownHosts(ctx.config));
   if (!url) {
@@ -383,21 +383,6 @@ export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log
   await changed(ctx, statusId);
   log?.debug({ statusId, url }, 'link card attached');
   return 'attached';
-}
-
-/**
- * What the job needs of a status, in one query (it was three, and a fourth to take away a card it never had): whether
- * it has media (then no card, as in Mastodon) and whether it shows a card now.
- */
-async function statusForCard(db: AppContext['db'], statusId: string) {
-  const { rows } = await db.query<{ deleted_at: Date | null; reblog_of_id: string | null; content: string; account_id: string; uri: string | null; has_media: boolean; has_card: boolean }>(
-    `SELECT s.deleted_at, s.reblog_of_id::text, s.content, s.account_id::text, s.uri,
-            EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = s.id AND m.position > 0) AS has_media,
-            EXISTS (SELECT 1 FROM preview_cards_statuses c WHERE c.status_id = s.id) AS has_card
-       FROM statuses s WHERE s.id = $1`,
-    [statusId],
-  );
-  return rows[0] ?? null;
 }
 
 /** The status shows another card: cached renderings are redone, and the streams that had it are told (`status.update`). */

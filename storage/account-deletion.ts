@@ -270,8 +270,7 @@ export async function queueSeveredFollows(db: Queryable, remoteId: string): Prom
        JOIN accounts a ON a.id = f.target_account_id AND a.domain IS NULL
      UNION ALL
      SELECT 'deliver', jsonb_build_object('activity', 'UndoFollow', 'accountId', f.account_id::text, 'targetId', f.target_account_id::text, 'followUri', f.uri)
-       FROM follows f JOIN accounts a ON a.id = f.account_id AND a.domain IS NULL
-      WHERE f.target_account_id = $1
+       FROM follows f WHERE f.target_account_id = $1 AND f.follower_local
      RETURNING id, kind, payload`,
     [remoteId],
   );

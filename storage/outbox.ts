@@ -60,7 +60,7 @@ export class OutboxRemover {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, 1000);
       try {
-        await this.db.query(`DELETE FROM outbox WHERE id = ANY($1::bigint[])`, [batch.map((b) => b.id)]);
+        await this.db.query({ name: 'outbox-remove-done', text: `DELETE FROM outbox WHERE id = ANY($1::bigint[])`, values: [batch.map((b) => b.id)] });
         for (const b of batch) b.done();
       } catch (err) {
         for (const b of batch) b.failed(err);

@@ -46,7 +46,7 @@ const COLUMNS = `id, url, title, description, type, author_name, author_url, pro
 const CARD_COLUMNS_OF_C = COLUMNS.split(/,\s*/).map((c) => `c.${c}`).join(', ');
 
 export async function findCardByUrl(db: Queryable, url: string): Promise<PreviewCardRow | null> {
-  const { rows } = await db.query<PreviewCardRow>(`SELECT ${COLUMNS} FROM preview_cards WHERE url = $1`, [url]);
+  const { rows } = await db.query<PreviewCardRow>({ name: 'card-by-url', text: `SELECT ${COLUMNS} FROM preview_cards WHERE url = $1`, values: [url] });
   return rows[0] ?? null;
 }
 
@@ -147,4 +147,20 @@ export async function statusesWithCard(db: Queryable, cardId: string, limit = 10
     `SELECT status_id::text FROM preview_cards_statuses WHERE preview_card_id = $1 ORDER BY status_id DESC LIMIT $2`, [cardId, limit],
   );
   return rows.map((r) => r.status_id);
+}
+
+/**
+ * What the link-card job needs of a status, in one query: whether it has media (then no card, as in Mastodon) and
+ * whether it shows a card now. Named: a job runs it for every post with a link.
+ */
+export async function statusForLinkCard(db: Queryable, statusId: string) {
+  const { rows } = await db.query<{ deleted_at: Date | null; reblog_of_id: string | null; content: string; account_id: string; uri: string | null; has_media: boolean; has_card: boolean }>({
+    name: 'status-for-link-card',
+    text: `SELECT s.deleted_at, s.reblog_of_id::text, s.content, s.account_id::text, s.uri,
+                  EXISTS (SELECT 1 FROM media_attachments m WHERE m.status_id = s.id AND m.position > 0) AS has_media,
+                  EXISTS (SELECT 1 FROM preview_cards_statuses c WHERE c.status_id = s.id) AS has_card
+             FROM statuses s WHERE s.id = $1`,
+    values: [statusId],
+  });
+  return rows[0] ?? null;
 }

@@ -118,7 +118,7 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
      tagged AS (INSERT INTO statuses_tags (tag_id, status_id) SELECT t, status.id FROM status, unnest($13::bigint[]) t ON CONFLICT DO NOTHING),
      remote AS (
        SELECT (status.visibility <> 'direct'
-                AND EXISTS (SELECT 1 FROM follows f JOIN accounts a ON a.id = f.account_id WHERE f.target_account_id = $1 AND a.domain IS NOT NULL))
+                AND EXISTS (SELECT 1 FROM follows f WHERE f.target_account_id = $1 AND NOT f.follower_local))
            OR EXISTS (SELECT 1 FROM accounts a WHERE (a.id = ANY($12::bigint[]) OR a.id = $9) AND a.domain IS NOT NULL) AS audience
          FROM status),
      queued AS (

@@ -54,13 +54,12 @@ async function addToFeeds(actors: ActorRegistry, accountIds: string[], statusId:
  * tells the streams).
  */
 export async function fanOutStatus({ db, feeds, actors, events, renderStreamView }: FanOutDeps, statusId: string, edit = false): Promise<number> {
-  const found = await findStatusForFanOut(db, statusId);
+  // The status and its author's first thousand local followers, in one round trip.
+  const found = await findStatusForFanOut(db, statusId, BATCH);
   if (!found) return 0;
   const { status } = found;
   const idsOnly = { event: edit ? 'status.update' : 'update', statusId, accountId: status.account_id } as const;
-  const firstBatch = status.visibility === 'direct' ? null : localFollowersBatch(db, status.account_id, '0', BATCH);
-  firstBatch?.catch(() => {});
-  // A new status's view is rendered while the first followers are read. Its messages go only to those who may see
+  // A new status's view is rendered with the first batch of followers. Its messages go only to those who may see
   // it: a followers-only status's to followers' homes (it is on no public stream). A direct status, seen by few, is
   // rendered where their sockets are; so is an edit (receivers may have bookmarked it, voted in its poll or muted its
   // thread, which a view for all cannot show) and a boost (its counts are above 0: receivers' flags must be read).
@@ -95,7 +94,7 @@ export async function fanOutStatus({ db, feeds, actors, events, renderStreamView
   // A batch's feeds are being written while the next batch is read: at most IN_FLIGHT batches' writes at once.
   const writing: Promise<void>[] = [];
   for (;;) {
-    const reading = after === '0' && firstBatch ? firstBatch : localFollowersBatch(db, status.account_id, after, BATCH);
+    const reading = after === '0' ? found.firstFollowers : localFollowersBatch(db, status.account_id, after, BATCH);
     const [batch, view] = await Promise.all([reading, views?.forBatch()]);
     const message = messageFor(view);
     if (batch.length === 0) {

@@ -207,7 +207,14 @@ export async function countFollowRequests(db: Queryable, targetId: string): Prom
 // Not a named (prepared) statement, though it runs once per post: after five runs PostgreSQL may settle on a
 // generic plan that walks follows by id and filters on the target, and on a skewed table (one author with most of
 // the follows) that took a 10,000-follower fan-out from 0.3 s to 7 s. Planned each time, it uses follows_target.
-export async function localFollowersBatch(db: Queryable, accountId: string, afterFollowId: string, limit: number): Promise<{ followId: string; accountId: string; showReblogs: boolean }[]> {
+/** A local follower of an account, as a fan-out reads them. */
+export interface LocalFollower {
+  followId: string;
+  accountId: string;
+  showReblogs: boolean;
+}
+
+export async function localFollowersBatch(db: Queryable, accountId: string, afterFollowId: string, limit: number): Promise<LocalFollower[]> {
   // Named: run for every post, it is planned once per connection. follower_local: no join to accounts (migration
   // 1766690000000), the batch read from one index.
   const { rows } = await db.query<{ id: string; account_id: string; show_reblogs: boolean }>({

@@ -1,5 +1,6 @@
 import type { Queryable } from './db.ts';
 import type { OutboxRow } from './outbox.ts';
+import type { LocalFollower } from './follows.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 import { notSilencedSql } from './instance-domain-blocks.ts';
 
@@ -194,11 +195,16 @@ export interface FanOutStatus {
   /** Whether the author is in any list, and any local account follows one of its tags: no query for either if not. */
   inLists: boolean;
   tagFollowed: boolean;
+  /** The author's first local followers in follow order (storage/follows.ts localFollowersBatch), none for a direct status. */
+  firstFollowers: LocalFollower[];
 }
 
-/** A live status with its tags, whether it has media, and its author's standing; null when deleted or unknown. */
-export async function findStatusForFanOut(db: Queryable, id: string): Promise<FanOutStatus | null> {
-  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null; in_lists: boolean; tag_followed: boolean }>({
+/**
+ * A live status with its tags, whether it has media, its author's standing and the first `followers` of the author's
+ * local followers (the fan-out's first batch, read in the same round trip); null when deleted or unknown.
+ */
+export async function findStatusForFanOut(db: Queryable, id: string, followers: number): Promise<FanOutStatus | null> {
+  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null; in_lists: boolean; tag_followed: boolean; follow_ids: string[] | null; follower_ids: string[] | null; show_reblogs: boolean[] | null }>({
     name: 'status-for-fan-out',
     text: `SELECT ${COLUMNS.split(',').map((c) => `s.${c.trim()}`).join(', ')},
             coalesce((SELECT array_agg(st.tag_id::text ORDER BY st.tag_id) FROM statuses_tags st WHERE st.status_id = s.id), '{}') AS tag_ids,
@@ -207,16 +213,24 @@ export async function findStatusForFanOut(db: Queryable, id: string): Promise<Fa
             (SELECT a.silenced_at IS NOT NULL OR NOT ${notSilencedSql('a', 'NULL::bigint')} FROM accounts a WHERE a.id = s.account_id) AS author_limited,
             (SELECT a.suspended_at IS NOT NULL FROM accounts a WHERE a.id = s.account_id) AS author_suspended,
             EXISTS (SELECT 1 FROM list_accounts la WHERE la.account_id = s.account_id) AS in_lists,
-            EXISTS (SELECT 1 FROM statuses_tags st JOIN tag_follows tf ON tf.tag_id = st.tag_id WHERE st.status_id = s.id) AS tag_followed
-       FROM statuses s WHERE s.id = $1 AND s.deleted_at IS NULL`,
-    values: [id],
+            EXISTS (SELECT 1 FROM statuses_tags st JOIN tag_follows tf ON tf.tag_id = st.tag_id WHERE st.status_id = s.id) AS tag_followed,
+            ff.follow_ids, ff.follower_ids, ff.show_reblogs
+       FROM statuses s
+       LEFT JOIN LATERAL (
+         SELECT array_agg(f.id ORDER BY f.id) AS follow_ids, array_agg(f.account_id ORDER BY f.id) AS follower_ids, array_agg(f.show_reblogs ORDER BY f.id) AS show_reblogs
+           FROM (SELECT id, account_id, show_reblogs FROM follows
+                  WHERE target_account_id = s.account_id AND follower_local AND s.visibility <> 'direct' ORDER BY id LIMIT $2) f
+       ) ff ON true
+      WHERE s.id = $1 AND s.deleted_at IS NULL`,
+    values: [id, followers],
   });
   const row = rows[0];
   if (!row) return null;
-  const { tag_ids, tag_names, has_media, author_limited, author_suspended, in_lists, tag_followed, ...status } = row;
+  const { tag_ids, tag_names, has_media, author_limited, author_suspended, in_lists, tag_followed, follow_ids, follower_ids, show_reblogs, ...status } = row;
   return {
     status, tagIds: tag_ids, tagNames: tag_names, hasMedia: has_media, authorLimited: author_limited ?? false, authorSuspended: author_suspended ?? false,
     inLists: in_lists, tagFollowed: tag_followed,
+    firstFollowers: (follow_ids ?? []).map((followId, i) => ({ followId, accountId: follower_ids![i]!, showReblogs: show_reblogs![i]! })),
   };
 }
 

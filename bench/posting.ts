@@ -83,14 +83,14 @@ async function statementStats(db: ReturnType<typeof createPool>) {
     },
     report: async (posts: number) => {
       // Planning time is there when pg_stat_statements.track_planning is on (0 otherwise).
-      const { rows } = await db.query<{ calls: string; ms: string; plan: string; query: string }>(
-        `SELECT s.calls::text, s.total_exec_time::text AS ms, s.total_plan_time::text AS plan, s.query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+      const { rows } = await db.query<{ calls: string; plans: string; ms: string; plan: string; query: string }>(
+        `SELECT s.calls::text, s.plans::text, s.total_exec_time::text AS ms, s.total_plan_time::text AS plan, s.query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
           WHERE d.datname = $1 ORDER BY s.total_exec_time + s.total_plan_time DESC LIMIT 25`,
         [dbName],
       );
       const per = (x: string) => (Number(x) / posts).toFixed(3).padStart(6);
-      const lines = rows.map((r) => `  ${(Number(r.calls) / posts).toFixed(2).padStart(5)} calls ${per(r.ms)} ms ${per(r.plan)} ms  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`);
-      return `  statements per post (calls, execution time, planning time), by the two:\n${lines.join('\n')}`;
+      const lines = rows.map((r) => `  ${(Number(r.calls) / posts).toFixed(2).padStart(5)} calls ${(Number(r.plans) / posts).toFixed(2).padStart(5)} plans ${per(r.ms)} ms ${per(r.plan)} ms  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+      return `  statements per post (calls, plans made, execution time, planning time), by the two:\n${lines.join('\n')}`;
     },
   };
 }

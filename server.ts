@@ -19,7 +19,7 @@ import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
 import { RenderedPageCache } from './services/page-cache.ts';
 import { defineLazyFederation } from './federation/lazy.ts';
-import { compactAfterStart } from './startup-gc.ts';
+import { compactAfterStart, releaseCompileCache } from './startup-gc.ts';
 import { AccountKeyRing } from './federation/keys.ts';
 import { BullMqMessageQueue } from './federation/queue.ts';
 import { findAccountById } from './storage/accounts.ts';
@@ -159,6 +159,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
 
 /** Starts the roles this process plays: the web server or streaming sockets (listening), the job workers, or both. */
 export async function startServer(config: Config, options: { logger?: boolean } = {}) {
+  releaseCompileCache();
   const ctx = await createContext(config);
   const app = await buildApp(ctx, options);
   const workers = config.role === 'web' || config.role === 'streaming' ? null : startWorkers(ctx);

@@ -4,7 +4,7 @@
 // big dependencies, what importing each alone adds to a bare process, which is what lazy loading saves.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -64,7 +64,8 @@ async function main() {
     for (let i = 0; i < 50 && !existsSync(usageFile); i++) await new Promise((r) => setTimeout(r, 100));
     const probe = JSON.parse(readFileSync(usageFile, 'utf8')) as { usage: NodeJS.MemoryUsage; spaces: { name: string; size: number; used: number }[]; typeStripperLoaded: boolean };
     const u = probe.usage;
-    console.log(`\nserver at rest, ${WAIT_S} s after start (npm start: ${JSON.stringify(startCommand())}, fresh database, no traffic)`);
+    // The machine's load while it ran, to judge a figure by (memory is not very sensitive to it).
+    console.log(`\nserver at rest, ${WAIT_S} s after start (npm start: ${JSON.stringify(startCommand())}, fresh database, no traffic; load average ${loadavg()[0]!.toFixed(1)})`);
     console.log(`  VmRSS ${mb(s.VmRSS!)} (peak VmHWM ${mb(s.VmHWM!)}): anonymous ${mb(s.RssAnon!)}, file-backed ${mb(s.RssFile!)}`);
     for (const [k, v] of Object.entries(maps)) console.log(`    ${k}: ${mb(v)}`);
     console.log(`  V8 heap: ${mb(u.heapTotal)} reserved, ${mb(u.heapUsed)} used (${probe.spaces.filter((x) => x.size > 0).map((x) => `${x.name} ${mb(x.used)}/${mb(x.size)}`).join(', ')})`);

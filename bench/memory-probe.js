@@ -1,12 +1,15 @@
 // Loaded into the server by `npm run bench:memory` (node --import): on SIGUSR2 it writes the process's own view of
 // its memory to BENCH_MEMORY_FILE. Plain JavaScript, so that loading it does not start the TypeScript stripper.
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 process.on('SIGUSR2', () => {
-  writeFileSync(process.env.BENCH_MEMORY_FILE, JSON.stringify({
+  // Written aside and renamed, so that the benchmark, waiting for the file, never reads it half-written.
+  const file = process.env.BENCH_MEMORY_FILE;
+  writeFileSync(`${file}.part`, JSON.stringify({
     usage: process.memoryUsage(),
     spaces: getHeapSpaceStatistics().map((s) => ({ name: s.space_name, size: s.space_size, used: s.space_used_size })),
     typeStripperLoaded: process.moduleLoadList.some((m) => m.includes('amaro')),
   }));
+  renameSync(`${file}.part`, file);
 });

@@ -5,6 +5,7 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { OwnPostgres, OwnRedis } from '../helpers/own-services.ts';
 import { Dependencies } from '../../storage/dependencies.ts';
 import { createRedis } from '../../storage/redis.ts';
+import { homeShardOf } from '../../services/stream-events.ts';
 
 // One server on a PostgreSQL and a Redis of this file's own, each stopped and started again under it: requests are
 // answered 503 (with Retry-After) quickly, nothing answered 503 is made then or later, nothing made is lost or
@@ -65,13 +66,12 @@ const bobsTexts = () => texts(`/api/v1/accounts/${bob.id}/statuses`);
 const homeTexts = () => texts('/api/v1/timelines/home');
 
 /**
- * Posts in four loops until `stop` resolves, each text unique; returns what each was answered. Only 200 (made) and
- * 503 (not made) are acceptable answers.
+ * Posts in four loops until `stop` settles, each text unique; records in `answers` (in the order they come) what each
+ * was answered, and returns it once `stop` has resolved. Only 200 (made) and 503 (not made) are acceptable answers.
  */
-async function postWhile(prefix: string, stop: Promise<unknown>): Promise<Map<string, number>> {
-  const answers = new Map<string, number>();
+async function postWhile(prefix: string, answers: Map<string, number>, stop: Promise<unknown>): Promise<Map<string, number>> {
   let done = false;
-  void stop.then(() => (done = true));
+  void stop.then(() => (done = true), () => (done = true));
   let n = 0;
   await Promise.all(Array.from({ length: 4 }, async () => {
     while (!done) {
@@ -83,7 +83,34 @@ async function postWhile(prefix: string, stop: Promise<unknown>): Promise<Map<st
       await new Promise((resolve) => setTimeout(resolve, r.res.statusCode === 503 ? 50 : 100));
     }
   }));
+  await stop;
   return answers;
+}
+
+/**
+ * While `postWhile` posts into `answers`: waits until a write has waited out its bound with the dependency away (a
+ * 503), starts it again (`restart`), waits until the server sees it back and a write sent since has been made (a 200).
+ */
+async function outageThenBack(answers: Map<string, number>, restart: () => Promise<void>, what: string): Promise<void> {
+  await until(async () => [...answers.values()].includes(503), 10_000, `a write is refused while ${what} is away`);
+  await restart();
+  await until(healthy, 10_000, `the server sees ${what} again`);
+  const seen = answers.size;
+  await until(async () => [...answers.values()].slice(seen).includes(200), 10_000, `a write is made once ${what} is back`);
+}
+
+/**
+ * Waits until nothing the server took on is still under way: no transaction open on its database but this one, and
+ * the outbox empty (every job of what was made has run). Whatever a refused write might have left to run late has run.
+ */
+async function settled(): Promise<void> {
+  await until(async () => {
+    const { rows } = await s.ctx.db.query<{ open: number; outbox: number }>(`SELECT
+      (SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
+        AND pid <> pg_backend_pid() AND xact_start IS NOT NULL) AS open,
+      (SELECT count(*)::int FROM outbox) AS outbox`);
+    return rows[0]!.open === 0 && rows[0]!.outbox === 0;
+  }, 10_000, 'the server has nothing under way');
 }
 
 /** Every post answered 200 is there once, none answered 503 is there (now, and a moment later). */
@@ -132,35 +159,44 @@ describe('when Redis goes away', () => {
     await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
     ws.onmessage = (m) => events.push(String(m.data));
     ws.onclose = (e) => (closed = { code: e.code, reason: e.reason });
-    await new Promise((r) => setTimeout(r, 300)); // subscribed
+    // Subscribed: Redis has the socket's channels (alice's home and its shard).
+    const channels = [`timeline:${alice.id}`, `timeline:homes:${homeShardOf(alice.id)}`];
+    await until(async () => {
+      const subscribed = (await watcherRedis.pubsub('CHANNELS', '*')) as string[];
+      return channels.every((c) => subscribed.some((x) => x.endsWith(c)));
+    }, 5000, 'the stream is subscribed');
 
     await redis.stop();
     // A post sent in the instant Redis goes, before the server has seen it go, is made and answered 200 (as in the
     // test after this one); once it is seen (at once, by the connection closing), writes are refused.
     await until(async () => !(await healthy()), 2000, 'the server sees Redis gone');
-    expectUnavailable(await post('during-redis'));
-    const home = await timed('GET', '/api/v1/timelines/home', alice.token);
+    // Each on its own, sent together: a post, a read, the health checks, a new stream.
+    const sseAt = async () => {
+      const start = performance.now();
+      // A new stream waits for Redis a bounded time, then is refused.
+      const sse = await fetch(`${s.url}/api/v1/streaming/public?access_token=${alice.token}`);
+      return { sse, ms: performance.now() - start };
+    };
+    const [during, home, health, streamingHealth, { sse, ms: sseMs }] = await Promise.all([
+      post('during-redis'),
+      timed('GET', '/api/v1/timelines/home', alice.token),
+      s.app.inject({ method: 'GET', url: '/health' }),
+      fetch(`${s.url}/api/v1/streaming/health`),
+      sseAt(),
+    ]);
+    expectUnavailable(during);
     expect([200, 503]).toContain(home.res.statusCode);
     expect(home.ms).toBeLessThan(4500);
-    const health = await s.app.inject({ method: 'GET', url: '/health' });
     expect(health.statusCode).toBe(503);
     expect(health.json()).toEqual({ status: 'unavailable', postgres: 'ok', redis: 'unavailable' });
-    expect((await fetch(`${s.url}/api/v1/streaming/health`)).status).toBe(503);
-    // A new stream waits for Redis a bounded time, then is refused.
-    const sseStart = performance.now();
-    const sse = await fetch(`${s.url}/api/v1/streaming/public?access_token=${alice.token}`);
+    expect(streamingHealth.status).toBe(503);
     expect(sse.status).toBe(503);
     expect(sse.headers.get('retry-after')).toBeTruthy();
-    expect(performance.now() - sseStart).toBeLessThan(4500);
+    expect(sseMs).toBeLessThan(4500);
 
     // Writers keep posting while Redis is started again: each is answered 200 or 503, within the bound.
-    const back = (async () => {
-      await new Promise((r) => setTimeout(r, 3000)); // longer than a write waits
-      await redis.start();
-      await until(healthy, 10_000, 'the server sees Redis again');
-      await new Promise((r) => setTimeout(r, 500));
-    })();
-    const answers = await postWhile('redis', back);
+    const answers = new Map<string, number>();
+    await postWhile('redis', answers, outageThenBack(answers, () => redis.start(), 'Redis'));
     expect([...answers.values()]).toContain(503);
     expect([...answers.values()]).toContain(200);
 
@@ -168,7 +204,7 @@ describe('when Redis goes away', () => {
     expect((await fetch(`${s.url}/api/v1/streaming/health`)).status).toBe(200);
     // Redis came back empty: alice's feed is rebuilt from PostgreSQL, the fan-out of what was made reaches it.
     await until(async () => (await homeTexts()).includes('after-redis'), 5000, 'the post after reaches the follower');
-    await new Promise((r) => setTimeout(r, 1000)); // anything refused that would run late
+    await settled(); // anything refused that would run late
     for (const texts of [bobsTexts, homeTexts]) {
       await expectExactly(answers, texts);
       const all = await texts();
@@ -216,8 +252,8 @@ describe('when Redis stops answering but keeps its connections', () => {
       expect([200, 503]).toContain(first.res.statusCode);
       expect(first.ms).toBeLessThan(4500);
       await until(async () => (await s.app.inject({ method: 'GET', url: '/health' })).statusCode === 503, 5000, 'health says so');
-      expectUnavailable(await post('while-redis-hangs-2'));
-      const home = await timed('GET', '/api/v1/timelines/home', alice.token);
+      const [second, home] = await Promise.all([post('while-redis-hangs-2'), timed('GET', '/api/v1/timelines/home', alice.token)]);
+      expectUnavailable(second);
       expect([200, 503]).toContain(home.res.statusCode);
       expect(home.ms).toBeLessThan(4500);
     } finally {
@@ -237,24 +273,24 @@ describe('when PostgreSQL goes away', () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);
     await pg.stop('fast');
     await until(async () => !(await healthy()), 2000, 'the server sees PostgreSQL gone');
-    expectUnavailable(await post('during-pg'));
     // An app that sends an Idempotency-Key and retries after the 503 posts once.
     const keyed = () => s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: { ...bearer(bob.token), 'idempotency-key': 'retry-me' }, payload: { status: 'keyed-pg' } });
-    expect((await keyed()).statusCode).toBe(503);
-    const home = await timed('GET', '/api/v1/timelines/home', alice.token);
+    // Each on its own, sent together: two posts, a read, the health check.
+    const [during, keyedDuring, home, health] = await Promise.all([
+      post('during-pg'),
+      keyed(),
+      timed('GET', '/api/v1/timelines/home', alice.token),
+      s.app.inject({ method: 'GET', url: '/health' }),
+    ]);
+    expectUnavailable(during);
+    expect(keyedDuring.statusCode).toBe(503);
     expect([200, 503]).toContain(home.res.statusCode);
     expect(home.ms).toBeLessThan(4500);
-    const health = await s.app.inject({ method: 'GET', url: '/health' });
     expect(health.statusCode).toBe(503);
     expect(health.json()).toEqual({ status: 'unavailable', postgres: 'unavailable', redis: 'ok' });
 
-    const back = (async () => {
-      await new Promise((r) => setTimeout(r, 3000));
-      await pg.start();
-      await until(healthy, 10_000, 'the server sees PostgreSQL again');
-      await new Promise((r) => setTimeout(r, 500));
-    })();
-    const answers = await postWhile('pg', back);
+    const answers = new Map<string, number>();
+    await postWhile('pg', answers, outageThenBack(answers, () => pg.start(), 'PostgreSQL'));
     expect([...answers.values()]).toContain(503);
     expect([...answers.values()]).toContain(200);
 

@@ -54,15 +54,30 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 
 const healthy = async () => (await s.app.inject({ method: 'GET', url: '/health' })).statusCode === 200;
 
+/** The cluster's processes (postmaster and children) as they were while it was last stopped. */
+let stoppedPids: number[] = [];
+
 /** Runs fn (which stops the cluster), then wakes it and waits for the server to see it back. */
 async function thenResume<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } finally {
+    stoppedPids = await pg.pids().catch(() => []);
     await pg.resume();
     const ms = await until(healthy, 15_000, 'the server sees PostgreSQL back');
     console.info(`postgres-hang: healthy ${ms} ms after SIGCONT`);
   }
+}
+
+/**
+ * Waits until every connection PostgreSQL had while it was stopped has done what it had been sent by then: its
+ * transaction committed or rolled back (the connection closed under it: the backend ends once it reads that), or idle.
+ */
+async function stoppedConnectionsSettled(): Promise<void> {
+  const sql = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND pid <> pg_backend_pid()
+    AND backend_type = 'client backend' AND state IS DISTINCT FROM 'idle'`;
+  const ms = await until(async () => (await s.ctx.db.query<{ n: number }>(sql, [stoppedPids])).rows[0]!.n === 0, 10_000, 'the connections PostgreSQL had while stopped have settled');
+  console.info(`postgres-hang: the connections it had while stopped settled in ${ms} ms`);
 }
 
 beforeAll(async () => {
@@ -113,7 +128,7 @@ describe('a PostgreSQL whose every process is stopped', () => {
     }
     // The INSERT PostgreSQL had received before it stopped was never committed: its connection was closed, so it was
     // rolled back when PostgreSQL woke.
-    await new Promise((r) => setTimeout(r, 1000));
+    await stoppedConnectionsSettled();
     expect(await bobsTexts()).not.toContain('during-hang');
     expect(await bobsTexts()).not.toContain('during-hang-2');
 
@@ -172,7 +187,8 @@ describe('a PostgreSQL whose every process is stopped', () => {
     console.info(`postgres-hang: uncommitted transaction answered in ${outcome.ms.toFixed(0)} ms`);
     expect(outcome.result).toBeInstanceOf(Error);
     expect(outcome.ms).toBeLessThan(BOUND_MS);
-    await new Promise((r) => setTimeout(r, 500));
+    // Its connection was closed: rolled back when PostgreSQL woke.
+    await stoppedConnectionsSettled();
     expect(await bobsTexts()).not.toContain('never-committed');
   }, 40_000);
 });

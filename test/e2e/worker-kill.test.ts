@@ -2,6 +2,8 @@
 // process (ROLE=web) takes 20 posts by an author with 1,000 local followers, the worker (ROLE=worker) is killed as
 // soon as the first reach a feed, and a new worker finishes the rest, including the jobs the dead one held: BullMQ
 // finds them stalled once their 5 s locks run out (jobs/worker.ts), not after its default of up to a minute.
+// The first worker's process is made ready while the web process starts (its code loaded, nothing connected:
+// startProcess's `held`) and let start once the 20 jobs wait.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Queue } from 'bullmq';
@@ -23,6 +25,9 @@ describe('a worker killed in the middle of a fan-out', () => {
   let web: string;
   let redis: RedisClient;
   let db: pg.Client;
+  let feeds: HomeFeeds;
+  let followers: string[];
+  let firstWorker: Proc;
 
   beforeAll(async () => {
     config = await testConfig();
@@ -30,14 +35,24 @@ describe('a worker killed in the middle of a fan-out', () => {
     settings = {
       DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl, REDIS_PREFIX: config.redisPrefix, DATA_DIR: config.dataDir,
       LOCAL_DOMAIN: 'kill.test', LOG_LEVEL: 'warn', RATE_LIMITS: 'false',
+      // The cheap hash of the test servers (test/helpers/server.ts): nothing here tests its strength.
+      PASSWORD_HASH_MEMORY_KIB: '1024', PASSWORD_HASH_TIME_COST: '1',
     };
     const webProc = startProcess({ ...settings, ROLE: 'web', PORT: String(port) });
     web = `http://127.0.0.1:${port}`;
-    await waitForHealth(web, webProc);
+    firstWorker = startProcess({ ...settings, ROLE: 'worker' }, { held: true });
     redis = createRedis(config.redisUrl);
     await connectRedis(redis, config.redisUrl);
     db = new pg.Client({ connectionString: config.databaseUrl });
     await db.connect();
+    feeds = new HomeFeeds(redis, config.redisPrefix);
+    // While the web process starts: 1,000 local accounts whose home feeds are built (as for people who read them).
+    const readers = (async () => {
+      const { rows } = await db.query<{ id: string }>(`INSERT INTO accounts (username) SELECT 'reader' || g FROM generate_series(1, $1) g RETURNING id`, [FOLLOWERS]);
+      followers = rows.map((r) => r.id);
+      await Promise.all(followers.map((id) => feeds.rebuild(id, async () => [])));
+    })();
+    await Promise.all([waitForHealth(web, webProc), readers]);
   });
 
   afterAll(async () => {
@@ -56,12 +71,8 @@ describe('a worker killed in the middle of a fan-out', () => {
     const token = (await api(web, '/api/v1/accounts', { method: 'POST', token: appToken, body: { username: 'author', email: 'author@kill.test', password: 'a long password', agreement: true, locale: 'en' } })).json.access_token as string;
     const authorId = (await api(web, '/api/v1/accounts/verify_credentials', { token })).json.id as string;
 
-    // 1,000 local followers whose home feeds are built (as for people who read them).
-    const { rows } = await db.query<{ id: string }>(`INSERT INTO accounts (username) SELECT 'reader' || g FROM generate_series(1, $1) g RETURNING id`, [FOLLOWERS]);
-    const followers = rows.map((r) => r.id);
+    // The 1,000 local accounts follow the author.
     await db.query(`INSERT INTO follows (account_id, target_account_id) SELECT unnest($1::bigint[]), $2`, [followers, authorId]);
-    const feeds = new HomeFeeds(redis, config.redisPrefix);
-    await Promise.all(followers.map((id) => feeds.rebuild(id, async () => [])));
 
     const statusIds: string[] = [];
     for (let i = 0; i < POSTS; i++) {
@@ -78,7 +89,8 @@ describe('a worker killed in the middle of a fan-out', () => {
     };
 
     // The worker starts with the 20 jobs waiting, and is killed as soon as the first feeds have a post.
-    let worker: Proc = startProcess({ ...settings, ROLE: 'worker' });
+    let worker = firstWorker;
+    worker.release();
     let atKill = 0;
     for (let i = 0; i < 2000 && atKill === 0; i++) {
       atKill = await placed();

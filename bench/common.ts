@@ -93,6 +93,18 @@ export function resetPeakRss(pid: number): boolean {
   }
 }
 
+/** Samples a process's VmRSS (MB) every second until `stop`, which returns the samples (issue 32: RSS sampled each second). */
+export function sampleRss(pid: number): { stop: () => number[] } {
+  const samples: number[] = [];
+  const take = () => {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    if (m) samples.push(Math.round(Number(m[1]) / 1024));
+  };
+  take();
+  const timer = setInterval(take, 1000);
+  return { stop: () => (clearInterval(timer), take(), samples) };
+}
+
 /** A process's peak resident memory (VmHWM), in MB. */
 export function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -22,7 +22,7 @@ import { HomeFeeds } from '../storage/feeds.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
 import { startPgBouncer, type PgBouncer } from '../test/helpers/pgbouncer.ts';
-import { accountMaker, api, benchSettings, peakRssMb, resetPeakRss, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, peakRssMb, resetPeakRss, sampleRss, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 
 const PORT = 3930;
 const AUTHORS = 32;
@@ -268,6 +268,8 @@ async function main() {
     // Part 2 alone: the warm-up's jobs (fan-out, link cards) end before it starts, as part 1's pause lets them otherwise.
     if (fanOutOnly) await sleep(5000);
     const fanCpuBefore = await cpuMs(server.pid!, redis);
+    const setUpPeak = peakRssMb(server.pid!); // registrations' password hashing included
+    const rss = sampleRss(server.pid!);
     const fanned = await postAll(tokens, SECONDS);
     const stopped = performance.now();
     // Requests still in flight when autocannon stopped may yet commit: the run's posts are read once their number
@@ -312,6 +314,8 @@ async function main() {
       await sleep(50);
     }
     const fanCpuAfter = await cpuMs(server.pid!, redis);
+    const rssSamples = rss.stop();
+    const rssReport = `  server VmRSS sampled every second while posting and catching up: highest ${Math.max(...rssSamples)} MB (target <= 200), last ${rssSamples.at(-1)} MB; VmHWM before this part, set-up's password hashing included: ${setUpPeak} MB`;
     const jobTrouble = await failedJobs(redis, config.redisPrefix);
     const redisReport = process.env.BENCH_REDIS_COMMANDS ? redisCommandStats(await redis.info('commandstats'), posted.length) : '';
     const fanStatementReport = statements ? await statements.report(posted.length) : '';
@@ -330,7 +334,8 @@ async function main() {
       if (redisReport) console.log(redisReport);
       if (jobTrouble) console.log(`  ${jobTrouble}`);
       const done = Number.isNaN(caughtUpMs) ? 'did not finish in 30 s' : `${Math.round(caughtUpMs)} ms`;
-      console.log(`  every post in every follower's home ${done} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}\n`);
+      console.log(`  every post in every follower's home ${done} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}`);
+      console.log(`${rssReport}\n`);
       return;
     }
 
@@ -361,6 +366,7 @@ async function main() {
     if (redisReport) console.log(redisReport);
     if (jobTrouble) console.log(`  ${jobTrouble}`);
     console.log(`  every post in every follower's home ${f(caughtUpMs)} after posting stopped${stillMissing ? ` (${stillMissing} (feed, post) pairs still missing)` : ''}: ${Math.round(insertions / insertionSeconds)} feed insertions/s over the run`);
+    console.log(rssReport);
     console.log(`\nfan-out to 10,000 local followers, from the POST being sent (so its commit included) to the last feed, 3 posts (target <= 500 ms from the commit): ${tenK.map(f).join(', ')}`);
     peakOf('10,000 followers');
     console.log(oneAccountReport);

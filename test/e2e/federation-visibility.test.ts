@@ -49,10 +49,18 @@ let ours: Instance;
 let peer: StrictPeer;
 let alice: TestUser;
 let admin: TestUser;
+// Keys made while our server starts: the peer's actors, and a key pair of an actor the peer does not serve.
+let gus: string, stranger: string;
+let ghostKey: Awaited<ReturnType<typeof generateCryptoKeyPair>>;
 
 beforeAll(async () => {
   // Logs at info, as in production, so that any warning the scenario causes is seen.
-  [ours, peer] = await Promise.all([startHttpsInstance({ LOG_LEVEL: 'info', METRICS_TOKEN: 'scrape-token-0123456789' }), startStrictPeer()]);
+  const peerWithActors = async () => {
+    const p = await startStrictPeer();
+    [gus, stranger] = await Promise.all([p.addActor('gus'), p.addActor('stranger')]);
+    return p;
+  };
+  [ours, peer, ghostKey] = await Promise.all([startHttpsInstance({ LOG_LEVEL: 'info', METRICS_TOKEN: 'scrape-token-0123456789' }), peerWithActors(), generateCryptoKeyPair('RSASSA-PKCS1-v1_5')]);
   const client = await createApp(ours.app, 'read write follow push admin:read');
   [alice, admin] = await Promise.all([registerUser(ours.app, client, 'alice', 'read write admin:read'), registerUser(ours.app, client, 'ozzie', 'read admin:read')]);
   // Made an administrator before its token is first used (the token cache would otherwise hold the old answer).
@@ -63,6 +71,14 @@ afterAll(async () => {
   await Promise.all([ours?.close(), peer?.close()]);
 });
 
+/** Waits until the work that could still log or change something has run: Fedify's queue (received activities,
+ * deliveries and their retries) and the fan-out queue (jobs due within a minute, repeating ones aside) empty. */
+const quiet = () => until(async () => {
+  const depth = await ours.ctx.federationQueue.getDepth();
+  const jobs = (await ours.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized']))
+    .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
+  return depth.queued === 0 && jobs.length === 0;
+}, (idle) => idle, 'the queues are empty');
 const warnings = () => lines.filter((l) => typeof l.level === 'number' && l.level >= WARN);
 const follow = (actor: string, n: number) => ({ '@context': AS, id: `${actor}/follows/${n}`, type: 'Follow', actor, object: `${ours.url}/users/alice` });
 const metrics = async () => (await ours.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-token-0123456789' } })).body;
@@ -72,12 +88,11 @@ describe('a GoToSocial-like server follows us', () => {
   it('with unsigned fetches: the Follow is dropped with one warning naming the server and the 401, and counted', async () => {
     signedFetches(false);
     const before = warnings().length;
-    const gus = await peer.addActor('gus');
     expect(await peer.send('gus', `${ours.url}/users/alice/inbox`, follow(gus, 1))).toBe(202);
     // Its actor was asked for (unsigned, refused), and nothing came of the Follow.
     await until(async () => peer.gets.filter((g) => g.path === '/users/gus' && g.status === 401).length, (n) => n > 0, 'the unsigned GET');
     const dropped = await until(async () => warnings().slice(before), (w) => w.length > 0, 'a warning');
-    await new Promise((r) => setTimeout(r, 500)); // nothing else follows
+    await quiet(); // nothing else follows
     const fresh = warnings().slice(before);
     expect(fresh, JSON.stringify(fresh)).toHaveLength(1);
     expect(dropped[0]).toMatchObject({ part: 'inbox', server: peer.domain, activity: 'Follow', reason: 'actor_unavailable', status: 401 });
@@ -100,11 +115,10 @@ describe('a GoToSocial-like server follows us', () => {
   it('with signed fetches: the same Follow is taken, and nothing is logged above info', async () => {
     signedFetches(true);
     const before = warnings().length;
-    const gus = peer.actorId('gus');
     expect(await peer.send('gus', `${ours.url}/users/alice/inbox`, follow(gus, 2))).toBe(202);
     await peer.waitFor((d) => d.activity.type === 'Accept');
     await until(followersOfAlice, (l) => l.length === 1, 'gus follows alice');
-    await new Promise((r) => setTimeout(r, 500));
+    await quiet();
     expect(warnings().slice(before)).toEqual([]);
 
     await healthOf(ours.ctx).flush();
@@ -122,14 +136,14 @@ describe('activities that cannot be verified or concern nobody here', () => {
   it('logs one warning for a signature whose key cannot be fetched, with the status, and counts it', async () => {
     const before = warnings().length;
     const ghost = `${peer.url}/users/ghost`;
-    const { privateKey } = await generateCryptoKeyPair('RSASSA-PKCS1-v1_5');
+    const { privateKey } = ghostKey;
     const request = new Request(`${ours.url}/inbox`, {
       method: 'POST', body: JSON.stringify(follow(ghost, 3)),
       headers: { 'content-type': 'application/activity+json', 'user-agent': peer.userAgent },
     });
     const res = await fetch(await signRequest(request, privateKey, new URL(`${ghost}/main-key`), { spec: 'draft-cavage-http-signatures-12' }));
     expect(res.status).toBe(401);
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet();
     const fresh = warnings().slice(before);
     expect(fresh, JSON.stringify(fresh)).toHaveLength(1);
     expect(fresh[0]).toMatchObject({ server: peer.domain, activity: 'Follow', reason: 'signature', status: 404 });
@@ -139,12 +153,11 @@ describe('activities that cannot be verified or concern nobody here', () => {
 
   it('logs a Create that concerns nobody here once, as not addressed', async () => {
     const before = warnings().length;
-    const stranger = await peer.addActor('stranger');
     const note = { '@context': AS, id: `${stranger}/statuses/1`, type: 'Note', attributedTo: stranger, content: '<p>spam</p>', to: [`${AS}#Public`] };
     expect(await peer.send('stranger', `${ours.url}/inbox`, { '@context': AS, id: `${stranger}/statuses/1/activity`, type: 'Create', actor: stranger, object: note, to: [`${AS}#Public`] })).toBe(202);
     const fresh = await until(async () => warnings().slice(before), (w) => w.length > 0, 'the warning');
     expect(fresh[0]).toMatchObject({ server: peer.domain, activity: 'Create', reason: 'not_addressed' });
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet();
     expect(warnings().slice(before)).toHaveLength(1);
   });
 });

@@ -199,17 +199,22 @@ describe('masto: polls', () => {
     const post = await ana.v1.statuses.create({ status: 'Quick one', poll: { options: ['yes', 'no'], expiresIn: 300 } });
     const pollId = post.poll!.id;
     await ben.v1.polls.$select(pollId).votes.create({ choices: [0] });
-    // The job waits in Redis for five minutes; this test brings its time (and the poll's) forward to a second away,
+    // The job waits in Redis for five minutes; this test brings its time (and the poll's) forward to a moment away,
     // with no worker running.
     await s.stopWorkers();
     const { rows } = await s.ctx.db.query<{ id: string }>(`SELECT id FROM outbox WHERE kind = 'endPoll' AND payload->>'pollId' = $1`, [pollId]);
     expect(rows).toHaveLength(1);
     const job = await s.ctx.jobs.fanout.getJob(`outbox-${rows[0]!.id}`);
     expect(await job!.isDelayed()).toBe(true);
-    await s.ctx.db.query(`UPDATE polls SET expires_at = now() + interval '1 second' WHERE id = $1`, [pollId]);
+    await s.ctx.db.query(`UPDATE polls SET expires_at = now() + interval '300 milliseconds' WHERE id = $1`, [pollId]);
     await s.ctx.versions.bump({ statuses: [post.id] });
-    await job!.changeDelay(1000);
-    await new Promise((r) => setTimeout(r, 2000));
+    await job!.changeDelay(300);
+    const due = Date.now() + 300;
+    // Both times pass with no worker: the poll is past its end in PostgreSQL, the job's time has come, and no worker
+    // has taken it (it is still queued, not run), so nothing has ended the poll.
+    const pastEnd = async () => (await s.ctx.db.query<{ ended: boolean }>(`SELECT expires_at <= now() AS ended FROM polls WHERE id = $1`, [pollId])).rows[0]!.ended;
+    expect(await until(async () => Date.now() > due + 100 && (await pastEnd()), (v) => v)).toBe(true);
+    expect(['delayed', 'waiting']).toContain(await s.ctx.jobs.fanout.getJobState(job!.id!));
     expect(await notifications(ana, 'poll')).toEqual([]);
     s.startWorkers();
     const ended = await until(() => notifications(ana, 'poll'), (l) => l.length === 1);

@@ -9,13 +9,19 @@ import { expectEntity } from '../helpers/schema.ts';
 let ours: Instance;
 let peer: StrictPeer;
 let alice: TestUser;
+let gus: string, hal: string; // actors on the peer (their keys made while our server starts)
 const AS = 'https://www.w3.org/ns/activitystreams';
 const PUBLIC = `${AS}#Public`;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
 beforeAll(async () => {
-  [ours, peer] = await Promise.all([startHttpsInstance(), startStrictPeer()]);
+  const peerWithActors = async () => {
+    const p = await startStrictPeer();
+    [gus, hal] = await Promise.all([p.addActor('gus'), p.addActor('hal')]);
+    return p;
+  };
+  [ours, peer] = await Promise.all([startHttpsInstance(), peerWithActors()]);
   [alice] = await registerUsers(ours.app, 'alice');
 }, 60_000);
 afterAll(async () => {
@@ -32,7 +38,6 @@ const idOf = (o: unknown) => (typeof o === 'string' ? o : (o as Json | undefined
 
 describe('pins across servers', () => {
   it('our pins are our actor\'s featured collection, sent to followers\' servers as Add and Remove', async () => {
-    const gus = await peer.addActor('gus');
     expect(await peer.send('gus', `${actorOf(alice)}/inbox`, { '@context': AS, id: `${gus}/follows/1`, type: 'Follow', actor: gus, object: actorOf(alice) })).toBe(202);
     await peer.waitFor((d) => d.activity.type === 'Accept' && d.verified);
     await until(() => api('GET', `/api/v1/accounts/${alice.id}`), (a) => a.followers_count === 1, 'gus follows alice');
@@ -57,7 +62,6 @@ describe('pins across servers', () => {
   });
 
   it('reads a remote account\'s featured collection as its pinned posts, and takes its Add and Remove', async () => {
-    const hal = await peer.addActor('hal');
     const note = (n: number) => ({ '@context': AS, id: `${hal}/statuses/${n}`, type: 'Note', attributedTo: hal, content: `<p>hal's post ${n}</p>`, published: new Date(Date.now() - 1000 * (10 - n)).toISOString(), to: [PUBLIC], cc: [`${hal}/followers`] });
     for (const n of [1, 2, 3]) peer.publish('hal', note(n));
     // Newest first: one inlined, one by id.

@@ -12,15 +12,26 @@ let ours: Instance;
 let peer: StrictPeer;
 let alice: TestUser;
 let gus: string; // an actor on the peer
+let hal: string; // another, known to us only through a boost
+let stranger: StrictPeer; // a server none of whose actors follows alice, with its actor eve
+let looseKey: Awaited<ReturnType<typeof generateCryptoKeyPair>>; // a key pair no actor lists
 const AS = 'https://www.w3.org/ns/activitystreams';
 
 beforeAll(async () => {
-  [ours, peer] = await Promise.all([startHttpsInstance({ AUTHORIZED_FETCH: 'true' }), startStrictPeer()]);
+  // The peers' keys are made while our server starts.
+  const peerWithActors = async (...names: string[]) => {
+    const p = await startStrictPeer();
+    return { p, ids: await Promise.all(names.map((n) => p.addActor(n))) };
+  };
+  let peers: { p: StrictPeer; ids: string[] }[];
+  [ours, looseKey, ...peers] = await Promise.all([startHttpsInstance({ AUTHORIZED_FETCH: 'true' }), generateCryptoKeyPair('RSASSA-PKCS1-v1_5'), peerWithActors('gus', 'hal'), peerWithActors('eve')]);
+  peer = peers[0]!.p;
+  [gus, hal] = peers[0]!.ids as [string, string];
+  stranger = peers[1]!.p;
   [alice] = await registerUsers(ours.app, 'alice');
-  gus = await peer.addActor('gus');
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([ours?.close(), peer?.close()]);
+  await Promise.all([ours?.close(), peer?.close(), stranger?.close()]);
 });
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
@@ -121,7 +132,6 @@ describe('federating with a strict server (GoToSocial and snac behaviour)', () =
   });
 
   it('fetches a boosted post it has not seen, and its author, with signed GETs from the shared inbox', async () => {
-    const hal = await peer.addActor('hal');
     const halsNote = { ...note('hal-1'), id: `${peer.url}/users/hal/statuses/1`, attributedTo: hal, cc: [`${hal}/followers`] };
     peer.publish('hal', halsNote);
     const boost = { '@context': AS, id: `${gus}/boosts/1`, type: 'Announce', actor: gus, object: halsNote.id, to: [`${AS}#Public`], cc: [`${gus}/followers`] };
@@ -148,13 +158,7 @@ describe('federating with a strict server (GoToSocial and snac behaviour)', () =
     expect((await peer.signedGet('gus', priv.uri)).status).toBe(200);
     expect((await peer.signedGet(null, priv.uri)).json).toMatchObject({ id: priv.uri, content: expect.stringContaining('for followers') });
     expect((await peer.unsignedGet(priv.uri)).status).toBe(404);
-    const stranger = await startStrictPeer();
-    try {
-      await stranger.addActor('eve');
-      expect((await stranger.signedGet('eve', priv.uri)).status).toBe(404);
-    } finally {
-      await stranger.close();
-    }
+    expect((await stranger.signedGet('eve', priv.uri)).status).toBe(404);
   });
 
   it('stores nothing under an id its URL does not answer with, and no actor its server does not vouch for', async () => {
@@ -174,7 +178,7 @@ describe('federating with a strict server (GoToSocial and snac behaviour)', () =
   it('refuses a signed GET whose key is a document claiming an owner that does not list it', async () => {
     const priv = (await api('POST', '/api/v1/statuses', { status: 'gus may read this', visibility: 'private' })).body;
     await delivered('Create', (a) => (a.object as Json)?.id === priv.uri);
-    const pair = await generateCryptoKeyPair('RSASSA-PKCS1-v1_5');
+    const pair = looseKey;
     const keyId = `${peer.url}/files/key.json`;
     peer.publishAt('/files/key.json', { '@context': 'https://w3id.org/security/v1', id: keyId, type: 'CryptographicKey', owner: gus, publicKeyPem: await exportSpki(pair.publicKey) });
     const request = await signRequest(new Request(priv.uri, { headers: { accept: 'application/activity+json', 'user-agent': peer.userAgent } }), pair.privateKey, new URL(keyId), { spec: 'draft-cavage-http-signatures-12' });

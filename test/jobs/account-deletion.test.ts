@@ -16,15 +16,21 @@ import { publishTokenInvalidation } from '../../services/token-cache.ts';
 // operators' ways in (DELETE /api/v1/admin/accounts/:id, `npm run cli -- accounts delete`).
 let s: TestServer;
 let mod: TestUser, big: TestUser, fans: TestUser[];
+let victim: TestUser, leaver: TestUser; // deleted by the operators' ways in, below
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
 beforeAll(async () => {
   s = await startTestServer();
-  const client = await createApp(s.app, 'read write follow push admin:read admin:write');
-  mod = await registerUser(s.app, client, 'moddy', 'read write admin:read admin:write');
-  await makeAdmin(s, mod);
-  [big, ...fans] = await registerUsers(s.app, 'big', 'fan1', 'fan2', 'fan3');
+  // The accounts are independent of each other: registered at once.
+  const moderator = async () => {
+    const client = await createApp(s.app, 'read write follow push admin:read admin:write');
+    const user = await registerUser(s.app, client, 'moddy', 'read write admin:read admin:write');
+    await makeAdmin(s, user);
+    return user;
+  };
+  const plain = async (name: string) => registerUser(s.app, await createApp(s.app), name);
+  [mod, [big, ...fans], victim, leaver] = await Promise.all([moderator(), registerUsers(s.app, 'big', 'fan1', 'fan2', 'fan3'), plain('victim'), plain('leaver')]);
 });
 afterAll(async () => s?.close());
 
@@ -91,7 +97,6 @@ describe('the deletion job', () => {
 
 describe('DELETE /api/v1/admin/accounts/:id', () => {
   it('needs the scope and a suspended account (403 otherwise), then answers the account and deletes it', async () => {
-    const victim = await registerUser(s.app, await createApp(s.app), 'victim');
     expect((await api(victim, 'POST', '/api/v1/statuses', { status: 'soon gone' })).status).toBe(200);
     expect((await api(fans[2]!, 'DELETE', `/api/v1/admin/accounts/${victim.id}`)).status).toBe(403);
     const notSuspended = await api(mod, 'DELETE', `/api/v1/admin/accounts/${victim.id}`);
@@ -105,6 +110,8 @@ describe('DELETE /api/v1/admin/accounts/:id', () => {
     const res = await api(mod, 'DELETE', `/api/v1/admin/accounts/${victim.id}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toMatchObject({ id: victim.id, username: 'victim', suspended: true });
+    // The job's runs done (each removes its outbox row after queueing the next), then the rows checked.
+    await until(deletionRows, (rows) => rows.length === 0, 'the deletion\'s runs are done');
     await until(async () => rowsNaming(s.ctx.db, victim.id, userId), (left) => Object.keys(left).length === 0, 'the victim\'s rows are gone');
     expect((await findAccountById(s.ctx.db, victim.id))!).toMatchObject({ username: 'victim', display_name: '', statuses_count: 0 });
     expect((await s.app.inject({ method: 'GET', url: '/users/victim', headers: { accept: 'application/activity+json' } })).statusCode).toBe(410);
@@ -120,7 +127,6 @@ describe('npm run cli -- accounts delete', () => {
   };
 
   it('deletes an account by name (the running server\'s worker does the rest); refuses unknown and deleted ones', async () => {
-    const leaver = await registerUser(s.app, await createApp(s.app), 'leaver');
     expect((await api(leaver, 'POST', '/api/v1/statuses', { status: 'bye' })).status).toBe(200);
     const userId = await userIdOf(leaver.id);
     await expect(cli('accounts', 'delete', 'nobody')).rejects.toThrow(/no account named nobody/);
@@ -128,6 +134,7 @@ describe('npm run cli -- accounts delete', () => {
     await until(async () => (await api(leaver, 'GET', '/api/v1/accounts/verify_credentials')).status, (st) => st === 401, 'the leaver\'s token is refused');
     // The CLI has no queue: the outbox row waits for the sweeper, which this test stands in for.
     for (const row of await deletionRows()) await s.ctx.jobs.enqueue(row);
+    await until(deletionRows, (rows) => rows.length === 0, 'the deletion\'s runs are done');
     await until(async () => rowsNaming(s.ctx.db, leaver.id, userId), (left) => Object.keys(left).length === 0, 'the leaver\'s rows are gone');
     await expect(cli('accounts', 'delete', 'leaver')).rejects.toThrow(/already deleted/);
   });

@@ -34,7 +34,13 @@ import { onMove } from './move.ts';
 
 type Fed = InboxContext<AppContext>;
 
-const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }).child({ part: 'inbox' });
+/** The inbox's logger at its server's LOG_LEVEL (one a level: servers in one process, as in the tests, may differ). */
+const logs = new Map<string, ReturnType<typeof pino>>();
+function inboxLog(level: string) {
+  let log = logs.get(level);
+  if (!log) logs.set(level, (log = pino({ level }).child({ part: 'inbox' })));
+  return log;
+}
 
 /**
  * Incoming activities (Fedify has checked the HTTP signature and that the signer is the activity's actor before any
@@ -64,7 +70,7 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.
     .setSharedKeyDispatcher(() => ({ identifier: INSTANCE_ACTOR }))
-    .onError((_fed, err) => log.warn({ err }, 'inbox activity failed'));
+    .onError((fed, err) => inboxLog(fed.data.config.logLevel).warn({ err }, 'inbox activity failed'));
 }
 
 /** The sender's account (stored or fetched). Null when its actor cannot be had. */

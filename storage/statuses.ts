@@ -204,7 +204,7 @@ export interface FanOutStatus {
  * local followers (the fan-out's first batch, read in the same round trip); null when deleted or unknown.
  */
 export async function findStatusForFanOut(db: Queryable, id: string, followers: number): Promise<FanOutStatus | null> {
-  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null; in_lists: boolean; tag_followed: boolean; follow_ids: string[] | null; follower_ids: string[] | null; show_reblogs: boolean[] | null }>({
+  const { rows } = await db.query<StatusRow & { tag_ids: string[]; tag_names: string[]; has_media: boolean; author_limited: boolean | null; author_suspended: boolean | null; in_lists: boolean; tag_followed: boolean; first_followers: [string, string, boolean][] | null }>({
     name: 'status-for-fan-out',
     text: `SELECT ${COLUMNS.split(',').map((c) => `s.${c.trim()}`).join(', ')},
             coalesce((SELECT array_agg(st.tag_id::text ORDER BY st.tag_id) FROM statuses_tags st WHERE st.status_id = s.id), '{}') AS tag_ids,
@@ -214,23 +214,20 @@ export async function findStatusForFanOut(db: Queryable, id: string, followers: 
             (SELECT a.suspended_at IS NOT NULL FROM accounts a WHERE a.id = s.account_id) AS author_suspended,
             EXISTS (SELECT 1 FROM list_accounts la WHERE la.account_id = s.account_id) AS in_lists,
             EXISTS (SELECT 1 FROM statuses_tags st JOIN tag_follows tf ON tf.tag_id = st.tag_id WHERE st.status_id = s.id) AS tag_followed,
-            ff.follow_ids, ff.follower_ids, ff.show_reblogs
-       FROM statuses s
-       LEFT JOIN LATERAL (
-         SELECT array_agg(f.id ORDER BY f.id) AS follow_ids, array_agg(f.account_id ORDER BY f.id) AS follower_ids, array_agg(f.show_reblogs ORDER BY f.id) AS show_reblogs
-           FROM (SELECT id, account_id, show_reblogs FROM follows
-                  WHERE target_account_id = s.account_id AND follower_local AND s.visibility <> 'direct' ORDER BY id LIMIT $2) f
-       ) ff ON true
-      WHERE s.id = $1 AND s.deleted_at IS NULL`,
+            -- As JSON: parsed natively, where a bigint array is parsed a character at a time in JavaScript.
+            (SELECT json_agg(json_build_array(f.id::text, f.account_id::text, f.show_reblogs) ORDER BY f.id)
+               FROM (SELECT id, account_id, show_reblogs FROM follows
+                      WHERE target_account_id = s.account_id AND follower_local AND s.visibility <> 'direct' ORDER BY id LIMIT $2) f) AS first_followers
+       FROM statuses s WHERE s.id = $1 AND s.deleted_at IS NULL`,
     values: [id, followers],
   });
   const row = rows[0];
   if (!row) return null;
-  const { tag_ids, tag_names, has_media, author_limited, author_suspended, in_lists, tag_followed, follow_ids, follower_ids, show_reblogs, ...status } = row;
+  const { tag_ids, tag_names, has_media, author_limited, author_suspended, in_lists, tag_followed, first_followers, ...status } = row;
   return {
     status, tagIds: tag_ids, tagNames: tag_names, hasMedia: has_media, authorLimited: author_limited ?? false, authorSuspended: author_suspended ?? false,
     inLists: in_lists, tagFollowed: tag_followed,
-    firstFollowers: (follow_ids ?? []).map((followId, i) => ({ followId, accountId: follower_ids![i]!, showReblogs: show_reblogs![i]! })),
+    firstFollowers: (first_followers ?? []).map(([followId, accountId, showReblogs]) => ({ followId, accountId, showReblogs })),
   };
 }
 

@@ -53,9 +53,13 @@ const withoutContext = ({ '@context': _, ...rest }: Json): Json => rest;
 const peerPort = () => Number(peer.domain.split(':')[1]);
 
 beforeAll(async () => {
-  [a, b, peer] = await Promise.all([startHttpsInstance(), startHttpsInstance(), startStrictPeer()]);
-  [[alice, carol], [bob]] = await Promise.all([registerUsers(a.app, 'alice', 'carol'), registerUsers(b.app, 'bob')]);
-  [gus, hal] = [await peer.addActor('gus'), await peer.addActor('hal')];
+  // The peer's actors (a key pair each) are made while the instances start and their users register.
+  const started = startStrictPeer();
+  const actors = started.then((p) => Promise.all([p.addActor('gus'), p.addActor('hal')]));
+  actors.catch(() => {}); // awaited below; not unhandled should an instance fail first
+  // a retries a stamp it could not fetch after 150 ms, then 300 ms, … (the last test), rather than 300 ms, 600 ms, ….
+  [a, b, peer] = await Promise.all([startHttpsInstance({ DELIVERY_RETRY_BASE_MS: '150' }), startHttpsInstance(), started]);
+  [[alice, carol], [bob], [gus, hal]] = await Promise.all([registerUsers(a.app, 'alice', 'carol'), registerUsers(b.app, 'bob'), actors]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close(), peer?.close()]);
@@ -199,15 +203,18 @@ describe('remote stamps (QuoteAuthorization) of remote quotes', () => {
   });
 
   it('a stamp that cannot be fetched now is tried again later, with backoff, until it can', async () => {
-    // (The first retry waits DELIVERY_RETRY_BASE_MS, 300 ms on test instances, then doubles.)
+    // (The first retry waits DELIVERY_RETRY_BASE_MS, 150 ms on a here, then doubles.)
     try {
       // The peer is down when the Note arrives (its key is known on a already).
       await new Promise<void>((resolve) => { peer.server.close(() => resolve()); peer.server.closeAllConnections(); });
       let stampId = '';
       const { noteId, statusId } = await quoteWith((id) => (stampId = `${gus}/stamps/${id.split('/').pop()}`));
       expect(await stateOf(statusId)).toBe('pending');
-      // Still down for the first retry or two; then back, with the stamp.
-      await new Promise((r) => setTimeout(r, 800));
+      // Still down for the first retry: wait until it has run and failed (it queued the second attempt, a delayed outbox
+      // row); then back, with the stamp.
+      await until(async () => (await a.ctx.db.query(
+        `SELECT 1 FROM outbox WHERE kind = 'verifyQuoteStamp' AND payload->>'statusId' = $1 AND (payload->>'attempt')::int >= 2`, [statusId],
+      )).rowCount, (found) => found! > 0, 'the first retry failed', 20_000);
       expect(await stateOf(statusId)).toBe('pending');
       peer.publish('gus', stampOf(gus, noteId, quoted.uri)(noteId, stampId));
       await new Promise<void>((resolve) => peer.server.listen(peerPort(), '127.0.0.1', () => resolve()));

@@ -38,8 +38,11 @@ const search = async (user: TestUser | null, q: string, extra = '') => {
 beforeAll(async () => {
   s = await startListeningServer();
   [ida, jon, kay] = await registerUsers(s.app, 'ida', 'jon', 'kay');
-  for (const u of [ida, kay]) expect((await call(u, 'PATCH', '/api/v1/accounts/update_credentials', { indexable: true })).status).toBe(200);
-  expect((await call(kay, 'POST', `/api/v1/accounts/${jon.id}/follow`)).status).toBe(200);
+  const setUp = await Promise.all([
+    ...[ida, kay].map((u) => call(u, 'PATCH', '/api/v1/accounts/update_credentials', { indexable: true })),
+    call(kay, 'POST', `/api/v1/accounts/${jon.id}/follow`),
+  ]);
+  for (const res of setUp) expect(res.status, JSON.stringify(res.body)).toBe(200);
 });
 afterAll(async () => s?.close());
 

@@ -21,10 +21,16 @@ const api = async (on: Instance, user: TestUser | null, method: 'GET' | 'POST', 
 beforeAll(async () => {
   [a, b] = await Promise.all([startHttpsInstance(), startHttpsInstance()]);
   const clientA = await createApp(a.app, 'read write follow push admin:read admin:write');
+  // While the users are registered, each server's instance actor is asked for: that makes its key pairs (which sign
+  // its fetches and the Flag), once, as the first fetch would.
+  const instanceActor = (on: Instance) => on.app.inject({ method: 'GET', url: '/users/instance.actor', headers: { accept: 'application/activity+json' } })
+    .then((res) => expect(res.statusCode, res.body).toBe(200));
   [alice, admin, bob] = await Promise.all([
     registerUser(a.app, clientA, 'alice'),
     registerUser(a.app, clientA, 'admin_a', 'read write admin:read admin:write'),
     createApp(b.app).then((c) => registerUser(b.app, c, 'bob')),
+    instanceActor(a),
+    instanceActor(b),
   ]);
   const { rows } = await a.ctx.db.query('SELECT id::text FROM users WHERE account_id = $1', [admin.id]);
   await setAdmin(a.ctx.db, rows[0].id, true);

@@ -17,9 +17,17 @@ const AS = 'https://www.w3.org/ns/activitystreams';
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
 beforeAll(async () => {
-  [ours, peer] = await Promise.all([startHttpsInstance(), startStrictPeer()]);
-  [local, leaving] = await registerUsers(ours.app, 'local', 'leaving');
-  [rem, watcher, watcher2, bystander] = await Promise.all([peer.addActor('rem'), peer.addActor('watcher'), peer.addActor('watcher2'), peer.addActor('bystander')]);
+  // The peer's actors (each with its key pairs to make) are added while our server starts and its users register.
+  await Promise.all([
+    startHttpsInstance().then(async (started) => {
+      ours = started;
+      [local, leaving] = await registerUsers(ours.app, 'local', 'leaving');
+    }),
+    startStrictPeer().then(async (started) => {
+      peer = started;
+      [rem, watcher, watcher2, bystander] = await Promise.all([peer.addActor('rem'), peer.addActor('watcher'), peer.addActor('watcher2'), peer.addActor('bystander')]);
+    }),
+  ]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([ours?.close(), peer?.close()]);
@@ -42,6 +50,16 @@ const follow = async (user: TestUser, handle: string): Promise<Json> => {
   return account;
 };
 const accountByUri = async (uri: string) => (await ours.ctx.db.query(`SELECT * FROM accounts WHERE uri = $1`, [uri])).rows[0] as Json | undefined;
+/** Waits until the work that could still change something has run: Fedify's queue (received activities and their
+ * retries), then the job queue (jobs due within a minute, repeating ones aside), then the outbox (rows whose job is
+ * yet to be queued) empty. Read in that order, work passed on from one to the next is not missed. */
+const quiet = () => until(async () => {
+  if ((await ours.ctx.federationQueue.getDepth()).queued > 0) return false;
+  const jobs = (await ours.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized']))
+    .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
+  if (jobs.length > 0) return false;
+  return (await ours.ctx.db.query('SELECT count(*)::int AS n FROM outbox')).rows[0].n === 0;
+}, (idle) => idle, 'the queues are empty');
 
 describe('a local account deleted', () => {
   it('is sent as a signed Delete of its actor to the servers that know it, once per shared inbox; its actor is 410', async () => {
@@ -89,7 +107,8 @@ describe('a remote actor\'s Delete of itself', () => {
       headers: { 'content-type': 'application/activity+json', 'user-agent': peer.userAgent },
     });
     expect((await fetch(await peer.sign('bystander', forged))).status).not.toBe(202);
-    await new Promise((r) => setTimeout(r, 500));
+    // The bystander's Delete was taken (202) and is handled from the queue: once the queues are empty, it has been.
+    await quiet();
     expect((await accountByUri(rem))!.deleted_at).toBeNull();
     expect((await api(local, 'GET', `/api/v1/accounts/${local.id}`)).body).toMatchObject({ followers_count: 1, following_count: 1 });
   });
@@ -117,7 +136,11 @@ describe('a remote actor\'s Delete of itself', () => {
     await ours.ctx.db.query(`UPDATE accounts SET fetched_at = now() - interval '30 days' WHERE uri = $1`, [rem]);
     const fetchesBefore = peer.gets.filter((g) => g.path === '/users/rem').length;
     await api(local, 'GET', `/api/v2/search?q=${encodeURIComponent(`@rem@${peer.domain}`)}&resolve=true&type=accounts`);
-    await new Promise((r) => setTimeout(r, 500));
+    // The Create and the Update were taken (202) and are handled from the queue: once the queues are empty, they have
+    // been. A refresh of a stale actor starts in the request, by taking its lock in Redis (federation/remote-accounts.ts)
+    // before the answer: sent on the same connection after that, this read shows whether one began.
+    await quiet();
+    expect(await ours.ctx.redis.exists(`${ours.config.redisPrefix}actor-refresh:${rem}`)).toBe(0);
     expect((await ours.ctx.db.query(`SELECT count(*)::int AS n FROM statuses WHERE uri = $1`, [late.id])).rows[0].n).toBe(0);
     expect((await accountByUri(rem))!.display_name).toBe('');
     expect(peer.gets.filter((g) => g.path === '/users/rem').length).toBe(fetchesBefore);
@@ -126,8 +149,10 @@ describe('a remote actor\'s Delete of itself', () => {
 
 describe('an operator deleting a remote account', () => {
   it('rejects its follows of our accounts and undoes ours of it, at its server (as Mastodon\'s reject_follows!/undo_follows!)', async () => {
-    const spammer = await peer.addActor('spammer');
-    const mod = await registerUser(ours.app, await createApp(ours.app, 'read write follow push admin:read admin:write'), 'moddy', 'read write follow admin:read admin:write');
+    const [spammer, mod] = await Promise.all([
+      peer.addActor('spammer'),
+      createApp(ours.app, 'read write follow push admin:read admin:write').then((app) => registerUser(ours.app, app, 'moddy', 'read write follow admin:read admin:write')),
+    ]);
     await makeAdmin(ours, mod);
     const followId = `${spammer}/follows/1`;
     expect(await peer.send('spammer', `${ours.url}/users/local/inbox`, { '@context': AS, id: followId, type: 'Follow', actor: spammer, object: `${ours.url}/users/local` })).toBe(202);

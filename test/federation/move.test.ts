@@ -5,7 +5,8 @@ import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { WebClient } from '../helpers/web.ts';
 import { createServer, type Server } from 'node:https';
 import { readFileSync } from 'node:fs';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
 import { freePort } from '../helpers/listen.ts';
 
 // Account moves across servers (issue 30): two instances of this server over https, and a strict peer (its followers
@@ -16,16 +17,34 @@ let peer: StrictPeer;
 let alice: TestUser, dan: TestUser, erin: TestUser, frank: TestUser, gail: TestUser; // on a
 let bob: TestUser, carol: TestUser; // on b
 let gus: string, hal: string; // on the peer
+let gtsPem: string; // the GoToSocial-like actor's key
 const AS = 'https://www.w3.org/ns/activitystreams';
 const METRICS_TOKEN = 'metrics-token-for-move-tests';
+const generateRsa = promisify(generateKeyPair);
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
 beforeAll(async () => {
-  [a, b, peer] = await Promise.all([startHttpsInstance({ METRICS_TOKEN }), startHttpsInstance(), startStrictPeer()]);
-  [[alice, dan, erin, frank, gail], [bob, carol]] = await Promise.all([registerUsers(a.app, 'alice', 'dan', 'erin', 'frank', 'gail'), registerUsers(b.app, 'bob', 'carol')]);
-  gus = await peer.addActor('gus');
-  hal = await peer.addActor('hal');
+  // Each server's users registered as soon as it is up, with its instance actor asked for meanwhile (which makes the
+  // key pairs that sign its fetches, once, as the first fetch would); the peer's actors (each with its key pairs) and
+  // the GoToSocial-like actor's key made meanwhile.
+  const instanceActor = (on: Instance) => on.app.inject({ method: 'GET', url: '/users/instance.actor', headers: { accept: 'application/activity+json' } })
+    .then((res) => expect(res.statusCode, res.body).toBe(200));
+  await Promise.all([
+    startHttpsInstance({ METRICS_TOKEN }).then(async (started) => {
+      a = started;
+      [[alice, dan, erin, frank, gail]] = await Promise.all([registerUsers(a.app, 'alice', 'dan', 'erin', 'frank', 'gail'), instanceActor(a)]);
+    }),
+    startHttpsInstance().then(async (started) => {
+      b = started;
+      [[bob, carol]] = await Promise.all([registerUsers(b.app, 'bob', 'carol'), instanceActor(b)]);
+    }),
+    startStrictPeer().then(async (started) => {
+      peer = started;
+      [gus, hal] = await Promise.all([peer.addActor('gus'), peer.addActor('hal')]);
+    }),
+    generateRsa('rsa', { modulusLength: 2048 }).then((pair) => { gtsPem = pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(); }),
+  ]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([a?.close(), b?.close(), peer?.close()]);
@@ -137,7 +156,7 @@ async function gtsLikeHost(aliases: string[]): Promise<{ server: Server; domain:
   const port = await freePort();
   const domain = `localhost:${port}`;
   const actor = `https://${domain}/users/gts`;
-  const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const pem = gtsPem;
   const server = createServer({ cert: readFileSync(process.env.TEST_TLS_CERT_FILE!), key: readFileSync(process.env.TEST_TLS_KEY_FILE!) }, (req, res) => {
     const url = new URL(req.url ?? '/', `https://${domain}`);
     const send = (status: number, body: unknown, type = 'application/activity+json') => { res.writeHead(status, { 'content-type': type }); res.end(JSON.stringify(body)); };

@@ -18,7 +18,12 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 
 beforeAll(async () => {
   s = await startTestServer();
-  [gone, pal, other, careful] = await registerUsers(s.app, 'gone', 'pal', 'other', 'careful');
+  // While the users are registered, the instance actor is asked for: that loads the federation and makes the
+  // instance's key pairs, once, as the first follow's delivery or the first actor served would.
+  [[gone, pal, other, careful]] = await Promise.all([
+    registerUsers(s.app, 'gone', 'pal', 'other', 'careful'),
+    s.app.inject({ method: 'GET', url: '/users/instance.actor', headers: { accept: 'application/activity+json' } }).then((res) => expect(res.statusCode, res.body).toBe(200)),
+  ]);
 });
 afterAll(async () => s?.close());
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { workSettled } from '../helpers/work-settled.ts';
 import { freePort } from '../helpers/listen.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
@@ -71,14 +72,9 @@ afterAll(async () => {
   await Promise.all([ours?.close(), peer?.close()]);
 });
 
-/** Waits until the work that could still log or change something has run: Fedify's queue (received activities,
- * deliveries and their retries) and the fan-out queue (jobs due within a minute, repeating ones aside) empty. */
-const quiet = () => until(async () => {
-  const depth = await ours.ctx.federationQueue.getDepth();
-  const jobs = (await ours.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized']))
-    .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
-  return depth.queued === 0 && jobs.length === 0;
-}, (idle) => idle, 'the queues are empty');
+/** Waits until the work that could still log or change something has run: Fedify's queue and the fan-out queue
+ * (test/helpers/work-settled.ts). */
+const quiet = () => until(() => workSettled(ours.ctx, { federation: true, outbox: 'none' }), (idle) => idle, 'the queues are empty');
 const warnings = () => lines.filter((l) => typeof l.level === 'number' && l.level >= WARN);
 const follow = (actor: string, n: number) => ({ '@context': AS, id: `${actor}/follows/${n}`, type: 'Follow', actor, object: `${ours.url}/users/alice` });
 const metrics = async () => (await ours.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer scrape-token-0123456789' } })).body;

@@ -10,7 +10,7 @@ import { expectEntity } from '../helpers/schema.ts';
 import { loadConfig } from '../../config.ts';
 import { streamChannels } from '../../services/stream-events.ts';
 import { multipart } from '../helpers/multipart.ts';
-import { pendingOutbox } from '../../storage/outbox.ts';
+import { workSettled } from '../helpers/work-settled.ts';
 
 let s: TestServer & { url: string };
 let lia: mastodon.rest.Client;
@@ -43,14 +43,9 @@ const until = async <T>(read: () => PromiseLike<T>, ok: (v: T) => boolean, timeo
   }
   return read();
 };
-/** Waits until the jobs that could still change something have run: no outbox row due, and no job of the fan-out queue
- * due within a minute left waiting, running or delayed (the far-off scheduled posts and the repeating jobs aside). */
-const settled = () => until(async () => {
-  const outbox = await pendingOutbox(s.ctx.db, 0, 1); // rows whose time is far off (a poll's end) aside
-  const jobs = (await s.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']))
-    .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
-  return outbox.length === 0 && jobs.length === 0;
-}, (idle) => idle, 10_000);
+/** Waits until the jobs that could still change something have run: no outbox row due (a poll's end far off aside)
+ * and no fan-out job due within a minute (test/helpers/work-settled.ts). */
+const settled = () => until(() => workSettled(s.ctx, { outbox: 'due' }), (idle) => idle, 10_000);
 const inHome = async (who: string, statusId: string) => ((await raw('GET', '/api/v1/timelines/home?limit=40', who)).json() as Json[]).some((st) => st.id === statusId);
 const ahead = (ms: number) => new Date(Date.now() + ms).toISOString();
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { workSettled } from '../helpers/work-settled.ts';
 import { bearer, createApp, registerUser, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { makeAdmin } from '../helpers/admin.ts';
 import { WebClient } from '../helpers/web.ts';
@@ -50,16 +51,8 @@ const follow = async (user: TestUser, handle: string): Promise<Json> => {
   return account;
 };
 const accountByUri = async (uri: string) => (await ours.ctx.db.query(`SELECT * FROM accounts WHERE uri = $1`, [uri])).rows[0] as Json | undefined;
-/** Waits until the work that could still change something has run: Fedify's queue (received activities and their
- * retries), then the job queue (jobs due within a minute, repeating ones aside), then the outbox (rows whose job is
- * yet to be queued) empty. Read in that order, work passed on from one to the next is not missed. */
-const quiet = () => until(async () => {
-  if ((await ours.ctx.federationQueue.getDepth()).queued > 0) return false;
-  const jobs = (await ours.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized']))
-    .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
-  if (jobs.length > 0) return false;
-  return (await ours.ctx.db.query('SELECT count(*)::int AS n FROM outbox')).rows[0].n === 0;
-}, (idle) => idle, 'the queues are empty');
+/** Waits until the work that could still change something has run (test/helpers/work-settled.ts). */
+const quiet = () => until(() => workSettled(ours.ctx, { federation: true }), (idle) => idle, 'the queues are empty');
 
 describe('a local account deleted', () => {
   it('is sent as a signed Delete of its actor to the servers that know it, once per shared inbox; its actor is 410', async () => {

@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp, registerUser, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { workSettled } from '../helpers/work-settled.ts';
 import { loadOrCreateVapidKeys } from '../../services/web-push.ts';
 import { pushableSubscriptionIds } from '../../storage/web-push.ts';
 import { revokeUserTokens } from '../../storage/oauth.ts';
@@ -378,16 +379,10 @@ describe('push delivery', () => {
     return pushesTo(path);
   };
   const latestNotification = async (user: TestUser) => (await s.app.inject({ method: 'GET', url: '/api/v1/notifications?limit=1', headers: bearer(user.token) })).json()[0];
-  /** Waits until no job is left to run (jobs due within a minute, repeating ones aside) and no outbox row waits for
-   * one (read in that order, so that a row whose job is yet to be queued is not missed): every push that was to be
-   * sent has been (a webPush job ends once the push service answered). */
+  /** Waits until every push that was to be sent has been: no job left, no outbox row waiting for one
+   * (test/helpers/work-settled.ts; a webPush job ends once the push service answered). */
   const settle = async () => {
-    const drained = async () => {
-      const jobs = (await s.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized']))
-        .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
-      return jobs.length === 0 && (await s.ctx.db.query('SELECT 1 FROM outbox LIMIT 1')).rowCount === 0;
-    };
-    expect(await eventually(drained, true, 10_000), 'the job queue drained').toBe(true);
+    expect(await eventually(() => workSettled(s.ctx), true, 10_000), 'the job queue drained').toBe(true);
   };
 
   it('keeps one VAPID key, made once', async () => {

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { startSmtp, type ReceivedMail, type TestSmtp } from '../helpers/smtp.ts';
 import { bearer, createApp, type RegisteredApp } from '../helpers/oauth.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { workSettled } from '../helpers/work-settled.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { transaction } from '../../storage/db.ts';
 import { insertAccessToken, hashSecret } from '../../storage/oauth.ts';
@@ -48,13 +49,8 @@ async function send(mail: Mail): Promise<OutboxRow> {
 }
 
 const outboxRow = async (id: string) => (await s.ctx.db.query('SELECT 1 FROM outbox WHERE id = $1', [id])).rowCount;
-/** True once no job is left to run (jobs due within a minute, repeating ones aside) and no outbox row waits for one
- * (read in that order, so that a row whose job is yet to be queued is not missed): no mail can go out any more. */
-const drained = async () => {
-  const jobs = (await s.ctx.jobs.fanout.getJobs(['waiting', 'active', 'delayed', 'prioritized']))
-    .filter((j) => j && !j.repeatJobKey && j.timestamp + (j.delay ?? 0) < Date.now() + 60_000);
-  return jobs.length === 0 && (await s.ctx.db.query('SELECT 1 FROM outbox LIMIT 1')).rowCount === 0;
-};
+/** True once no job is left to run and no outbox row waits for one (test/helpers/work-settled.ts): no mail can go out any more. */
+const drained = () => workSettled(s.ctx);
 const to = (address: string, subject?: RegExp) => (m: ReceivedMail) => m.envelopeTo.includes(address) && (!subject || subject.test(m.subject));
 const mailsTo = (address: string) => smtp.messages.filter((m) => m.envelopeTo.includes(address));
 

@@ -93,16 +93,21 @@ export function resetPeakRss(pid: number): boolean {
   }
 }
 
-/** Samples a process's VmRSS (MB) every second until `stop`, which returns the samples (issue 32: RSS sampled each second). */
-export function sampleRss(pid: number): { stop: () => number[] } {
-  const samples: number[] = [];
-  const take = () => {
+/** A process's resident memory now (VmRSS), in MB; NaN once it has exited. */
+export function rssMb(pid: number): number {
+  try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    if (m) samples.push(Math.round(Number(m[1]) / 1024));
-  };
-  take();
-  const timer = setInterval(take, 1000);
-  return { stop: () => (clearInterval(timer), take(), samples) };
+    return m ? Math.round(Number(m[1]) / 1024) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Samples a process's VmRSS (MB) every second (issue 32's bound) into `samples` until `stop`, which returns them. */
+export function sampleRss(pid: number): { samples: number[]; stop: () => number[] } {
+  const samples = [rssMb(pid)];
+  const timer = setInterval(() => samples.push(rssMb(pid)), 1000);
+  return { samples, stop: () => (clearInterval(timer), samples.push(rssMb(pid)), samples) };
 }
 
 /** A process's peak resident memory (VmHWM), in MB. */

@@ -268,7 +268,7 @@ async function main() {
     // Part 2 alone: the warm-up's jobs (fan-out, link cards) end before it starts, as part 1's pause lets them otherwise.
     if (fanOutOnly) await sleep(5000);
     const fanCpuBefore = await cpuMs(server.pid!, redis);
-    const setUpPeak = peakRssMb(server.pid!); // registrations' password hashing included
+    const peakBefore = peakRssMb(server.pid!); // alone (BENCH_POSTING_FANOUT=1): set-up's, password hashing included
     const rss = sampleRss(server.pid!);
     const fanned = await postAll(tokens, SECONDS);
     const stopped = performance.now();
@@ -315,7 +315,7 @@ async function main() {
     }
     const fanCpuAfter = await cpuMs(server.pid!, redis);
     const rssSamples = rss.stop();
-    const rssReport = `  server VmRSS sampled every second while posting and catching up: highest ${Math.max(...rssSamples)} MB (target <= 200), last ${rssSamples.at(-1)} MB; VmHWM before this part, set-up's password hashing included: ${setUpPeak} MB`;
+    const rssReport = `  server VmRSS sampled every second while posting and catching up: highest ${Math.max(...rssSamples)} MB (target <= 200), last ${rssSamples.at(-1)} MB; VmHWM before this part ${peakBefore} MB${fanOutOnly ? ' (set-up, password hashing included)' : ''}`;
     const jobTrouble = await failedJobs(redis, config.redisPrefix);
     const redisReport = process.env.BENCH_REDIS_COMMANDS ? redisCommandStats(await redis.info('commandstats'), posted.length) : '';
     const fanStatementReport = statements ? await statements.report(posted.length) : '';

@@ -27,7 +27,7 @@ import autocannonUntyped from 'autocannon';
 import { Redis } from 'ioredis';
 import { dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
-import { accountMaker, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { accountMaker, benchSettings, cleanUpBench, rssMb, startServer, waitHealthy } from './common.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = 10;
@@ -74,16 +74,6 @@ function gtsPid(): number {
   if (process.env.GTS_PID) return Number(process.env.GTS_PID);
   const found = execSync(`pgrep -f '[g]otosocial.*server start' || true`, { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
   return found.length > 0 ? Number(found[0]) : NaN;
-}
-
-/** A process's resident memory now (VmRSS), in MB. */
-function rssMb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 /**

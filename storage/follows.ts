@@ -203,10 +203,6 @@ export async function countFollowRequests(db: Queryable, targetId: string): Prom
   return Number(rows[0]!.n);
 }
 
-/** Local followers of an account, a batch at a time in follow order (keyset paging, so any number can be walked). */
-// Not a named (prepared) statement, though it runs once per post: after five runs PostgreSQL may settle on a
-// generic plan that walks follows by id and filters on the target, and on a skewed table (one author with most of
-// the follows) that took a 10,000-follower fan-out from 0.3 s to 7 s. Planned each time, it uses follows_target.
 /** A local follower of an account, as a fan-out reads them. */
 export interface LocalFollower {
   followId: string;
@@ -214,9 +210,14 @@ export interface LocalFollower {
   showReblogs: boolean;
 }
 
+/** Local followers of an account, a batch at a time in follow order (keyset paging, so any number can be walked). */
 export async function localFollowersBatch(db: Queryable, accountId: string, afterFollowId: string, limit: number): Promise<LocalFollower[]> {
-  // Named: run for every post, it is planned once per connection. follower_local: no join to accounts (migration
-  // 1766690000000), the batch read from one index.
+  // follower_local (migration 1766690000000): no join to accounts, the batch read from the partial index
+  // follows_target_local, which matches its filter and its order. Named, so planned once per connection: the
+  // generic plan PostgreSQL settles on after five runs is that index too. (With the join it was not: a generic plan
+  // walked follows by id and filtered on the target, and an author with most of a skewed table's follows took a
+  // 10,000-follower fan-out from 0.3 s to 7 s; checked again on such a table in session 16.) The fan-out's first
+  // batch comes with its status (storage/statuses.ts findStatusForFanOut); this reads the later ones.
   const { rows } = await db.query<{ id: string; account_id: string; show_reblogs: boolean }>({
     name: 'local-followers-batch',
     text: `SELECT id, account_id, show_reblogs FROM follows

@@ -15,6 +15,13 @@ export const bullQueueName = (name: string): string => `{${name}}`;
 export const queueLabel = (bullName: string): string => bullName.replace(/^\{(.*)\}$/, '$1');
 
 export const FANOUT_QUEUE = bullQueueName('fanout');
+/**
+ * Work that fetches from other sites and may wait on them (a link's preview card: up to 10 s a fetch), as on
+ * Mastodon's `pull` queue: a queue of its own with few workers of its own, so that slow sites never hold the worker
+ * slots that fan-out and deliveries need. On one queue with fan-out, a burst of posts linking to a page whose host
+ * did not answer took all 16 slots for seconds, and every post's fan-out waited behind them (issue 32).
+ */
+export const PULL_QUEUE = bullQueueName('pull');
 
 export type FanoutJob =
   /** `edit`: the status was edited; streams that had it are told (`status.update`), feeds stay as they are. */
@@ -74,13 +81,9 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
  */
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
-/**
- * Jobs that may wait while others are waiting: a link's preview card (a fetch from another site, up to 10 s, that
- * holds a worker's slot all along) is taken only when no fan-out or delivery waits, as Mastodon runs its link crawls
- * on the `pull` queue, behind `default`. BullMQ takes every job without a priority before any with one.
- */
-const BACKGROUND_KINDS = new Set(['fetchLinkCard']);
-export const BACKGROUND_PRIORITY = 10;
+/** The kinds of job that go on the pull queue (PULL_QUEUE); every other kind goes on the fan-out queue. */
+const PULL_KINDS = new Set(['fetchLinkCard']);
+export const queueOfKind = (kind: string): 'fanout' | 'pull' => (PULL_KINDS.has(kind) ? 'pull' : 'fanout');
 
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
 function outboxJob(row: OutboxRow) {
@@ -92,7 +95,6 @@ function outboxJob(row: OutboxRow) {
     opts: {
       jobId: `outbox-${row.id}`,
       ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
-      ...(BACKGROUND_KINDS.has(row.kind) ? { priority: BACKGROUND_PRIORITY } : {}),
       ...(row.kind === 'sendMail' ? MAIL_RETRIES : { attempts: 10, backoff: { type: 'exponential' as const, delay: 1000 } }),
       removeOnComplete: true,
       removeOnFail: 1000,
@@ -103,12 +105,16 @@ function outboxJob(row: OutboxRow) {
 /** The queues this process puts work on. Job payloads carry ids, never rows. */
 export class JobQueues {
   readonly fanout: Queue;
+  /** Fetches from other sites (PULL_QUEUE). */
+  readonly pull: Queue;
   private readonly connection: RedisClient;
 
   constructor(target: string | RedisTarget, prefix: string) {
     this.connection = producerConnection(target);
     this.fanout = new Queue(FANOUT_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
-    this.fanout.on('error', () => {}); // Redis away: adds fail (and are swept again from the outbox); it reconnects
+    this.pull = new Queue(PULL_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
+    // Redis away: adds fail (and are swept again from the outbox); it reconnects
+    for (const queue of [this.fanout, this.pull]) queue.on('error', () => {});
   }
 
   /**
@@ -118,13 +124,18 @@ export class JobQueues {
    */
   async enqueue(row: OutboxRow): Promise<void> {
     const job = outboxJob(row);
-    await this.fanout.add(job.name, job.data, job.opts);
+    await this[queueOfKind(row.kind)].add(job.name, job.data, job.opts);
   }
 
-  /** Queues several outbox rows' jobs in one round trip (a post's fan-out and delivery). */
+  /** Queues several outbox rows' jobs, each queue's in one round trip (a post's fan-out, delivery and link card). */
   async enqueueMany(rows: OutboxRow[]): Promise<void> {
-    if (rows.length === 1) return this.enqueue(rows[0]!);
-    if (rows.length > 1) await this.fanout.addBulk(rows.map(outboxJob));
+    if (rows.length <= 1) return rows[0] ? this.enqueue(rows[0]) : undefined;
+    const pull = rows.filter((r) => queueOfKind(r.kind) === 'pull');
+    const fanout = pull.length === 0 ? rows : rows.filter((r) => queueOfKind(r.kind) === 'fanout');
+    await Promise.all([
+      fanout.length > 0 && this.fanout.addBulk(fanout.map(outboxJob)),
+      pull.length > 0 && this.pull.addBulk(pull.map(outboxJob)),
+    ]);
   }
 
   /** The repeating jobs: the clean-up of abandoned uploads, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
@@ -134,7 +145,7 @@ export class JobQueues {
   }
 
   async close(): Promise<void> {
-    await this.fanout.close();
+    await Promise.all([this.fanout.close(), this.pull.close()]);
     this.connection.disconnect();
   }
 }

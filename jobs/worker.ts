@@ -2,7 +2,7 @@ import { Worker, type Job } from 'bullmq';
 import { countJobOutcomes } from '../services/metrics.ts';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
-import { FANOUT_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
+import { FANOUT_QUEUE, PULL_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
 import { JOB_QUERY_TIMEOUT_MS, withStatementTimeout } from '../storage/db.ts';
@@ -17,6 +17,8 @@ import { closeMailTransport, sendMailJob } from './mail.ts';
 
 /** Jobs this process runs at once. */
 const CONCURRENCY = 16;
+/** Fetches from other sites (the pull queue, jobs/queues.ts) this process runs at once, beside those. */
+const PULL_CONCURRENCY = 4;
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
 const SWEEP_AFTER_MS = 10_000;
@@ -26,6 +28,15 @@ export interface Workers {
   /** Queues every outbox row older than `olderThanMs` again (also run at start). */
   sweep(olderThanMs?: number): Promise<number>;
 }
+
+/**
+ * A worker that dies mid-job (SIGKILL, a lost machine) holds its jobs' locks until they expire: 5 s locks, renewed
+ * every 2.5 s while a job runs, and a check for expired ones every 2 s bring such a job back within ~7 s rather
+ * than BullMQ's default of up to a minute. A job stalled twice (killed twice) fails and is kept for inspection.
+ */
+const WORKER_OPTIONS = (ctx: AppContext) => ({
+  prefix: `${ctx.config.redisPrefix}bull`, lockDuration: 5_000, stalledInterval: 2_000, maxStalledCount: 2,
+});
 
 /** Starts this process's job workers and the outbox sweeper. */
 export function startWorkers(ctx: AppContext): Workers {
@@ -46,14 +57,15 @@ export function startWorkers(ctx: AppContext): Workers {
         ctx.jobBacklog.finished();
       }
     },
-    {
-      connection, prefix: `${ctx.config.redisPrefix}bull`, concurrency: CONCURRENCY,
-      // A worker that dies mid-job (SIGKILL, a lost machine) holds its jobs' locks until they expire: 5 s locks, renewed
-      // every 2.5 s while a job runs, and a check for expired ones every 2 s bring such a job back within ~7 s rather
-      // than BullMQ's default of up to a minute. A job stalled twice (killed twice) fails and is kept for inspection.
-      lockDuration: 5_000, stalledInterval: 2_000, maxStalledCount: 2,
-    },
+    { connection, concurrency: CONCURRENCY, ...WORKER_OPTIONS(ctx) },
   );
+  // The pull queue's jobs wait on other sites: their own few slots, and they say nothing of how far behind fan-out is.
+  const pullWorker = new Worker<FanoutJob>(
+    PULL_QUEUE,
+    (job: Job<FanoutJob>) => withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job)),
+    { connection, concurrency: PULL_CONCURRENCY, ...WORKER_OPTIONS(ctx) },
+  );
+  const workers = [worker, pullWorker];
   ctx.jobBacklog.setWorking(true);
   async function runJob(job: Job<FanoutJob>): Promise<void> {
     const data = job.data;
@@ -83,12 +95,14 @@ export function startWorkers(ctx: AppContext): Workers {
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });
   // Connection trouble: BullMQ reconnects, and the outage is logged once by storage/dependencies.ts, not here on
   // every attempt. Failed jobs are retried with backoff and kept for inspection.
-  worker.on('error', (err) => {
-    if (!ctx.dependencies.explains(err)) log.warn({ err }, 'job worker error');
-  });
-  worker.on('failed', (job, err) => {
-    if (!ctx.dependencies.explains(err)) log.warn({ err, job: job?.name, id: job?.id, attempts: job?.attemptsMade }, 'job failed');
-  });
+  for (const w of workers) {
+    w.on('error', (err) => {
+      if (!ctx.dependencies.explains(err)) log.warn({ err }, 'job worker error');
+    });
+    w.on('failed', (job, err) => {
+      if (!ctx.dependencies.explains(err)) log.warn({ err, job: job?.name, id: job?.id, attempts: job?.attemptsMade }, 'job failed');
+    });
+  }
   // While PostgreSQL or Redis is away no job is taken (each would fail and spend one of its attempts); the jobs
   // running finish or fail and are retried. Once both are back, outbox rows whose jobs Redis may have lost (it
   // came back empty) are queued again: a job still queued keeps its id, so none runs twice.
@@ -96,12 +110,12 @@ export function startWorkers(ctx: AppContext): Workers {
     if (worker.closing) return stopWatching();
     ctx.jobBacklog.setWorking(ctx.dependencies.allUp);
     if (ctx.dependencies.allUp) {
-      void worker.resume();
+      for (const w of workers) w.resume();
       void sweep(0).catch(() => {});
       // A Redis back empty lost the schedule of repeating jobs too.
       void ctx.jobs.scheduleRepeating().catch(() => {});
     } else {
-      void worker.pause(true).catch(() => {});
+      for (const w of workers) void w.pause(true).catch(() => {});
     }
   };
   const stopWatching = ctx.dependencies.onChange(onDependency);
@@ -128,8 +142,9 @@ export function startWorkers(ctx: AppContext): Workers {
       await ctx.federation.processQueuedTask(ctx, message as Parameters<typeof ctx.federation.processQueuedTask>[1]);
     }, { signal: federationStop.signal })
     .catch((err: unknown) => log.error({ err }, 'federation queue stopped'));
-  // Outcomes of the fan-out queue's jobs, for GET /metrics (the federation queue counts its own).
+  // Outcomes of the fan-out and pull queues' jobs, for GET /metrics (the federation queue counts its own).
   countJobOutcomes(ctx, worker, queueLabel(FANOUT_QUEUE));
+  countJobOutcomes(ctx, pullWorker, queueLabel(PULL_QUEUE));
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();
 
@@ -139,7 +154,7 @@ export function startWorkers(ctx: AppContext): Workers {
       clearInterval(timer);
       federationStop.abort();
       ctx.jobBacklog.setWorking(false);
-      await worker.close();
+      await Promise.all(workers.map((w) => w.close()));
       await closeMailTransport(ctx);
       connection.disconnect();
     },

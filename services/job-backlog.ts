@@ -8,6 +8,12 @@
  * while the worker is behind: the posting rate settles at what fan-out sustains, and a post reaches its followers'
  * homes within about `BEHIND_MS` of being accepted.
  *
+ * Held posts go in first come, first served, one for each job the worker finishes (its work making room for theirs;
+ * fewer when it is far behind), and all at once when it has caught up. Letting them all in only once it had caught up made every held post wait
+ * about as long as the longest hold under a sustained burst, while those that came between two holds waited for
+ * nothing: a p99 of 2 s beside a p50 of 80 ms (issue 32). Paced this way, each waits for its turn, about as long as
+ * the others.
+ *
  * "Behind" is measured on the worker's own jobs, without asking Redis: how long the latest job it took had waited in
  * the queue. That figure holds only while the worker is making progress (it took or finished a job lately): one that
  * has done nothing for a while has either an empty queue or jobs stuck on PostgreSQL or Redis, and holding posts back
@@ -16,7 +22,7 @@
  */
 
 /** The queue wait over which the worker counts as behind. */
-export const BEHIND_MS = 1_000;
+export const BEHIND_MS = 250;
 
 /** How long the latest job's wait stands for the queue after the worker's last progress. */
 const FRESH_MS = 500;
@@ -29,7 +35,10 @@ export class JobBacklog {
   private working = false;
   private lastWaitMs = 0;
   private lastProgressAt = 0;
+  /** Held posts' releases, in the order the posts came (a Set keeps insertion order). */
   private readonly held = new Set<() => void>();
+  /** Held posts owed by the jobs finished meanwhile (see `finished`), less than one. */
+  private credit = 0;
   private recheck: NodeJS.Timeout | null = null;
 
   constructor(maxHoldMs: number) {
@@ -52,9 +61,18 @@ export class JobBacklog {
     this.release();
   }
 
+  /**
+   * The worker finished a job. While it is still behind, held posts go in, the one held longest first: one for each
+   * job finished while the latest wait is at most twice BEHIND_MS, fewer the further behind it is (one for every
+   * four jobs at 2 s), so that a backlog left by a burst drains rather than staying at its height.
+   */
   finished(): void {
     this.lastProgressAt = Date.now();
-    this.release();
+    if (!this.behind) return this.release();
+    this.credit = Math.min(1, this.credit + Math.min(1, (2 * BEHIND_MS) / this.lastWaitMs));
+    if (this.credit < 1 || this.held.size === 0) return;
+    this.credit -= 1;
+    this.held.values().next().value!();
   }
 
   get behind(): boolean {

@@ -129,11 +129,13 @@ export class Metrics {
     this.depthGauge ??= new Gauge({ name: 'fedi_queue_jobs', help: 'Jobs in each BullMQ queue, by state', labelNames: ['queue', 'state'], registers: [this.registry] });
     const gauge = this.depthGauge;
     gauge.reset();
-    const [fanout, federation] = await Promise.all([
+    const [fanout, pull, federation] = await Promise.all([
       this.app.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
+      this.app.jobs.pull.getJobCounts('waiting', 'active', 'delayed', 'failed'),
       this.app.federationQueue.getDepth(),
     ]);
     for (const [state, n] of Object.entries(fanout)) gauge.set({ queue: 'fanout', state }, n);
+    for (const [state, n] of Object.entries(pull)) gauge.set({ queue: 'pull', state }, n);
     gauge.set({ queue: 'federation', state: 'ready' }, federation.ready ?? 0);
     gauge.set({ queue: 'federation', state: 'delayed' }, federation.delayed ?? 0);
     gauge.set({ queue: 'federation', state: 'queued' }, federation.queued);

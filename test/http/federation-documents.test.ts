@@ -252,7 +252,7 @@ describe('operators', () => {
     await s.ctx.db.query('UPDATE users SET admin = true WHERE account_id = $1', [admin.id]);
     const res = await get('/admin/queues', bearer(admin.token));
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ fanout: { waiting: expect.any(Number), failed: expect.any(Number) }, federation: { queued: expect.any(Number) } });
+    expect(res.json()).toMatchObject({ fanout: { waiting: expect.any(Number), failed: expect.any(Number) }, pull: { waiting: expect.any(Number), active: expect.any(Number), recent_failures: [] }, federation: { queued: expect.any(Number) } });
     expect((await get('/admin/queues', bearer(plain.token))).statusCode).toBe(403);
     expect((await get('/admin/queues', bearer(ida.token))).statusCode).toBe(403); // no admin:read scope
     expect((await get('/admin/queues')).statusCode).toBe(401);

@@ -18,13 +18,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Plays a worker that keeps taking jobs which each waited 5 s in the queue: it makes progress, and stays behind.
+ * `finishing: false`: its jobs are slow, none finishes meanwhile (each finished one lets a held post in).
  * Returns what stops it.
  */
-function keepBehind(backlog: TestServer['ctx']['jobBacklog']): () => void {
+function keepBehind(backlog: TestServer['ctx']['jobBacklog'], { finishing = true } = {}): () => void {
   backlog.setWorking(true);
   const work = () => {
     backlog.started(Date.now() - 5_000, true);
-    backlog.finished();
+    if (finishing) backlog.finished();
   };
   work();
   const busy = setInterval(work, 50);
@@ -75,8 +76,43 @@ describe('posting while the job worker is behind', () => {
     expect(s.ctx.jobBacklog.behind).toBe(false);
   });
 
+  it('lets held posts in as the worker finishes jobs, first come first served, and the rest once it has caught up', async () => {
+    s.ctx.jobBacklog.setWorking(true);
+    // A job that waited 400 ms (behind, by less than twice the mark): one held post goes in for each job finished.
+    s.ctx.jobBacklog.started(Date.now() - 400, true);
+    expect(s.ctx.jobBacklog.behind).toBe(true);
+    const posts = [posting('first held'), posting('second held'), posting('third held'), posting('fourth held')];
+    const answered = () => posts.map((p) => p.state.answered);
+    // The posts reached the hold (nothing answered, and nothing written, while nothing finishes).
+    await sleep(300);
+    expect(answered()).toEqual([false, false, false, false]);
+    s.ctx.jobBacklog.finished();
+    const first = await posts[0]!.done;
+    expect(first.statusCode, first.body).toBe(200);
+    await sleep(200);
+    expect(answered()).toEqual([true, false, false, false]);
+    s.ctx.jobBacklog.finished();
+    expect((await posts[1]!.done).statusCode).toBe(200);
+    // Further behind (a job that waited 2 s): one post for every four jobs finished, so that the backlog drains.
+    s.ctx.jobBacklog.started(Date.now() - 2_000, true);
+    for (let i = 0; i < 3; i++) s.ctx.jobBacklog.finished();
+    await sleep(200);
+    expect(answered()).toEqual([true, true, false, false]);
+    s.ctx.jobBacklog.finished();
+    expect((await posts[2]!.done).statusCode).toBe(200);
+    expect(posts[3]!.state.answered).toBe(false);
+    // Caught up: the rest go in.
+    s.ctx.jobBacklog.started(Date.now() - 10, true);
+    expect((await posts[3]!.done).statusCode).toBe(200);
+    const made = await Promise.all(posts.map(async (p) => (await p.done).json<{ id: string; content: string }>()));
+    // Written in the order they came.
+    expect(made.map((t) => t.content)).toEqual(['<p>first held</p>', '<p>second held</p>', '<p>third held</p>', '<p>fourth held</p>']);
+    const ids = made.map((t) => BigInt(t.id));
+    expect(ids.every((id, i) => i === 0 || ids[i - 1]! < id)).toBe(true);
+  });
+
   it('is accepted anyway after the longest hold', async () => {
-    const stop = keepBehind(s.ctx.jobBacklog);
+    const stop = keepBehind(s.ctx.jobBacklog, { finishing: false });
     try {
       const sent = performance.now();
       const held = posting('held for the longest');

@@ -8,7 +8,6 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { LINK_CARD_LIMITS, fetchLinkCard, joinedLinkCardFetches } from '../../jobs/link-cards.ts';
-import { BACKGROUND_PRIORITY } from '../../jobs/queues.ts';
 import { firstCardLink, pageEncoding, parsePage } from '../../services/preview-cards.ts';
 import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
@@ -186,17 +185,30 @@ describe('link preview cards', () => {
     expect(requests.get('/held-shared')).toBe(1);
   });
 
-  it('runs the job behind fan-out and deliveries (a priority: BullMQ takes jobs without one first)', async () => {
-    const st = await post(amy, `low ${base}/held-priority`);
+  it('runs on a queue of its own, a few fetches at a time: pages that hang hold none of the slots fan-out needs', async () => {
+    const links = [1, 2, 3, 4, 5, 6].map((n) => `${base}/held-pull-${n}`);
+    const linked = [];
+    for (const link of links) linked.push(await post(amy, `pulled ${link}`));
+    const heldNow = () => links.filter((l) => requests.has(new URL(l).pathname)).length;
     try {
-      expect(await eventually(async () => requests.get('/held-priority') ?? 0, 1, 8000)).toBe(1);
-      const { rows } = await s.ctx.db.query(`SELECT id::text FROM outbox WHERE kind = 'fetchLinkCard' AND payload->>'statusId' = $1`, [st.id]);
-      const job = await s.ctx.jobs.fanout.getJob(`outbox-${rows[0].id}`);
-      expect(job?.opts.priority).toBe(BACKGROUND_PRIORITY);
+      // Four fetches at once (the pull queue's slots in this process), the other two waiting for one to end.
+      expect(await eventually(async () => heldNow(), 4, 8000)).toBe(4);
+      const { rows } = await s.ctx.db.query(`SELECT id::text FROM outbox WHERE kind = 'fetchLinkCard' AND payload->>'statusId' = $1`, [linked[0]!.id]);
+      expect(await s.ctx.jobs.pull.getJob(`outbox-${rows[0].id}`)).toBeTruthy();
+      expect(await s.ctx.jobs.fanout.getJob(`outbox-${rows[0].id}`)).toBeFalsy();
+      // Meanwhile a new post is fanned out (its outbox row goes when its job has run) and its followers see it.
+      const later = await post(amy, 'posted while the pages hang');
+      const fanOutLeft = async () => (await s.ctx.db.query(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'fanOutStatus' AND payload->>'statusId' = $1`, [later.id])).rows[0].n;
+      expect(await eventually(fanOutLeft, 0, 8000)).toBe(0);
+      expect(heldNow()).toBe(4);
     } finally {
-      for (const answer of held.splice(0)) answer();
+      // Every page answered, those asked for later too (for at most 8 s).
+      for (let i = 0; i < 400 && (heldNow() < links.length || held.length > 0); i++) {
+        for (const answer of held.splice(0)) answer();
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
-    expect(await cardEventually(st.id)).toBe(true);
+    for (const st of linked) expect(await cardEventually(st.id)).toBe(true);
   });
 
   it('stores one card per URL and tells the streams of the new card (status.update)', async () => {

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
+import { signRequest } from '@fedify/fedify';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { workSettled } from '../helpers/work-settled.ts';
 import { freePort } from '../helpers/listen.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
+import { rsaKeyPair, startStrictPeer, type RsaKeyPair, type StrictPeer } from '../helpers/strict-peer.ts';
 import { healthOf } from '../../federation/health.ts';
 import { listServerHealth } from '../../storage/federation-health.ts';
 
@@ -52,7 +52,7 @@ let alice: TestUser;
 let admin: TestUser;
 // Keys made while our server starts: the peer's actors, and a key pair of an actor the peer does not serve.
 let gus: string, stranger: string;
-let ghostKey: Awaited<ReturnType<typeof generateCryptoKeyPair>>;
+let ghostKey: RsaKeyPair;
 
 beforeAll(async () => {
   // Logs at info, as in production, so that any warning the scenario causes is seen.
@@ -61,7 +61,7 @@ beforeAll(async () => {
     [gus, stranger] = await Promise.all([p.addActor('gus'), p.addActor('stranger')]);
     return p;
   };
-  [ours, peer, ghostKey] = await Promise.all([startHttpsInstance({ LOG_LEVEL: 'info', METRICS_TOKEN: 'scrape-token-0123456789' }), peerWithActors(), generateCryptoKeyPair('RSASSA-PKCS1-v1_5')]);
+  [ours, peer, ghostKey] = await Promise.all([startHttpsInstance({ LOG_LEVEL: 'info', METRICS_TOKEN: 'scrape-token-0123456789' }), peerWithActors(), rsaKeyPair()]);
   const client = await createApp(ours.app, 'read write follow push admin:read');
   [alice, admin] = await Promise.all([registerUser(ours.app, client, 'alice', 'read write admin:read'), registerUser(ours.app, client, 'ozzie', 'read admin:read')]);
   // Made an administrator before its token is first used (the token cache would otherwise hold the old answer).
@@ -184,6 +184,7 @@ describe('browsers and the operators', () => {
     expect(byAdmin.headers['content-type']).toContain('text/plain');
     expect(byAdmin.body).toMatch(/fedi_http_requests_total\{method="GET",route="\/users\/:username",status="302"\} [1-9]/);
     expect(byAdmin.body).toMatch(/fedi_queue_jobs\{queue="fanout",state="waiting"\} \d+/);
+    expect(byAdmin.body).toMatch(/fedi_queue_jobs\{queue="pull",state="waiting"\} \d+/);
     expect(byAdmin.body).toMatch(/fedi_home_page_cache_hit_ratio \d/);
   });
 });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
-import { generateCryptoKeyPair, signRequest } from '@fedify/fedify';
+import { signRequest } from '@fedify/fedify';
+import { rsaKeyPair } from '../helpers/strict-peer.ts';
 import { Temporal } from '@js-temporal/polyfill';
 import { findStatusByUri } from '../../storage/statuses.ts';
 import sharp from 'sharp';
@@ -233,7 +234,7 @@ describe('inbox security', () => {
     await expect401('forged body', new Request(signed.url, { method: 'POST', headers: signed.headers, body: tampered }), forged.note);
 
     const wrongKey = createByBob();
-    const otherKey = (await generateCryptoKeyPair('RSASSA-PKCS1-v1_5')).privateKey;
+    const otherKey = (await rsaKeyPair()).privateKey;
     await expect401('wrong key', await signRequest(inboxRequest(wrongKey.body), otherKey, keyId(), { spec: 'draft-cavage-http-signatures-12' }), wrongKey.note);
 
     const stale = createByBob();

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
-import { startStrictPeer, type PeerDelivery, type StrictPeer } from '../helpers/strict-peer.ts';
-import { exportSpki, generateCryptoKeyPair, signRequest } from '@fedify/fedify';
+import { rsaKeyPair, startStrictPeer, type RsaKeyPair, type PeerDelivery, type StrictPeer } from '../helpers/strict-peer.ts';
+import { exportSpki, signRequest } from '@fedify/fedify';
 
 // Our server (in authorized-fetch mode) against a peer that behaves like GoToSocial and snac: it answers 401 to
 // unsigned GETs, takes deliveries with 202 and checks them afterwards (draft-cavage only), and serves its keys as
@@ -14,7 +14,7 @@ let alice: TestUser;
 let gus: string; // an actor on the peer
 let hal: string; // another, known to us only through a boost
 let stranger: StrictPeer; // a server none of whose actors follows alice, with its actor eve
-let looseKey: Awaited<ReturnType<typeof generateCryptoKeyPair>>; // a key pair no actor lists
+let looseKey: RsaKeyPair; // a key pair no actor lists
 const AS = 'https://www.w3.org/ns/activitystreams';
 
 beforeAll(async () => {
@@ -24,7 +24,7 @@ beforeAll(async () => {
     return { p, ids: await Promise.all(names.map((n) => p.addActor(n))) };
   };
   let peers: { p: StrictPeer; ids: string[] }[];
-  [ours, looseKey, ...peers] = await Promise.all([startHttpsInstance({ AUTHORIZED_FETCH: 'true' }), generateCryptoKeyPair('RSASSA-PKCS1-v1_5'), peerWithActors('gus', 'hal'), peerWithActors('eve')]);
+  [ours, looseKey, ...peers] = await Promise.all([startHttpsInstance({ AUTHORIZED_FETCH: 'true' }), rsaKeyPair(), peerWithActors('gus', 'hal'), peerWithActors('eve')]);
   peer = peers[0]!.p;
   [gus, hal] = peers[0]!.ids as [string, string];
   stranger = peers[1]!.p;

@@ -38,6 +38,8 @@ describe('two processes sharing PostgreSQL and Redis', () => {
       DATA_DIR: config.dataDir,
       LOCAL_DOMAIN: 'shared.test',
       LOG_LEVEL: 'warn',
+      // The cheap hash of the test servers (test/helpers/server.ts): nothing here tests its strength.
+      PASSWORD_HASH_MEMORY_KIB: '1024', PASSWORD_HASH_TIME_COST: '1',
     };
     // Started together, neither finds the database: both create it and migrate, which must be safe to race.
     procA = startProcess({ ...shared, PORT: String(portA) });

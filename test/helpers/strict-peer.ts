@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { exportSpki, generateCryptoKeyPair, signRequest, verifyRequestDetailed, type HttpMessageSignaturesSpec, type KeyCache } from '@fedify/fedify';
+import { exportSpki, signRequest, type generateCryptoKeyPair, verifyRequestDetailed, type HttpMessageSignaturesSpec, type KeyCache } from '@fedify/fedify';
 import type { CryptographicKey, Multikey } from '@fedify/vocab';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import { freePort } from './listen.ts';
@@ -32,13 +32,27 @@ export interface PeerDelivery { inbox: string; activity: Json; verified: boolean
 /** Outgoing deliveries; status 0 with `error` when it could not be made (e.g. the follower's inbox was not found). */
 export interface PeerSent { inbox: string; activity: Json; status: number; error?: string }
 export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean }
-interface Actor { username: string; type: 'Person' | 'Application'; keys: Awaited<ReturnType<typeof generateCryptoKeyPair>>; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string> }
+interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string> }
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 const CONTEXT = [AS, 'https://w3id.org/security/v1'];
 const AP_TYPE = 'application/activity+json';
 const INSTANCE = 'peer.internal';
 const CAVAGE: HttpMessageSignaturesSpec = 'draft-cavage-http-signatures-12';
+
+export type RsaKeyPair = Awaited<ReturnType<typeof generateCryptoKeyPair>>;
+
+/**
+ * An RSASSA-PKCS1-v1_5 (SHA-256) key pair as Fedify's generateCryptoKeyPair makes it, but 2048-bit as Mastodon's and
+ * GoToSocial's actors' keys are (and ours, federation/keys.ts), not Fedify's 4096: a 4096-bit key takes a CPU-second
+ * or more to make on a busy machine, and suites make dozens.
+ */
+export async function rsaKeyPair(): Promise<RsaKeyPair> {
+  return crypto.subtle.generateKey(
+    { name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' },
+    true, ['sign', 'verify'],
+  );
+}
 
 export async function startStrictPeer(): Promise<StrictPeer> {
   const cert = process.env.TEST_TLS_CERT_FILE, key = process.env.TEST_TLS_KEY_FILE;
@@ -84,7 +98,7 @@ export class StrictPeer {
   followers(username: string): string[] { return [...this.actor(username).followers]; }
 
   async addActor(username: string, { locked = false, autoAccept = true }: PeerActorOptions = {}): Promise<string> {
-    const keys = await generateCryptoKeyPair('RSASSA-PKCS1-v1_5');
+    const keys = await rsaKeyPair();
     const type = username === INSTANCE ? 'Application' : 'Person';
     this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set() });
     return this.actorId(username);

@@ -7,7 +7,7 @@ import { encode as encodeBlurhash } from 'blurhash';
 import type { AppContext } from '../context.ts';
 import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
 import { attachCard, detachCard, findCardByUrl, setCardImage, statusForLinkCard, statusesWithCard, upsertCard, type PreviewCardRow } from '../storage/preview-cards.ts';
-import { firstCardLink, ownHosts, pageEncoding, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
+import { CARD_REFRESH_AFTER_MS, firstCardLink, ownHosts, pageEncoding, parseOEmbed, parsePage, type OEmbedDetails } from '../services/preview-cards.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { loadSharp } from '../services/sharp.ts';
@@ -32,8 +32,6 @@ export const LINK_CARD_LIMITS = {
   redirects: 3,
 };
 
-/** A card is fetched again after this long (Mastodon: two weeks). */
-const REFRESH_AFTER_MS = 14 * 24 * 3600_000;
 /** Mastodon's card image size: at most 400×400, aspect kept. */
 const IMAGE_SIZE = 400;
 const MAX_INPUT_PIXELS = 7680 * 4320;
@@ -360,7 +358,7 @@ export async function fetchLinkCard(ctx: AppContext, statusId: string, log?: Log
   let card = await findCardByUrl(ctx.db, url);
   // A stored card that changes changes the renderings of the statuses already showing it.
   let refreshed = false;
-  if (!card || Date.now() - card.updated_at.getTime() > REFRESH_AFTER_MS) {
+  if (!card || Date.now() - card.updated_at.getTime() > CARD_REFRESH_AFTER_MS) {
     const fetched = await fetchingOnce(url, !withoutImage, () => fetchCard(ctx, url, !withoutImage, log, creatorResolver(ctx)));
     refreshed = !!card && !!fetched;
     // A page that cannot be fetched again keeps the card it had.

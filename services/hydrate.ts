@@ -169,13 +169,13 @@ export class StatusLoader {
   }
 
   /**
-   * A status just posted here, with what its statement wrote (no media, no poll): its first rendering (the POST's
-   * answer) needs no query for it. Cached under version 0, which it has until anything changes it. Its author, as
-   * viewer, knows they have not favourited, boosted, bookmarked or pinned it yet, nor muted its conversation when it
-   * starts one.
+   * A status just posted here, with what its statement wrote (no media, no poll; the stored card it was given, if
+   * any): its first rendering (the POST's answer) needs no query for it. Cached under version 0, which it has until
+   * anything changes it. Its author, as viewer, knows they have not favourited, boosted, bookmarked or pinned it
+   * yet, nor muted its conversation when it starts one.
    */
-  rememberNew(status: StatusRow, mentions: string[], tags: string[]): void {
-    this.statuses.set(status.id, '0', { status, mentions, tags, media: [], poll: null });
+  rememberNew(status: StatusRow, mentions: string[], tags: string[], card: PreviewCardRow | null = null): void {
+    this.statuses.set(status.id, '0', { status, mentions, tags, media: [], poll: null, card });
     if (!status.in_reply_to_id) this.viewers.peek(status.account_id)?.known.add(status.id);
   }
 

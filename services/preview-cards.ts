@@ -18,6 +18,19 @@ export function ownHosts(config: Pick<Config, 'localDomain' | 'publicUrl'>): Set
   return hosts;
 }
 
+/** A stored card is fetched again after this long (Mastodon: two weeks). */
+export const CARD_REFRESH_AFTER_MS = 14 * 24 * 3600_000;
+
+/**
+ * Whether a stored card will do as it is for a status whose author's media we take: fresh, and with its image if its
+ * page named one (an embed has none). Otherwise the link-card job fetches it (again), as Mastodon's
+ * FetchLinkCardService does for a missing, old or imageless card.
+ */
+export function storedCardWillDo(card: { updated_at: Date; image_remote_url: string | null; image_key: string | null; html: string | null } | null, now = Date.now()): boolean {
+  if (!card || now - card.updated_at.getTime() > CARD_REFRESH_AFTER_MS) return false;
+  return !card.image_remote_url || !!card.image_key || !!card.html;
+}
+
 const SKIPPED_CLASSES = /(^|\s)(mention|hashtag|u-url|h-card)(\s|$)/;
 
 /**

@@ -23,7 +23,8 @@ import * as polls from '../storage/polls.ts';
 import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
 import { unavailableDependency } from '../storage/dependencies.ts';
 import type { StatusLoader } from './hydrate.ts';
-import { firstCardLink, ownHosts } from './preview-cards.ts';
+import { firstCardLink, ownHosts, storedCardWillDo } from './preview-cards.ts';
+import { findCardByUrl, type PreviewCardRow } from '../storage/preview-cards.ts';
 import { effectiveQuotePolicy, quotableStatus } from './quotes.ts';
 import * as quotes from '../storage/quotes.ts';
 
@@ -139,6 +140,8 @@ interface PreparedPost {
    * status cache can hold it as written.
    */
   plain: boolean;
+  /** Its link's card, stored already and fresh: attached with it (extras.card), shown in the answer at once. */
+  card: PreviewCardRow | null;
 }
 
 /** What postStatuses answers for each post, in the order given: its status id, or the error that refused it. */
@@ -197,11 +200,18 @@ async function preparePost(deps: StatusDeps, accountId: string, p: PostParams): 
     // Both rows get the status's id from insertPost.
     outbox: [{ kind: 'fanOutStatus', payload: {} }, { kind: 'deliver', payload: { activity: 'Create' }, remoteOnly: true }],
   };
-  // Its link's preview card (jobs/link-cards.ts); none for posts with media, as in Mastodon.
-  if (mediaIds.length === 0 && firstCardLink(content, ownHosts(config))) extras.outbox.push({ kind: 'fetchLinkCard', payload: {} });
+  // Its link's preview card; none for posts with media, as in Mastodon. A card stored for the link already and fresh
+  // is attached with the post (what Mastodon's FetchLinkCardService ends up doing, without the job: a popular link
+  // costs its posts no job and no fetch, and the answer shows the card); otherwise the link-card job fetches it.
+  const link = mediaIds.length === 0 ? firstCardLink(content, ownHosts(config)) : null;
+  const stored = link ? await findCardByUrl(db, link) : null;
+  const card = stored && storedCardWillDo(stored) ? stored : null;
+  if (card) extras.card = { id: card.id, url: link! };
+  else if (link) extras.outbox.push({ kind: 'fetchLinkCard', payload: {} });
   const localMentions = mentioned.filter((a) => a.domain === null);
-  const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0 && !quoted;
-  return { p, mediaIds, parent, quoted, row, extras, localMentions, tags, plain };
+  // A card crediting an account is rendered with that account: such a post is read back rather than cached as written.
+  const plain = mediaIds.length === 0 && !p.poll && !p.scheduledStatusId && localMentions.length === 0 && !quoted && !card?.author_account_id;
+  return { p, mediaIds, parent, quoted, row, extras, localMentions, tags, plain, card };
 }
 
 /**
@@ -244,7 +254,7 @@ async function writePost(deps: StatusDeps, tx: PoolClient, accountId: string, w:
  */
 async function afterPosts(deps: StatusDeps, accountId: string, written: { w: PreparedPost; status: statuses.StatusRow; outbox: OutboxRow[] }[]): Promise<void> {
   for (const { w, status } of written) {
-    if (w.plain) deps.statusLoader?.rememberNew(status, w.extras.mentionIds, w.tags.map((t) => t.toLowerCase()));
+    if (w.plain) deps.statusLoader?.rememberNew(status, w.extras.mentionIds, w.tags.map((t) => t.toLowerCase()), w.card);
   }
   const ids = written.map((x) => x.status.id);
   await Promise.all([

@@ -87,6 +87,8 @@ export interface PostExtras {
    * that a post nobody elsewhere follows queues no delivery job at all.
    */
   outbox: { kind: string; payload: Record<string, unknown>; remoteOnly?: boolean }[];
+  /** A stored card to show at once (its link's), attached in the same statement: no link-card job is queued for it. */
+  card?: { id: string; url: string } | null;
 }
 
 /**
@@ -128,10 +130,14 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
          FROM status, remote, unnest($14::text[], $15::jsonb[], $16::boolean[]) WITH ORDINALITY AS o(kind, payload, remote_only, n)
         WHERE NOT o.remote_only OR remote.audience
        ORDER BY o.n
-       RETURNING id, kind, payload)
+       RETURNING id, kind, payload),
+     carded AS (
+       INSERT INTO preview_cards_statuses (status_id, preview_card_id, url, without_image)
+       SELECT status.id, $18, $19, false FROM status WHERE $18::bigint IS NOT NULL)
      SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id) FROM queued q) AS outbox FROM status`,
     values: [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
-      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true), x.quotePolicy ?? null],
+      x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true), x.quotePolicy ?? null,
+      x.card?.id ?? null, x.card?.url ?? null],
   });
   const row = rows[0];
   if (!row) return null;

@@ -211,17 +211,42 @@ describe('link preview cards', () => {
     for (const st of linked) expect(await cardEventually(st.id)).toBe(true);
   });
 
-  it('stores one card per URL and tells the streams of the new card (status.update)', async () => {
+  it('stores one card per URL: a later post of the link shows it at once, in its answer and its update, with no job or fetch', async () => {
     const sub = new Redis(s.config.redisUrl);
     const seen: Json[] = [];
     await sub.subscribe(s.ctx.events.channelName('timeline:public'));
     sub.on('message', (_c, text) => seen.push(JSON.parse(text)));
     try {
       const st = await post(ben, `again ${base}/article?x=1`);
-      expect(await cardEventually(st.id)).toBe(true);
-      expect(requests.get('/article?x=1')).toBe(1); // stored: not fetched again
+      expectEntity('Status', st);
+      expect(st.card).toMatchObject({ url: `${base}/article?x=1`, title: 'The & Article', description: 'What it is about' });
+      const { rows: jobs } = await s.ctx.db.query(`SELECT 1 FROM outbox WHERE kind = 'fetchLinkCard' AND payload->>'statusId' = $1`, [st.id]);
+      expect(jobs).toHaveLength(0);
       const { rows } = await s.ctx.db.query(`SELECT count(*)::int AS n FROM preview_cards WHERE url = $1`, [`${base}/article?x=1`]);
       expect(rows[0].n).toBe(1);
+      // Its update on the public stream carries it (the view rendered by the fan-out job), and read back it is there.
+      const isUpdate = (m: Json) => m.event === 'update' && m.statusId === st.id;
+      expect(await eventually(async () => seen.some(isUpdate), true, 3000)).toBe(true);
+      expect(JSON.parse(seen.find(isUpdate)!.view).card).toMatchObject({ title: 'The & Article' });
+      expect((await get(`/api/v1/statuses/${st.id}`, ben)).card).toEqual(st.card);
+      expect(requests.get('/article?x=1')).toBe(1); // stored: not fetched again
+    } finally {
+      sub.disconnect();
+    }
+  });
+
+  it('fetches a stored card again once it is two weeks old, and tells the streams of the new one (status.update)', async () => {
+    const url = `${base}/article?x=1`;
+    await s.ctx.db.query(`UPDATE preview_cards SET updated_at = now() - interval '15 days', title = 'Old title' WHERE url = $1`, [url]);
+    const sub = new Redis(s.config.redisUrl);
+    const seen: Json[] = [];
+    await sub.subscribe(s.ctx.events.channelName('timeline:public'));
+    sub.on('message', (_c, text) => seen.push(JSON.parse(text)));
+    try {
+      const st = await post(ben, `stale ${url}`);
+      expect(st.card).toBeNull(); // not the stale one: the job fetches the page
+      expect(await eventually(async () => (await get(`/api/v1/statuses/${st.id}`, ben)).card?.title ?? null, 'The & Article', 8000)).toBe('The & Article');
+      expect(requests.get('/article?x=1')).toBe(2);
       expect(await eventually(async () => seen.some((m) => m.event === 'status.update' && m.statusId === st.id), true, 3000)).toBe(true);
     } finally {
       sub.disconnect();

@@ -19,6 +19,8 @@ import { closeMailTransport, sendMailJob } from './mail.ts';
 const CONCURRENCY = 16;
 /** Fetches from other sites (the pull queue, jobs/queues.ts) this process runs at once, beside those. */
 const PULL_CONCURRENCY = 4;
+/** The longest a pull job waits for fan-out to catch up before it runs anyway. */
+const PULL_DEFER_MS = 30_000;
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */
 const SWEEP_EVERY_MS = 30_000;
 const SWEEP_AFTER_MS = 10_000;
@@ -60,9 +62,13 @@ export function startWorkers(ctx: AppContext): Workers {
     { connection, concurrency: CONCURRENCY, ...WORKER_OPTIONS(ctx) },
   );
   // The pull queue's jobs wait on other sites: their own few slots, and they say nothing of how far behind fan-out is.
+  // While fan-out is behind, a taken one waits (up to PULL_DEFER_MS) for it to catch up, its slot its own.
   const pullWorker = new Worker<FanoutJob>(
     PULL_QUEUE,
-    (job: Job<FanoutJob>) => withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job)),
+    async (job: Job<FanoutJob>) => {
+      await ctx.jobBacklog.caughtUp(PULL_DEFER_MS);
+      await withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job));
+    },
     { connection, concurrency: PULL_CONCURRENCY, ...WORKER_OPTIONS(ctx) },
   );
   const workers = [worker, pullWorker];

@@ -39,6 +39,8 @@ export class JobBacklog {
   private readonly held = new Set<() => void>();
   /** Held posts owed by the jobs finished meanwhile (see `finished`), less than one. */
   private credit = 0;
+  /** Background jobs waiting for the worker to catch up (`caughtUp`). */
+  private readonly deferred = new Set<() => void>();
   private recheck: NodeJS.Timeout | null = null;
 
   constructor(maxHoldMs: number) {
@@ -79,28 +81,42 @@ export class JobBacklog {
     return this.working && this.lastWaitMs > BEHIND_MS && Date.now() - this.lastProgressAt < FRESH_MS;
   }
 
-  /** Resolves at once unless the worker is behind; then once it has caught up, or after the longest hold. */
+  /** Resolves at once unless the worker is behind; then when its turn comes or it has caught up, or after the longest hold. */
   admit(): Promise<void> {
     if (this.maxHoldMs === 0 || !this.behind) return Promise.resolve();
+    return this.wait(this.held, this.maxHoldMs);
+  }
+
+  /**
+   * For background work (the pull queue's fetches, jobs/worker.ts): resolves at once unless the worker is behind;
+   * then once it has caught up, or after `maxWaitMs`. Such work runs in slots of its own, but on the same cores: a
+   * burst's fan-out goes first, as when it was taken only after every fan-out job.
+   */
+  caughtUp(maxWaitMs: number): Promise<void> {
+    if (!this.behind) return Promise.resolve();
+    return this.wait(this.deferred, maxWaitMs);
+  }
+
+  private wait(waiting: Set<() => void>, maxWaitMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.held.delete(done);
-        if (this.held.size === 0 && this.recheck) {
+        waiting.delete(done);
+        if (this.held.size === 0 && this.deferred.size === 0 && this.recheck) {
           clearInterval(this.recheck);
           this.recheck = null;
         }
         resolve();
       };
-      const timer = setTimeout(done, this.maxHoldMs);
-      this.held.add(done);
+      const timer = setTimeout(done, maxWaitMs);
+      waiting.add(done);
       // The figure also goes stale with time alone (nothing taken lately).
       this.recheck ??= setInterval(() => this.release(), RECHECK_MS);
     });
   }
 
   private release(): void {
-    if (this.held.size === 0 || this.behind) return;
-    for (const done of [...this.held]) done();
+    if ((this.held.size === 0 && this.deferred.size === 0) || this.behind) return;
+    for (const done of [...this.held, ...this.deferred]) done();
   }
 }

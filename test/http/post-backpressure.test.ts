@@ -111,6 +111,25 @@ describe('posting while the job worker is behind', () => {
     expect(ids.every((id, i) => i === 0 || ids[i - 1]! < id)).toBe(true);
   });
 
+  it('holds background work (the pull queue\'s fetches) until the worker has caught up, or for its longest wait', async () => {
+    s.ctx.jobBacklog.setWorking(true);
+    s.ctx.jobBacklog.started(Date.now() - 400, true);
+    let ran = false;
+    const waiting = s.ctx.jobBacklog.caughtUp(10_000).then(() => (ran = true));
+    // A job finished, the worker still behind: a held post would go in, background work goes on waiting.
+    s.ctx.jobBacklog.finished();
+    await sleep(100);
+    expect(ran).toBe(false);
+    s.ctx.jobBacklog.started(Date.now() - 10, true);
+    await waiting;
+    expect(ran).toBe(true);
+    // Behind for longer than its longest wait: it goes anyway.
+    s.ctx.jobBacklog.started(Date.now() - 5_000, true);
+    const sent = performance.now();
+    await s.ctx.jobBacklog.caughtUp(300);
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(250);
+  });
+
   it('is accepted anyway after the longest hold', async () => {
     const stop = keepBehind(s.ctx.jobBacklog, { finishing: false });
     try {

@@ -132,10 +132,9 @@ export class JobQueues {
     if (rows.length <= 1) return rows[0] ? this.enqueue(rows[0]) : undefined;
     const pull = rows.filter((r) => queueOfKind(r.kind) === 'pull');
     const fanout = pull.length === 0 ? rows : rows.filter((r) => queueOfKind(r.kind) === 'fanout');
-    await Promise.all([
-      fanout.length > 0 && this.fanout.addBulk(fanout.map(outboxJob)),
-      pull.length > 0 && this.pull.addBulk(pull.map(outboxJob)),
-    ]);
+    // One job is added alone: addBulk wraps even one in MULTI/EXEC.
+    const add = (queue: Queue, some: OutboxRow[]) => (some.length === 1 ? this.enqueue(some[0]!) : some.length > 1 ? queue.addBulk(some.map(outboxJob)) : null);
+    await Promise.all([add(this.fanout, fanout), add(this.pull, pull)]);
   }
 
   /** The repeating jobs: the clean-up of abandoned uploads, hourly; trend scores, every five minutes. One schedule, however many processes ask. */

@@ -4,7 +4,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { Temporal } from '@js-temporal/polyfill';
 import { RedisCluster } from '../../cli/redis-cluster.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix, type RedisClient, type RedisTarget } from '../../storage/redis.ts';
-import { FANOUT_QUEUE, JobQueues, bullConnection, type FanoutJob } from '../../jobs/queues.ts';
+import { FANOUT_QUEUE, JobQueues, PULL_QUEUE, bullConnection, type FanoutJob } from '../../jobs/queues.ts';
 import { BullMqMessageQueue } from '../../federation/queue.ts';
 import { eventually } from '../helpers/eventually.ts';
 
@@ -27,14 +27,16 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-describe('the fan-out queue on a cluster', () => {
-  it('runs an added job, a bulk add, a delayed job and the repeating jobs; its keys share one slot', async () => {
+describe('the fan-out and pull queues on a cluster', () => {
+  it('runs an added job, a bulk add over both queues, a delayed job and the repeating jobs; each queue\'s keys share one slot', async () => {
     const prefix = `fedi-test-${run}-fanout:`;
     const jobs = new JobQueues(target, prefix);
     const connection = bullConnection(target);
     const seen: (FanoutJob & { delayed: boolean })[] = [];
     const worker = new Worker<FanoutJob>(FANOUT_QUEUE, async (job: Job<FanoutJob>) => { seen.push({ ...job.data, delayed: (job.opts.delay ?? 0) > 0 }); }, { connection, prefix: `${prefix}bull`, concurrency: 4 });
-    worker.on('error', () => {});
+    const pulled: FanoutJob[] = [];
+    const pullWorker = new Worker<FanoutJob>(PULL_QUEUE, async (job: Job<FanoutJob>) => { pulled.push(job.data); }, { connection, prefix: `${prefix}bull`, concurrency: 2 });
+    for (const w of [worker, pullWorker]) w.on('error', () => {});
     try {
       await jobs.enqueue({ id: '1', kind: 'fanOutStatus', payload: { statusId: 's1' } });
       await jobs.enqueueMany([
@@ -47,16 +49,21 @@ describe('the fan-out queue on a cluster', () => {
       expect((await jobs.fanout.getJobScheduler('refresh-trends'))?.every).toBe(300_000);
 
       const kinds = () => Promise.resolve(seen.map((j) => j.kind).sort().join(','));
-      expect(await eventually(kinds, 'cleanMedia,endPoll,fanOutStatus,fetchLinkCard,processMedia,refreshTrends', 20_000))
-        .toBe('cleanMedia,endPoll,fanOutStatus,fetchLinkCard,processMedia,refreshTrends');
+      expect(await eventually(kinds, 'cleanMedia,endPoll,fanOutStatus,processMedia,refreshTrends', 20_000))
+        .toBe('cleanMedia,endPoll,fanOutStatus,processMedia,refreshTrends');
+      // The link card went on the pull queue, to its own worker.
+      expect(await eventually(async () => pulled.map((j) => j.kind).join(','), 'fetchLinkCard', 5_000)).toBe('fetchLinkCard');
+      expect(pulled[0]).toMatchObject({ outboxId: '3', statusId: 's3' });
       expect(seen.find((j) => j.kind === 'endPoll')).toMatchObject({ outboxId: '4', pollId: 'p4', delayed: true });
       expect(seen.filter((j) => j.outboxId && j.delayed).map((j) => j.kind)).toEqual(['endPoll']);
 
-      const meta = `${prefix}bull:{fanout}:meta`;
-      expect(await redis.exists(meta)).toBe(1);
-      expect(await cluster.masterOf(meta)).toBe(await cluster.masterOf(`${prefix}bull:{fanout}:wait`));
+      for (const queue of ['fanout', 'pull']) {
+        const meta = `${prefix}bull:{${queue}}:meta`;
+        expect(await redis.exists(meta)).toBe(1);
+        expect(await cluster.masterOf(meta)).toBe(await cluster.masterOf(`${prefix}bull:{${queue}}:wait`));
+      }
     } finally {
-      await worker.close();
+      await Promise.all([worker.close(), pullWorker.close()]);
       connection.disconnect();
       await jobs.close();
     }

@@ -38,22 +38,33 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number; postgres: number; redis: number }> {
   const tick = 1000 / 100; // USER_HZ
-  const of = (pid: string | number) => {
+  // `children`: with the CPU of its children that have ended (cutime, cstime), for the postmaster, which reaps the
+  // backends: a connection closed meanwhile (an idle pool connection) must not take its CPU out of the sum.
+  const of = (pid: string | number, children = false) => {
     try {
       const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(f[11]) + Number(f[12])) * tick;
+      return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) * tick;
     } catch {
       return 0;
     }
   };
+  const comm = (pid: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      return ''; // gone meanwhile
+    }
+  };
   let postgres = 0;
   for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
+    if (!/^\d+$/.test(pid) || comm(pid) !== 'postgres') continue;
+    let ppid = '';
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += of(pid);
+      ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] ?? '';
     } catch {
-      // gone meanwhile
+      continue; // gone meanwhile
     }
+    postgres += of(pid, comm(ppid) !== 'postgres');
   }
   const info = await redis.info('cpu');
   const redisCpu = 1000 * (Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]));
@@ -104,6 +115,17 @@ async function failedJobs(redis: Redis, prefix: string): Promise<string> {
   if (failed.length === 0 && delayed === 0) return '';
   const reason = failed.length > 0 ? await redis.hget(`${queue}:${failed[0]}`, 'failedReason') : null;
   return `fan-out jobs failed: ${failed.length}, waiting for a retry: ${delayed}${reason ? ` (first failure: ${reason})` : ''}`;
+}
+
+/** Jobs of the fan-out and pull queues not done yet (waiting, prioritized or running); repeating ones aside. */
+async function jobsLeft(redis: Redis, prefix: string): Promise<number> {
+  let n = 0;
+  for (const queue of ['fanout', 'pull']) {
+    const key = `${prefix}bull:{${queue}}`;
+    const [wait, active, prioritized] = await Promise.all([redis.llen(`${key}:wait`), redis.llen(`${key}:active`), redis.zcard(`${key}:prioritized`)]);
+    n += wait + active + prioritized;
+  }
+  return n;
 }
 
 /**
@@ -314,6 +336,11 @@ async function main() {
       await sleep(50);
     }
     const fanCpuAfter = await cpuMs(server.pid!, redis);
+    // Then every job the posts queued, the link cards' too (the pull queue's, run once fan-out has caught up): the
+    // CPU of the whole of a post's work, which does not depend on how much of it fell before the homes were complete.
+    let drained = false;
+    for (let i = 0; i < 1200 && !(drained = (await jobsLeft(redis, config.redisPrefix)) === 0); i++) await sleep(50);
+    const allJobsCpuAfter = await cpuMs(server.pid!, redis);
     const rssSamples = rss.stop();
     const rssReport = `  server VmRSS sampled every second while posting and catching up: highest ${Math.max(...rssSamples)} MB (target <= 200), last ${rssSamples.at(-1)} MB; VmHWM before this part ${peakBefore} MB${fanOutOnly ? ' (set-up, password hashing included)' : ''}`;
     const jobTrouble = await failedJobs(redis, config.redisPrefix);
@@ -330,6 +357,9 @@ async function main() {
       const fanPer = (k: 'server' | 'postgres' | 'redis') => ((fanCpuAfter[k] - fanCpuBefore[k]) / Math.max(posted.length, 1)).toFixed(2);
       const total = (['server', 'postgres', 'redis'] as const).reduce((n, k) => n + fanCpuAfter[k] - fanCpuBefore[k], 0) / Math.max(posted.length, 1);
       console.log(`  CPU per post, its fan-out included (ms): server ${fanPer('server')}, PostgreSQL ${fanPer('postgres')}, Redis ${fanPer('redis')}; total ${total.toFixed(2)}`);
+      const allPer = (k: 'server' | 'postgres' | 'redis') => (allJobsCpuAfter[k] - fanCpuBefore[k]) / Math.max(posted.length, 1);
+      const allTotal = allPer('server') + allPer('postgres') + allPer('redis');
+      console.log(`  the same with every job it queued done (link cards included${drained ? '' : '; NOT all done within 60 s'}): server ${allPer('server').toFixed(2)}, PostgreSQL ${allPer('postgres').toFixed(2)}, Redis ${allPer('redis').toFixed(2)}; total ${allTotal.toFixed(2)}`);
       if (fanStatementReport) console.log(fanStatementReport);
       if (redisReport) console.log(redisReport);
       if (jobTrouble) console.log(`  ${jobTrouble}`);

@@ -18,7 +18,7 @@ import { closeMailTransport, sendMailJob } from './mail.ts';
 /** Jobs this process runs at once. */
 const CONCURRENCY = 16;
 /** Fetches from other sites (the pull queue, jobs/queues.ts) this process runs at once, beside those. */
-const PULL_CONCURRENCY = 4;
+export const PULL_CONCURRENCY = 8;
 /** The longest a pull job waits for fan-out to catch up before it runs anyway. */
 const PULL_DEFER_MS = 30_000;
 /** How often, and after how long, outbox rows whose job never got queued (a crash after commit) are queued again. */

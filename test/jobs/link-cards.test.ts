@@ -8,6 +8,7 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { LINK_CARD_LIMITS, fetchLinkCard, joinedLinkCardFetches } from '../../jobs/link-cards.ts';
+import { PULL_CONCURRENCY } from '../../jobs/worker.ts';
 import { firstCardLink, pageEncoding, parsePage } from '../../services/preview-cards.ts';
 import { upsertRemoteAccount, type AccountRow } from '../../storage/accounts.ts';
 import { receiveRemoteStatus } from '../../services/statuses.ts';
@@ -186,13 +187,13 @@ describe('link preview cards', () => {
   });
 
   it('runs on a queue of its own, a few fetches at a time: pages that hang hold none of the slots fan-out needs', async () => {
-    const links = [1, 2, 3, 4, 5, 6].map((n) => `${base}/held-pull-${n}`);
+    const links = Array.from({ length: PULL_CONCURRENCY + 2 }, (_, n) => `${base}/held-pull-${n}`);
     const linked = [];
     for (const link of links) linked.push(await post(amy, `pulled ${link}`));
     const heldNow = () => links.filter((l) => requests.has(new URL(l).pathname)).length;
     try {
-      // Four fetches at once (the pull queue's slots in this process), the other two waiting for one to end.
-      expect(await eventually(async () => heldNow(), 4, 8000)).toBe(4);
+      // As many fetches at once as the pull queue has slots in this process, the other two waiting for one to end.
+      expect(await eventually(async () => heldNow(), PULL_CONCURRENCY, 8000)).toBe(PULL_CONCURRENCY);
       const { rows } = await s.ctx.db.query(`SELECT id::text FROM outbox WHERE kind = 'fetchLinkCard' AND payload->>'statusId' = $1`, [linked[0]!.id]);
       expect(await s.ctx.jobs.pull.getJob(`outbox-${rows[0].id}`)).toBeTruthy();
       expect(await s.ctx.jobs.fanout.getJob(`outbox-${rows[0].id}`)).toBeFalsy();
@@ -200,7 +201,7 @@ describe('link preview cards', () => {
       const later = await post(amy, 'posted while the pages hang');
       const fanOutLeft = async () => (await s.ctx.db.query(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'fanOutStatus' AND payload->>'statusId' = $1`, [later.id])).rows[0].n;
       expect(await eventually(fanOutLeft, 0, 8000)).toBe(0);
-      expect(heldNow()).toBe(4);
+      expect(heldNow()).toBe(PULL_CONCURRENCY);
     } finally {
       // Every page answered, those asked for later too (for at most 8 s).
       for (let i = 0; i < 400 && (heldNow() < links.length || held.length > 0); i++) {

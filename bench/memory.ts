@@ -74,7 +74,7 @@ async function main() {
     const costs = importCosts(specs);
     console.log('\nwhat importing each in turn adds to a bare process (VmRSS; shared code counts with the first to load it):');
     for (const [i, spec] of specs.entries()) {
-      const note = spec === './server.ts' ? ' (the rest of what the server loads at start: its own modules and smaller dependencies)' : spec === 'sharp' || spec === '@aws-sdk/client-s3' ? ' (loaded at first use, so not at rest)' : '';
+      const note = spec === './server.ts' ? ' (the rest of what the server loads at start: its own modules and smaller dependencies)' : spec === 'sharp' || spec === '@aws-sdk/client-s3' || spec === 'sanitize-html' ? ' (loaded at first use, so not at rest)' : '';
       console.log(`  ${spec}: ${mb(costs[i]!)}${note}`);
     }
     console.log('');

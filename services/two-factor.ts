@@ -1,7 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateSecret, generateURI, verify } from 'otplib';
 import type { AppContext } from '../context.ts';
 import type { Config } from '../config.ts';
 import { hashSecret } from '../storage/oauth.ts';
@@ -10,13 +9,19 @@ import { setOtp, useOtpBackupCode, useOtpStep, type UserRow } from '../storage/u
 /** Ten single-use recovery codes, as Mastodon gives. */
 const RECOVERY_CODES = 10;
 
+// otplib (with its base32 and hashing plugins: ~14 modules) is imported at first use, not at start: only two-factor
+// enrolment and sign-in with a code need it.
+const otp = () => import('otplib');
+
 /** A new TOTP secret (base32, 160 bits). */
-export function newTotpSecret(): string {
+export async function newTotpSecret(): Promise<string> {
+  const { generateSecret } = await otp();
   return generateSecret();
 }
 
 /** What an authenticator app scans to take a secret: the otpauth:// URI, and its QR code as a PNG data URL. */
 export async function totpEnrolment(secret: string, issuer: string, label: string): Promise<{ uri: string; qrDataUrl: string }> {
+  const { generateURI } = await otp();
   const uri = generateURI({ issuer, label, secret });
   const { default: QRCode } = await import('qrcode'); // loaded at first enrolment, not at start
   const qrDataUrl = await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 2, width: 220 });
@@ -26,6 +31,7 @@ export async function totpEnrolment(secret: string, issuer: string, label: strin
 /** Whether a six-digit code is right for this secret now (one step of clock drift either way). */
 export async function totpMatches(secret: string, code: string): Promise<{ timeStep: number } | null> {
   if (!/^\d{6}$/.test(code)) return null;
+  const { verify } = await otp();
   const result = await verify({ secret, token: code, epochTolerance: 30 }).catch(() => ({ valid: false as const }));
   return result.valid && 'timeStep' in result ? { timeStep: result.timeStep } : null;
 }

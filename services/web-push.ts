@@ -1,4 +1,4 @@
-import sanitizeHtml from 'sanitize-html';
+import { sanitize } from '../text/sanitize.ts';
 import type { Queryable } from '../storage/db.ts';
 import { afterCommit } from '../storage/db.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
@@ -76,7 +76,7 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 
 /** HTML to plain text: tags dropped (line and paragraph breaks kept as line breaks), entities decoded. */
 function plainText(html: string): string {
-  const text = sanitizeHtml(html.replace(/<br\s*\/?>/gi, '\n').replace(/<\/p>\s*<p[^>]*>/gi, '\n\n'), { allowedTags: [], allowedAttributes: {} });
+  const text = sanitize(html.replace(/<br\s*\/?>/gi, '\n').replace(/<\/p>\s*<p[^>]*>/gi, '\n\n'), { allowedTags: [], allowedAttributes: {} });
   return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
     if (name[0] === '#') {
       const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);

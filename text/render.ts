@@ -1,5 +1,5 @@
 import { linkifyit } from 'linkify-it';
-import sanitizeHtml from 'sanitize-html';
+import { sanitize, type SanitizeOptions } from './sanitize.ts';
 
 const linkify = linkifyit();
 
@@ -9,7 +9,7 @@ export function escapeHtml(text: string): string {
 }
 
 /** What our own rendering may produce; sanitize-html enforces it on the way out as a second line of defence. */
-const SANITIZE: sanitizeHtml.IOptions = {
+const SANITIZE: SanitizeOptions = {
   allowedTags: ['p', 'br', 'a', 'span'],
   allowedAttributes: { a: ['href', 'rel', 'target', 'class'], span: ['class'] },
   allowedSchemes: ['http', 'https'],
@@ -30,14 +30,14 @@ function linkifyLine(line: string): string {
 
 /** One line (a profile field value): escaped and linked, no paragraph. */
 export function renderInline(text: string): string {
-  return sanitizeHtml(linkifyLine(text.replace(/\s+/g, ' ').trim()), SANITIZE);
+  return sanitize(linkifyLine(text.replace(/\s+/g, ' ').trim()), SANITIZE);
 }
 
 /**
  * HTML from other servers (notes, profiles), reduced to what Mastodon keeps: text formatting and links, no
  * scripts, styles, images or event handlers; links open elsewhere and carry no referrer.
  */
-const REMOTE: sanitizeHtml.IOptions = {
+const REMOTE: SanitizeOptions = {
   allowedTags: ['p', 'br', 'span', 'a', 'del', 's', 'pre', 'blockquote', 'code', 'b', 'strong', 'u', 'i', 'em', 'ul', 'ol', 'li', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
   allowedAttributes: { a: ['href', 'rel', 'class', 'translate', 'target'], span: ['class', 'translate'], ol: ['start', 'reversed'], li: ['value'] },
   allowedClasses: { a: ['mention', 'hashtag', 'u-url', 'h-card'], span: ['h-card', 'invisible', 'ellipsis', 'mention', 'hashtag'] },
@@ -48,5 +48,5 @@ const REMOTE: sanitizeHtml.IOptions = {
 };
 
 export function sanitizeRemoteHtml(html: string): string {
-  return sanitizeHtml(html, REMOTE);
+  return sanitize(html, REMOTE);
 }

@@ -1,5 +1,5 @@
 import { linkifyit } from 'linkify-it';
-import sanitizeHtml from 'sanitize-html';
+import { sanitize, type SanitizeOptions } from './sanitize.ts';
 import { escapeHtml } from './render.ts';
 
 const linkify = linkifyit();
@@ -55,7 +55,7 @@ function plainSegments(line: string): string[] {
   return out;
 }
 
-const SANITIZE: sanitizeHtml.IOptions = {
+const SANITIZE: SanitizeOptions = {
   allowedTags: ['p', 'br', 'a', 'span'],
   allowedAttributes: { a: ['href', 'rel', 'target', 'class'], span: ['class'] },
   allowedClasses: { a: ['mention', 'hashtag', 'u-url'], span: ['h-card', 'invisible', 'ellipsis'] },
@@ -121,5 +121,5 @@ export function renderStatusText(text: string, o: RenderStatusOptions): string {
   const trimmed = text.replace(/\r\n?/g, '\n').trim();
   if (trimmed === '') return '';
   const html = trimmed.split(/\n{2,}/).map((p) => `<p>${p.split('\n').map((l) => renderLine(l, o)).join('<br />')}</p>`).join('');
-  return sanitizeHtml(html, SANITIZE);
+  return sanitize(html, SANITIZE);
 }

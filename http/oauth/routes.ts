@@ -1,9 +1,8 @@
-import { Request, Response, OAuthError } from '@node-oauth/oauth2-server';
 import { Type } from '../schema.ts';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
-import { oauthServer } from './server.ts';
+import { oauthLibrary, oauthServer } from './server.ts';
 import { ALL_SCOPES } from './scopes.ts';
 import { findApplicationByClientId, revokeAccessToken, hashSecret, secretMatches } from '../../storage/oauth.ts';
 import { findAccountById } from '../../storage/accounts.ts';
@@ -12,7 +11,8 @@ import { renderAccount } from '../serializers/account.ts';
 import { ApiError } from '../../errors.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
-function sendOAuthError(reply: FastifyReply, err: unknown) {
+async function sendOAuthError(reply: FastifyReply, err: unknown) {
+  const { OAuthError } = await oauthLibrary();
   if (err instanceof OAuthError) {
     // A client that fails to authenticate gets 401, as RFC 6749 §5.2 and Mastodon do.
     const status = err.name === 'invalid_client' ? 401 : err.code;
@@ -31,6 +31,7 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
 
   // JSON and form bodies both reach here parsed; the library insists on the form content type, so we say it is one.
   app.post('/oauth/token', { schema: { body: Type.Optional(Type.Record(Type.String(), Type.Unknown())) } }, async (request, reply) => {
+    const { Request, Response } = await oauthLibrary();
     const oauthRequest = new Request({
       method: 'POST',
       query: {},
@@ -43,7 +44,7 @@ export default async function oauthRoutes(fastify: FastifyInstance, { ctx }: Rou
     });
     const oauthResponse = new Response();
     try {
-      await server.token(oauthRequest, oauthResponse);
+      await (await server()).token(oauthRequest, oauthResponse);
     } catch (err) {
       return sendOAuthError(reply, err);
     }

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TokenCache } from '../../services/token-cache.ts';
 import { RateLimitCounters } from '../../storage/rate-limit-counters.ts';
@@ -53,6 +53,9 @@ function sharedStore(counters: RateLimitCounters, namespace: string) {
 }
 
 async function rateLimitPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  // Imported here, not at start: with RATE_LIMITS=false this plugin is never registered and the package (with
+  // ip-address: ~12 modules) never loaded.
+  const { default: rateLimit } = await import('@fastify/rate-limit');
   const counters = new RateLimitCounters(ctx.redis);
   app.addHook('onClose', () => counters.close());
   await app.register(rateLimit, {

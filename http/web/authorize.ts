@@ -1,9 +1,8 @@
-import { Request, Response, OAuthError } from '@node-oauth/oauth2-server';
 import { Type } from '../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
-import { oauthServer } from '../oauth/server.ts';
+import { oauthLibrary, oauthServer } from '../oauth/server.ts';
 import { DEFAULT_SCOPES, parseScopes, validScopes } from '../oauth/scopes.ts';
 import { findApplicationByClientId, type ApplicationRow } from '../../storage/oauth.ts';
 import { OOB_REDIRECT_URI } from '../api/v1/apps.ts';
@@ -99,6 +98,7 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
     if (request.body.decision !== 'approve') {
       return redirectWithError(request, reply, checked, 'access_denied', 'The resource owner or authorization server denied the request.');
     }
+    const { Request, Response, OAuthError } = await oauthLibrary();
     const oauthRequest = new Request({
       method: 'POST',
       query: {},
@@ -107,7 +107,7 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
     });
     const oauthResponse = new Response();
     try {
-      await server.authorize(oauthRequest, oauthResponse, { authenticateHandler: { handle: () => ({ id: signedIn.user.id }) } });
+      await (await server()).authorize(oauthRequest, oauthResponse, { authenticateHandler: { handle: () => ({ id: signedIn.user.id }) } });
     } catch (err) {
       if (err instanceof OAuthError && err.name !== 'invalid_client') return redirectWithError(request, reply, checked, err.name, err.message);
       return failure(request, reply, (err as Error).message);

@@ -172,7 +172,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
   app.post('/settings/two_factor/new', async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
-    if (!me.user.otp_enabled_at) await ctx.redis.set(setupKey(me.user.id), newTotpSecret(), 'EX', 900);
+    if (!me.user.otp_enabled_at) await ctx.redis.set(setupKey(me.user.id), await newTotpSecret(), 'EX', 900);
     return reply.redirect('/settings/two_factor', 303);
   });
 

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
 import { ConfigError } from '../config.ts';
 import { DependencyUnavailable, unavailableDependency } from './dependencies.ts';
 
@@ -335,10 +336,30 @@ async function migrationsApplied(databaseUrl: string): Promise<boolean> {
 /**
  * Applies pending migrations; concurrent starters wait for each other on node-pg-migrate's advisory lock. A database
  * that has them all (every start but the first after an upgrade) is not handed to node-pg-migrate, which would load
- * every migration file to find nothing to do: a second a start, and memory a process keeps.
+ * every migration file to find nothing to do: a second a start, and memory a process keeps. When there are some to
+ * apply, they are applied by a child process (storage/migrate-process.ts): node-pg-migrate and what it loads (jiti,
+ * glob, the migration files; about 2 MB) would otherwise stay for good in a long-lived server (modules are never
+ * unloaded). Its error, if any, is thrown here.
  */
 export async function migrate(databaseUrl: string): Promise<void> {
   if (await migrationsApplied(databaseUrl)) return;
+  const script = fileURLToPath(new URL('./migrate-process.ts', import.meta.url));
+  await new Promise<void>((resolve, reject) => {
+    // The URL (which may hold a password) in the environment, not on a command line others can read.
+    const child = spawn(process.execPath, [script], { env: { ...process.env, MIGRATE_DATABASE_URL: databaseUrl }, stdio: ['ignore', 'inherit', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (code === 0) return resolve();
+      const reason = stderr.trim().split('\n').filter((l) => l.trim() !== '').at(-1) ?? `exit ${code ?? signal}`;
+      reject(new Error(`migrations failed: ${reason}`));
+    });
+  });
+}
+
+/** Applies pending migrations in this process (what the child process of `migrate` runs). */
+export async function runMigrations(databaseUrl: string): Promise<void> {
   const { runner } = await import('node-pg-migrate');
   const quiet = { debug() {}, info() {}, warn() {}, error: console.error };
   await runner({

@@ -69,7 +69,9 @@ export function startWorkers(ctx: AppContext): Workers {
       await ctx.jobBacklog.caughtUp(PULL_DEFER_MS);
       await withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job));
     },
-    { connection, concurrency: PULL_CONCURRENCY, ...WORKER_OPTIONS(ctx) },
+    // A killed worker's fetch comes back within BullMQ's default minute: checking every 2 s, as fan-out does, is
+    // work (and memory) an idle process need not do for a link card.
+    { connection, concurrency: PULL_CONCURRENCY, ...WORKER_OPTIONS(ctx), lockDuration: 30_000, stalledInterval: 30_000 },
   );
   const workers = [worker, pullWorker];
   ctx.jobBacklog.setWorking(true);

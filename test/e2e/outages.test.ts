@@ -47,6 +47,12 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 
 const healthy = async () => (await s.app.inject({ method: 'GET', url: '/health' })).statusCode === 200;
 
+/**
+ * Waits until the job worker is not behind (services/job-backlog.ts): a post would otherwise wait its turn first, and
+ * the bounds below are those of the outage alone.
+ */
+const workerCaughtUp = () => until(async () => !s.ctx.jobBacklog.behind, 10_000, 'the job worker has caught up');
+
 /** The texts of every page of a timeline, as alice reads it. */
 async function texts(path: string): Promise<string[]> {
   const out: string[] = [];
@@ -166,6 +172,7 @@ describe('when Redis goes away', () => {
       return channels.every((c) => subscribed.some((x) => x.endsWith(c)));
     }, 5000, 'the stream is subscribed');
 
+    await workerCaughtUp();
     await redis.stop();
     // A post sent in the instant Redis goes, before the server has seen it go, is made and answered 200 (as in the
     // test after this one); once it is seen (at once, by the connection closing), writes are refused.
@@ -245,6 +252,7 @@ describe('when Redis goes away just after a post is committed', () => {
 
 describe('when Redis stops answering but keeps its connections', () => {
   it('answers within the bound, takes no write while it hangs, and comes back when it answers again', async () => {
+    await workerCaughtUp();
     redis.pause();
     try {
       // The first request finds out: its Redis commands time out (3 s); the post, committed first, is answered as made.
@@ -271,6 +279,7 @@ describe('when Redis stops answering but keeps its connections', () => {
 describe('when PostgreSQL goes away', () => {
   it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);
+    await workerCaughtUp();
     await pg.stop('fast');
     await until(async () => !(await healthy()), 2000, 'the server sees PostgreSQL gone');
     // An app that sends an Idempotency-Key and retries after the 503 posts once.

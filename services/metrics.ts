@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Counter, Gauge, Registry } from 'prom-client';
 import { contextSlot, type AppContext } from '../context.ts';
 
 /** How often a process adds its event counts to the shared totals in Redis. */
@@ -21,20 +21,36 @@ export type EventKind = keyof typeof EVENTS;
 const KNOWN_TYPES = new Set(['Follow', 'Accept', 'Reject', 'Undo', 'Create', 'Update', 'Delete', 'Like', 'Announce', 'Block', 'Flag', 'Add', 'Remove', 'Move', 'EmojiReact']);
 export const activityLabel = (type: string | null | undefined): string => (type && KNOWN_TYPES.has(type) ? type : 'other');
 
-/** Prometheus metrics of one server context (prom-client): its own registry, so test servers in one process never mix. */
+/** What a scrape reads: prom-client's registry and the metrics in it, made at the first scrape. */
+interface Scrape {
+  registry: Registry;
+  events: Map<EventKind, Counter<string>>;
+  depth: Gauge<'queue' | 'state'>;
+}
+
+/**
+ * Prometheus metrics of one server context (prom-client): its own registry, so test servers in one process never mix.
+ * Counting is plain additions to maps; prom-client (~1 MB resident) is loaded, and the registry made, at the first
+ * scrape of `/metrics`, which a server without a scraper never gets.
+ */
 export class Metrics {
-  readonly registry = new Registry();
   private readonly app: AppContext;
   /** Requests and their seconds by `method route status`: plain additions per request, read into prom-client when scraped. */
   private readonly requests = new Map<string, { method: string; route: string; status: string; count: number; seconds: number }>();
-  private readonly events = new Map<EventKind, Counter<string>>();
   private pending = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
-  private defaultsCollected = false;
+  private scrape: Promise<Scrape> | null = null;
 
   constructor(app: AppContext) {
     this.app = app;
-    const registers = [this.registry];
+    this.timer = setInterval(() => void this.flush().catch(() => {}), FLUSH_EVERY_MS);
+    this.timer.unref();
+  }
+
+  private async makeScrape(): Promise<Scrape> {
+    const { Counter, Gauge, Registry, collectDefaultMetrics } = await import('prom-client');
+    const registry = new Registry();
+    const registers = [registry];
     const requests = this.requests;
     new Counter({
       name: 'fedi_http_requests_total', help: 'HTTP requests answered by this process, by route and status', labelNames: ['method', 'route', 'status'], registers,
@@ -46,8 +62,9 @@ export class Metrics {
       name: 'fedi_http_request_seconds_total', help: 'Time spent answering HTTP requests in this process, by route and status', labelNames: ['method', 'route', 'status'], registers,
       collect() { this.reset(); for (const r of requests.values()) this.inc({ method: r.method, route: r.route, status: r.status }, r.seconds); },
     });
+    const events = new Map<EventKind, Counter<string>>();
     for (const [kind, e] of Object.entries(EVENTS) as [EventKind, (typeof EVENTS)[EventKind]][]) {
-      this.events.set(kind, new Counter({ name: e.name, help: e.help, labelNames: [...e.labels], registers }));
+      events.set(kind, new Counter({ name: e.name, help: e.help, labelNames: [...e.labels], registers }));
     }
     const pages = () => this.app.homePages;
     new Counter({
@@ -58,8 +75,9 @@ export class Metrics {
       name: 'fedi_home_page_cache_hit_ratio', help: 'Share of home timeline pages served from this process\'s page cache since it started', registers,
       collect() { const { hits, misses } = pages(); this.set(hits + misses === 0 ? 0 : hits / (hits + misses)); },
     });
-    this.timer = setInterval(() => void this.flush().catch(() => {}), FLUSH_EVERY_MS);
-    this.timer.unref();
+    const depth = new Gauge({ name: 'fedi_queue_jobs', help: 'Jobs in each BullMQ queue, by state', labelNames: ['queue', 'state'], registers });
+    collectDefaultMetrics({ register: registry, prefix: 'fedi_' });
+    return { registry, events, depth };
   }
 
   /** One answered HTTP request: two additions in memory (no Redis, no I/O, no label hashing). */
@@ -104,13 +122,11 @@ export class Metrics {
 
   /** The text Prometheus scrapes: totals read once from Redis, queue depths asked of BullMQ. */
   async render(): Promise<{ contentType: string; body: string }> {
-    if (!this.defaultsCollected) {
-      this.defaultsCollected = true;
-      collectDefaultMetrics({ register: this.registry, prefix: 'fedi_' });
-    }
+    this.scrape ??= this.makeScrape();
+    const { registry, events, depth } = await this.scrape;
     await this.flush().catch(() => {});
     const totals = await this.app.redis.hgetall(this.hashKey);
-    for (const [kind, counter] of this.events) {
+    for (const [kind, counter] of events) {
       counter.reset();
       for (const [field, n] of Object.entries(totals)) {
         const [k, ...labels] = field.split('\u0000');
@@ -119,15 +135,11 @@ export class Metrics {
         counter.inc(Object.fromEntries(names.map((name, i) => [name, labels[i] ?? ''])), Number(n));
       }
     }
-    await this.queueDepths();
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    await this.queueDepths(depth);
+    return { contentType: registry.contentType, body: await registry.metrics() };
   }
 
-  private depthGauge: Gauge<'queue' | 'state'> | null = null;
-
-  private async queueDepths(): Promise<void> {
-    this.depthGauge ??= new Gauge({ name: 'fedi_queue_jobs', help: 'Jobs in each BullMQ queue, by state', labelNames: ['queue', 'state'], registers: [this.registry] });
-    const gauge = this.depthGauge;
+  private async queueDepths(gauge: Gauge<'queue' | 'state'>): Promise<void> {
     gauge.reset();
     const [fanout, pull, federation] = await Promise.all([
       this.app.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),

@@ -9,10 +9,10 @@
  * homes within about `BEHIND_MS` of being accepted.
  *
  * Held posts go in first come, first served, one for each job the worker finishes (its work making room for theirs;
- * fewer when it is far behind), and all at once when it has caught up. Letting them all in only once it had caught up made every held post wait
- * about as long as the longest hold under a sustained burst, while those that came between two holds waited for
- * nothing: a p99 of 2 s beside a p50 of 80 ms (issue 32). Paced this way, each waits for its turn, about as long as
- * the others.
+ * fewer when it is far behind), and all at once when it has caught up. Letting them all in only once it had caught
+ * up made every held post wait about as long as the longest hold under a sustained burst, while those that came
+ * between two holds waited for nothing: a p99 of 2 s beside a p50 of 80 ms (issue 32). Paced this way, each waits
+ * for its turn, about as long as the others.
  *
  * "Behind" is measured on the worker's own jobs, without asking Redis: how long the latest job it took had waited in
  * the queue. That figure holds only while the worker is making progress (it took or finished a job lately): one that
@@ -81,7 +81,10 @@ export class JobBacklog {
     return this.working && this.lastWaitMs > BEHIND_MS && Date.now() - this.lastProgressAt < FRESH_MS;
   }
 
-  /** Resolves at once unless the worker is behind; then when its turn comes or it has caught up, or after the longest hold. */
+  /**
+   * Resolves at once unless the worker is behind; then when its turn comes or the worker has caught up, or after the
+   * longest hold.
+   */
   admit(): Promise<void> {
     if (this.maxHoldMs === 0 || !this.behind) return Promise.resolve();
     return this.wait(this.held, this.maxHoldMs);

@@ -38,14 +38,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number; postgres: number; redis: number }> {
   const tick = 1000 / 100; // USER_HZ
-  // `children`: with the CPU of its children that have ended (cutime, cstime), for the postmaster, which reaps the
-  // backends: a connection closed meanwhile (an idle pool connection) must not take its CPU out of the sum.
-  const of = (pid: string | number, children = false) => {
+  // Fields after the command name: [1] parent, [11] utime, [12] stime, [13] cutime, [14] cstime. Null once gone.
+  const stat = (pid: string | number) => {
     try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) * tick;
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     } catch {
-      return 0;
+      return null;
     }
   };
   const comm = (pid: string) => {
@@ -55,20 +53,20 @@ async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number;
       return ''; // gone meanwhile
     }
   };
+  const serverStat = stat(serverPid);
   let postgres = 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || comm(pid) !== 'postgres') continue;
-    let ppid = '';
-    try {
-      ppid = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] ?? '';
-    } catch {
-      continue; // gone meanwhile
-    }
-    postgres += of(pid, comm(ppid) !== 'postgres');
+    const f = stat(pid);
+    if (!f) continue; // gone meanwhile
+    // The postmaster (its parent is not PostgreSQL) with the CPU of its children that have ended: it reaps the
+    // backends, so a connection closed meanwhile (an idle pool connection) does not take its CPU out of the sum.
+    const children = comm(f[1]!) !== 'postgres' ? Number(f[13]) + Number(f[14]) : 0;
+    postgres += (Number(f[11]) + Number(f[12]) + children) * tick;
   }
   const info = await redis.info('cpu');
   const redisCpu = 1000 * (Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]));
-  return { server: of(serverPid), postgres, redis: redisCpu };
+  return { server: serverStat ? (Number(serverStat[11]) + Number(serverStat[12])) * tick : 0, postgres, redis: redisCpu };
 }
 
 /** CPU time so far (user and system, in ms) of one process. */

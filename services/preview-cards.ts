@@ -26,8 +26,8 @@ export const CARD_REFRESH_AFTER_MS = 14 * 24 * 3600_000;
  * page named one (an embed has none). Otherwise the link-card job fetches it (again), as Mastodon's
  * FetchLinkCardService does for a missing, old or imageless card.
  */
-export function storedCardWillDo(card: { updated_at: Date; image_remote_url: string | null; image_key: string | null; html: string | null } | null, now = Date.now()): boolean {
-  if (!card || now - card.updated_at.getTime() > CARD_REFRESH_AFTER_MS) return false;
+export function storedCardWillDo(card: { updated_at: Date; image_remote_url: string | null; image_key: string | null; html: string | null }): boolean {
+  if (Date.now() - card.updated_at.getTime() > CARD_REFRESH_AFTER_MS) return false;
   return !card.image_remote_url || !!card.image_key || !!card.html;
 }
 

@@ -122,20 +122,26 @@ describe('Redis client tracking on a cluster', () => {
     await cluster.waitForFailover(victim, slot, 60_000);
 
     // Every key (one on each of the old masters, the promoted replica among them) is tracked again: a write to it
-    // is heard by the time sync() resolves. Polled while the clients settle on the new masters; a sync() that
-    // answers true without the key heard is a failure at once.
+    // is heard by the time sync() resolves. Polled as a cache reads, with a ticket, while the clients settle on the
+    // new masters: a read the ticket says could be kept (nothing changed, tracking on throughout), followed by a
+    // write and a sync() that answers true without the key heard, is a failure at once. A read the ticket refuses
+    // (the reader's connection to the promoted node was made, or had its tracking turned on, during the read: ioredis
+    // sends the read before the TRACKING) is tried again.
     for (const key of keyOn.values()) {
       await until(async () => {
+        const ticket = tracking.begin();
         try {
-          if (!tracking.active) return false;
           heard = [];
           await tracking.reader.get(key);
+          if (!tracking.unchanged(ticket, [key])) return false;
           await writer.set(key, String(Date.now()));
           const ok = await tracking.sync();
           if (ok && !heard.includes(key)) return 'missed';
           return ok;
         } catch {
           return false; // the slot is still moving
+        } finally {
+          tracking.end(ticket);
         }
       }, (r) => r !== false, `a write to ${key} heard after the failover`, 60_000).then((r) => expect(r, key).toBe(true));
     }

@@ -10,6 +10,7 @@ process.on('SIGUSR2', () => {
     usage: process.memoryUsage(),
     spaces: getHeapSpaceStatistics().map((s) => ({ name: s.space_name, size: s.space_size, used: s.space_used_size })),
     typeStripperLoaded: process.moduleLoadList.some((m) => m.includes('amaro')),
+    fetchLoaded: process.moduleLoadList.some((m) => m.includes('undici')),
   }));
   renameSync(`${file}.part`, file);
 });

@@ -62,14 +62,14 @@ async function main() {
     const maps = mappings(pid);
     server.kill('SIGUSR2');
     for (let i = 0; i < 50 && !existsSync(usageFile); i++) await new Promise((r) => setTimeout(r, 100));
-    const probe = JSON.parse(readFileSync(usageFile, 'utf8')) as { usage: NodeJS.MemoryUsage; spaces: { name: string; size: number; used: number }[]; typeStripperLoaded: boolean };
+    const probe = JSON.parse(readFileSync(usageFile, 'utf8')) as { usage: NodeJS.MemoryUsage; spaces: { name: string; size: number; used: number }[]; typeStripperLoaded: boolean; fetchLoaded: boolean };
     const u = probe.usage;
     // The machine's load while it ran, to judge a figure by (memory is not very sensitive to it).
     console.log(`\nserver at rest, ${WAIT_S} s after start (npm start: ${JSON.stringify(startCommand())}, fresh database, no traffic; load average ${loadavg()[0]!.toFixed(1)})`);
     console.log(`  VmRSS ${mb(s.VmRSS!)} (peak VmHWM ${mb(s.VmHWM!)}): anonymous ${mb(s.RssAnon!)}, file-backed ${mb(s.RssFile!)}`);
     for (const [k, v] of Object.entries(maps)) console.log(`    ${k}: ${mb(v)}`);
     console.log(`  V8 heap: ${mb(u.heapTotal)} reserved, ${mb(u.heapUsed)} used (${probe.spaces.filter((x) => x.size > 0).map((x) => `${x.name} ${mb(x.used)}/${mb(x.size)}`).join(', ')})`);
-    console.log(`  external ${mb(u.external)} (of which array buffers ${mb(u.arrayBuffers)}); TypeScript stripper loaded: ${probe.typeStripperLoaded} (a cold compile cache loads it: ~17 MB)`);
+    console.log(`  external ${mb(u.external)} (of which array buffers ${mb(u.arrayBuffers)}); TypeScript stripper loaded: ${probe.typeStripperLoaded} (a cold compile cache loads it: ~17 MB); Node's fetch (undici) loaded: ${probe.fetchLoaded}`);
     const specs = ['pg', 'ioredis', 'fastify', 'typebox', 'bullmq', 'node-pg-migrate', '@fedify/fedify', 'sanitize-html', 'prom-client', './server.ts', 'sharp', '@aws-sdk/client-s3'];
     const costs = importCosts(specs);
     console.log('\nwhat importing each in turn adds to a bare process (VmRSS; shared code counts with the first to load it):');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Queue, Worker } from 'bullmq';
+import { Queue, Worker } from '../jobs/bullmq.ts';
 import { onCluster, type RedisClient, type RedisTarget } from '../storage/redis.ts';
 import type { MessageQueue, MessageQueueDepth, MessageQueueEnqueueOptions, MessageQueueListenOptions } from '@fedify/fedify';
 import { bullConnection, bullQueueName, producerConnection, queueLabel } from '../jobs/queues.ts';

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { UnrecoverableError } from 'bullmq';
+import { UnrecoverableError } from './bullmq.ts';
 import type { Eta } from 'eta';
 import type { Transporter } from 'nodemailer';
 import { contextSlot, type AppContext } from '../context.ts';

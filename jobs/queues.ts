@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Queue } from './bullmq.ts';
 import { redisConnection, type RedisClient, type RedisTarget } from '../storage/redis.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import type { Delivery } from '../services/deliveries.ts';

@@ -152,12 +152,15 @@ export function watchMasters(client: RedisClient, onChange: () => void): void {
 
 /** Cuts off the connections of nodes that stopped answering (storage/dependencies.ts): what waits on them fails now. */
 export function cutOffNodes(client: RedisClient, nodes: readonly string[] | undefined): void {
-  if (!isCluster(client) || !nodes) return void client.disconnect(true);
+  // A single Redis reconnects by itself (its retry strategy); a cluster's node connections are made again by the
+  // cluster client.
+  if (!isCluster(client)) return destroyNode(client, true);
+  if (!nodes) return void client.disconnect(true);
   for (const node of client.nodes()) if (nodes.includes(nodeKeyOf(node))) destroyNode(node);
 }
 
-function destroyNode(node: Redis): void {
-  node.disconnect();
+function destroyNode(node: Redis, reconnect = false): void {
+  node.disconnect(reconnect);
   // disconnect() only ends the socket, and a hung node never closes its side: ioredis would destroy it after its
   // disconnectTimeout (2 s), all that time holding what waits on it. Closed now.
   (node as unknown as { stream?: { destroy(): void } }).stream?.destroy();

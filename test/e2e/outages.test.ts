@@ -255,7 +255,8 @@ describe('when Redis stops answering but keeps its connections', () => {
     await workerCaughtUp();
     redis.pause();
     try {
-      // The first request finds out: its Redis commands time out (3 s); the post, committed first, is answered as made.
+      // The first request's Redis commands wait until a probe's PING goes unanswered for 1.5 s (probes are a second
+      // apart) and the connections are cut off (about 2–2.5 s in all); the post, committed first, is answered as made.
       const first = await post('while-redis-hangs-1');
       expect([200, 503]).toContain(first.res.statusCode);
       expect(first.ms).toBeLessThan(4500);

@@ -50,8 +50,9 @@ export function startWorkers(ctx: AppContext): Workers {
   const worker = new Worker<FanoutJob>(
     FANOUT_QUEUE,
     async (job: Job<FanoutJob>) => {
-      // A retry after its backoff, a delayed job or a repeating one waited on purpose, and a background one (a link's
-      // card, jobs/queues.ts) waits for the others: only jobs meant to run at once say how far behind the worker is.
+      // A retry after its backoff, a delayed job or a repeating one waited on purpose, as did a link-card job queued
+      // here with a priority before they had the pull queue (one may be left after an upgrade): only jobs meant to run
+      // at once say how far behind the worker is.
       ctx.jobBacklog.started(job.timestamp, job.attemptsMade === 0 && !job.opts.delay && !job.repeatJobKey && !job.opts.priority);
       try {
         await withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job));

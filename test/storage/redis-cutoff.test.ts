@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { OwnRedis } from '../helpers/own-services.ts';
 import { connectRedis, createRedis, cutOffNodes } from '../../storage/redis.ts';
+import { until } from '../helpers/instances.ts';
 
 // A Redis that keeps its connections but answers nothing (SIGSTOP): cutting off a single Redis's connection destroys
 // its socket at once, so what waits on it fails now (ioredis's own disconnect() only ends the socket, which a hung
@@ -38,8 +39,7 @@ describe('cutting off a hung single Redis', () => {
       redis.resume();
     }
     // Back by itself (its retry strategy), with what was written before.
-    for (let i = 0; i < 100 && client.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(client.status).toBe('ready');
+    await until(async () => client.status, (status) => status === 'ready', 'the client reconnected', 5000);
     expect(await client.get('k')).toBe('1');
   });
 });

@@ -100,11 +100,22 @@ async function storeParts(ctx: AppContext, archiveId: string, prefix: string, ou
     await ctx.fileHost.put(archivePartKey(prefix, parts), data, 'application/zip');
     parts++;
   };
+  // Each part is cut at partBytes: a stream's chunks are whatever it had buffered when read (more under load), so
+  // cutting only between chunks made the parts' number and sizes depend on timing.
   for await (const chunk of output as AsyncIterable<Buffer>) {
-    pending.push(chunk);
-    pendingBytes += chunk.length;
     size += chunk.length;
-    if (pendingBytes >= partBytes) await flush();
+    let rest = chunk;
+    while (pendingBytes + rest.length >= partBytes) {
+      const take = partBytes - pendingBytes;
+      pending.push(rest.subarray(0, take));
+      pendingBytes += take;
+      rest = rest.subarray(take);
+      await flush();
+    }
+    if (rest.length > 0) {
+      pending.push(rest);
+      pendingBytes += rest.length;
+    }
   }
   if (pendingBytes > 0 || parts === 0) await flush();
   return { parts, size };

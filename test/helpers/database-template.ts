@@ -57,7 +57,9 @@ export default async function setup(): Promise<() => Promise<void>> {
     await migrate(`${ADMIN_URL.replace(/\/postgres$/, '')}/${making}`);
     await client.query(`ALTER DATABASE ${making} RENAME TO ${template}`).catch(() => client.query(`DROP DATABASE ${making} WITH (FORCE)`));
   });
-  await withAdmin(async (client) => {
+  // TEST_KEEP_TEMPLATES=1: several checkouts with different migrations testing at once against one PostgreSQL would
+  // otherwise drop each other's templates in the middle of their runs.
+  if (process.env.TEST_KEEP_TEMPLATES !== '1') await withAdmin(async (client) => {
     const stale = (await databasesLike(client, 'fedi_tmpl%')).filter((n) => n !== template && !n.startsWith('fedi_tmplnew_'));
     await dropAll(stale);
   });

@@ -11,6 +11,10 @@ export class ConfigError extends Error {
   }
 }
 
+export type TranslationConfig =
+  | { backend: 'deepl'; apiKey: string; apiUrl: string }
+  | { backend: 'libretranslate'; endpoint: string; apiKey: string };
+
 export type RegistrationsMode = 'open' | 'approved' | 'none';
 export type Role = 'web' | 'worker' | 'streaming' | 'all';
 
@@ -104,6 +108,8 @@ export interface Config {
    * input from other servers must not make us probe our own network. Tests and local trials turn it on.
    */
   allowPrivateAddresses: boolean;
+  /** Machine translation of posts (Mastodon's DeepL or LibreTranslate settings); null: off, as Mastodon by default. */
+  translation: TranslationConfig | null;
   /**
    * Mastodon's AUTHORIZED_FETCH ("secure mode"): actors, their collections and posts are served only to GETs signed
    * by another server's actor (the instance actor stays open: others need its key to check our signatures).
@@ -280,6 +286,22 @@ function replicaUrls(env: Env, databaseUrl: string): string[] {
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/fedi_server';
 
+/** DeepL when DEEPL_API_KEY is set, else LibreTranslate when LIBRE_TRANSLATE_ENDPOINT is (Mastodon's order). */
+function translationConfig(env: Env): TranslationConfig | null {
+  const deeplKey = str(env, 'DEEPL_API_KEY', '');
+  if (deeplKey !== '') {
+    const plan = oneOf(env, 'DEEPL_PLAN', 'free', ['free', 'pro'] as const);
+    const fallback = plan === 'free' ? 'https://api-free.deepl.com' : 'https://api.deepl.com';
+    const apiUrl = env.DEEPL_API_URL ? url(env, 'DEEPL_API_URL', '', ['http:', 'https:']) : fallback;
+    return { backend: 'deepl', apiKey: deeplKey, apiUrl: apiUrl.replace(/\/+$/, '') };
+  }
+  if (env.LIBRE_TRANSLATE_ENDPOINT) {
+    const endpoint = url(env, 'LIBRE_TRANSLATE_ENDPOINT', '', ['http:', 'https:']).replace(/\/+$/, '');
+    return { backend: 'libretranslate', endpoint, apiKey: str(env, 'LIBRE_TRANSLATE_API_KEY', '') };
+  }
+  return null;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const localDomain = str(env, 'LOCAL_DOMAIN', 'localhost:3000');
   if (!/^[a-z0-9.-]+(:\d+)?$/i.test(localDomain)) {
@@ -357,6 +379,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: bool(env, 'RATE_LIMITS', true),
     rateLimitApiPer5Min: int(env, 'RATE_LIMIT_API_PER_5MIN', 300, 1, 1_000_000_000),
     allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
+    translation: translationConfig(env),
     authorizedFetch: bool(env, 'AUTHORIZED_FETCH', false),
     limitedFederationMode: bool(env, 'LIMITED_FEDERATION_MODE', false),
     showDomainBlocks: oneOf(env, 'SHOW_DOMAIN_BLOCKS', 'all', ['all', 'users', 'disabled'] as const),

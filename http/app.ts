@@ -30,6 +30,7 @@ import directoryRoutes from './api/v1/directory.ts';
 import followRequestsRoutes from './api/v1/follow_requests.ts';
 import instanceV1Routes from './api/v1/instance.ts';
 import statusesRoutes from './api/v1/statuses.ts';
+import statusTranslationRoutes from './api/v1/status_translations.ts';
 import timelinesRoutes from './api/v1/timelines.ts';
 import markersRoutes from './api/v1/markers.ts';
 import notificationsRoutes from './api/v1/notifications.ts';
@@ -144,6 +145,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(directoryRoutes, { ctx });
   await app.register(followRequestsRoutes, { ctx });
   await app.register(statusesRoutes, { ctx });
+  await app.register(statusTranslationRoutes, { ctx });
   await app.register(timelinesRoutes, { ctx });
   await app.register(markersRoutes, { ctx });
   await app.register(notificationsRoutes, { ctx });

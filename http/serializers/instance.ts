@@ -115,7 +115,7 @@ export function renderInstanceV2(ctx: RenderContext, config: Config, stats: Inst
     configuration: {
       urls: { streaming: streamingUrl(config.publicUrl), status: config.statusPageUrl || null },
       vapid: { public_key: vapidPublicKey },
-      translation: { enabled: false },
+      translation: { enabled: config.translation !== null },
       timelines_access: {
         live_feeds: { local: 'public', remote: 'public' },
         hashtag_feeds: { local: 'public', remote: 'public' },

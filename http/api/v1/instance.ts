@@ -1,3 +1,4 @@
+import { translationLanguages } from '../../../services/translation/translate-status.ts';
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../../route-options.ts';
 import { Type } from '../../schema.ts';
@@ -67,8 +68,8 @@ export default async function instanceV1Routes(app: FastifyInstance, { ctx }: Ro
 
   app.get('/api/v1/instance/languages', { config: { auth: { kind: 'anonymous' } } }, async () => LANGUAGE_LIST);
 
-  // No translation service: no pairs of languages to translate between.
-  app.get('/api/v1/instance/translation_languages', { config: { auth: { kind: 'anonymous' } } }, async () => ({}));
+  // Source language -> target languages the configured service offers (`und`: detected); {} with no service.
+  app.get('/api/v1/instance/translation_languages', { config: { auth: { kind: 'anonymous' } } }, async () => translationLanguages(ctx.config));
 
   // The thumbnail both instance entities name, from memory; its URL carries a digest of it, so it can be kept long.
   for (const size of ['@1x', '@2x'] as const) {

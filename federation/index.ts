@@ -7,7 +7,6 @@ import { publishedLocalAccount, signingLocalAccount } from '../services/local-ac
 import { accountStatusIds, findStatus } from '../storage/statuses.ts';
 import { instanceStats, activeUsers } from '../storage/instance.ts';
 import { followersPage, followingPage } from '../storage/follows.ts';
-import { canSee } from '../services/visibility.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { RedisKvStore } from './kv.ts';
 import { storableRemoteInput } from './storable-documents.ts';
@@ -20,8 +19,8 @@ import { routeFedifyLogs } from './logging.ts';
 import { INSTANCE_ACTOR, instanceActorOf, namesInstanceActor } from './instance-actor.ts';
 import { signedRequester } from './signed-requests.ts';
 import { CavageFirstKvStore } from './signature-specs.ts';
-import { serverHoldsStatus } from '../storage/audience.ts';
 import { featuredItems } from './featured.ts';
+import { mayServeStatus, setRepliesDispatcher } from './replies.ts';
 import { healthOf } from './health.ts';
 import { healthMeterProvider, recordDeliveryError } from './meter.ts';
 import { metricsOf } from '../services/metrics.ts';
@@ -182,16 +181,14 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       const account = await publishedLocalAccount(fed.data, values.identifier);
       const status = account ? await findStatus(fed.data.db, values.id) : null;
       if (!account || !status || status.account_id !== account.id || status.reblog_of_id || status.deleted_at) return null;
-      if (!(await canSee(fed.data.db, null, status))) {
-        const signer = await signedRequester(fed);
-        if (!signer) return null;
-        const mayRead = (await canSee(fed.data.db, signer.id, status)) || (signer.domain !== null && (await serverHoldsStatus(fed.data.db, status, signer.domain)));
-        if (!mayRead) return null;
-      }
+      if (!(await mayServeStatus(fed, status))) return null;
       // A status with a poll is a Question (served at the same address: Fedify does not check the class).
       return (await statusObjectOf(fed, account, status)).note as Note;
     })
     .authorize((fed) => authorized(fed, null));
+
+  // Each status's replies, at the `replies` id its Note names (federation/replies.ts).
+  setRepliesDispatcher(federation, (fed) => authorized(fed, null));
 
   // The stamps (FEP-044f QuoteAuthorization) of accepted quotes of our posts, at Mastodon's URL: what other servers
   // fetch to check that a quote of one of our posts was approved. A revoked, pending or rejected quote has none.

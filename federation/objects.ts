@@ -1,11 +1,13 @@
 import { Temporal } from '@js-temporal/polyfill';
-import { Announce, Collection, Document, Endpoints, Hashtag, Image, InteractionPolicy, InteractionRule, Mention, Note, Person, PUBLIC_COLLECTION, Question, QuoteAuthorization, Tombstone, type Recipient } from '@fedify/vocab';
+import { Announce, Collection, Document, Endpoints, Hashtag, Image, InteractionPolicy, InteractionRule, Mention, Note, Person, PropertyValue, PUBLIC_COLLECTION, Question, QuoteAuthorization, Service, Tombstone, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
 import type { StatusRow } from '../storage/statuses.ts';
 import { findAccountsByIds, movedTarget } from '../storage/accounts.ts';
 import { findStatus, mentionsOf, tagsOf } from '../storage/statuses.ts';
+import { repliesCollectionOf } from './replies.ts';
+import { renderField } from '../text/render.ts';
 import { mediaOfStatuses } from '../storage/media.ts';
 import { pollOfStatus, pollExpired, type PollRow } from '../storage/polls.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
@@ -14,8 +16,12 @@ import { effectiveQuotePolicy } from '../services/quotes.ts';
 
 const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
 
-/** A local account as an ActivityPub Person (what Mastodon publishes at /users/:username). */
-export async function personOf(fed: Context<AppContext>, account: AccountRow): Promise<Person> {
+/**
+ * A local account as an ActivityPub actor (what Mastodon publishes at /users/:username): a Person, or a Service for
+ * a bot account, as Mastodon types them (this server has no group accounts).
+ */
+export async function personOf(fed: Context<AppContext>, account: AccountRow): Promise<Person | Service> {
+  const Actor = account.bot ? Service : Person;
   const identifier = account.username;
   const keys = await fed.getActorKeyPairs(identifier);
   const app = fed.data;
@@ -34,8 +40,8 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     assertionMethods: keys.map((k) => k.multikey),
   };
   // A suspended account is published with its key and nothing else of it, marked suspended (as Mastodon does).
-  if (account.suspended_at) return new Person({ ...common, suspended: true });
-  return new Person({
+  if (account.suspended_at) return new Actor({ ...common, suspended: true });
+  return new Actor({
     ...common,
     name: account.display_name,
     summary: account.note_html,
@@ -49,7 +55,17 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     // Account moves (issue 30): the ids it says are also it, and where it moved (Mastodon's alsoKnownAs, movedTo).
     aliases: (account.also_known_as ?? []).filter((u) => URL.canParse(u)).map((u) => new URL(u)),
     successor: movedToUri(app, account),
+    attachments: profileFieldsOf(account),
   });
+}
+
+/**
+ * Profile fields as Mastodon publishes them: `PropertyValue` attachments (schema.org's, which Fedify's context
+ * names), the value as HTML with its links made links, `rel="me"` on them, as Mastodon renders a local field.
+ * Whether a link is verified is not published (other servers verify for themselves).
+ */
+export function profileFieldsOf(account: Pick<AccountRow, 'fields'>): PropertyValue[] {
+  return (account.fields ?? []).map((f) => new PropertyValue({ name: f.name, value: renderField(f.value) }));
 }
 
 function movedToUri(app: AppContext, account: AccountRow): URL | null {
@@ -114,12 +130,13 @@ export async function statusObjectOf(fed: Context<AppContext>, author: AccountRo
 
 async function noteValues(fed: Context<AppContext>, author: AccountRow, s: StatusRow) {
   const app = fed.data;
-  const [mentionIds, tagNames, parent, media, quoteFields] = await Promise.all([
+  const [mentionIds, tagNames, parent, media, quoteFields, replies] = await Promise.all([
     mentionsOf(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
     tagsOf(app.db, [s.id]).then((t) => t.get(s.id) ?? []),
     s.in_reply_to_id ? findStatus(app.db, s.in_reply_to_id) : Promise.resolve(null),
     mediaOfStatuses(app.db, [s.id]).then((m) => m.get(s.id) ?? []),
     quoteValues(app, s),
+    repliesCollectionOf(app, author, s),
   ]);
   const related = await findAccountsByIds(app.db, [...mentionIds, ...(parent ? [parent.account_id] : [])]);
   const mentioned = related.filter((a) => mentionIds.includes(a.id));
@@ -149,6 +166,7 @@ async function noteValues(fed: Context<AppContext>, author: AccountRow, s: Statu
       ...tagNames.map((name) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(name.toLowerCase())}`, app.config.publicUrl), name: `#${name}` })),
     ],
     ...quoteFields,
+    replies,
     interactionPolicy: interactionPolicyOf(fed, author, s),
   };
   return { values, mentioned };

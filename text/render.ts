@@ -15,22 +15,30 @@ const SANITIZE: SanitizeOptions = {
   allowedSchemes: ['http', 'https'],
 };
 
-function linkifyLine(line: string): string {
+function linkifyLine(line: string, rel = 'nofollow noopener noreferrer'): string {
   const matches = linkify.match(line) ?? [];
   let out = '';
   let last = 0;
   for (const m of matches) {
     if (!/^https?:\/\//i.test(m.url)) continue; // bare domains and mail addresses stay text, as in Mastodon
     out += escapeHtml(line.slice(last, m.index));
-    out += `<a href="${escapeHtml(m.url)}" target="_blank" rel="nofollow noopener noreferrer">${escapeHtml(m.text)}</a>`;
+    out += `<a href="${escapeHtml(m.url)}" target="_blank" rel="${rel}">${escapeHtml(m.text)}</a>`;
     last = m.lastIndex;
   }
   return out + escapeHtml(line.slice(last));
 }
 
-/** One line (a profile field value): escaped and linked, no paragraph. */
+/** One line: escaped and linked, no paragraph. */
 export function renderInline(text: string): string {
   return sanitize(linkifyLine(text.replace(/\s+/g, ' ').trim()), SANITIZE);
+}
+
+/**
+ * A profile field's value as Mastodon renders a local one: one line, escaped, its links linked with `rel="me"` (the
+ * link says the account is the same person as the page, the other half of a verified link).
+ */
+export function renderField(text: string): string {
+  return sanitize(linkifyLine(text.replace(/\s+/g, ' ').trim(), 'nofollow noopener me'), SANITIZE);
 }
 
 /**

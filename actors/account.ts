@@ -10,6 +10,7 @@ import * as statusService from '../services/statuses.ts';
 import * as pollService from '../services/polls.ts';
 import { ApiError, notFound } from '../errors.ts';
 import { queueDelivery } from '../services/deliveries.ts';
+import { fieldsNeedVerifying, queueLinkVerification } from '../services/profile-links.ts';
 import { randomUUID } from 'node:crypto';
 import { homeFeedSourceIds } from '../storage/statuses.ts';
 import { FEED_SIZE } from '../storage/feeds.ts';
@@ -196,6 +197,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
         const authorized = msg.profile.locked === false ? await follows.authorizeAllFollowRequests(tx, accountId) : [];
         // Other servers refresh the profile (the delivery job sends nothing when no remote account follows).
         deliveries.push(await queueDelivery(tx, { activity: 'UpdatePerson', accountId }));
+        // Links in the fields not verified yet are checked (Mastodon's VerifyAccountLinksWorker).
+        if (msg.profile.fields && fieldsNeedVerifying(result.account)) deliveries.push(await queueLinkVerification(tx, accountId));
         for (const requesterId of authorized) {
           deliveries.push(await queueDelivery(tx, { activity: 'AcceptFollow', accountId, requesterId, followUri: await follows.followUri(tx, requesterId, accountId) }));
         }

@@ -9,6 +9,7 @@ import { confirmedByWebFinger, fetchById, webFingerSelf } from './fetch-object.t
 import { boundedItems } from './inbound-limits.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { afterRemoteActorStored } from './featured.ts';
+import { keepVerification, verifyRemoteLinksLater } from '../services/profile-links.ts';
 
 /** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
 const STALE_AFTER_MS = 24 * 3600 * 1000;
@@ -74,6 +75,9 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
   if (await domainPolicy(app).rejectsMedia(data.domain)) Object.assign(data, { avatarUrl: null, headerUrl: null });
   // Our own accounts are never overwritten by what another server says about them.
   if (new URL(data.uri).origin === new URL(app.config.publicUrl).origin) return null;
+  // A link stays verified while its field's value is the same (services/profile-links.ts).
+  const known = await findAccountByUri(app.db, data.uri);
+  if (known) data.fields = keepVerification(known.fields, data.fields);
   let row: AccountRow;
   try {
     row = await upsertRemoteAccount(app.db, data);
@@ -84,6 +88,8 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
     throw err;
   }
   await app.versions.bump({ accounts: [row.id] });
+  // Its links not verified yet are checked against its profile URL, as Mastodon checks other servers' (in a job).
+  await verifyRemoteLinksLater(app, row).catch(() => {});
   // Its pinned posts: the featured collection, read in the background (federation/featured.ts).
   await afterRemoteActorStored(app, row, actor).catch(() => {});
   return row;

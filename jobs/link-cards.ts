@@ -44,7 +44,7 @@ interface Log {
 /** Why a fetch gave nothing (logged, never thrown out of the job). */
 export class LinkFetchError extends Error {}
 
-interface Fetched {
+export interface Fetched {
   url: URL;
   contentType: string;
   charset: string | null;
@@ -145,7 +145,7 @@ function decode(f: Fetched): string {
 }
 
 /** A page, in the charset its bytes, its header or its `<meta>` say (services/preview-cards.ts pageEncoding). */
-function decodePage(f: Fetched): string {
+export function decodePage(f: Fetched): string {
   return new TextDecoder(pageEncoding(f.body, f.charset)).decode(f.body);
 }
 
@@ -162,7 +162,7 @@ export type CreatorResolver = (handle: string, o: { fetch: boolean }) => Promise
  */
 export function canBeAttributedFrom(account: AccountRow, host: string, localDomain: string): boolean {
   const own = [account.domain ?? localDomain];
-  // Other servers' profile links are never verified here (federation/remote-accounts.ts), so only ours count.
+  // Only our own accounts' verified links count: another server's account is credited on its own domain alone.
   for (const f of account.fields ?? []) {
     if (!f.verified_at || account.domain !== null) continue;
     const href = /href="([^"]+)"/.exec(f.value_html)?.[1] ?? f.value;
@@ -199,7 +199,8 @@ export async function processCardImage(input: Buffer): Promise<{ data: Buffer; w
 
 type Ctx = Pick<AppContext, 'db' | 'config' | 'fileHost'>;
 
-const userAgent = (ctx: Ctx) => `fedi-server/${ctx.config.softwareVersion} (+${ctx.config.publicUrl}/)`;
+/** How this server names itself when it fetches pages (link cards, profile links). */
+export const userAgent = (ctx: Pick<AppContext, 'config'>) => `fedi-server/${ctx.config.softwareVersion} (+${ctx.config.publicUrl}/)`;
 
 /** Fetches a card's image onto the file host; null when it cannot be had. */
 async function fetchImage(ctx: Ctx, imageUrl: string, log?: Log): Promise<{ key: string; width: number; height: number; blurhash: string } | null> {

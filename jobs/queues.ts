@@ -44,6 +44,8 @@ export type FanoutJob =
   | { kind: 'refreshTrends'; outboxId?: undefined }
   /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */
   | { kind: 'fetchLinkCard'; outboxId: string; statusId: string }
+  /** An account's profile links checked for rel="me" (jobs/profile-links.ts), queued when its fields are set. */
+  | { kind: 'verifyAccountLinks'; outboxId: string; accountId: string }
   /** One account's annual report of one year (jobs/annual-reports.ts), queued with the request's row. */
   | { kind: 'generateAnnualReport'; outboxId: string; accountId: string; year: number }
   /** A remote quote's stamp checked again after it could not be fetched (jobs/quote-stamps.ts), delayed by `runAt`. */
@@ -82,7 +84,7 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
 /** The kinds of job that go on the pull queue (PULL_QUEUE); every other kind goes on the fan-out queue. */
-const PULL_KINDS = new Set(['fetchLinkCard']);
+const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks']);
 export const queueOfKind = (kind: string): 'fanout' | 'pull' => (PULL_KINDS.has(kind) ? 'pull' : 'fanout');
 
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */

@@ -1,9 +1,10 @@
 import { unprocessable } from '../errors.ts';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.ts';
-import type { AccountRow, ProfileChanges, ProfileField } from '../storage/accounts.ts';
+import type { AccountRow, ProfileChanges } from '../storage/accounts.ts';
 import type { SourceDefaults } from '../storage/users.ts';
-import { renderInline } from '../text/render.ts';
+import { renderField } from '../text/render.ts';
+import { keepVerification } from './profile-links.ts';
 import { renderStatusText } from '../text/status.ts';
 import { resolveMentions } from './statuses.ts';
 import { processProfileImage, type ProfileImageKind } from './images.ts';
@@ -63,13 +64,8 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     changes.noteHtml = renderStatusText(note, { publicUrl: ctx.config.publicUrl, localDomain: ctx.config.localDomain, mentions: map });
   }
   if (u.fields !== undefined) {
-    const previous = new Map(current.fields.map((f) => [`${f.name}\u0000${f.value}`, f.verified_at]));
-    changes.fields = u.fields.map((f): ProfileField => ({
-      name: f.name,
-      value: f.value,
-      value_html: renderInline(f.value),
-      verified_at: previous.get(`${f.name}\u0000${f.value}`) ?? null,
-    }));
+    // A link stays verified while its value is the same (services/profile-links.ts); the actor queues the check of new ones.
+    changes.fields = keepVerification(current.fields, u.fields.map((f) => ({ name: f.name, value: f.value, value_html: renderField(f.value) })));
   }
   for (const image of images) {
     if (image.kind === 'avatar') {

@@ -316,3 +316,22 @@ export function movedTarget(a: Pick<AccountRow, 'moved_to'>): AccountRow | null 
     silenced_at: date(m.silenced_at), sensitized_at: date(m.sensitized_at), fetched_at: date(m.fetched_at),
   };
 }
+
+/**
+ * Marks the fields of an account whose value is one of `values` verified at `at` (a verified link, jobs/profile-links.ts),
+ * in one statement: a field edited while its link was being checked has another value and is left as it is.
+ * Returns whether any field changed.
+ */
+export async function markFieldsVerified(db: Queryable, accountId: string, values: string[], at: Date): Promise<boolean> {
+  if (values.length === 0) return false;
+  const { rowCount } = await db.query(
+    `UPDATE accounts SET fields = (
+        SELECT coalesce(jsonb_agg(CASE WHEN f->>'value' = ANY($2::text[]) AND f->>'verified_at' IS NULL
+                                       THEN jsonb_set(f, '{verified_at}', to_jsonb($3::text)) ELSE f END ORDER BY n), '[]'::jsonb)
+          FROM jsonb_array_elements(accounts.fields) WITH ORDINALITY AS e(f, n)), updated_at = now()
+      WHERE id = $1 AND EXISTS (SELECT 1 FROM jsonb_array_elements(accounts.fields) f
+                                 WHERE f->>'value' = ANY($2::text[]) AND f->>'verified_at' IS NULL)`,
+    [accountId, values, at.toISOString()],
+  );
+  return (rowCount ?? 0) > 0;
+}

@@ -91,9 +91,10 @@ async function repliedStatus(fed: RequestContext<AppContext>, values: { identifi
 export function setRepliesDispatcher(federation: AppFederation, authorized: (fed: RequestContext<AppContext>) => Promise<boolean>): void {
   federation
     .setCollectionDispatcher(NAME, Note, '/users/{identifier}/statuses/{id}/replies', async (fed, values, cursor) => {
+      // Without a cursor only for a status that may not be served (setFirstCursor): not found.
+      if (cursor === null) return null;
       const found = await repliedStatus(fed, values);
       if (!found) return null;
-      if (cursor === null) return { items: [] }; // the collection itself names its first page
       const c = parseRepliesCursor(cursor);
       if (!c) return null;
       // Pages may be a moment behind (a replica), as the outbox's.
@@ -102,6 +103,8 @@ export function setRepliesDispatcher(federation: AppFederation, authorized: (fed
       // Fedify's collection pages take ids (URLs) as items as well as objects.
       return { items: rows.map((r) => replyUri(fed.data, r)) as unknown as Note[], nextCursor: next ? cursorOf(next) : null };
     })
-    .setFirstCursor(() => cursorOf({ by: 'author', minId: undefined }))
+    // The collection itself names its first page, for a status that may be served to this request; Fedify serves
+    // the collection without asking the dispatcher when there is a first cursor, so this is where that is checked.
+    .setFirstCursor(async (fed, values) => ((await repliedStatus(fed, values)) ? cursorOf({ by: 'author', minId: undefined }) : null))
     .authorize((fed) => authorized(fed));
 }

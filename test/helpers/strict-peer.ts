@@ -31,8 +31,10 @@ export interface PeerGet { path: string; /** carried a draft-cavage signature (s
 export interface PeerDelivery { inbox: string; activity: Json; verified: boolean; reason?: string; spec: Spec }
 /** Outgoing deliveries; status 0 with `error` when it could not be made (e.g. the follower's inbox was not found). */
 export interface PeerSent { inbox: string; activity: Json; status: number; error?: string }
-export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean }
-interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string> }
+/** `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML). */
+export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[] }
+export interface PeerField { name: string; value: string }
+interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[] }
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 const CONTEXT = [AS, 'https://w3id.org/security/v1'];
@@ -97,12 +99,20 @@ export class StrictPeer {
   get instanceActorId(): string { return this.actorId(INSTANCE); }
   followers(username: string): string[] { return [...this.actor(username).followers]; }
 
-  async addActor(username: string, { locked = false, autoAccept = true }: PeerActorOptions = {}): Promise<string> {
+  async addActor(username: string, { locked = false, autoAccept = true, fields = [] }: PeerActorOptions = {}): Promise<string> {
     const keys = await rsaKeyPair();
     const type = username === INSTANCE ? 'Application' : 'Person';
-    this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set() });
+    this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set(), fields });
     return this.actorId(username);
   }
+
+  /** Changes an actor's profile fields (what its next actor document says). */
+  setFields(username: string, fields: PeerField[]): void {
+    this.actor(username).fields = fields;
+  }
+
+  /** An actor's profile page (its `url`). */
+  profileUrl(username: string): string { return `${this.url}/@${username}`; }
 
   /** Serves `object` at its id's path (signed GETs only). */
   publish(username: string, object: Json): void {
@@ -266,14 +276,20 @@ export class StrictPeer {
 
   private actorDocument(a: Actor): Json {
     const id = this.actorId(a.username);
+    const terms = {
+      ...(this.featuredOf.has(a.username) ? { toot: 'http://joinmastodon.org/ns#', featured: { '@id': 'toot:featured', '@type': '@id' } } : {}),
+      // Mastodon's terms for profile fields.
+      ...(a.fields.length > 0 ? { schema: 'http://schema.org#', PropertyValue: 'schema:PropertyValue', value: 'schema:value' } : {}),
+    };
     return {
       // Mastodon's term for it: `featured` is not in the ActivityStreams context.
-      '@context': this.featuredOf.has(a.username) ? [...CONTEXT, { toot: 'http://joinmastodon.org/ns#', featured: { '@id': 'toot:featured', '@type': '@id' } }] : CONTEXT,
+      '@context': Object.keys(terms).length > 0 ? [...CONTEXT, terms] : CONTEXT,
       id, type: a.type, preferredUsername: a.username, name: a.username,
       inbox: `${id}/inbox`, outbox: `${id}/outbox`, followers: `${id}/followers`, following: `${id}/following`,
       endpoints: { sharedInbox: `${this.url}/inbox` }, manuallyApprovesFollowers: a.locked, url: `${this.url}/@${a.username}`,
       publicKey: { id: this.keyId(a.username), owner: id, publicKeyPem: a.pem },
       ...(this.featuredOf.has(a.username) ? { featured: `${id}/collections/featured` } : {}),
+      ...(a.fields.length > 0 ? { attachment: a.fields.map((f) => ({ type: 'PropertyValue', name: f.name, value: f.value })) } : {}),
     };
   }
 

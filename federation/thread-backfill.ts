@@ -84,7 +84,7 @@ async function fetchReplies(fed: Fed, post: APObject, loader: DocumentLoader, bu
   const app = fed.data;
   const settings = app.config.fetchReplies;
   for (const uri of await replyUrisOf(post, loader, budget, settings.maxSingle)) {
-    if (budget.statuses <= 0 || budget.pages <= 0) return;
+    if (budget.statuses <= 0) return;
     if (seen.has(uri)) continue;
     seen.add(uri);
     const url = new URL(uri);
@@ -92,7 +92,8 @@ async function fetchReplies(fed: Fed, post: APObject, loader: DocumentLoader, bu
     if ((url.protocol !== 'https:' && url.protocol !== 'http:') || fed.parseUri(url) !== null) continue;
     const known = await findStatusByUri(app.db, uri);
     if (known) {
-      if (!shouldFetchReplies(app.config, known) || !(await claimReplyFetch(app.db, known.id, settings.cooldownMinutes))) continue;
+      // Nothing more to read of it once the pages are spent.
+      if (budget.pages <= 0 || !shouldFetchReplies(app.config, known) || !(await claimReplyFetch(app.db, known.id, settings.cooldownMinutes))) continue;
       budget.statuses--;
     } else {
       budget.statuses--;
@@ -101,7 +102,9 @@ async function fetchReplies(fed: Fed, post: APObject, loader: DocumentLoader, bu
       await onFound();
       await claimReplyFetch(app.db, stored.id, settings.cooldownMinutes);
     }
-    const reply = await fetchPost(fed, uri, loader);
+    // Its own replies, while pages are left (the replies found on the pages read are stored all the same, as
+    // Mastodon queues them).
+    const reply = budget.pages > 0 ? await fetchPost(fed, uri, loader) : null;
     if (reply) await fetchReplies(fed, reply, loader, budget, seen, onFound);
   }
 }
@@ -113,7 +116,7 @@ async function fetchReplies(fed: Fed, post: APObject, loader: DocumentLoader, bu
  */
 async function replyUrisOf(post: APObject, loader: DocumentLoader, budget: Budget, max: number): Promise<string[]> {
   const origin = post.id?.origin;
-  if (!origin) return [];
+  if (!origin || budget.pages <= 0) return [];
   const pages: DocumentLoader = (url, options) =>
     new URL(url).origin === origin ? loader(url, options) : Promise.reject(new Error(`${url} is not on ${origin}`));
   const collection = await post.getReplies({ documentLoader: pages }).catch(() => null);
@@ -133,7 +136,7 @@ async function replyUrisOf(post: APObject, loader: DocumentLoader, budget: Budge
       if (uris.length >= max) return uris;
       uris.push(id.href);
     }
-    if (!(page instanceof CollectionPage)) break;
+    if (!(page instanceof CollectionPage) || budget.pages <= 0) break;
     const next = page.nextId;
     if (next && seenPages.has(next.href)) break; // a `next` seen before: the collection loops
     page = await page.getNext({ documentLoader: pages }).catch(() => null);

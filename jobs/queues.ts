@@ -16,7 +16,7 @@ export const queueLabel = (bullName: string): string => bullName.replace(/^\{(.*
 
 export const FANOUT_QUEUE = bullQueueName('fanout');
 /**
- * Work that fetches from other sites and may wait on them (a link's preview card: up to 10 s a fetch), as on
+ * Work that fetches from other sites and may wait on them (a link's preview card, a remote thread being filled in: up to 10 s a fetch), as on
  * Mastodon's `pull` queue: a queue of its own with few workers of its own, so that slow sites never hold the worker
  * slots that fan-out and deliveries need. On one queue with fan-out, a burst of posts linking to a page whose host
  * did not answer took all 16 slots for seconds, and every post's fan-out waited behind them (issue 32).

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { StatusRow } from '../storage/statuses.ts';
 import { transaction } from '../storage/db.ts';
 import { addToOutbox } from '../storage/outbox.ts';
-import { claimReplyFetch } from '../storage/thread-backfill.ts';
+import { claimReplyFetch, repliesFetchedAt } from '../storage/thread-backfill.ts';
 import { newAsyncRefreshId, runningContextRefresh, startContextRefresh, type AsyncRefresh } from '../storage/async-refreshes.ts';
 
 /**
@@ -37,6 +37,9 @@ export async function refreshForContext(ctx: AppContext, viewerId: string | null
   const running = await runningContextRefresh(ctx.redis, prefix, status.id);
   if (running) return running;
   if (viewerId === null || !shouldFetchReplies(ctx.config, status)) return null;
+  // Read first: a popular thread opened again and again in its cooldown costs a read, not a write transaction.
+  const fetchedAt = await repliesFetchedAt(ctx.db, status.id);
+  if (fetchedAt && fetchedAt.getTime() > Date.now() - ctx.config.fetchReplies.cooldownMinutes * 60_000) return null;
   const refreshId = newAsyncRefreshId();
   const job = await transaction(ctx.db, async (tx) => {
     if (!(await claimReplyFetch(tx, status.id, ctx.config.fetchReplies.cooldownMinutes))) return null;

@@ -15,19 +15,26 @@ import { fetchNote, statusByUri } from './remote-statuses.ts';
  * from each post's `replies` collection and from theirs in turn, as Mastodon's ActivityPub::FetchAllRepliesWorker.
  *
  * Every fetch is a GET signed by the instance actor (as Mastodon's), through Fedify's loader, which refuses private
- * addresses unless ALLOW_PRIVATE_ADDRESSES, caps what it reads and gives up after FETCH_TIMEOUT_MS; suspended
- * servers are not asked (fetchById). Posts are stored through the one conversion of remote posts (fetchNote).
- * One run takes at most FETCH_REPLIES_MAX_GLOBAL posts and FETCH_REPLIES_MAX_PAGES collection pages in all, and at
- * most FETCH_REPLIES_MAX_SINGLE replies of one post. A collection's pages must come from its post's own server (as
- * Mastodon's), and a page seen before (a `next` that loops back) ends it.
+ * addresses unless ALLOW_PRIVATE_ADDRESSES; each gives up after FETCH_TIMEOUT_MS, and suspended servers are not
+ * asked (fetchById). Posts are stored through the one conversion of remote posts (fetchNote). One run takes at most
+ * FETCH_REPLIES_MAX_GLOBAL posts and FETCH_REPLIES_MAX_PAGES collection pages in all, at most
+ * FETCH_REPLIES_MAX_SINGLE replies of one post, and at most RUN_LIMIT_MS. A collection's pages must come from its
+ * post's own server (as Mastodon's), and a page seen before (a `next` that loops back) ends it.
  */
 type Fed = Context<AppContext>;
 
 /** As many parents as a thread shows (storage/statuses.ts `threadIds`): fetching more would show nothing more. */
 export const ANCESTORS_LIMIT = 40;
 
-/** What one run may still spend, in all. */
-interface Budget { statuses: number; pages: number }
+/**
+ * The longest one run goes on. Mastodon spreads the fetches over many jobs; here one job makes them one after the
+ * other, and a server answering each just inside FETCH_TIMEOUT_MS must not hold a pull slot for hours.
+ */
+export const RUN_LIMIT_MS = 5 * 60_000;
+
+/** What one run may still spend, in all: posts, pages, and time (`until`, a Date.now() value). */
+interface Budget { statuses: number; pages: number; until: number }
+const spent = (budget: Budget) => budget.statuses <= 0 || Date.now() >= budget.until;
 
 /**
  * Fetches what the thread of `status` lacks; `found` is told of each post new to us as it is stored (the refresh's
@@ -36,7 +43,7 @@ interface Budget { statuses: number; pages: number }
  */
 export async function backfillThread(fed: Fed, status: StatusRow, found: (count: number) => Promise<void>): Promise<number> {
   const settings = fed.data.config.fetchReplies;
-  const budget: Budget = { statuses: settings.maxGlobal, pages: settings.maxPages };
+  const budget: Budget = { statuses: settings.maxGlobal, pages: settings.maxPages, until: Date.now() + RUN_LIMIT_MS };
   // A post just stored is read again at once for its replies: the loader keeps the last few documents it fetched.
   const loader = rememberingLoader(await signedLoader(fed, null), 4);
   let count = 0;
@@ -58,7 +65,7 @@ export async function backfillThread(fed: Fed, status: StatusRow, found: (count:
  */
 async function fetchMissingAncestors(fed: Fed, status: StatusRow, loader: DocumentLoader, budget: Budget, onFound: () => Promise<void>): Promise<void> {
   const db = fed.data.db;
-  for (let level = 0; level < ANCESTORS_LIMIT && budget.statuses > 0; level++) {
+  for (let level = 0; level < ANCESTORS_LIMIT && !spent(budget); level++) {
     const top = await topmostAncestor(db, status.id, ANCESTORS_LIMIT);
     if (!top || top.in_reply_to_id !== null || top.uri === null) return;
     const parentUri = (await fetchPost(fed, top.uri, loader))?.replyTargetId;
@@ -84,7 +91,7 @@ async function fetchReplies(fed: Fed, post: APObject, loader: DocumentLoader, bu
   const app = fed.data;
   const settings = app.config.fetchReplies;
   for (const uri of await replyUrisOf(post, loader, budget, settings.maxSingle)) {
-    if (budget.statuses <= 0) return;
+    if (spent(budget)) return;
     if (seen.has(uri)) continue;
     seen.add(uri);
     const url = new URL(uri);
@@ -126,7 +133,7 @@ async function replyUrisOf(post: APObject, loader: DocumentLoader, budget: Budge
   let page: Collection | null = first ?? collection;
   const seenPages = new Set<string>(collection.id ? [collection.id.href] : []);
   const uris: string[] = [];
-  while (page && budget.pages > 0) {
+  while (page && budget.pages > 0 && Date.now() < budget.until) {
     if (page !== collection && page.id) {
       if (seenPages.has(page.id.href)) break;
       seenPages.add(page.id.href);

@@ -108,6 +108,8 @@ describe('opening a remote thread', () => {
     expect(peer.gets.filter((g) => g.path.startsWith('/users/') && g.status === 401)).toEqual([]);
     expect(getsOf(`${gus}/statuses/c/replies/others`)).toBe(1);
     expect(getsOf(`${gus}/statuses/d/replies/page`)).toBe(1);
+    // A reply is fetched once, to be stored and read for its own replies.
+    for (const reply of [`${gus}/statuses/d`, `${hal}/statuses/e`, `${hal}/statuses/g`, `${hal}/statuses/h`]) expect(getsOf(reply), reply).toBe(1);
     // The parent's reply count moved with the join.
     expect((await get(`/api/v1/statuses/${bHere.id}`)).json().replies_count).toBe(1);
   });

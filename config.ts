@@ -138,6 +138,13 @@ export interface Config {
   /** How far ahead a post must be scheduled (Mastodon: 5 minutes); lowered only by tests that wait for one. */
   scheduledStatusMinDelaySeconds: number;
   /**
+   * Fetching a remote thread's missing posts when someone opens it (Mastodon's Status::FetchRepliesConcern and
+   * ActivityPub::FetchAllRepliesWorker, with their settings' names and defaults): whether at all, how many posts and
+   * collection pages one fetch may take in all, how many replies of one post, how long before a post's replies are
+   * fetched again, and how old a post must be before its replies are fetched at all.
+   */
+  fetchReplies: { enabled: boolean; maxGlobal: number; maxSingle: number; maxPages: number; cooldownMinutes: number; initialWaitMinutes: number };
+  /**
    * Outgoing mail (confirmations, password resets, moderation): an SMTP server, or null when mail is off; then new
    * addresses count as confirmed at once, so that a trial instance works without one.
    */
@@ -389,6 +396,14 @@ export function loadConfig(env: Env = process.env): Config {
     softwareVersion: SOFTWARE_VERSION,
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
     scheduledStatusMinDelaySeconds: int(env, 'SCHEDULED_STATUS_MIN_DELAY_SECONDS', 300, 0, 86_400),
+    fetchReplies: {
+      enabled: bool(env, 'FETCH_REPLIES_ENABLED', true),
+      maxGlobal: int(env, 'FETCH_REPLIES_MAX_GLOBAL', 1000, 1, 100_000),
+      maxSingle: int(env, 'FETCH_REPLIES_MAX_SINGLE', 500, 1, 100_000),
+      maxPages: int(env, 'FETCH_REPLIES_MAX_PAGES', 500, 1, 100_000),
+      cooldownMinutes: int(env, 'FETCH_REPLIES_COOLDOWN_MINUTES', 15, 0, 525_600),
+      initialWaitMinutes: int(env, 'FETCH_REPLIES_INITIAL_WAIT_MINUTES', 5, 0, 525_600),
+    },
     metricsToken: metricsToken(env),
     smtp: smtpSettings(env, localDomain),
     otpSecret: otpSecret(env),

@@ -69,6 +69,7 @@ import pollsRoutes from './api/v1/polls.ts';
 import statusMarksRoutes from './api/v1/status_marks.ts';
 import annualReportsRoutes from './api/v1/annual_reports.ts';
 import collectionsRoutes from './api/v1/collections.ts';
+import asyncRefreshesRoutes from './api/v1_alpha/async_refreshes.ts';
 import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
 import { lazyValidatorFactory } from './lazy-validators.ts';
 
@@ -179,6 +180,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(accountNotesRoutes, { ctx });
   await app.register(featuredTagsRoutes, { ctx });
   await app.register(collectionsRoutes, { ctx });
+  await app.register(asyncRefreshesRoutes, { ctx });
   await app.register(scheduledStatusesRoutes, { ctx });
   await app.register(tagsRoutes, { ctx });
   await app.register(conversationsRoutes, { ctx });

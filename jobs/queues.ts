@@ -16,7 +16,7 @@ export const queueLabel = (bullName: string): string => bullName.replace(/^\{(.*
 
 export const FANOUT_QUEUE = bullQueueName('fanout');
 /**
- * Work that fetches from other sites and may wait on them (a link's preview card: up to 10 s a fetch), as on
+ * Work that fetches from other sites and may wait on them (a link's preview card, a remote thread being filled in: up to 10 s a fetch), as on
  * Mastodon's `pull` queue: a queue of its own with few workers of its own, so that slow sites never hold the worker
  * slots that fan-out and deliveries need. On one queue with fan-out, a burst of posts linking to a page whose host
  * did not answer took all 16 slots for seconds, and every post's fan-out waited behind them (issue 32).
@@ -59,7 +59,9 @@ export type FanoutJob =
   /** One run of an account's deletion (jobs/account-deletion.ts): a few batches, then it queues its next run. */
   | { kind: 'deleteAccount'; outboxId: string; accountId: string; step: string; after?: string; keepReports?: boolean }
   /** One run of a CSV import (jobs/imports.ts): a batch of its rows, queueing the next run while rows are left. */
-  | { kind: 'processImport'; outboxId: string; importId: string };
+  | { kind: 'processImport'; outboxId: string; importId: string }
+  /** A remote thread's missing parents and replies (jobs/thread-backfill.ts), queued when someone opens it. */
+  | { kind: 'fetchThread'; outboxId: string; statusId: string; refreshId: string };
 
 /** A Redis connection (or Cluster client) of BullMQ's own (workers block on theirs). */
 export function bullConnection(target: string | RedisTarget): RedisClient {
@@ -84,7 +86,7 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
 /** The kinds of job that go on the pull queue (PULL_QUEUE); every other kind goes on the fan-out queue. */
-const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks']);
+const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks', 'fetchThread']);
 export const queueOfKind = (kind: string): 'fanout' | 'pull' => (PULL_KINDS.has(kind) ? 'pull' : 'fanout');
 
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */

@@ -93,6 +93,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'sendMail') await sendMailJob(ctx, data, job, log);
     else if (data.kind === 'fetchLinkCard') await (await import('./link-cards.ts')).fetchLinkCard(ctx, data.statusId, log);
     else if (data.kind === 'verifyAccountLinks') await (await import('./profile-links.ts')).verifyAccountLinks(ctx, data.accountId, log);
+    else if (data.kind === 'fetchThread') await (await import('./thread-backfill.ts')).fetchThreadJob(ctx, data);
     else if (data.kind === 'processImport') await (await import('./imports.ts')).processImportJob(ctx, data.importId);
     else if (data.kind === 'deleteAccount') await (await import('./account-deletion.ts')).deleteAccountJob(ctx, data);
     else if (data.kind === 'accountMove') await (await import('./account-move.ts')).runAccountMove(ctx, data);

@@ -13,8 +13,9 @@ const API = {
   origin: '*',
   credentials: false,
   methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-  // Without Link a web client cannot page; the rate-limit headers let it back off.
-  exposedHeaders: ['Link', 'X-RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Request-Id'],
+  // Without Link a web client cannot page; the rate-limit headers let it back off; Mastodon-Async-Refresh says a
+  // thread is being fetched and may be asked for again.
+  exposedHeaders: ['Link', 'X-RateLimit-Reset', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-Request-Id', 'Mastodon-Async-Refresh'],
   maxAge: 7200,
 };
 const NONE = { origin: false };

@@ -51,7 +51,7 @@ describe('CORS for web clients on other origins', () => {
     expect(res.headers.link).toBeTruthy();
     expect(res.headers['access-control-allow-origin']).toBe('*');
     const exposed = String(res.headers['access-control-expose-headers']).toLowerCase().split(/\s*,\s*/);
-    for (const h of ['link', 'x-ratelimit-reset', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-request-id']) expect(exposed).toContain(h);
+    for (const h of ['link', 'x-ratelimit-reset', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-request-id', 'mastodon-async-refresh']) expect(exposed).toContain(h);
 
     // A 401 must be readable too, or a web client cannot tell that its token was revoked.
     const denied = await s.app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: { ...bearer('nope'), origin: ORIGIN } });

@@ -11,6 +11,8 @@ import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { blocksAccount } from '../../../services/relations.ts';
 import { visibleStatus } from '../../../services/visibility.ts';
+import { refreshForContext } from '../../../services/thread-backfill.ts';
+import { asyncRefreshHeader } from '../../serializers/async-refresh.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
@@ -225,9 +227,16 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
   app.get('/api/v1/statuses/:id/context', {
     schema: { params: StatusParams },
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
-  }, async (request) => {
+  }, async (request, reply) => {
     const viewerId = request.viewerId;
     const status = await visibleStatus(ctx.db, viewerId, request.params.id);
+    // A remote thread's missing posts are fetched in the background; the client may poll and ask again (Mastodon
+    // 4.4+). Redis or PostgreSQL failing here leaves the thread as it is, not the request failed.
+    const refresh = await refreshForContext(ctx, viewerId, status).catch((err: unknown) => {
+      request.log.warn({ err }, 'could not start fetching the thread');
+      return null;
+    });
+    if (refresh) reply.header('Mastodon-Async-Refresh', asyncRefreshHeader(refresh));
     const thread = await statuses.threadIds(ctx.db, status);
     const ancestors = await renderStatuses(ctx, viewerId, thread.ancestors, 'thread');
     // Depth-first, oldest reply first at each level: the order people read a thread in.

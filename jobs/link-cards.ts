@@ -1,7 +1,3 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { createSecureContext, type SecureContext } from 'node:tls';
-import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { encode as encodeBlurhash } from 'blurhash';
 import type { AppContext } from '../context.ts';
@@ -11,8 +7,10 @@ import { CARD_REFRESH_AFTER_MS, firstCardLink, ownHosts, pageEncoding, parseOEmb
 import { publishedLocalAccount } from '../services/local-accounts.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { loadSharp } from '../services/sharp.ts';
-import { isPublicAddress, publicOnlyLookup, PrivateAddressError } from './web-push.ts';
 import { fanOutStatus } from './fanout.ts';
+import { guardedGet, LinkFetchError, type Fetched } from '../services/guarded-fetch.ts';
+
+export { LinkFetchError };
 
 /**
  * The fetchLinkCard job (queued from the outbox with a status that has a link, services/statuses.ts): the link's
@@ -39,100 +37,6 @@ const MAX_INPUT_PIXELS = 7680 * 4320;
 interface Log {
   debug(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
-}
-
-/** Why a fetch gave nothing (logged, never thrown out of the job). */
-export class LinkFetchError extends Error {}
-
-export interface Fetched {
-  url: URL;
-  contentType: string;
-  charset: string | null;
-  body: Buffer;
-}
-
-/**
- * One TLS context for every fetch, made at the first https one. Without it each request makes its own (the system's
- * certificate authorities parsed again, about half a millisecond of CPU), even one whose host name then does not
- * resolve: that was a tenth of a post's CPU time when every post linked to a page that could not be had (issue 32).
- */
-let secureContext: SecureContext | null = null;
-
-/**
- * GETs a URL as every fetch of this server does to what others name: never signed, no cookies, only http(s), only
- * public addresses (checked on the address connected to) unless ALLOW_PRIVATE_ADDRESSES, redirects followed a few
- * times (each hop checked again), at most `maxBytes` read, within the time limit. `accept` says which media types
- * are taken; any other is refused before its body is read.
- */
-export async function guardedGet(url: URL, o: { accept: (type: string) => boolean; acceptHeader: string; maxBytes: number; allowPrivateAddresses: boolean; userAgent: string }): Promise<Fetched> {
-  const signal = AbortSignal.timeout(LINK_CARD_LIMITS.timeoutMs);
-  let current = url;
-  for (let hop = 0; hop <= LINK_CARD_LIMITS.redirects; hop++) {
-    if (current.protocol !== 'http:' && current.protocol !== 'https:') throw new LinkFetchError(`not http(s): ${current.protocol}`);
-    const host = current.hostname.replace(/^\[(.*)\]$/, '$1');
-    if (!o.allowPrivateAddresses && isIP(host) !== 0 && !isPublicAddress(host)) throw new PrivateAddressError(`${host} is not a public address`);
-    const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = (current.protocol === 'https:' ? httpsRequest : httpRequest)(current, {
-        method: 'GET',
-        headers: { accept: o.acceptHeader, 'user-agent': o.userAgent, 'accept-encoding': 'identity' },
-        signal,
-        ...(current.protocol === 'https:' ? { secureContext: (secureContext ??= createSecureContext()) } : {}),
-        ...(o.allowPrivateAddresses ? {} : { lookup: publicOnlyLookup }),
-      }, resolve);
-      req.on('error', reject);
-      req.end();
-    });
-    const status = res.statusCode ?? 0;
-    if (status >= 300 && status < 400 && res.headers.location) {
-      res.destroy();
-      current = new URL(res.headers.location, current);
-      continue;
-    }
-    if (status < 200 || status >= 300) {
-      res.destroy();
-      throw new LinkFetchError(`answered ${status}`);
-    }
-    const [type = '', ...params] = (res.headers['content-type'] ?? '').split(';').map((p) => p.trim());
-    if (!o.accept(type.toLowerCase())) {
-      res.destroy();
-      throw new LinkFetchError(`not taken: ${type || 'no content type'}`);
-    }
-    const length = Number(res.headers['content-length']);
-    if (Number.isFinite(length) && length > o.maxBytes) {
-      res.destroy();
-      throw new LinkFetchError(`too large: ${length} bytes`);
-    }
-    const charset = params.map((p) => /^charset=["']?([^"';]+)/i.exec(p)?.[1]).find((c) => !!c) ?? null;
-    const body = await readAtMost(res, o.maxBytes, signal);
-    return { url: current, contentType: type.toLowerCase(), charset, body };
-  }
-  throw new LinkFetchError('too many redirects');
-}
-
-function readAtMost(res: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const fail = (err: Error) => {
-      signal.removeEventListener('abort', onAbort);
-      res.destroy();
-      reject(err);
-    };
-    const onAbort = () => fail(new LinkFetchError('too slow'));
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    res.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) return fail(new LinkFetchError(`too large: more than ${maxBytes} bytes`));
-      chunks.push(chunk);
-    });
-    res.on('end', () => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(Buffer.concat(chunks));
-    });
-    res.on('error', (err) => fail(err));
-    res.on('aborted', () => fail(new LinkFetchError('connection closed')));
-  });
 }
 
 /** JSON (oEmbed): the header's charset, else UTF-8. */
@@ -206,6 +110,7 @@ export const userAgent = (ctx: Pick<AppContext, 'config'>) => `fedi-server/${ctx
 async function fetchImage(ctx: Ctx, imageUrl: string, log?: Log): Promise<{ key: string; width: number; height: number; blurhash: string } | null> {
   try {
     const f = await guardedGet(new URL(imageUrl), {
+      timeoutMs: LINK_CARD_LIMITS.timeoutMs, redirects: LINK_CARD_LIMITS.redirects,
       accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: LINK_CARD_LIMITS.imageBytes,
       allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx),
     });
@@ -224,6 +129,7 @@ export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?:
   let page: Fetched;
   try {
     page = await guardedGet(new URL(url), {
+      timeoutMs: LINK_CARD_LIMITS.timeoutMs, redirects: LINK_CARD_LIMITS.redirects,
       accept: (t) => t === 'text/html', acceptHeader: 'text/html', maxBytes: LINK_CARD_LIMITS.pageBytes,
       allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx),
     });
@@ -236,6 +142,7 @@ export async function fetchCard(ctx: Ctx, url: string, withImage: boolean, log?:
   if (details.oembedUrl) {
     try {
       const f = await guardedGet(new URL(details.oembedUrl), {
+        timeoutMs: LINK_CARD_LIMITS.timeoutMs, redirects: LINK_CARD_LIMITS.redirects,
         accept: (t) => t === 'application/json' || t === 'application/json+oembed' || t === 'text/javascript', acceptHeader: 'application/json',
         maxBytes: LINK_CARD_LIMITS.oembedBytes, allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx),
       });

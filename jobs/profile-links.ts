@@ -1,7 +1,8 @@
 import type { AppContext } from '../context.ts';
 import { findAccountById, markFieldsVerified } from '../storage/accounts.ts';
 import { MAX_VERIFIED_FIELDS, linkForVerification, linkVerificationPendingKey, linksBack, profileAddresses, relMeLinks, requiresVerification } from '../services/profile-links.ts';
-import { LINK_CARD_LIMITS, decodePage, guardedGet, userAgent } from './link-cards.ts';
+import { LINK_CARD_LIMITS, decodePage, userAgent } from './link-cards.ts';
+import { guardedGet } from '../services/guarded-fetch.ts';
 
 /**
  * The verifyAccountLinks job (Mastodon's VerifyAccountLinksWorker), queued when an account's fields are set (ours on

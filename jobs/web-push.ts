@@ -1,15 +1,16 @@
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { isIP, type LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
 import webpush from 'web-push';
-import { isValidPublicIPv4Address, isValidPublicIPv6Address } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import { findPushDelivery, deletePushSubscription } from '../storage/web-push.ts';
 import { findAccountById } from '../storage/accounts.ts';
 import { findStatus } from '../storage/statuses.ts';
 import { renderPushPayload, vapidKeys } from '../services/web-push.ts';
 import type { PushTarget } from '../storage/web-push.ts';
+import { isPublicAddress, PrivateAddressError, publicOnlyLookup } from '../services/guarded-fetch.ts';
+
+export { isPublicAddress, PrivateAddressError, publicOnlyLookup };
 
 /** How long push services keep an undelivered message, and the age past which a queued push is not sent (Mastodon: 48 h). */
 export const PUSH_TTL_SECONDS = 48 * 3600;
@@ -24,30 +25,8 @@ interface Log {
   warn(obj: object, msg: string): void;
 }
 
-/** The endpoint is, or resolves to, a loopback, private or otherwise non-public address. */
-export class PrivateAddressError extends Error {}
-
 /** A push service's answer that is worth trying again (5xx, 408, 429): BullMQ retries the job with backoff. */
 export class RetryablePushError extends Error {}
-
-export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  return (family === 4 && isValidPublicIPv4Address(address)) || (family === 6 && isValidPublicIPv6Address(address));
-}
-
-/**
- * DNS resolution that refuses non-public addresses, used for the connection itself: the address checked is the
- * address connected to (no second lookup an attacker's DNS could answer differently).
- */
-export const publicOnlyLookup = ((hostname: string, options: { all?: boolean; family?: number }, callback: (err: Error | null, address?: string | LookupAddress[], family?: number) => void) => {
-  dnsLookup(hostname, { family: options.family ?? 0, all: true }, (err, addresses) => {
-    if (err) return callback(err);
-    const bad = addresses.find((a) => !isPublicAddress(a.address));
-    if (bad || addresses.length === 0) return callback(new PrivateAddressError(`${hostname} resolves to a non-public address${bad ? ` (${bad.address})` : ''}`));
-    if (options.all) return callback(null, addresses);
-    callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
-}) as unknown as LookupFunction;
 
 /** POSTs one push message; resolves with the status code. Never follows redirects. */
 export function postPush(endpoint: URL, headers: OutgoingHttpHeaders, body: Buffer, allowPrivateAddresses: boolean): Promise<number> {

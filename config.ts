@@ -108,6 +108,8 @@ export interface Config {
    * input from other servers must not make us probe our own network. Tests and local trials turn it on.
    */
   allowPrivateAddresses: boolean;
+  /** Copies of other servers' media older than this many days are removed (and copied again when viewed); 0 keeps them. */
+  mediaCacheRetentionDays: number;
   /** Machine translation of posts (Mastodon's DeepL or LibreTranslate settings); null: off, as Mastodon by default. */
   translation: TranslationConfig | null;
   /**
@@ -386,6 +388,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: bool(env, 'RATE_LIMITS', true),
     rateLimitApiPer5Min: int(env, 'RATE_LIMIT_API_PER_5MIN', 300, 1, 1_000_000_000),
     allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
+    mediaCacheRetentionDays: int(env, 'MEDIA_CACHE_RETENTION_DAYS', 0, 0, 36_500),
     translation: translationConfig(env),
     authorizedFetch: bool(env, 'AUTHORIZED_FETCH', false),
     limitedFederationMode: bool(env, 'LIMITED_FEDERATION_MODE', false),

@@ -5,7 +5,7 @@ import type { AppContext } from './context.ts';
 import { createPool, ensureDatabase, migrate } from './storage/db.ts';
 import { withoutNamedStatements } from './storage/pooler.ts';
 import { createRedis, connectRedis, createKeyTracking } from './storage/redis.ts';
-import { LocalFileHost } from './storage/filehost/local.ts';
+import { createFileHost } from './storage/filehost/index.ts';
 import type { FileHost } from './storage/filehost/index.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { buildApp } from './http/app.ts';
@@ -132,15 +132,6 @@ export async function createContext(config: Config): Promise<AppContext> {
   defineLazyFederation(ctx);
   self = ctx;
   return ctx;
-}
-
-/** The file host the settings name: the local disk (the default) or an S3-compatible bucket. */
-async function createFileHost(config: Config): Promise<FileHost> {
-  // The AWS SDK (~5 MB resident) is only loaded where it is used.
-  if (config.fileHost === 's3') return new (await import('./storage/filehost/s3.ts')).S3FileHost(config.s3);
-  const filesRoot = join(config.dataDir, 'files');
-  await mkdir(filesRoot, { recursive: true });
-  return new LocalFileHost(filesRoot, config.publicUrl);
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {

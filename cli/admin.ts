@@ -20,6 +20,7 @@ import { isId } from '../storage/ids.ts';
 import { isModerationCommand, moderationCommand, ModerationUsageError, MODERATION_USAGE } from './moderation.ts';
 import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps } from './domains.ts';
 import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './federation.ts';
+import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -50,7 +51,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
 ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
-${FEDERATION_USAGE}`;
+${FEDERATION_USAGE}
+${MEDIA_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -72,6 +74,14 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       return await federationCommand(argv.slice(1), { db, config: services.config }, out);
     } catch (err) {
       throw err instanceof FederationUsageError ? new UsageError(err.message) : err;
+    }
+  }
+  if (argv[0] === 'media' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services?.config) throw new Error('media commands need the settings');
+    try {
+      return await mediaCommand(argv.slice(1), { db, redis: services.redis, config: services.config }, out);
+    } catch (err) {
+      throw err instanceof MediaUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   if (argv[0] === 'domains' && services && !argv.includes('--help') && !argv.includes('-h')) {

@@ -1,3 +1,4 @@
+import { addToOutbox } from '../storage/outbox.ts';
 import { Application, Image, Link, PropertyValue, Service, isActor, type Actor } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
@@ -90,6 +91,10 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
   await app.versions.bump({ accounts: [row.id] });
   // Its links not verified yet are checked against its profile URL, as Mastodon checks other servers' (in a job).
   await verifyRemoteLinksLater(app, row).catch(() => {});
+  // Its avatar and header copied here (services/remote-media.ts); a lost job is made up by the media proxy.
+  if ((row.avatar_remote_url && !row.avatar_file) || (row.header_remote_url && !row.header_file)) {
+    await app.jobs.enqueue(await addToOutbox(app.db, 'cacheAccountImages', { accountId: row.id })).catch(() => {});
+  }
   // Its pinned posts: the featured collection, read in the background (federation/featured.ts).
   await afterRemoteActorStored(app, row, actor).catch(() => {});
   return row;

@@ -22,6 +22,7 @@ import rateLimitPlugin from './plugins/rate-limit.ts';
 import { mastodonKeywords } from './plugins/validation.ts';
 import healthRoutes from './health.ts';
 import fileRoutes from './files.ts';
+import mediaProxyRoutes from './media-proxy.ts';
 import oauthRoutes from './oauth/routes.ts';
 import appsRoutes from './api/v1/apps.ts';
 import accountsRoutes from './api/v1/accounts.ts';
@@ -189,6 +190,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(annualReportsRoutes, { ctx });
   await app.register(mediaV1Routes, { ctx });
   await app.register(mediaV2Routes, { ctx });
+  await app.register(mediaProxyRoutes, { ctx });
   await app.register(adminQueueRoutes, { ctx });
   await app.register(metricsRoutes, { ctx });
   await app.register(streamingRoutes, { ctx });

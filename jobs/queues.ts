@@ -61,7 +61,13 @@ export type FanoutJob =
   /** One run of a CSV import (jobs/imports.ts): a batch of its rows, queueing the next run while rows are left. */
   | { kind: 'processImport'; outboxId: string; importId: string }
   /** A remote thread's missing parents and replies (jobs/thread-backfill.ts), queued when someone opens it. */
-  | { kind: 'fetchThread'; outboxId: string; statusId: string; refreshId: string };
+  | { kind: 'fetchThread'; outboxId: string; statusId: string; refreshId: string }
+  /** A remote status's attachments copied to our file host (services/remote-media.ts), queued when it arrives. */
+  | { kind: 'cacheRemoteMedia'; outboxId: string; statusId: string }
+  /** A remote account's avatar and header copied to our file host, queued when its actor is stored. */
+  | { kind: 'cacheAccountImages'; outboxId: string; accountId: string }
+  /** Copies of remote media past MEDIA_CACHE_RETENTION_DAYS removed, hourly. */
+  | { kind: 'pruneMediaCache'; outboxId?: undefined };
 
 /** A Redis connection (or Cluster client) of BullMQ's own (workers block on theirs). */
 export function bullConnection(target: string | RedisTarget): RedisClient {
@@ -86,7 +92,7 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
 /** The kinds of job that go on the pull queue (PULL_QUEUE); every other kind goes on the fan-out queue. */
-const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks', 'fetchThread']);
+const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks', 'fetchThread', 'cacheRemoteMedia', 'cacheAccountImages']);
 export const queueOfKind = (kind: string): 'fanout' | 'pull' => (PULL_KINDS.has(kind) ? 'pull' : 'fanout');
 
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
@@ -141,10 +147,11 @@ export class JobQueues {
     await Promise.all([add(this.fanout, fanout), add(this.pull, pull)]);
   }
 
-  /** The repeating jobs: the clean-up of abandoned uploads, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
+  /** The repeating jobs: the clean-up of abandoned uploads and of old copies of remote media, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
   async scheduleRepeating(): Promise<void> {
     await this.fanout.upsertJobScheduler('clean-media', { every: 3_600_000 }, { name: 'cleanMedia', data: { kind: 'cleanMedia' } });
     await this.fanout.upsertJobScheduler('refresh-trends', { every: 300_000 }, { name: 'refreshTrends', data: { kind: 'refreshTrends' } });
+    await this.fanout.upsertJobScheduler('prune-media-cache', { every: 3_600_000 }, { name: 'pruneMediaCache', data: { kind: 'pruneMediaCache' } });
   }
 
   async close(): Promise<void> {

@@ -101,6 +101,9 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'verifyQuoteStamp') await (await import('./quote-stamps.ts')).verifyQuoteStampJob(ctx, data);
     else if (data.kind === 'buildAccountArchive') await (await import('./account-archive.ts')).buildAccountArchive(ctx, data.archiveId);
     else if (data.kind === 'expireAccountArchives') await (await import('./account-archive.ts')).expireAccountArchives(ctx);
+    else if (data.kind === 'cacheRemoteMedia') await (await import('../services/remote-media.ts')).copyStatusMedia(ctx, data.statusId, log);
+    else if (data.kind === 'cacheAccountImages') await (await import('../services/remote-media.ts')).copyAccountImages(ctx, data.accountId, log);
+    else if (data.kind === 'pruneMediaCache') await (await import('../services/remote-media.ts')).pruneExpiredMedia(ctx);
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });

@@ -142,7 +142,7 @@ export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buf
   }
 }
 
-class Undecodable extends Error {}
+export class Undecodable extends Error {}
 
 /**
  * The processing job: orientation applied, metadata (EXIF location…) dropped, capped in size, a small preview, meta
@@ -184,6 +184,13 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
   await deps.fileHost.delete(media.staged_key).catch(() => {});
 }
 
+/** A video or audio container by its bytes (the kinds uploads may be), or null. */
+export async function avFormatOf(data: Buffer): Promise<{ type: 'video' | 'audio'; mime: string; extension: string } | null> {
+  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data);
+  const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
+  return av && sniffed ? { type: av.type, mime: sniffed.mime, extension: av.extension } : null;
+}
+
 /** Video and audio: kept as sent (their container checked when accepted); no preview until transcoding exists. */
 async function storeAsSent(deps: MediaDeps, media: MediaRow, data: Buffer): Promise<void> {
   const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first upload
@@ -201,7 +208,7 @@ async function storeAsSent(deps: MediaDeps, media: MediaRow, data: Buffer): Prom
   await deps.fileHost.delete(media.staged_key!).catch(() => {});
 }
 
-function dims(width: number, height: number) {
+export function dims(width: number, height: number) {
   return { width, height, size: `${width}x${height}`, aspect: width / height };
 }
 
@@ -211,7 +218,7 @@ function fit(width: number, height: number, maxPixels: number): { width: number;
   return { width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale)) };
 }
 
-async function renderImage(input: Buffer) {
+export async function renderImage(input: Buffer) {
   const sharp = await loadSharp();
   let meta;
   try {

@@ -566,6 +566,8 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
         if (state === 'accepted' && quoted.uri === null && quoted.account_id !== r.accountId) await notifyAccount(deps, tx, quoted.account_id, r.accountId, 'quote', status.id);
       }
       const outbox = [await addToOutbox(tx, 'fanOutStatus', { statusId: status.id })];
+      // Its attachments copied here, so readers never load them from its server (services/remote-media.ts).
+      if (r.media.some((m) => m.type !== 'unknown')) outbox.push(await addToOutbox(tx, 'cacheRemoteMedia', { statusId: status.id }));
       if (r.media.length === 0 && firstCardLink(r.content, ownHosts(deps.config))) outbox.push(await addToOutbox(tx, 'fetchLinkCard', { statusId: status.id }));
       return { status, outbox };
     });

@@ -1,3 +1,4 @@
+import { accountImageUrl } from './media-urls.ts';
 import { sanitize } from '../text/sanitize.ts';
 import type { Queryable } from '../storage/db.ts';
 import { afterCommit } from '../storage/db.ts';
@@ -108,7 +109,7 @@ export interface PushPayloadInput {
  */
 export function renderPushPayload({ subscription, notification, from, status, server }: PushPayloadInput): string {
   const name = from.display_name.trim() || from.username;
-  const icon = from.avatar_file ? server.fileHost.url(from.avatar_file) : (from.avatar_remote_url ?? `${server.publicUrl}/avatars/original/missing.png`);
+  const icon = accountImageUrl(server, from, 'avatar');
   const source = status ? (status.spoiler_text || status.text || plainText(status.content)) : plainText(from.note_html);
   const idDigits = /^\d+$/.test(notification.id) ? notification.id : JSON.stringify(notification.id);
   const fields = [

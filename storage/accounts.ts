@@ -232,7 +232,10 @@ export async function upsertRemoteAccount(db: Queryable, a: RemoteAccount): Prom
      ON CONFLICT (uri) WHERE uri IS NOT NULL DO UPDATE SET
        display_name = $4, note_html = $5, url = $6, inbox_url = $7, shared_inbox_url = $8, outbox_url = $9,
        followers_url = $10, locked = $11, bot = $12, discoverable = $13, avatar_remote_url = $14,
-       header_remote_url = $15, fields = $16, fetched_at = now(), updated_at = now(), also_known_as = $18,
+       header_remote_url = $15, fields = $16,
+       -- A copy of an image the actor no longer names is not shown (services/remote-media.ts copies the new one).
+       avatar_file = CASE WHEN accounts.avatar_remote_url IS NOT DISTINCT FROM $14 THEN accounts.avatar_file END,
+       header_file = CASE WHEN accounts.header_remote_url IS NOT DISTINCT FROM $15 THEN accounts.header_file END, fetched_at = now(), updated_at = now(), also_known_as = $18,
        moved_to_account_id = CASE WHEN $19::text IS NULL THEN NULL
          ELSE coalesce((SELECT id FROM accounts WHERE uri = $19), accounts.moved_to_account_id) END
      RETURNING ${COLUMNS}`,

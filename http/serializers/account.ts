@@ -1,3 +1,4 @@
+import { accountImageUrl } from '../../services/media-urls.ts';
 import { movedTarget, type AccountRow } from '../../storage/accounts.ts';
 import type { UserRow } from '../../storage/users.ts';
 import type { RenderContext } from './context.ts';
@@ -21,8 +22,8 @@ export function renderAccount(ctx: RenderContext, a: AccountRow) {
 
 function accountEntity(ctx: RenderContext, a: AccountRow) {
   const local = a.domain === null;
-  const avatar = a.avatar_file ? ctx.fileHost.url(a.avatar_file) : (a.avatar_remote_url ?? `${ctx.publicUrl}/avatars/original/missing.png`);
-  const header = a.header_file ? ctx.fileHost.url(a.header_file) : (a.header_remote_url ?? `${ctx.publicUrl}/headers/original/missing.png`);
+  const avatar = accountImageUrl(ctx, a, 'avatar');
+  const header = accountImageUrl(ctx, a, 'header');
   return {
     id: a.id,
     username: a.username,

@@ -138,8 +138,10 @@ describe('two servers federating', () => {
     const avatarOnB = patched.json().avatar as string;
     const updated = await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/${bobOnA.id}`)).body, (acc) => acc.display_name === 'Bob of B', 'a: bob\'s new name');
     expect(updated.note).toContain('Now with a bio');
-    expect(updated.avatar).toBe(avatarOnB);
-    expect(updated.avatar.startsWith(b.url)).toBe(true);
+    // Shown from a's copy of it (readers on a never load b's files), the same picture.
+    const copied = await until(async () => (await api(a, alice, 'GET', `/api/v1/accounts/${bobOnA.id}`)).body, (acc) => acc.avatar.startsWith(`${a.url}/system/`), "a: bob's avatar copied");
+    const [mine, theirs] = await Promise.all([copied.avatar, avatarOnB].map(async (url: string) => sharp(Buffer.from(await (await fetch(url)).arrayBuffer())).raw().toBuffer()));
+    expect(mine!.equals(theirs!)).toBe(true);
   });
 
   it('resolves a mention of an account it has never seen, and the mentioned one is told', async () => {
@@ -440,16 +442,18 @@ describe('remote fetches', () => {
 });
 
 describe('media across servers', () => {
-  it('sends attachments with their descriptions; the other side shows them from where they live', async () => {
+  it('sends attachments with their descriptions; the other side shows its own copy of them', async () => {
     const png = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#258' } }).png().toBuffer();
     const form = await multipart({ file: { data: png, filename: 'p.png', type: 'image/png' }, description: 'a blue rectangle' });
     let media = (await a.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(alice.token), ...form.headers }, payload: form.payload })).json();
     media = await until(async () => (await api(a, alice, 'GET', `/api/v1/media/${media.id}`)).body, (m) => m.url !== null, 'a: processed');
     const post = (await api(a, alice, 'POST', '/api/v1/statuses', { status: `a picture for @bob@${b.domain}`, media_ids: [media.id] })).body;
     const note = await until(async () => ((await api(b, bob, 'GET', '/api/v1/notifications?types[]=mention')).body as Json[]).find((n) => n.status?.uri === post.uri), (n) => n !== undefined, 'b: the mention');
-    const attachment = note!.status.media_attachments[0];
+    expectEntity('MediaAttachment', note!.status.media_attachments[0]);
+    const status = await until(async () => (await api(b, bob, 'GET', `/api/v1/statuses/${note!.status.id}`)).body, (st) => st.media_attachments[0].url.startsWith(`${b.url}/system/`), "b: a's picture copied");
+    const attachment = status.media_attachments[0];
     expectEntity('MediaAttachment', attachment);
-    expect(attachment).toMatchObject({ type: 'image', url: media.url, remote_url: media.url, description: 'a blue rectangle', meta: { original: { width: 320, height: 240 } } });
+    expect(attachment).toMatchObject({ type: 'image', remote_url: media.url, description: 'a blue rectangle', meta: { original: { width: 320, height: 240 } } });
     const served = await sharp(Buffer.from(await (await fetch(attachment.url)).arrayBuffer())).metadata();
     expect([served.width, served.height]).toEqual([320, 240]);
   });

@@ -31,10 +31,10 @@ export interface PeerGet { path: string; /** carried a draft-cavage signature (s
 export interface PeerDelivery { inbox: string; activity: Json; verified: boolean; reason?: string; spec: Spec }
 /** Outgoing deliveries; status 0 with `error` when it could not be made (e.g. the follower's inbox was not found). */
 export interface PeerSent { inbox: string; activity: Json; status: number; error?: string }
-/** `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML). */
-export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[] }
+/** `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML); `extra`: more of the actor document (icon, image…), as that server would serve it. */
+export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; extra?: Json }
 export interface PeerField { name: string; value: string }
-interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[] }
+interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[]; extra: Json }
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 const CONTEXT = [AS, 'https://w3id.org/security/v1'];
@@ -99,10 +99,10 @@ export class StrictPeer {
   get instanceActorId(): string { return this.actorId(INSTANCE); }
   followers(username: string): string[] { return [...this.actor(username).followers]; }
 
-  async addActor(username: string, { locked = false, autoAccept = true, fields = [] }: PeerActorOptions = {}): Promise<string> {
+  async addActor(username: string, { locked = false, autoAccept = true, fields = [], extra = {} }: PeerActorOptions = {}): Promise<string> {
     const keys = await rsaKeyPair();
     const type = username === INSTANCE ? 'Application' : 'Person';
-    this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set(), fields });
+    this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set(), fields, extra });
     return this.actorId(username);
   }
 
@@ -290,6 +290,7 @@ export class StrictPeer {
       publicKey: { id: this.keyId(a.username), owner: id, publicKeyPem: a.pem },
       ...(this.featuredOf.has(a.username) ? { featured: `${id}/collections/featured` } : {}),
       ...(a.fields.length > 0 ? { attachment: a.fields.map((f) => ({ type: 'PropertyValue', name: f.name, value: f.value })) } : {}),
+      ...a.extra,
     };
   }
 

@@ -1,0 +1,200 @@
+import { createHash } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+import { domainPolicy } from './domain-policy.ts';
+import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
+import { avFormatOf, dims, renderImage, Undecodable } from './media.ts';
+import {
+  cachedAttachmentsBefore, cachedKeysOf, cachedUsage, clearAttachmentCopies, forgetCachedFiles, recordCachedFiles, remoteAccountImage,
+  remoteAttachmentIdsOfStatus, remoteAttachments, setAccountImageCopy, setAttachmentCopy, type CachedKind,
+} from '../storage/cached-files.ts';
+import { processProfileImage } from './images.ts';
+import { ApiError } from '../errors.ts';
+
+/**
+ * Copies of other servers' media on our file host, so that no reader's app or browser loads anything from another
+ * server (their addresses stay here, and a small server is not loaded by every reader of every server that knows
+ * it). Attachments are copied when their post arrives (the cacheRemoteMedia job) and on first view through the
+ * media proxy (http/media-proxy.ts) when the copy is missing or was pruned; avatars and headers when their actor is
+ * stored. Fetches are guarded (public addresses only, capped, time-limited); a domain whose media is rejected is
+ * never fetched. Copies older than MEDIA_CACHE_RETENTION_DAYS are removed in batches (pruneCachedMedia).
+ */
+type Ctx = Pick<AppContext, 'db' | 'redis' | 'config' | 'fileHost' | 'versions'> & { tracking?: AppContext['tracking'] };
+
+/** Limits of one fetch; a test may shorten them (read at each fetch). */
+export const REMOTE_MEDIA_LIMITS = { timeoutMs: 30_000, redirects: 3 };
+/** After a copy could not be made, the proxy answers 404 for this long rather than asking the other server again. */
+const FAILURE_MEMORY_SECONDS = 600;
+
+export type CopyOutcome = 'copied' | 'present' | 'refused' | 'gone';
+
+interface Log {
+  warn(obj: object, msg: string): void;
+}
+
+const userAgent = (ctx: Ctx) => `fedi-server/${ctx.config.softwareVersion} (+${ctx.config.publicUrl}/)`;
+const urlHash = (url: string) => createHash('sha256').update(url).digest('hex').slice(0, 16);
+const failureKey = (ctx: Ctx, what: string) => `${ctx.config.redisPrefix}media-cache-failed:${what}`;
+
+/** One copy at a time of the same thing in this process: the proxy's first viewers and the job share it. */
+const inFlight = new Map<string, Promise<CopyOutcome>>();
+function once(what: string, copy: () => Promise<CopyOutcome>): Promise<CopyOutcome> {
+  let running = inFlight.get(what);
+  if (!running) {
+    running = copy().finally(() => inFlight.delete(what));
+    inFlight.set(what, running);
+  }
+  return running;
+}
+
+/** Whether a copy was tried and failed lately (the proxy then answers 404 at once). */
+export async function recentlyFailed(ctx: Ctx, what: string): Promise<boolean> {
+  return (await ctx.redis.exists(failureKey(ctx, what))) === 1;
+}
+
+async function refused(ctx: Ctx, what: string, url: string, err: unknown, log?: Log): Promise<CopyOutcome> {
+  if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || isNetworkError(err))) throw err;
+  log?.warn({ url, reason: (err as Error).message }, 'remote media not copied');
+  await ctx.redis.set(failureKey(ctx, what), '1', 'EX', FAILURE_MEMORY_SECONDS);
+  return 'refused';
+}
+
+function isNetworkError(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return (err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError' || (typeof code === 'string' && /^(E[A-Z]+|UND_ERR_.*|ERR_TLS.*|ERR_SSL.*|CERT_.*|DEPTH_ZERO.*|SELF_SIGNED.*|UNABLE_TO_.*)$/.test(code));
+}
+
+/** Copies a remote attachment (an image is re-encoded without metadata and given a preview; video and audio as sent). */
+export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<CopyOutcome> {
+  return once(`attachment:${mediaId}`, async () => {
+    const [m] = await remoteAttachments(ctx.db, [mediaId]);
+    if (!m || m.type === 'unknown') return 'gone';
+    if (m.original_key) return 'present';
+    if (await domainPolicy(ctx).rejectsMedia(m.domain)) return 'refused';
+    const image = m.type === 'image';
+    let fetched;
+    try {
+      fetched = await guardedGet(new URL(m.remote_url), {
+        accept: image ? (t) => t.startsWith('image/') && t !== 'image/svg+xml' : (t) => t.startsWith('video/') || t.startsWith('audio/') || t === 'application/octet-stream' || t.startsWith('image/gif'),
+        acceptHeader: image ? 'image/*' : m.type === 'audio' ? 'audio/*' : 'video/*, image/gif',
+        maxBytes: image ? ctx.config.maxImageBytes : ctx.config.maxVideoBytes,
+        allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
+      });
+    } catch (err) {
+      return refused(ctx, `attachment:${mediaId}`, m.remote_url, err, log);
+    }
+    const base = `cache/media/${mediaId}/${urlHash(m.remote_url)}`;
+    let copy;
+    if (image) {
+      let r;
+      try {
+        r = await renderImage(fetched.body);
+      } catch (err) {
+        return refused(ctx, `attachment:${mediaId}`, m.remote_url, err, log);
+      }
+      copy = {
+        files: [{ key: `${base}/original.${r.original.extension}`, data: r.original.data, type: r.original.contentType }, { key: `${base}/small.webp`, data: r.small.data, type: 'image/webp' }],
+        originalType: r.original.contentType, smallType: 'image/webp' as string | null,
+        meta: { original: dims(r.original.width, r.original.height), small: dims(r.small.width, r.small.height) }, blurhash: r.blurhash,
+      };
+    } else {
+      const av = await avFormatOf(fetched.body);
+      if (!av) return refused(ctx, `attachment:${mediaId}`, m.remote_url, new Undecodable(`not a video or audio file (${fetched.contentType})`), log);
+      copy = { files: [{ key: `${base}/original.${av.extension}`, data: fetched.body, type: av.mime }], originalType: av.mime, smallType: null, meta: {}, blurhash: null };
+    }
+    for (const f of copy.files) await ctx.fileHost.put(f.key, f.data, f.type);
+    await recordCachedFiles(ctx.db, copy.files.map((f) => ({ key: f.key, kind: 'attachment' as const, ownerId: mediaId, sourceUrl: m.remote_url, bytes: f.data.length })));
+    const set = await setAttachmentCopy(ctx.db, mediaId, {
+      originalKey: copy.files[0]!.key, originalType: copy.originalType, smallKey: copy.files[1]?.key ?? null, smallType: copy.smallType,
+      // The sender's sizes and blurhash stay where it gave them (the copy is the same picture).
+      meta: m.meta.original ? {} : copy.meta, blurhash: copy.blurhash,
+    });
+    if (!set) {
+      await removeFiles(ctx, copy.files.map((f) => f.key));
+      return 'gone';
+    }
+    if (m.status_id) await ctx.versions.bump({ statuses: [m.status_id] });
+    return 'copied';
+  });
+}
+
+/** Every remote attachment of a status (the cacheRemoteMedia job, queued when the status arrives). */
+export async function copyStatusMedia(ctx: Ctx, statusId: string, log?: Log): Promise<CopyOutcome[]> {
+  const outcomes: CopyOutcome[] = [];
+  for (const id of await remoteAttachmentIdsOfStatus(ctx.db, statusId)) outcomes.push(await copyAttachment(ctx, id, log));
+  return outcomes;
+}
+
+/** Copies a remote account's avatar or header as its actor names it now; older copies of it are removed. */
+export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | 'header', log?: Log): Promise<CopyOutcome> {
+  return once(`${kind}:${accountId}`, async () => {
+    const a = await remoteAccountImage(ctx.db, accountId, kind);
+    if (!a || !a.remote_url) return 'gone';
+    if (a.file) return 'present';
+    if (await domainPolicy(ctx).rejectsMedia(a.domain)) return 'refused';
+    let processed;
+    try {
+      const fetched = await guardedGet(new URL(a.remote_url), {
+        accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: ctx.config.maxImageBytes,
+        allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
+      });
+      processed = await processProfileImage(kind, fetched.body);
+    } catch (err) {
+      // processProfileImage refuses what is not an image it can read with a 422 meant for uploads.
+      return refused(ctx, `${kind}:${accountId}`, a.remote_url, err instanceof ApiError ? new Undecodable(err.message) : err, log);
+    }
+    const key = `cache/accounts/${accountId}/${kind}-${urlHash(a.remote_url)}.${processed.extension}`;
+    const older = (await cachedKeysOf(ctx.db, kind, accountId)).filter((k) => k !== key);
+    await ctx.fileHost.put(key, processed.data, processed.contentType);
+    await recordCachedFiles(ctx.db, [{ key, kind, ownerId: accountId, sourceUrl: a.remote_url, bytes: processed.data.length }]);
+    if (!(await setAccountImageCopy(ctx.db, accountId, kind, key, processed.contentType, a.remote_url))) {
+      await removeFiles(ctx, [key]);
+      return 'gone';
+    }
+    await removeFiles(ctx, older);
+    await ctx.versions.bump({ accounts: [accountId] });
+    return 'copied';
+  });
+}
+
+/** Both of a remote account's images (the cacheAccountImages job). */
+export async function copyAccountImages(ctx: Ctx, accountId: string, log?: Log): Promise<CopyOutcome[]> {
+  return [await copyAccountImage(ctx, accountId, 'avatar', log), await copyAccountImage(ctx, accountId, 'header', log)];
+}
+
+async function removeFiles(ctx: Ctx, keys: string[]): Promise<void> {
+  for (const key of keys) await ctx.fileHost.delete(key).catch(() => {});
+  await forgetCachedFiles(ctx.db, keys);
+}
+
+/**
+ * Removes copies of attachments made before `before`, `batch` at a time (each batch: files, then the rows, then the
+ * statuses' renderings), at most `maxBatches` batches a call. The attachments render from the media proxy again and
+ * are copied anew when someone looks. Returns how many files were removed.
+ */
+export async function pruneCachedMedia(ctx: Ctx, before: Date, o: { batch?: number; maxBatches?: number } = {}): Promise<number> {
+  const batch = o.batch ?? 500;
+  let removed = 0;
+  for (let i = 0; i < (o.maxBatches ?? Infinity); i++) {
+    const files = await cachedAttachmentsBefore(ctx.db, before, batch);
+    if (files.length === 0) break;
+    const owners = [...new Set(files.map((f) => f.ownerId))];
+    // Rendering stops naming the files before they go; a copy made meanwhile has another key and is left alone.
+    const statuses = await clearAttachmentCopies(ctx.db, owners);
+    await ctx.versions.bump({ statuses });
+    await removeFiles(ctx, files.map((f) => f.key));
+    removed += files.length;
+  }
+  return removed;
+}
+
+/** The repeating job: copies older than the retention period go (none when MEDIA_CACHE_RETENTION_DAYS is 0). */
+export async function pruneExpiredMedia(ctx: Ctx, now = new Date()): Promise<number> {
+  const days = ctx.config.mediaCacheRetentionDays;
+  if (days <= 0) return 0;
+  // A bounded run an hour: the next run goes on where this one stopped.
+  return pruneCachedMedia(ctx, new Date(now.getTime() - days * 86_400_000), { batch: 500, maxBatches: 40 });
+}
+
+export async function mediaCacheUsage(ctx: Pick<Ctx, 'db'>): Promise<{ kind: CachedKind; files: number; bytes: number }[]> {
+  return cachedUsage(ctx.db);
+}

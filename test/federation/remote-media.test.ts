@@ -1,0 +1,199 @@
+// Other servers' media copied to our file host: a post's attachments and its author's avatar, through the job when
+// they arrive and through the media proxy when a copy is missing; what is not an image, too large, on a private
+// address or from a server whose media is rejected is never stored; copies pruned by age and copied again on view.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import sharp from 'sharp';
+import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
+import { runCli } from '../../cli/admin.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { copyAttachment } from '../../services/remote-media.ts';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
+const AS = 'https://www.w3.org/ns/activitystreams';
+const PUBLIC = `${AS}#Public`;
+
+let ours: Instance;
+let peer: StrictPeer;
+let alice: TestUser;
+let gus: string;
+let origin: { url: string; hits: Map<string, number>; close(): Promise<void> };
+const gusExtra: Json = {};
+
+/** Where gus's server keeps its files (a CDN of its own, as many servers have), counting every GET. */
+async function mediaOrigin(files: Record<string, { type: string; body: Buffer }>) {
+  const hits = new Map<string, number>();
+  const server: Server = createServer((req, res) => {
+    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
+    const file = files[req.url!];
+    if (!file) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': file.type, 'content-length': file.body.length }).end(file.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const api = async (method: 'GET' | 'POST', url: string, payload?: object): Promise<Json> => (await ours.app.inject({ method, url, headers: bearer(alice.token), ...(payload ? { payload } : {}) })).json();
+const path = (url: string) => new URL(url).pathname;
+let seq = 0;
+/** A Note by gus with these attachments, pushed to our shared inbox as Mastodon sends it. */
+async function pushNote(attachment: Json[]): Promise<string> {
+  const id = `${gus}/statuses/${++seq}`;
+  const object = { id, type: 'Note', attributedTo: gus, content: `<p>media ${seq}</p>`, published: new Date().toISOString(), to: PUBLIC, cc: `${gus}/followers`, attachment };
+  expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': AS, id: `${id}/activity`, type: 'Create', actor: gus, object, to: PUBLIC })).toBe(202);
+  return id;
+}
+const statusByUri = (uri: string) => until(async () => (await api('GET', `/api/v2/search?q=${encodeURIComponent(uri)}&type=statuses`)).statuses as Json[], (l) => l.length === 1, `status ${uri}`).then((l) => l[0]!);
+const image = (file: string, extra: Json = {}) => ({ type: 'Document', mediaType: 'image/jpeg', url: `${origin.url}${file}`, name: `picture ${file}`, ...extra });
+const cli = async (...args: string[]) => {
+  const lines: string[] = [];
+  await runCli(args, ours.ctx.db, (l) => lines.push(l), (what) => publishTokenInvalidation(ours.ctx.redis, ours.config.redisPrefix, what), { redis: ours.ctx.redis, redisPrefix: ours.config.redisPrefix, config: ours.config });
+  return lines;
+};
+
+beforeAll(async () => {
+  const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 200, g: 30, b: 30 } } })
+    .jpeg().withExif({ IFD0: { Copyright: 'where-i-live-48.8583N' } }).toBuffer();
+  const avatar = await sharp({ create: { width: 80, height: 80, channels: 3, background: { r: 0, g: 90, b: 200 } } }).png().toBuffer();
+  const avatar2 = await sharp({ create: { width: 80, height: 80, channels: 3, background: { r: 0, g: 200, b: 90 } } }).png().toBuffer();
+  origin = await mediaOrigin({
+    '/media/photo.jpg': { type: 'image/jpeg', body: photo },
+    '/media/photo2.jpg': { type: 'image/jpeg', body: photo },
+    '/media/photo3.jpg': { type: 'image/jpeg', body: photo },
+    '/media/avatar.png': { type: 'image/png', body: avatar },
+    '/media/avatar2.png': { type: 'image/png', body: avatar2 },
+    '/media/page.jpg': { type: 'image/jpeg', body: Buffer.from('<html><body>not a picture</body></html>') },
+    '/media/huge.jpg': { type: 'image/jpeg', body: Buffer.alloc(300_000, 0xff) },
+  });
+  [ours, peer] = await Promise.all([startHttpsInstance({ MAX_IMAGE_BYTES: '200000' }), startStrictPeer()]);
+  [alice] = await registerUsers(ours.app, 'alice');
+  Object.assign(gusExtra, { icon: { type: 'Image', mediaType: 'image/png', url: `${origin.url}/media/avatar.png` } });
+  gus = await peer.addActor('gus', { extra: gusExtra });
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([ours?.close(), peer?.close(), origin?.close()]);
+});
+
+describe("other servers' media, copied here", () => {
+  let gusId: string;
+
+  it("copies an account's avatar when its actor is stored, and names only our copy", async () => {
+    const found = await api('GET', `/api/v2/search?q=${encodeURIComponent(`gus@${peer.domain}`)}&resolve=true&type=accounts`);
+    gusId = found.accounts[0].id;
+    await api('POST', `/api/v1/accounts/${gusId}/follow`);
+    // Followed (gus's server accepts at once), so that gus's posts concern this server.
+    await until(async () => (await api('GET', `/api/v1/accounts/relationships?id[]=${gusId}`))[0], (r) => r.following === true, 'alice follows gus');
+    const account = await until(() => api('GET', `/api/v1/accounts/${gusId}`), (a) => a.avatar.startsWith(`${ours.url}/system/`), 'avatar copied');
+    expect(account.avatar_static).toBe(account.avatar);
+    const copy = await ours.app.inject({ method: 'GET', url: path(account.avatar) });
+    expect(copy.statusCode).toBe(200);
+    expect((await sharp(copy.rawPayload).metadata()).width).toBe(400);
+  });
+
+  it("copies a post's image without its metadata, keeps what the sender said of it, and never sends readers to the origin", async () => {
+    const uri = await pushNote([image('/media/photo.jpg', { blurhash: 'LEHV6nWB2yk8pyo0adR*.7kCMdnj', width: 64, height: 48, focalPoint: [0.5, -0.25] })]);
+    const status = await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.startsWith(`${ours.url}/system/`), 'image copied');
+    const media = status.media_attachments[0];
+    expect(media.preview_url.startsWith(`${ours.url}/system/`)).toBe(true);
+    expect(media.remote_url).toBe(`${origin.url}/media/photo.jpg`);
+    expect(media.description).toBe('picture /media/photo.jpg');
+    expect(media.meta.original).toMatchObject({ width: 64, height: 48 });
+    expect(JSON.stringify({ ...status, media_attachments: [{ ...media, remote_url: null }] })).not.toContain(origin.url);
+    const copy = await ours.app.inject({ method: 'GET', url: path(media.url) });
+    expect(copy.statusCode).toBe(200);
+    expect(copy.rawPayload.includes(Buffer.from('where-i-live'))).toBe(false);
+    expect((await sharp(copy.rawPayload).metadata()).exif).toBeUndefined();
+    // Read again and again: the origin was asked once.
+    for (let i = 0; i < 3; i++) await statusByUri(uri);
+    expect(origin.hits.get('/media/photo.jpg')).toBe(1);
+  });
+
+  it('makes a copy on first view through the media proxy when there is none', async () => {
+    const uri = await pushNote([image('/media/photo2.jpg')]);
+    const copied = await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.startsWith(`${ours.url}/system/`), 'copied by the job');
+    const id = copied.media_attachments[0].id;
+    // As if the job had not run (or its copy were pruned): no copy, and none recorded.
+    await ours.ctx.db.query(`UPDATE media_attachments SET original_key = NULL, small_key = NULL WHERE id = $1`, [id]);
+    await ours.ctx.db.query(`DELETE FROM cached_files WHERE owner_id = $1`, [id]);
+    await ours.ctx.versions.bump({ statuses: [copied.id] });
+    const media = (await statusByUri(uri)).media_attachments[0];
+    expect(media.url).toBe(`${ours.url}/media_proxy/${id}/original`);
+    expect(media.preview_url).toBe(`${ours.url}/media_proxy/${id}/small`);
+    const [first, second] = await Promise.all([1, 2].map(() => ours.app.inject({ method: 'GET', url: `/media_proxy/${id}/small` })));
+    for (const res of [first!, second!]) {
+      expect(res.statusCode).toBe(302);
+      expect(res.headers.location).toMatch(new RegExp(`^${ours.url}/system/cache/media/${id}/.*/small\\.webp$`));
+    }
+    expect(origin.hits.get('/media/photo2.jpg')).toBe(2);
+    expect((await statusByUri(uri)).media_attachments[0].url.startsWith(`${ours.url}/system/`)).toBe(true);
+  });
+
+  it('never stores what is not an image, what is too large, or what lies on a private address', async () => {
+    const status = await statusByUri(await pushNote([image('/media/page.jpg'), image('/media/huge.jpg')]));
+    await until(async () => origin.hits.get('/media/page.jpg') ?? 0, (n) => n >= 1, 'page fetched');
+    await until(async () => origin.hits.get('/media/huge.jpg') ?? 0, (n) => n >= 1, 'huge fetched');
+    for (const media of status.media_attachments) {
+      const res = await ours.app.inject({ method: 'GET', url: `/media_proxy/${media.id}/original` });
+      expect(res.statusCode).toBe(404);
+      expect(res.json()).toEqual({ error: 'Record not found' });
+    }
+    const { rows } = await ours.ctx.db.query(`SELECT count(*)::int AS n FROM cached_files WHERE owner_id = ANY($1::bigint[])`, [status.media_attachments.map((m: Json) => m.id)]);
+    expect(rows[0].n).toBe(0);
+    // The failure is remembered: the proxy does not ask again at every view.
+    expect(origin.hits.get('/media/page.jpg')).toBe(1);
+
+    const uri = await pushNote([image('/media/photo3.jpg')]);
+    const loopback = await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.startsWith(`${ours.url}/system/`), 'copied by the job');
+    await ours.ctx.db.query(`UPDATE media_attachments SET original_key = NULL WHERE id = $1`, [loopback.media_attachments[0].id]);
+    const before = origin.hits.get('/media/photo3.jpg') ?? 0;
+    const strict = { ...ours.ctx, config: { ...ours.ctx.config, allowPrivateAddresses: false } };
+    expect(await copyAttachment(strict, loopback.media_attachments[0].id)).toBe('refused');
+    expect(origin.hits.get('/media/photo3.jpg') ?? 0).toBe(before);
+  });
+
+  it("copies a changed avatar and removes the old copy", async () => {
+    const old = (await api('GET', `/api/v1/accounts/${gusId}`)).avatar;
+    gusExtra.icon = { type: 'Image', mediaType: 'image/png', url: `${origin.url}/media/avatar2.png` };
+    const actor = (await peer.signedGet(null, gus)).json!;
+    expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': AS, id: `${gus}#updates/${++seq}`, type: 'Update', actor: gus, object: actor, to: PUBLIC })).toBe(202);
+    const account = await until(() => api('GET', `/api/v1/accounts/${gusId}`), (a) => a.avatar !== old && a.avatar.startsWith(`${ours.url}/system/`), 'new avatar copied');
+    expect(account.avatar).not.toBe(old);
+    await until(async () => (await ours.app.inject({ method: 'GET', url: path(old) })).statusCode, (s) => s === 404, 'old copy removed');
+  });
+
+  it('counts the copies, prunes them by age in batches, and copies again on the next view', async () => {
+    // The old avatar's copy is gone from the ledger too (just after its file).
+    const usage = await until(() => cli('media', 'usage'), (u) => u.some((l) => /^avatars: 1 files/.test(l)), 'one avatar copy');
+    expect(usage.find((l) => l.startsWith('attachments:'))).toMatch(/^attachments: [1-9]\d* files/);
+    expect(usage.find((l) => l.startsWith('avatars:'))).toMatch(/^avatars: 1 files/);
+    await ours.ctx.db.query(`UPDATE cached_files SET cached_at = now() - interval '10 days' WHERE kind = 'attachment'`);
+    const copied = (await ours.ctx.db.query(`SELECT count(*)::int AS n FROM cached_files WHERE kind = 'attachment'`)).rows[0].n as number;
+    expect(await cli('media', 'remove', '--days', '7')).toEqual([`removed ${copied} files copied more than 7 days ago`]);
+    expect((await cli('media', 'usage'))[0]).toBe('attachments: 0 files, 0.0 KB');
+
+    const status = (await api('GET', `/api/v1/timelines/home`)).find((s: Json) => s.media_attachments[0]?.remote_url === `${origin.url}/media/photo.jpg`);
+    const media = status.media_attachments[0];
+    expect(media.url).toBe(`${ours.url}/media_proxy/${media.id}/original`);
+    const res = await ours.app.inject({ method: 'GET', url: `/media_proxy/${media.id}/original` });
+    expect(res.statusCode).toBe(302);
+    expect(origin.hits.get('/media/photo.jpg')).toBe(2);
+  });
+  // Last: a block with reject_media turns the server's attachments already here into links (as Mastodon).
+  it("never fetches from a server whose media is rejected", async () => {
+    expect((await cli('domains', 'block', peer.domain.split(':')[0]!, '--severity', 'noop', '--reject-media')).join('\n')).toContain(peer.domain.split(':')[0]);
+    try {
+      const status = await statusByUri(await pushNote([image('/media/photo.jpg', { url: `${origin.url}/media/photo.jpg?rejected` })]));
+      const media = status.media_attachments[0];
+      expect(media.type).toBe('unknown');
+      const res = await ours.app.inject({ method: 'GET', url: `/media_proxy/${media.id}/original` });
+      expect(res.statusCode).toBe(404);
+      expect(origin.hits.get('/media/photo.jpg?rejected')).toBeUndefined();
+    } finally {
+      await cli('domains', 'unblock', peer.domain.split(':')[0]!);
+    }
+  });
+
+});

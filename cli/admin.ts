@@ -21,6 +21,7 @@ import { isModerationCommand, moderationCommand, ModerationUsageError, MODERATIO
 import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps } from './domains.ts';
 import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './federation.ts';
 import type { Config } from '../config.ts';
+import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -50,7 +51,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
 ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
-${FEDERATION_USAGE}`;
+${FEDERATION_USAGE}
+${RELAYS_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -72,6 +74,14 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       return await federationCommand(argv.slice(1), { db, config: services.config }, out);
     } catch (err) {
       throw err instanceof FederationUsageError ? new UsageError(err.message) : err;
+    }
+  }
+  if (argv[0] === 'relay' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services?.config) throw new Error('relay commands need the settings and Redis');
+    try {
+      return await relaysCommand(argv.slice(1), { db, redis: services.redis, config: services.config }, out);
+    } catch (err) {
+      throw err instanceof RelaysUsageError ? new UsageError(err.message) : err;
     }
   }
   if (argv[0] === 'domains' && services && !argv.includes('--help') && !argv.includes('-h')) {

@@ -179,8 +179,9 @@ function relayFollow(me: URL, kind: 'mastodon' | 'litepub', followUri: string, a
     : new Follow({ id: new URL(followUri), actor: me, object: PUBLIC_COLLECTION });
 }
 
+/** A Mastodon-style relay's actor is not known before it answers: its inbox stands for it (Fedify needs an id). */
 function relayRecipient(inboxUrl: string, actorUri: string | null): Recipient {
-  return { id: actorUri ? new URL(actorUri) : null, inboxId: new URL(inboxUrl) };
+  return { id: new URL(actorUri ?? inboxUrl), inboxId: new URL(inboxUrl) };
 }
 
 async function mayDeliver(app: AppContext, inboxUrl: string): Promise<boolean> {

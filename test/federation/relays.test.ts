@@ -92,7 +92,7 @@ describe('a Mastodon-style relay', () => {
     const del = await ours.app.inject({ method: 'DELETE', url: `/api/v1/statuses/${deleted.id}`, headers: bearer(alice.token) });
     expect(del.statusCode).toBe(200);
     await peer.waitFor((d) => d.inbox === '/inbox' && d.activity.type === 'Delete');
-    const atRelay = peer.received.filter((d) => d.inbox === '/inbox' && d.activity.type === 'Create').map((d) => d.activity.object.content as string);
+    const atRelay = peer.received.filter((d) => d.inbox === '/inbox' && d.activity.type === 'Create').map((d) => String((d.activity.object as Json).content));
     expect(atRelay.some((c) => c.includes('unlisted') || c.includes('followers only'))).toBe(false);
   });
 

@@ -1,5 +1,6 @@
 import { Accept, Announce, Create, Delete, Follow, PUBLIC_COLLECTION, Undo, Update, isActor, type Recipient, type Reject } from '@fedify/vocab';
-import type { Context, InboxContext } from '@fedify/fedify';
+import { verifyRequest, type Context, type InboxContext, type KeyCache } from '@fedify/fedify';
+import type { CryptographicKey, Multikey } from '@fedify/vocab';
 import { validatePublicUrl } from '@fedify/vocab-runtime';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
@@ -51,16 +52,21 @@ function idOf(value: unknown): string | null {
 /**
  * What an inbox POST signed by an accepted relay's key may do: each relay brings at most RELAY_INTAKE_PER_MINUTE
  * activities a minute (a relay that floods is answered 429, which relays retry later, and logged once a minute), and
- * an activity it forwards for someone else is remembered as relayed, so the inbox knows why it came.
+ * an activity it forwards for someone else is remembered as relayed, so the inbox knows why it came. The relay's
+ * HTTP signature is checked here: Fedify skips it for an activity whose own Linked Data signature verifies, and a
+ * stranger naming the relay's key must not pass for the relay.
  */
-export async function relayIntake(app: AppContext, headers: Record<string, string | string[] | undefined>, activity: Record<string, unknown> | null): Promise<'taken' | 'over'> {
+export async function relayIntake(app: AppContext, headers: Record<string, string | string[] | undefined>, activity: Record<string, unknown> | null, request: () => Request): Promise<'taken' | 'over' | 'forged'> {
   const host = signerHost(headers)?.toLowerCase();
   if (!host || activity === null) return 'taken';
   const relay = (await relayDirectory(app).accepted()).byHost.get(host);
   if (!relay) return 'taken';
+  const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
+  const key = await verifyRequest(request(), { documentLoader: await signedLoader(fed), contextLoader: fed.contextLoader, keyCache: relayKeys }).catch(() => null);
+  if (!key || hostOf(key.id?.href) !== host) return 'forged';
   const minute = Math.floor(Date.now() / 60_000);
-  const key = `${app.config.redisPrefix}relay-intake:${relay.id}:${minute}`;
-  const [[, count]] = (await app.redis.multi().incr(key).expire(key, 120).exec()) as [[unknown, number], unknown];
+  const counter = `${app.config.redisPrefix}relay-intake:${relay.id}:${minute}`;
+  const [[, count]] = (await app.redis.multi().incr(counter).expire(counter, 120).exec()) as [[unknown, number], unknown];
   if (count > app.config.relayIntakePerMinute) {
     if (count === app.config.relayIntakePerMinute + 1) {
       relayLog(app.config.logLevel).warn({ relay: relay.url, perMinute: app.config.relayIntakePerMinute }, 'relay over its intake: its activities are refused (429) for the rest of this minute');
@@ -71,6 +77,17 @@ export async function relayIntake(app: AppContext, headers: Record<string, strin
   if (id && hostOf(idOf(activity.actor)) !== host) await app.redis.set(relayedKey(app, id), relay.id, 'EX', RELAYED_TTL_S);
   return 'taken';
 }
+
+/** Relays' keys, kept by this process (a handful; a failed fetch is not kept, so it is tried again). */
+const keysSeen = new Map<string, CryptographicKey | Multikey>();
+const relayKeys: KeyCache = {
+  get: async (id) => keysSeen.get(id.href),
+  set: async (id, key) => {
+    if (!key) return;
+    if (keysSeen.size >= 200) keysSeen.delete(keysSeen.keys().next().value!);
+    keysSeen.set(id.href, key);
+  },
+};
 
 // --- inbox listeners' hooks (federation/inbox.ts) ---
 

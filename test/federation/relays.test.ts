@@ -114,6 +114,17 @@ describe('a Mastodon-style relay', () => {
     expect(after.some((s: Json) => s.uri === `${gus}/statuses/direct`)).toBe(false);
   });
 
+  it('takes nothing from a stranger naming the relay\'s key: its signature must verify (Fedify checks only the author\'s)', async () => {
+    const forged = await authors.signLd('gus', { '@context': [AS, 'https://w3id.org/security/v1'], id: `${gus}/statuses/forged/activity`, type: 'Create', actor: gus, object: gusNote('forged'), to: [PUBLIC] });
+    const headers = { 'content-type': 'application/activity+json', 'user-agent': peer.userAgent };
+    // The relay's signature of another body: its Digest and signature do not match what is sent.
+    const signed = await peer.sign('relay', new Request(`${ours.url}/inbox`, { method: 'POST', body: '{"type":"Like"}', headers }));
+    const res = await fetch(`${ours.url}/inbox`, { method: 'POST', headers: signed.headers, body: JSON.stringify(forged) });
+    expect(res.status).toBe(401);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await publicTimeline()).some((s: Json) => s.uri === `${gus}/statuses/forged`)).toBe(false);
+  });
+
   it('is left with an Undo of our Follow, and is sent nothing more', async () => {
     expect(await cli('relay', 'remove', `${peer.url}/inbox`)).toEqual([expect.stringContaining('removed')]);
     await sweep();

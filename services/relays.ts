@@ -38,24 +38,24 @@ type Deps = { db: Db; redis: RedisClient; config: Pick<Config, 'publicUrl' | 're
 
 /**
  * Subscribes to a relay: a pending row and, in the same transaction, the delivery that looks at the URL and sends the
- * Follow (a running server's worker sends it; from the CLI, its outbox sweeper queues it).
+ * Follow (an outbox row: a running server's sweeper queues it, and its worker sends it).
  */
-export async function addRelay(deps: Deps, input: string, enqueue?: (row: Awaited<ReturnType<typeof queueDelivery>>) => Promise<void>): Promise<RelayRow> {
+export async function addRelay(deps: Deps, input: string): Promise<RelayRow> {
   const url = relayUrl(input);
   const followUri = new URL(`/relays/follows/${randomUUID()}`, deps.config.publicUrl).href;
   const added = await transaction(deps.db, async (tx) => {
     if ((await listRelays(tx)).length >= MAX_RELAYS) throw new RelayInputError(`at most ${MAX_RELAYS} relays`);
     const relay = await insertRelay(tx, url, followUri);
     if (!relay) throw new RelayInputError(`${url} is already a relay here`);
-    return { relay, outbox: await queueDelivery(tx, { activity: 'RelayFollow', relayId: relay.id }) };
+    await queueDelivery(tx, { activity: 'RelayFollow', relayId: relay.id });
+    return { relay };
   });
   await publishRelaysChange(deps.redis, deps.config.redisPrefix);
-  await enqueue?.(added.outbox).catch(() => {});
   return added.relay;
 }
 
 /** Leaves a relay: its row goes, and an Undo of our Follow is sent (what it needs travels in the delivery). */
-export async function removeRelay(deps: Deps, input: string, enqueue?: (row: Awaited<ReturnType<typeof queueDelivery>>) => Promise<void>): Promise<RelayRow> {
+export async function removeRelay(deps: Deps, input: string): Promise<RelayRow> {
   const url = relayUrl(input);
   const removed = await transaction(deps.db, async (tx) => {
     const found = await findRelayByUrl(tx, url);
@@ -65,10 +65,10 @@ export async function removeRelay(deps: Deps, input: string, enqueue?: (row: Awa
     const undo: Delivery | null = relay.inbox_url && relay.kind
       ? { activity: 'UndoRelayFollow', kind: relay.kind, inboxUrl: relay.inbox_url, actorUri: relay.actor_uri, followUri: relay.follow_uri }
       : null;
-    return { relay, outbox: undo ? await queueDelivery(tx, undo) : null };
+    if (undo) await queueDelivery(tx, undo);
+    return { relay };
   });
   await publishRelaysChange(deps.redis, deps.config.redisPrefix);
-  if (removed.outbox) await enqueue?.(removed.outbox).catch(() => {});
   return removed.relay;
 }
 

@@ -29,6 +29,9 @@ import { sendFormPage, sendMessagePage } from './page.ts';
  */
 const REMOTE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data: https: http:; frame-ancestors 'none'; base-uri 'none'";
 
+/** Each submission makes a WebFinger GET to the server named: per address, as many as sign-in attempts allow. */
+const LOOKUP_LIMIT = { max: 25, timeWindow: 5 * 60 * 1000, keyGenerator: (request: FastifyRequest) => `remote-interaction:${request.ip}` };
+
 const Uri = Type.String({ minLength: 1, maxLength: 2000 });
 const IntentField = Type.Optional(Type.Union(INTENTS.map((i) => Type.Literal(i))));
 const ACTIONS = { follow: 'Follow', reply: 'Reply to', reblog: 'Boost', favourite: 'Favourite' } as const;
@@ -111,6 +114,7 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
 
   app.post('/remote_interaction', {
     schema: { body: Type.Object({ uri: Uri, intent: IntentField, acct: Type.String({ maxLength: 300 }) }) },
+    config: { rateLimit: LOOKUP_LIMIT },
   }, async (request, reply) => {
     const target = await visitorTarget(request.body.uri);
     if (!target) return notFound(request, reply);

@@ -70,6 +70,8 @@ describe('a Mastodon-style relay', () => {
     expect(await cli('relay', 'list')).toEqual([`${peer.url}/inbox  pending  mastodon`]);
     // Adding it twice is refused.
     await expect(cli('relay', 'add', `${peer.url}/inbox`)).rejects.toThrow(/already a relay/);
+    await expect(cli('relay', 'add', 'ftp://relay.example/inbox')).rejects.toThrow(/http\(s\)/);
+    await expect(cli('relay', 'add')).rejects.toThrow(/one URL/);
   });
 
   it('is accepted by the relay\'s signed Accept; then our public posts reach its inbox, others do not', async () => {

@@ -142,6 +142,22 @@ describe('a Mastodon-style relay', () => {
   });
 });
 
+describe('a relay that refuses', () => {
+  it('is recorded as rejected by its Reject, and sent nothing', async () => {
+    const inbox = `${peer.actorId('relay')}/inbox`;
+    await cli('relay', 'add', inbox);
+    await sweep();
+    const follow = await peer.waitFor((d) => d.inbox === '/users/relay/inbox' && d.activity.type === 'Follow');
+    expect(follow.activity.object).toBe(PUBLIC);
+    expect(await peer.send('relay', `${ours.url}/inbox`, { '@context': AS, id: `${peer.actorId('relay')}#rejects/1`, type: 'Reject', actor: peer.actorId('relay'), object: follow.activity.id })).toBe(202);
+    await until(() => cli('relay', 'list'), (l) => l.includes(`${inbox}  rejected  mastodon`), 'rejected');
+    await api('POST', '/api/v1/statuses', { status: 'not for a relay that refused', visibility: 'public' });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(peer.received.some((d) => d.inbox === '/users/relay/inbox' && d.activity.type === 'Create')).toBe(false);
+    await cli('relay', 'remove', inbox);
+  });
+});
+
 describe('a LitePub relay', () => {
   const relayInbox = () => '/users/litepub/inbox';
 

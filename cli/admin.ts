@@ -22,6 +22,7 @@ import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps }
 import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './federation.ts';
 import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
+import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -52,7 +53,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
 ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
 ${FEDERATION_USAGE}
-${MEDIA_USAGE}`;
+${MEDIA_USAGE}
+${RELAYS_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -82,6 +84,14 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       return await mediaCommand(argv.slice(1), { db, redis: services.redis, config: services.config }, out);
     } catch (err) {
       throw err instanceof MediaUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
+  if (argv[0] === 'relay' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services?.config) throw new Error('relay commands need the settings and Redis');
+    try {
+      return await relaysCommand(argv.slice(1), { db, redis: services.redis, config: services.config }, out);
+    } catch (err) {
+      throw err instanceof RelaysUsageError ? new UsageError(err.message) : err;
     }
   }
   if (argv[0] === 'domains' && services && !argv.includes('--help') && !argv.includes('-h')) {

@@ -11,7 +11,7 @@ import { sanitizeRemoteHtml } from '../text/render.ts';
 import { transaction } from '../storage/db.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
-import { fetchNote, isPublic, localActor, receiveNote, remotePollOf, statusByUri } from './remote-statuses.ts';
+import { fetchNote, isPublic, localActor, receiveNote, remotePollOf, statusByUri, visibilityOf } from './remote-statuses.ts';
 import { Question } from '@fedify/vocab';
 import { pollOfStatus } from '../storage/polls.ts';
 import { receiveRemoteVote } from '../services/polls.ts';
@@ -31,6 +31,7 @@ import type { Activity } from '@fedify/vocab';
 import { dropInbound, dropUnavailable, trackedInboxListeners } from './drops.ts';
 import { Move } from '@fedify/vocab';
 import { onMove } from './move.ts';
+import { arrivedThroughRelay, onRelayAnnounce, onRelayAnswer, onRelayFollow } from './relays.ts';
 
 type Fed = InboxContext<AppContext>;
 
@@ -101,6 +102,7 @@ function ownedBy(author: AccountRow, ...ids: (URL | null)[]): boolean {
 
 async function onFollow(fed: Fed, follow: Follow): Promise<void> {
   if (!follow.id) return;
+  if (await onRelayFollow(fed, follow)) return; // a LitePub relay following us back (federation/relays.ts)
   const target = await localActor(fed, follow.objectId);
   if (!target) return dropInbound(fed.data, follow, 'not_addressed', `it follows ${follow.objectId?.href ?? 'nobody'}, not an account here`);
   const follower = await sender(fed, follow);
@@ -132,6 +134,7 @@ async function answeredFollower(fed: Fed, answer: Accept | Reject, remote: Accou
 
 /** Accept of our Follow: the pending request becomes a follow. */
 async function onAccept(fed: Fed, accept: Accept): Promise<void> {
+  if (await onRelayAnswer(fed, accept, true)) return; // a relay's answer to our subscription (federation/relays.ts)
   const remote = await sender(fed, accept);
   if (!remote || remote.domain === null) return;
   if (await onQuoteAnswer(fed, accept, remote, true)) return; // an answer to our QuoteRequest (federation/quotes.ts)
@@ -141,6 +144,7 @@ async function onAccept(fed: Fed, accept: Accept): Promise<void> {
 
 /** Reject of our Follow (or of one accepted before): neither a request nor a follow remains. */
 async function onReject(fed: Fed, reject: Reject): Promise<void> {
+  if (await onRelayAnswer(fed, reject, false)) return;
   const remote = await sender(fed, reject);
   if (!remote || remote.domain === null) return;
   if (await onQuoteAnswer(fed, reject, remote, false)) return;
@@ -221,7 +225,7 @@ async function onCreate(fed: Fed, create: Create): Promise<void> {
   // another server's id (to take that id before the real one arrives), is ignored.
   if (!note.attributionId || note.attributionId.href !== author.uri || !ownedBy(author, create.id, note.id)) return;
   if (note instanceof Note && (await onVote(fed, note, author))) return;
-  if (!(await concernsUs(fed, note, author))) return dropInbound(fed.data, create, 'not_addressed', 'it concerns nobody here (no follower, mention, address or reply here)');
+  if (!(await concernsUs(fed, note, author)) && !(await relayedPublicNote(fed, create, note, author))) return dropInbound(fed.data, create, 'not_addressed', 'it concerns nobody here (no follower, mention, address or reply here)');
   await receiveNote(fed, note, author);
 }
 
@@ -258,6 +262,11 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
   if (!parent) return false;
   if (parent.uri === null) return true; // a post of ours
   return hasLocalFollowers(db, parent.account_id);
+}
+
+/** A public Note forwarded by an accepted relay (federation/relays.ts): a relay subscription makes it our business. */
+async function relayedPublicNote(fed: Fed, create: Create, note: Note | Question, author: AccountRow): Promise<boolean> {
+  return visibilityOf(note, author) === 'public' && (await arrivedThroughRelay(fed, create.id));
 }
 
 async function onUpdate(fed: Fed, update: Update): Promise<void> {
@@ -326,6 +335,7 @@ async function onLike(fed: Fed, like: Like): Promise<void> {
 
 async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   if (!announce.id) return;
+  if (await onRelayAnnounce(fed, announce)) return; // a relay's Announce brings in the post, not a boost
   const remote = await sender(fed, announce);
   if (!remote || remote.domain === null || !ownedBy(remote, announce.id)) return;
   // A boost of a post we have not seen (a third server's, usually) brings the post in first.

@@ -12,6 +12,7 @@ import { RedisKvStore } from './kv.ts';
 import { storableRemoteInput } from './storable-documents.ts';
 import { isId } from '../storage/ids.ts';
 import type { BullMqMessageQueue } from './queue.ts';
+import { interactionLinks } from './interaction-links.ts';
 import { announceOf, personOf, quoteAuthorizationOf, recipientOf, statusObjectOf } from './objects.ts';
 import { findQuote } from '../storage/quotes.ts';
 import { registerInboxListeners } from './inbox.ts';
@@ -204,6 +205,11 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
       return quoteAuthorizationOf(fed.data, q, quoting, quoter, quoted, quotedAuthor);
     })
     .authorize((fed) => authorized(fed, null));
+
+  // Remote interaction: a visitor's server is told where to send them to follow or act on something of another
+  // server (OStatus's subscribe template and FEP-3b86 intents; federation/interaction-links.ts).
+  const interaction = interactionLinks(app.config.publicUrl);
+  federation.setWebFingerLinksDispatcher(() => interaction);
 
   federation.setNodeInfoDispatcher('/nodeinfo/2.1', async (fed) => {
     const [stats, halfYear] = await Promise.all([instanceStats(fed.data.db), activeUsers(fed.data.db, 180)]);

@@ -103,6 +103,10 @@ async function federationHook(app: FastifyInstance, { ctx }: { ctx: AppContext }
     const activity = body && body.length > 0 ? parsedActivity(body) : null;
     // A key served by one server claiming an actor of another (federation/signer-origin.ts).
     if (!signerMaySpeakFor(request.headers, activity)) return reply.code(401).send({ error: 'Signature verification failed' });
+    // What an accepted relay brings in is capped per relay, and forwarded activities are known as relayed (federation/relays.ts).
+    const intake = body ? await (await import('./relays.ts')).relayIntake(ctx, request.headers, activity, () => toWebRequest(ctx, request, body)) : 'taken';
+    if (intake === 'forged') return reply.code(401).send({ error: 'Signature verification failed' });
+    if (intake === 'over') return reply.code(429).header('retry-after', '60').send({ error: 'Too many requests' });
     // Activities about collections carry types Fedify cannot parse: checked and taken here (federation/collections.ts).
     const collectionAnswer = activity && /^\/(?:users\/[^/]+\/)?inbox$/.test(path) ? await (await import('./collections.ts')).receiveCollectionActivity(ctx, toWebRequest(ctx, request, body), activity) : null;
     if (collectionAnswer) {

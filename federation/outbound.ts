@@ -15,6 +15,7 @@ import { announceOf, audienceOf, personOf, quoteAuthorizationUri, recipientOf, s
 import { flagOf } from './flag.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
 import { pinActivityOf } from './featured.ts';
+import { deliverRelayActivity, sendToRelays } from './relays.ts';
 
 const BATCH = 1000;
 
@@ -64,6 +65,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const quote = status.visibility !== 'direct' ? await quoteOfStatus(app.db, status.id) : null;
       const quotedAuthor = quote?.quoted_account_id && quote.quoted_account_id !== author.id ? await findAccountById(app.db, quote.quoted_account_id) : null;
       await sendToAudience(app, fed, author, status.visibility !== 'direct', [...mentioned, ...(parent ? [parent] : []), ...(quotedAuthor ? [quotedAuthor] : [])], activity, uri.href);
+      await sendToRelays(app, fed, author, status, activity, uri.href);
       return;
     }
     case 'QuoteRequest': {
@@ -93,6 +95,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const quote = status.visibility !== 'direct' ? await quoteOfStatus(app.db, status.id) : null;
       const quotedAuthor = quote?.quoted_account_id && quote.quoted_account_id !== author.id ? await findAccountById(app.db, quote.quoted_account_id) : null;
       await sendToAudience(app, fed, author, status.visibility !== 'direct', [...mentioned, ...(parent ? [parent] : []), ...(quotedAuthor ? [quotedAuthor] : [])], update, uri.href);
+      await sendToRelays(app, fed, author, status, update, uri.href);
       return;
     }
     case 'Vote': {
@@ -197,6 +200,10 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       await sendTo(app, fed, me, quoter, new Delete({ id: new URL(`${stamp.href}#delete`), actor: actorId(app, me), object: stamp, tos: [actorId(app, quoter)] }));
       return;
     }
+    case 'RelayFollow':
+    case 'UndoRelayFollow':
+      await deliverRelayActivity(app, d);
+      return;
     case 'Collection':
       // Collections' activities are JSON Fedify's vocabulary cannot hold; signed and sent there.
       await (await import('./collections.ts')).deliverCollectionActivity(app, d);

@@ -32,6 +32,9 @@ export type Delivery =
   /** A local account asks a remote author to approve its quote of their post (the quoting Note inlined as `instrument`). */
   | { activity: 'QuoteRequest'; statusId: string }
   | { activity: 'DeleteQuoteAuthorization'; accountId: string; quoteId: string; requesterId: string }
+  /** The instance actor's Follow of a relay, or its Undo once the relay is removed (federation/relays.ts). */
+  | { activity: 'RelayFollow'; relayId: string }
+  | { activity: 'UndoRelayFollow'; kind: 'mastodon' | 'litepub'; inboxUrl: string; actorUri: string | null; followUri: string }
   | CollectionDelivery;
 
 /**

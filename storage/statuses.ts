@@ -83,7 +83,8 @@ export interface PostExtras {
   tagIds: string[];
   /**
    * Outbox rows to write with it; each payload gets the new status's id as `statusId`. `remoteOnly`: only when some
-   * other server has to hear of it (a remote follower, unless direct; a remote account mentioned or answered), so
+   * other server has to hear of it (a remote follower, unless direct; a remote account mentioned or answered; a relay
+   * accepted our subscription, for a public post), so
    * that a post nobody elsewhere follows queues no delivery job at all.
    */
   outbox: { kind: string; payload: Record<string, unknown>; remoteOnly?: boolean }[];
@@ -122,7 +123,8 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
      remote AS (
        SELECT (status.visibility <> 'direct'
                 AND EXISTS (SELECT 1 FROM follows f WHERE f.target_account_id = $1 AND NOT f.follower_local))
-           OR EXISTS (SELECT 1 FROM accounts a WHERE (a.id = ANY($12::bigint[]) OR a.id = $9) AND a.domain IS NOT NULL) AS audience
+           OR EXISTS (SELECT 1 FROM accounts a WHERE (a.id = ANY($12::bigint[]) OR a.id = $9) AND a.domain IS NOT NULL)
+           OR (status.visibility = 'public' AND EXISTS (SELECT 1 FROM relays r WHERE r.state = 'accepted')) AS audience
          FROM status),
      queued AS (
        INSERT INTO outbox (kind, payload)

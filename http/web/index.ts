@@ -51,4 +51,5 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(adminPageRoutes, { ctx });
   await app.register(exportPageRoutes, { ctx });
   await app.register((await import('./migration.ts')).default, { ctx });
+  await app.register((await import('./remote-interaction.ts')).default, { ctx });
 }

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { exportSpki, signRequest, type generateCryptoKeyPair, verifyRequestDetailed, type HttpMessageSignaturesSpec, type KeyCache } from '@fedify/fedify';
+import { exportSpki, signJsonLd, signRequest, type generateCryptoKeyPair, verifyRequestDetailed, type HttpMessageSignaturesSpec, type KeyCache } from '@fedify/fedify';
 import type { CryptographicKey, Multikey } from '@fedify/vocab';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import { freePort } from './listen.ts';
@@ -31,8 +31,11 @@ export interface PeerGet { path: string; /** carried a draft-cavage signature (s
 export interface PeerDelivery { inbox: string; activity: Json; verified: boolean; reason?: string; spec: Spec }
 /** Outgoing deliveries; status 0 with `error` when it could not be made (e.g. the follower's inbox was not found). */
 export interface PeerSent { inbox: string; activity: Json; status: number; error?: string }
-/** `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML); `extra`: more of the actor document (icon, image…), as that server would serve it. */
-export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; extra?: Json }
+/**
+ * `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML); `type`: relays'
+ * actors are Applications; `extra`: more of the actor document (icon, image…), as that server would serve it.
+ */
+export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; type?: 'Person' | 'Application'; extra?: Json }
 export interface PeerField { name: string; value: string }
 interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[]; extra: Json }
 
@@ -76,6 +79,7 @@ export class StrictPeer {
   readonly userAgent: string;
   private readonly actors = new Map<string, Actor>();
   private readonly objects = new Map<string, Json>();
+  private readonly extraLinks = new Map<string, Json[]>();
   /** Actors' featured collections (pinned posts), when set: ids or inlined objects, newest first. */
   private readonly featuredOf = new Map<string, unknown[]>();
   // Successes only: Fedify would otherwise remember a failed fetch (null) and never try that key again.
@@ -99,9 +103,9 @@ export class StrictPeer {
   get instanceActorId(): string { return this.actorId(INSTANCE); }
   followers(username: string): string[] { return [...this.actor(username).followers]; }
 
-  async addActor(username: string, { locked = false, autoAccept = true, fields = [], extra = {} }: PeerActorOptions = {}): Promise<string> {
+  async addActor(username: string, { locked = false, autoAccept = true, fields = [], type: asked, extra = {} }: PeerActorOptions = {}): Promise<string> {
     const keys = await rsaKeyPair();
-    const type = username === INSTANCE ? 'Application' : 'Person';
+    const type = asked ?? (username === INSTANCE ? 'Application' : 'Person');
     this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set(), fields, extra });
     return this.actorId(username);
   }
@@ -113,6 +117,17 @@ export class StrictPeer {
 
   /** An actor's profile page (its `url`). */
   profileUrl(username: string): string { return `${this.url}/@${username}`; }
+
+  /** Links added to an actor's WebFinger answer (a remote-interaction template, FEP-3b86 intents). */
+  webFingerLinks(username: string, links: Json[]): void {
+    this.actor(username);
+    this.extraLinks.set(username, links);
+  }
+
+  /** The activity with a Linked Data signature by the actor's key (RsaSignature2017, as Mastodon signs what relays forward). */
+  async signLd(username: string, activity: Json): Promise<Json> {
+    return await signJsonLd(activity, this.actor(username).keys.privateKey, new URL(this.keyId(username)), {}) as unknown as Json;
+  }
 
   /** Serves `object` at its id's path (signed GETs only). */
   publish(username: string, object: Json): void {
@@ -242,7 +257,8 @@ export class StrictPeer {
       if (!username) return { status: 404, body: { error: 'not found' }, type: jrd };
       const id = this.actorId(username);
       return { status: 200, type: jrd, body: { subject: `acct:${username}@${this.domain}`, aliases: [id], links: [
-        { rel: 'self', type: AP_TYPE, href: id }, { rel: 'http://webfinger.net/rel/profile-page', type: 'text/html', href: `${this.url}/@${username}` }] } };
+        { rel: 'self', type: AP_TYPE, href: id }, { rel: 'http://webfinger.net/rel/profile-page', type: 'text/html', href: `${this.url}/@${username}` },
+        ...(this.extraLinks.get(username) ?? [])] } };
     }
     if (path === '/.well-known/host-meta') {
       const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<XRD xmlns="http://docs.oasis-open.org/ns/xri/xrd-1.0"><Link rel="lrdd" type="application/xrd+xml" template="${this.url}/.well-known/webfinger?resource={uri}"/></XRD>`;

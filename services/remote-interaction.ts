@@ -1,7 +1,6 @@
 import { Template } from '@fedify/uri-template';
 import type { AppContext } from '../context.ts';
-import { guardedGet, LinkFetchError } from '../jobs/link-cards.ts';
-import { PrivateAddressError } from '../jobs/web-push.ts';
+import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
 import { domainPolicy } from './domain-policy.ts';
 
 /**

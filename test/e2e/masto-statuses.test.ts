@@ -97,6 +97,22 @@ describe('masto: statuses and timelines', () => {
     const read = await pia.v1.markers.fetch({ timeline: ['home', 'notifications'] });
     expect(read.home?.lastReadId).toBe(latest!.id);
     expect(read.home?.version).toBe(0);
+    // Neither timeline given: nothing saved, an empty map, as from Mastodon.
+    expect(await pia.v1.markers.create({})).toEqual({});
+  });
+
+  it('fetches several statuses and accounts at once, and none when asked for none', async () => {
+    const secret = await quin.v1.statuses.create({ status: 'just for me', visibility: 'direct' });
+    const open = await quin.v1.statuses.create({ status: 'for all' });
+    // In the order asked, without what pia may not see or what does not exist.
+    const many = await pia.v1.statuses.fetch({ id: [open.id, secret.id, '12345', 'nonsense'] });
+    expect(many.map((x) => x.id)).toEqual([open.id]);
+    expect(await pia.v1.statuses.fetch({ id: [] })).toEqual([]);
+    await expect(pia.v1.statuses.fetch({ id: Array.from({ length: 21 }, (_, i) => String(i + 1)) })).rejects.toMatchObject({ statusCode: 422 });
+    expect((await pia.v1.accounts.fetch({ id: [quinId] })).map((a) => a.id)).toEqual([quinId]);
+    expect(await pia.v1.accounts.fetch({ id: [] })).toEqual([]);
+    expect(await pia.v1.accounts.relationships.fetch({ id: [] })).toEqual([]);
+    expect(await pia.v1.accounts.familiarFollowers.fetch([])).toEqual([]);
   });
 });
 

@@ -152,6 +152,12 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     return renderOne(ctx, viewerId, id);
   });
 
+  // Several statuses at once (Mastodon 4.3): those the viewer may see, in the order asked; no id asks for nothing.
+  app.get('/api/v1/statuses', {
+    schema: { querystring: Type.Object({ id: Type.Optional(IdList(20)) }) },
+    config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
+  }, async (request) => renderStatuses(ctx, request.viewerId, [...new Set((request.query.id ?? []).filter(isId))]));
+
   app.get('/api/v1/statuses/:id', {
     schema: { params: StatusParams },
     config: { auth: { kind: 'public', scopes: ['read:statuses'] } },

@@ -34,6 +34,8 @@ describe('masto: Mastodon 4.4–4.6 calls', () => {
     const quoting = await c.jon!.v1.statuses.create({ status: 'quoting by default', quotedStatusId: original.id });
     expect(quoting.quote).toMatchObject({ state: 'accepted' });
     expect((await c.jon!.v1.statuses.$select(original.id).fetch()).quotesCount).toBe(1);
+    // The quoter lists the quotes of kim's post (as masto's own spec does against Mastodon): theirs is among them.
+    expect((await c.jon!.v1.statuses.$select(original.id).quotes.list()).map((st) => st.account.id)).toContain(id.jon);
     await c.jon!.v1.statuses.$select(quoting.id).remove();
     expect((await c.jon!.v1.statuses.$select(original.id).fetch()).quotesCount).toBe(0);
   });

@@ -34,6 +34,7 @@ import statusesRoutes from './api/v1/statuses.ts';
 import statusTranslationRoutes from './api/v1/status_translations.ts';
 import timelinesRoutes from './api/v1/timelines.ts';
 import markersRoutes from './api/v1/markers.ts';
+import announcementsRoutes from './api/v1/announcements.ts';
 import notificationsRoutes from './api/v1/notifications.ts';
 import notificationRequestsRoutes from './api/v1/notification_requests.ts';
 import notificationsV2Routes from './api/v2/notifications.ts';
@@ -150,6 +151,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(statusTranslationRoutes, { ctx });
   await app.register(timelinesRoutes, { ctx });
   await app.register(markersRoutes, { ctx });
+  await app.register(announcementsRoutes, { ctx });
   await app.register(notificationsRoutes, { ctx });
   await app.register(notificationRequestsRoutes, { ctx });
   await app.register(notificationsV2Routes, { ctx });

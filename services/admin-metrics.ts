@@ -88,6 +88,11 @@ export async function dimensions(db: Db, redis: RedisClient, stack: StackFacts, 
   const domainOf = (key: string) => options[key]?.domain?.trim().toLowerCase() || null;
   for (const key of keys) {
     let data: DimensionItem[] = [];
+    // No range (Mastodon's NULL dates): a ranged dimension counts nothing.
+    if (range === null && RANGED_DIMENSIONS.has(key)) {
+      out.push({ key, data });
+      continue;
+    }
     switch (key) {
       case 'languages':
         data = (await metrics.languagesOfLocalPosts(db, range!, limit)).map(languageItem);

@@ -11,6 +11,7 @@ import type { FilterMatch } from './filters.ts';
 import { RelationsCache, type ViewerRelations } from './relations.ts';
 import { quotesOfStatuses, type QuoteRow } from '../storage/quotes.ts';
 import { followedAmong, policyNamesFollowers } from './quotes.ts';
+import { statusApplicationsByIds, type StatusApplication } from '../storage/oauth.ts';
 
 const FLAG_KINDS = ['favourited', 'reblogged', 'bookmarked', 'pinned', 'muted'] as const;
 type ViewerFlags = Record<(typeof FLAG_KINDS)[number], Set<string>>;
@@ -45,6 +46,8 @@ export interface StatusBundle {
   quoteVisible?: Set<string>;
   following?: Set<string>;
   relations?: ViewerRelations;
+  /** The applications the statuses were posted from, by application id (absent: none). */
+  applications?: Map<string, StatusApplication>;
 }
 
 interface Entry<T> {
@@ -108,6 +111,11 @@ export class StatusLoader {
    * as asked. Only their own actions change it.
    */
   private readonly viewers = new VersionedCache<ViewerFlags & { known: Set<string> }>(20_000, 10 * 60_000);
+  /**
+   * Applications' names and websites by id (null: no such application). An application is never renamed, and there
+   * are few, so they are kept without versions; bounded all the same.
+   */
+  private readonly applications = new Map<string, StatusApplication | null>();
   private readonly db: Queryable;
   private readonly versions: CacheVersions;
   /** Each viewer's blocks and mutes: whom they may not see, and whom their listings leave out. */
@@ -177,6 +185,24 @@ export class StatusLoader {
   rememberNew(status: StatusRow, mentions: string[], tags: string[], card: PreviewCardRow | null = null): void {
     this.statuses.set(status.id, '0', { status, mentions, tags, media: [], poll: null, card });
     if (!status.in_reply_to_id) this.viewers.peek(status.account_id)?.known.add(status.id);
+  }
+
+  /** The applications these statuses were posted from, asking PostgreSQL (once, for all) only about ones not seen yet. */
+  private async applicationsOf(rows: StatusRow[]): Promise<Map<string, StatusApplication> | undefined> {
+    const ids = [...new Set(rows.map((st) => st.application_id).filter((id): id is string => !!id))];
+    if (ids.length === 0) return undefined;
+    const unknown = ids.filter((id) => !this.applications.has(id));
+    if (unknown.length > 0) {
+      const found = await statusApplicationsByIds(this.db, unknown);
+      if (this.applications.size + unknown.length > 10_000) this.applications.clear();
+      for (const id of unknown) this.applications.set(id, found.get(id) ?? null);
+    }
+    const out = new Map<string, StatusApplication>();
+    for (const id of ids) {
+      const app = this.applications.get(id);
+      if (app) out.set(id, app);
+    }
+    return out;
   }
 
   private accountsById(ids: string[], known: Map<string, string>): Promise<Map<string, AccountRow>> {
@@ -275,11 +301,12 @@ export class StatusLoader {
     const followersOnly = viewerId
       ? [...new Set(renderedIds.map((id) => found.get(id)!.status).filter((st) => policyNamesFollowers(st) && st.account_id !== viewerId).map((st) => st.account_id))]
       : [];
-    const [accounts, flags, votes, following] = await Promise.all([
+    const [accounts, flags, votes, following, applications] = await Promise.all([
       this.accountsById([...accountIds], known.a),
       viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve(noFlags()),
       viewerId && pollIds.length > 0 ? ownVotes(this.db, viewerId, pollIds) : Promise.resolve(undefined),
       viewerId && followersOnly.length > 0 ? followedAmong(this.db, viewerId, followersOnly) : Promise.resolve(undefined),
+      this.applicationsOf(renderedIds.map((id) => found.get(id)!.status)),
     ]);
     // A suspended author's statuses (a remote actor deleted by its server, say) are shown nowhere, boosted or not.
     const authorShown = (statusId: string) => !accounts.get(found.get(statusId)!.status.account_id)?.suspended_at;
@@ -297,6 +324,7 @@ export class StatusLoader {
         cards: new Map([...found].flatMap(([id, e]) => (e.card ? [[id, e.card] as const] : []))),
         ...(votes ? { ownVotes: votes } : {}),
         ...(following ? { following } : {}),
+        ...(applications ? { applications } : {}),
         quotes: new Map([...found].flatMap(([id, e]) => (e.quote ? [[id, e.quote] as const] : []))),
         quoteVisible,
         relations,

@@ -20,6 +20,8 @@ export interface ProfileUpdate {
   avatarDescription?: string | undefined;
   headerDescription?: string | undefined;
   noindex?: boolean | undefined;
+  /** Disclose the application posts are sent from (Mastodon's show_application; a web setting). */
+  showApplication?: boolean | undefined;
   fields?: { name: string; value: string }[] | undefined;
   avatar?: Buffer | undefined;
   header?: Buffer | undefined;
@@ -54,6 +56,7 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     avatarDescription: u.avatarDescription,
     headerDescription: u.headerDescription,
     noindex: u.noindex,
+    showApplication: u.showApplication,
   };
   if (u.note !== undefined) {
     // Multipart bodies carry line breaks as CRLF; store what the person typed, with plain newlines.

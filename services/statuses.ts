@@ -702,13 +702,15 @@ export interface RemotePoll {
 
 /**
  * POST /api/v1/statuses/:id/quotes/:quoting_status_id/revoke, inside the quoted author's actor: the quote becomes
- * `revoked` and stops counting. 404 unless the quoted status is theirs and that status quotes it.
+ * `revoked` and stops counting. 404 unless that status quotes the quoted one; 403 when the quoted one is not theirs.
  */
 export async function revokeQuote(deps: StatusDeps, accountId: string, quotedStatusId: string, quotingStatusId: string): Promise<void> {
   const quoted = await statuses.findStatus(deps.db, quotedStatusId);
-  if (!quoted || quoted.account_id !== accountId) throw notFound();
+  if (!quoted) throw notFound();
   const existing = await quotes.quoteOfStatus(deps.db, quotingStatusId);
   if (!existing || existing.quoted_status_id !== quoted.id) throw notFound();
+  // Mastodon's QuotePolicy#revoke?: the quoted post's author only.
+  if (quoted.account_id !== accountId) throw new ApiError(403, 'This action is not allowed');
   const delivery = await transaction(deps.db, async (tx) => {
     const revoked = await quotes.revokeQuote(tx, quoted.id, quotingStatusId);
     // A remote quoter's server hears that the stamp is withdrawn (Mastodon sends a Delete of the QuoteAuthorization).

@@ -23,6 +23,8 @@ export interface AccountRow {
   header_description: string;
   /** The person asked search engines not to index their pages. */
   noindex: boolean;
+  /** The author discloses the application a status was posted from to everyone (Mastodon's show_application). */
+  show_application: boolean;
   uri: string | null;
   url: string | null;
   inbox_url: string | null;
@@ -70,7 +72,7 @@ const MOVED_TO = `(SELECT to_jsonb(m) - 'private_key_pem' - 'ed25519_private_jwk
 // Every column but the private key: that one is read only where a request is signed.
 const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
-  avatar_description, header_description, noindex,
+  avatar_description, header_description, noindex, show_application,
   uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
   followers_count, following_count,
   statuses_count, last_status_at, suspended_at, deleted_at, silenced_at, sensitized_at, also_known_as, moved_to_account_id, created_at, updated_at,
@@ -145,6 +147,7 @@ export interface ProfileChanges {
   avatarDescription?: string;
   headerDescription?: string;
   noindex?: boolean;
+  showApplication?: boolean;
 }
 
 const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
@@ -164,6 +167,7 @@ const PROFILE_COLUMNS: Record<keyof ProfileChanges, string> = {
   avatarDescription: 'avatar_description',
   headerDescription: 'header_description',
   noindex: 'noindex',
+  showApplication: 'show_application',
 };
 
 export interface ProfileUpdateResult {

@@ -139,14 +139,13 @@ export async function findRequest(db: Queryable, accountId: string, id: string):
   return rows[0] ?? null;
 }
 
-/** The senders of the recipient's requests with these ids, locked for the change; null when one is not theirs. */
-export async function lockRequests(db: Queryable, accountId: string, ids: string[]): Promise<string[] | null> {
-  const unique = [...new Set(ids)];
+/** The senders of the recipient's requests among these ids, locked for the change (ids not theirs are left out). */
+export async function lockRequests(db: Queryable, accountId: string, ids: string[]): Promise<string[]> {
   const { rows } = await db.query<{ from_account_id: string }>(
     `SELECT from_account_id FROM notification_requests WHERE account_id = $1 AND id = ANY($2::bigint[]) FOR UPDATE`,
-    [accountId, unique],
+    [accountId, [...new Set(ids)]],
   );
-  return rows.length === unique.length ? rows.map((r) => r.from_account_id) : null;
+  return rows.map((r) => r.from_account_id);
 }
 
 /** Accepts these senders: their filtered notifications join the list, later ones are never filtered, the requests go. */

@@ -41,6 +41,19 @@ export async function findApplicationByClientId(db: Queryable, clientId: string)
   return rows[0] ?? null;
 }
 
+/** What a status shows of the application it was posted from (Mastodon's Status entity `application`). */
+export interface StatusApplication {
+  name: string;
+  website: string | null;
+}
+
+/** The name and website of these applications, by id (at most as many rows as ids asked). */
+export async function statusApplicationsByIds(db: Queryable, ids: string[]): Promise<Map<string, StatusApplication>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.query<StatusApplication & { id: string }>(`SELECT id, name, website FROM oauth_applications WHERE id = ANY($1::bigint[])`, [ids]);
+  return new Map(rows.map((r) => [r.id, { name: r.name, website: r.website }]));
+}
+
 export async function findApplicationById(db: Queryable, id: string): Promise<ApplicationRow | null> {
   const { rows } = await db.query<ApplicationRow>(`SELECT * FROM oauth_applications WHERE id = $1`, [id]);
   return rows[0] ?? null;

@@ -11,6 +11,7 @@ import { renderAccount } from './account.ts';
 import { renderStatus } from './status.ts';
 import { renderRule } from './instance.ts';
 import { loadAdminAccounts } from './admin-account.ts';
+import { statusApplicationsByIds } from '../../storage/oauth.ts';
 
 /** What Report and Admin::Report share. */
 function reportFields(r: ReportRow) {
@@ -46,12 +47,13 @@ export async function renderAdminReports(db: Queryable, ctx: RenderContext, repo
   const statusIds = [...new Set(reports.flatMap((r) => r.status_ids))];
   const statuses = (await reportedStatuses(db, statusIds)).filter((s) => s.reblog_of_id === null);
   const wantsRules = reports.some((r) => r.rule_ids.length > 0);
-  const [admins, mentions, tags, media, rules] = await Promise.all([
+  const [admins, mentions, tags, media, rules, applications] = await Promise.all([
     loadAdminAccounts(db, ctx, accountIds),
     mentionsOf(db, statusIds),
     tagsOf(db, statusIds),
     mediaOfStatuses(db, statusIds),
     wantsRules ? listRules(db) : Promise.resolve([]),
+    statusApplicationsByIds(db, [...new Set(statuses.map((s) => s.application_id).filter((id): id is string => !!id))]),
   ]);
   const authors = await findAccountsByIds(db, [...new Set([...statuses.map((s) => s.account_id), ...[...mentions.values()].flat()])]);
   const bundle: StatusBundle = {
@@ -60,6 +62,7 @@ export async function renderAdminReports(db: Queryable, ctx: RenderContext, repo
     mentions,
     tags,
     media,
+    applications,
     favourited: new Set(),
     reblogged: new Set(),
     viewerId: null,

@@ -10,6 +10,20 @@ import { renderPreviewCard } from './preview-card.ts';
 import { quoteApproval } from '../../services/quotes.ts';
 import type { QuoteRow } from '../../storage/quotes.ts';
 
+/** The application a status was posted from (Mastodon's `application`: name and website), or null. */
+function applicationOf(b: StatusBundle, s: StatusRow): { name: string; website: string | null } | null {
+  const app = s.application_id ? b.applications?.get(s.application_id) : undefined;
+  return app ? { name: app.name, website: app.website } : null;
+}
+
+/**
+ * Mastodon's REST::StatusSerializer#show_application?: everyone sees the application while the author discloses it
+ * (the base fields carry it then); the author always does. True when this viewer sees it only as the author.
+ */
+function applicationForAuthorOnly(b: StatusBundle, s: StatusRow): boolean {
+  return s.application_id !== null && b.viewerId === s.account_id && b.accounts.get(s.account_id)?.show_application === false;
+}
+
 /** The fields of a Status that are the same for every viewer, without `reblog`. */
 function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> {
   const author = b.accounts.get(s.account_id)!;
@@ -31,7 +45,7 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
     language: s.language,
     in_reply_to_id: s.in_reply_to_id,
     in_reply_to_account_id: s.in_reply_to_account_id,
-    application: null,
+    application: author.show_application ? applicationOf(b, s) : null,
     media_attachments: (b.media.get(s.id) ?? []).map((m) => renderMedia(ctx, m)),
     mentions: (b.mentions.get(s.id) ?? []).map((id) => b.accounts.get(id)).filter((a) => !!a).map((a) => ({
       id: a.id,
@@ -127,6 +141,7 @@ export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, 
   const filtered = b.filtered?.get(s.id);
   return {
     ...baseFields(ctx, b, s),
+    ...(applicationForAuthorOnly(b, s) ? { application: applicationOf(b, s) } : {}),
     quote: renderQuote(ctx, b, s, options.shallowQuote ?? false),
     ...(filtered ? { filtered: filtered.map(renderFilterResult) } : {}),
     reblog: original ? renderStatus(ctx, b, original) : null,
@@ -143,7 +158,8 @@ const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: Buffer }>();
 
 function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): Buffer {
   const mentions = b.mentions.get(s.id) ?? [];
-  const deps: unknown[] = [b.accounts.get(s.account_id), mentions, b.tags.get(s.id), b.media.get(s.id), b.cards?.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
+  const app = s.application_id ? b.applications?.get(s.application_id) : undefined;
+  const deps: unknown[] = [b.accounts.get(s.account_id), app, mentions, b.tags.get(s.id), b.media.get(s.id), b.cards?.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
   const hit = baseJson.get(s);
   if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.json;
   const json = Buffer.from(JSON.stringify(baseFields(ctx, b, s)).slice(0, -1)); // without the closing brace
@@ -172,12 +188,14 @@ function viewerBytes(b: StatusBundle, s: StatusRow): Buffer {
 export function renderStatusJson(ctx: RenderContext, b: StatusBundle, s: StatusRow, out: Buffer[] = []): Buffer[] {
   // A status a filter matched carries its results; the cached pieces say `"filtered":[]`, so it is encoded whole.
   // So is one with a poll: the poll shows the viewer's votes, and whether it has ended by now.
-  // And one that quotes: its quote is shown as the viewer may see it.
-  if (b.filtered?.has(s.id) || b.polls?.has(s.id) || (s.reblog_of_id && b.polls?.has(s.reblog_of_id)) || b.quotes?.has(s.id) || (s.reblog_of_id && b.quotes?.has(s.reblog_of_id))) {
+  // And one that quotes: its quote is shown as the viewer may see it. And the author's own whose application the
+  // author does not disclose: the cached pieces, shared by every viewer, leave it out.
+  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
+  if (b.filtered?.has(s.id) || b.polls?.has(s.id) || (s.reblog_of_id && b.polls?.has(s.reblog_of_id)) || b.quotes?.has(s.id) || (s.reblog_of_id && b.quotes?.has(s.reblog_of_id))
+    || applicationForAuthorOnly(b, s) || (original && applicationForAuthorOnly(b, original))) {
     out.push(Buffer.from(JSON.stringify(renderStatus(ctx, b, s))));
     return out;
   }
-  const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;
   out.push(cachedBase(ctx, b, s), viewerBytes(b, s));
   if (!original) {
     out.push(NULL_REBLOG_END);

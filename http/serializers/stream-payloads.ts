@@ -241,8 +241,12 @@ export async function renderStreamView(ctx: Pick<AppContext, 'statusLoader' | 'r
   const { rows, bundle, versions } = await ctx.statusLoader.load(authorId, [statusId]);
   const row = rows[0];
   if (!row) return null;
-  const { statuses, accounts, mentions, tags, media, polls, cards } = bundle;
-  const asNoOne: StatusBundle = { statuses, accounts, mentions, tags, media, ...(polls ? { polls } : {}), ...(cards ? { cards } : {}), favourited: new Set(), reblogged: new Set(), viewerId: NO_ACCOUNT };
+  const { statuses, accounts, mentions, tags, media, polls, cards, applications } = bundle;
+  // Its application as everyone sees it (not as its author does, when they keep it to themselves).
+  const asNoOne: StatusBundle = {
+    statuses, accounts, mentions, tags, media, ...(polls ? { polls } : {}), ...(cards ? { cards } : {}), ...(applications ? { applications } : {}),
+    favourited: new Set(), reblogged: new Set(), viewerId: NO_ACCOUNT,
+  };
   // The statuses and accounts it shows, at the versions it was rendered under: a favourite, a boost, a vote, an
   // edit or a new display name bumps one of them.
   const shown = { s: [...versions.s.keys()], a: [...versions.a.keys()] };

@@ -90,11 +90,16 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   app.get('/settings/preferences', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, notice: notice(request.query), error: '' });
+    return me && sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, notice: notice(request.query), error: '' });
   });
 
   app.post('/settings/preferences', {
-    schema: { body: Type.Object({ privacy: Type.Optional(Type.String({ maxLength: 20 })), language: Type.Optional(Type.String({ maxLength: 10 })), sensitive: Type.Optional(Type.String({ maxLength: 10 })) }) },
+    schema: {
+      body: Type.Object({
+        privacy: Type.Optional(Type.String({ maxLength: 20 })), language: Type.Optional(Type.String({ maxLength: 10 })),
+        sensitive: Type.Optional(Type.String({ maxLength: 10 })), show_application: Type.Optional(Type.String({ maxLength: 10 })),
+      }),
+    },
   }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
@@ -102,8 +107,11 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const lang = language.trim().toLowerCase();
     const error = !(VISIBILITIES as readonly string[]).includes(privacy) ? 'Choose who sees new posts.'
       : lang !== '' && !isLanguage(lang) ? `"${lang}" is not a language code this server knows.` : '';
-    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, notice: '', error }, 422);
-    await updateAccountProfile(ctx, me.account, { source: { privacy, sensitive: checkbox(request.body.sensitive), language: lang === '' ? null : lang } });
+    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, notice: '', error }, 422);
+    await updateAccountProfile(ctx, me.account, {
+      showApplication: checkbox(request.body.show_application),
+      source: { privacy, sensitive: checkbox(request.body.sensitive), language: lang === '' ? null : lang },
+    });
     return reply.redirect('/settings/preferences?notice=saved', 303);
   });
 

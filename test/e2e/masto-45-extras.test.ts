@@ -28,6 +28,18 @@ describe('masto: Mastodon 4.4–4.6 calls', () => {
     expect((await c.jon!.v1.statuses.$select(original.id).fetch()).quotesCount).toBe(1);
   });
 
+  it('quotes a post with both accounts at their defaults, and the count follows the quote', async () => {
+    const original = await c.kim!.v1.statuses.create({ status: 'quote me by default' });
+    expect(original.quoteApproval).toMatchObject({ automatic: ['public'], currentUser: 'automatic' });
+    const quoting = await c.jon!.v1.statuses.create({ status: 'quoting by default', quotedStatusId: original.id });
+    expect(quoting.quote).toMatchObject({ state: 'accepted' });
+    expect((await c.jon!.v1.statuses.$select(original.id).fetch()).quotesCount).toBe(1);
+    // The quoter lists the quotes of kim's post (as masto's own spec does against Mastodon): theirs is among them.
+    expect((await c.jon!.v1.statuses.$select(original.id).quotes.list()).map((st) => st.account.id)).toContain(id.jon);
+    await c.jon!.v1.statuses.$select(quoting.id).remove();
+    expect((await c.jon!.v1.statuses.$select(original.id).fetch()).quotesCount).toBe(0);
+  });
+
   it('lists the directory, features a tag, and marks a conversation unread', async () => {
     const directory = await c.kim!.v1.directory.list({ order: 'new', local: true, limit: 10 });
     expect(directory.map((a) => a.id)).toEqual(expect.arrayContaining([id.ida, id.jon, id.kim]));
@@ -50,5 +62,10 @@ describe('masto: Mastodon 4.4–4.6 calls', () => {
     expect(collectionItem.accountId).toBe(id.jon);
     const shown = await c.kim!.v1.collections.$select(collection.id).fetch();
     expect(shown.collection.items.map((i) => i.accountId)).toContain(id.jon);
+    // Removing and deleting answer Mastodon's empty `head 200`, which masto reads as nothing.
+    await c.ida!.v1.collections.$select(collection.id).items.$select(collectionItem.id).remove();
+    expect((await c.kim!.v1.collections.$select(collection.id).fetch()).collection.items).toEqual([]);
+    await c.ida!.v1.collections.$select(collection.id).remove();
+    await expect(c.kim!.v1.collections.$select(collection.id).fetch()).rejects.toMatchObject({ statusCode: 404 });
   });
 });

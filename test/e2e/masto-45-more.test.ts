@@ -7,6 +7,7 @@ import type { TestServer } from '../helpers/server.ts';
 import { mastoAccounts } from '../helpers/masto.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { makeAdmin } from '../helpers/admin.ts';
+import { appToken, authorizationCodeToken, createApp } from '../helpers/oauth.ts';
 import { setAnnualReportClock } from '../../services/annual-reports.ts';
 import { refreshTrends } from '../../services/trends.ts';
 
@@ -110,8 +111,8 @@ describe('masto: cards, quotes, policies, texts, reports and the dashboard', () 
     expect(revoked.quote).toMatchObject({ state: 'revoked' });
     expect((await c.max!.v1.statuses.$select(quoting.id).fetch()).quote).toMatchObject({ state: 'revoked' });
     expect(await c.lou!.v1.statuses.$select(original.id).quotes.list()).toEqual([]);
-    // Only the quoted post's author may revoke.
-    await expect(loose(c.nia!).v1.statuses.$select(original.id).quotes.$select(quoting.id).revoke.create()).rejects.toMatchObject({ statusCode: 404 });
+    // Only the quoted post's author may revoke (Mastodon's QuotePolicy#revoke?: 403 for others).
+    await expect(loose(c.nia!).v1.statuses.$select(original.id).quotes.$select(quoting.id).revoke.create()).rejects.toMatchObject({ statusCode: 403 });
 
     const changed = await loose(c.lou!).v1.statuses.$select(original.id).interactionPolicy.update({ quoteApprovalPolicy: 'nobody' });
     expect(changed.quoteApproval).toMatchObject({ automatic: [], manual: [] });
@@ -119,6 +120,22 @@ describe('masto: cards, quotes, policies, texts, reports and the dashboard', () 
     await expect(c.nia!.v1.statuses.create({ status: 'may I?', quotedStatusId: original.id })).rejects.toMatchObject({ statusCode: 404 });
     // Someone else's post's policy is not theirs to change.
     await expect(loose(c.nia!).v1.statuses.$select(original.id).interactionPolicy.update({ quoteApprovalPolicy: 'public' })).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('lists no announcements, refuses unknown ones as Mastodon does, and asks for a user with the read scope', async () => {
+    expect(await c.nia!.v1.announcements.list()).toEqual([]);
+    for (const call of [
+      () => c.nia!.v1.announcements.$select('12345').dismiss(),
+      () => c.nia!.v1.announcements.$select('12345').reactions.$select('👍').update(),
+      () => c.nia!.v1.announcements.$select('12345').reactions.$select('👍').remove(),
+    ]) await expect(call()).rejects.toMatchObject({ statusCode: 404, message: 'Record not found' });
+    // Mastodon's `doorkeeper_authorize! :read`: a narrower read scope is not enough, an app without a user neither.
+    const client = await createApp(s.app, 'read:statuses read');
+    const narrow = await authorizationCodeToken(s.app, client, 'nia@example.com', 'nia password', 'read:statuses');
+    await expect(createRestAPIClient({ url: s.url, accessToken: narrow }).v1.announcements.list()).rejects.toMatchObject({ statusCode: 403 });
+    const appOnly = await appToken(s.app, client, 'read');
+    await expect(createRestAPIClient({ url: s.url, accessToken: appOnly }).v1.announcements.list()).rejects.toMatchObject({ statusCode: 422 });
+    await expect(createRestAPIClient({ url: s.url }).v1.announcements.list()).rejects.toMatchObject({ statusCode: 401 });
   });
 
   it('reads the instance texts an operator has or has not set', async () => {
@@ -156,6 +173,9 @@ describe('masto: cards, quotes, policies, texts, reports and the dashboard', () 
     const retention = await admin.v1.admin.retention.create({ ...range, frequency: 'day' });
     expect(retention.length).toBeGreaterThan(0);
     await expect(c.lou!.v1.admin.measures.create({ keys: ['new_users'], ...range })).rejects.toMatchObject({ statusCode: 403 });
+    // Dimensions asked for without dates, as masto's own specs ask Mastodon: the facts of now, and empty ranged keys.
+    const undated = await admin.v1.admin.dimensions.create({ keys: ['languages', 'sources', 'software_versions'] });
+    expect(undated.map((d) => [d.key, d.data.length > 0])).toEqual([['languages', false], ['sources', false], ['software_versions', true]]);
   });
 
   it('lets an operator delete a suspended account\'s data, and only once it is suspended', async () => {

@@ -138,6 +138,8 @@ describe('scheduled posts', () => {
     const [status] = await until(published, (l) => l.length > 0);
     expect(status).toBeDefined();
     expect(status!.mediaAttachments.map((m) => [m.id, m.description])).toEqual([[media.id, 'a blue square']]);
+    // Posted from the app that scheduled it, which its author sees (and everyone, by default).
+    expect(status!.application).toEqual({ name: 'masto scheduled', website: null });
     expect(await inHome('lia', status!.id)).toBe(true);
     expect(await lia.v1.scheduledStatuses.list()).toEqual([]);
     // Nothing more comes of the old time's job, nor of the sweeper, once every job due has run.

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOAuthAPIClient, createRestAPIClient, type mastodon } from 'masto';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
+import { findAccountsByIds } from '../../storage/accounts.ts';
+import { updateAccountProfile } from '../../services/profile.ts';
 
 let s: TestServer & { url: string };
 let pia: mastodon.rest.Client;
@@ -97,6 +99,52 @@ describe('masto: statuses and timelines', () => {
     const read = await pia.v1.markers.fetch({ timeline: ['home', 'notifications'] });
     expect(read.home?.lastReadId).toBe(latest!.id);
     expect(read.home?.version).toBe(0);
+    // Neither timeline given: nothing saved, an empty map, as from Mastodon.
+    expect(await pia.v1.markers.create({})).toEqual({});
+  });
+
+  it('fetches several statuses and accounts at once, and none when asked for none', async () => {
+    const secret = await quin.v1.statuses.create({ status: 'just for me', visibility: 'direct' });
+    const open = await quin.v1.statuses.create({ status: 'for all' });
+    // In the order asked, without what pia may not see or what does not exist.
+    const many = await pia.v1.statuses.fetch({ id: [open.id, secret.id, '12345', 'nonsense'] });
+    expect(many.map((x) => x.id)).toEqual([open.id]);
+    expect(await pia.v1.statuses.fetch({ id: [] })).toEqual([]);
+    await expect(pia.v1.statuses.fetch({ id: Array.from({ length: 21 }, (_, i) => String(i + 1)) })).rejects.toMatchObject({ statusCode: 422 });
+    expect((await pia.v1.accounts.fetch({ id: [quinId] })).map((a) => a.id)).toEqual([quinId]);
+    expect(await pia.v1.accounts.fetch({ id: [] })).toEqual([]);
+    expect(await pia.v1.accounts.relationships.fetch({ id: [] })).toEqual([]);
+    expect(await pia.v1.accounts.familiarFollowers.fetch([])).toEqual([]);
+  });
+});
+
+describe('masto: the application a status was posted from', () => {
+  it('is shown to everyone while its author discloses it (Mastodon\'s default), else to its author only', async () => {
+    const posted = await quin.v1.statuses.create({ status: 'from my app' });
+    expect(posted.application).toEqual({ name: 'masto day', website: null });
+    expect((await pia.v1.statuses.$select(posted.id).fetch()).application).toEqual({ name: 'masto day', website: null });
+    await waitForOutbox();
+    const homeOf = async (client: mastodon.rest.Client) => (await client.v1.timelines.home.list({ limit: 5 })).find((x) => x.id === posted.id);
+    expect((await homeOf(pia))?.application).toEqual({ name: 'masto day', website: null });
+    // A boost shows the original's.
+    const boost = await pia.v1.statuses.$select(posted.id).reblog();
+    expect(boost.reblog?.application).toEqual({ name: 'masto day', website: null });
+
+    // quin stops disclosing it (the settings page's choice): pages rendered before, for pia too, are not reused.
+    const [quinAccount] = await findAccountsByIds(s.ctx.db, [quinId]);
+    await updateAccountProfile(s.ctx, quinAccount!, { showApplication: false });
+    expect((await pia.v1.statuses.$select(posted.id).fetch()).application).toBeNull();
+    expect((await homeOf(pia))?.application).toBeNull();
+    expect((await pia.v1.timelines.home.list({ limit: 5 })).find((x) => x.reblog?.id === posted.id)?.reblog?.application).toBeNull();
+    expect((await pia.v1.statuses.fetch({ id: [posted.id] }))[0]!.application).toBeNull();
+    expect((await createRestAPIClient({ url: s.url }).v1.statuses.$select(posted.id).fetch()).application).toBeNull();
+    // Its author still sees it, one by one and in their home timeline.
+    expect((await quin.v1.statuses.$select(posted.id).fetch()).application).toEqual({ name: 'masto day', website: null });
+    expect((await homeOf(quin))?.application).toEqual({ name: 'masto day', website: null });
+    // And pia again does not, after quin's reads filled the caches.
+    expect((await homeOf(pia))?.application).toBeNull();
+    await updateAccountProfile(s.ctx, (await findAccountsByIds(s.ctx.db, [quinId]))[0]!, { showApplication: true });
+    expect((await homeOf(pia))?.application).toEqual({ name: 'masto day', website: null });
   });
 });
 

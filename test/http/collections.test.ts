@@ -130,6 +130,8 @@ describe('making and reading collections', () => {
     const res = await call(alice, 'DELETE', `/api/v1/collections/${other.id}`);
     expect(res.statusCode).toBe(200);
     expect(res.body).toBe('');
+    // Rails' `head 200` for a request without Accept: typed as HTML, as apps get it from Mastodon.
+    expect(res.headers['content-type']).toBe('text/html');
     expect((await call(alice, 'GET', `/api/v1/collections/${other.id}`)).statusCode).toBe(404);
     expect(await notificationsOf(dave, 'added_to_collection')).toHaveLength(0);
     expect((await s.ctx.db.query('SELECT count(*)::int AS n FROM collection_items WHERE collection_id = $1', [other.id])).rows[0].n).toBe(0);

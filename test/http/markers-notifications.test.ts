@@ -38,8 +38,12 @@ describe('markers', () => {
   });
 
   it('refuses bad markers with 422, changing nothing', async () => {
-    for (const payload of [{}, { home: { last_read_id: 'abc' } }, { home: {} }, { feed: { last_read_id: '1' } }]) {
+    for (const payload of [{ home: { last_read_id: 'abc' } }, { home: {} }]) {
       expect((await req('POST', '/api/v1/markers', mo, payload)).statusCode, JSON.stringify(payload)).toBe(422);
+    }
+    // No timeline Mastodon knows: nothing to save, an empty map as Mastodon answers.
+    for (const payload of [{}, { feed: { last_read_id: '1' } }]) {
+      expect((await req('POST', '/api/v1/markers', mo, payload)).json(), JSON.stringify(payload)).toEqual({});
     }
     expect((await req('GET', '/api/v1/markers?timeline[]=bogus', mo)).statusCode).toBe(422);
     expect((await req('GET', '/api/v1/markers?timeline[]=home', mo)).json().home).toMatchObject({ version: 3 });

@@ -153,6 +153,13 @@ describe('settings', () => {
     const token = await authorizationCodeToken(s.app, client, 'quiet@example.com', 'pw-quiet-long', 'read');
     const prefs = (await s.app.inject({ method: 'GET', url: '/api/v1/preferences', headers: bearer(token) })).json();
     expect(prefs).toMatchObject({ 'posting:default:visibility': 'unlisted', 'posting:default:language': 'de', 'posting:default:sensitive': true });
+    // "Show which app sent each post" (Mastodon's show_application): on by default, off when the box is left unticked.
+    const shows = async () => (await s.ctx.db.query('SELECT show_application FROM accounts WHERE username = $1 AND domain IS NULL', ['quiet'])).rows[0].show_application;
+    expect(await shows()).toBe(false);
+    expect((await browser.get('/settings/preferences')).body).toMatch(/<input id="show_application" name="show_application" type="checkbox" value="1">/);
+    expect((await browser.submit('/settings/preferences', '/settings/preferences', { privacy: 'unlisted', show_application: '1' })).statusCode).toBe(303);
+    expect(await shows()).toBe(true);
+    expect((await browser.get('/settings/preferences')).body).toMatch(/name="show_application" type="checkbox" value="1" checked>/);
   });
 
   it('lists authorized apps and revokes one, whose token then stops working', async () => {

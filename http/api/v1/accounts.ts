@@ -200,10 +200,11 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
   });
 
   app.get('/api/v1/accounts', {
-    schema: { querystring: Type.Object({ id: IdList(40) }) },
+    schema: { querystring: Type.Object({ id: Type.Optional(IdList(40)) }) },
     config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
   }, async (request) => {
-    const requested = [...new Set(request.query.id.filter(isId))];
+    // No id asks for nothing: an empty list, as in Mastodon.
+    const requested = [...new Set((request.query.id ?? []).filter(isId))];
     const db = await ctx.readDb(request.viewerId);
     const [found, waiting] = await Promise.all([findAccountsByIds(db, requested), pendingAccountIds(db, requested)]);
     const byId = new Map(found.map((a) => [a.id, a]));

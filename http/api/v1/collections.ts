@@ -45,6 +45,15 @@ function setOffsetLinks(request: FastifyRequest, reply: FastifyReply, publicUrl:
   if (links.length > 0) reply.header('link', links.join(', '));
 }
 
+/**
+ * Mastodon answers these with Rails' `head 200`: no body, typed as the request's format, which for an app that sends
+ * no Accept (masto, most apps) is `text/html`, as apps expect it (masto reads that as "nothing"; an empty body typed
+ * JSON is malformed JSON to it, one typed text/plain an unknown encoding).
+ */
+function headOk(reply: FastifyReply) {
+  return reply.code(200).type('text/html').send('');
+}
+
 export default async function collectionsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const idOr404 = (id: string) => {
@@ -133,7 +142,7 @@ export default async function collectionsRoutes(fastify: FastifyInstance, { ctx 
 
   app.delete('/api/v1/collections/:id', { schema: { params: Id }, config: { auth: WRITE } }, async (request, reply) => {
     await removeCollection(ctx, requireViewer(request), idOr404(request.params.id));
-    return reply.code(200).send('');
+    return headOk(reply);
   });
 
   app.post('/api/v1/collections/:collection_id/items', {
@@ -150,11 +159,11 @@ export default async function collectionsRoutes(fastify: FastifyInstance, { ctx 
 
   app.delete('/api/v1/collections/:collection_id/items/:id', { schema: { params: ItemParams }, config: { auth: WRITE } }, async (request, reply) => {
     await removeFromCollection(ctx, requireViewer(request), idOr404(request.params.collection_id), idOr404(request.params.id));
-    return reply.code(200).send('');
+    return headOk(reply);
   });
 
   app.post('/api/v1/collections/:collection_id/items/:id/revoke', { schema: { params: ItemParams }, config: { auth: WRITE } }, async (request, reply) => {
     await revokeItem(ctx, requireViewer(request), idOr404(request.params.collection_id), idOr404(request.params.id));
-    return reply.code(200).send('');
+    return headOk(reply);
   });
 }

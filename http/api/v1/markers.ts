@@ -33,7 +33,8 @@ export default async function markersRoutes(fastify: FastifyInstance, { ctx }: R
     const updates = (['home', 'notifications'] as MarkerTimeline[])
       .map((t) => [t, request.body[t]?.last_read_id] as const)
       .filter((u): u is readonly [MarkerTimeline, string] => u[1] !== undefined);
-    if (updates.length === 0) throw unprocessable('Validation failed: home[last_read_id] or notifications[last_read_id] is required');
+    // Neither timeline given: nothing to save, and Mastodon answers an empty map.
+    if (updates.length === 0) return {};
     for (const [t, id] of updates) if (!isId(id)) throw unprocessable(`Validation failed: ${t}[last_read_id] is not an id`);
     const saved = await transaction(ctx.db, async (tx) => {
       const out = [];

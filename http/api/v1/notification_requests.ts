@@ -13,7 +13,8 @@ import { renderNotificationRequests } from '../../serializers/notification-group
 // Mastodon's filtered notification requests: one per sender whose notifications the notification policy filtered.
 
 const Params = Type.Object({ id: Type.String({ maxLength: 40 }) });
-const Many = Type.Object({ id: IdList(100) });
+// Mastodon's bulk accept and dismiss take the viewer's requests among these ids and ignore the rest: none is no error.
+const Many = Type.Object({ id: Type.Optional(IdList(100)) });
 
 export default async function notificationRequestsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -33,19 +34,21 @@ export default async function notificationRequestsRoutes(fastify: FastifyInstanc
     return { merged: true };
   });
 
-  /** Accepts or dismisses the viewer's requests with these ids, all or none (404 when one is not theirs). */
-  const settle = async (viewerId: string, ids: string[], how: typeof acceptSenders) => {
-    if (!ids.every((id) => isId(id))) throw notFound();
+  /** Accepts or dismisses the viewer's requests among these ids; with `one`, that request must be theirs (else 404). */
+  const settle = async (viewerId: string, ids: string[], how: typeof acceptSenders, one = false) => {
+    const wanted = ids.filter((id) => isId(id));
+    if (one && wanted.length === 0) throw notFound();
+    if (wanted.length === 0) return {};
     await transaction(ctx.db, async (tx) => {
-      const senders = await lockRequests(tx, viewerId, ids);
-      if (!senders) throw notFound();
-      await how(tx, viewerId, senders);
+      const senders = await lockRequests(tx, viewerId, wanted);
+      if (one && senders.length === 0) throw notFound();
+      if (senders.length > 0) await how(tx, viewerId, senders);
     });
     return {};
   };
 
-  app.post('/api/v1/notifications/requests/accept', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body.id, acceptSenders));
-  app.post('/api/v1/notifications/requests/dismiss', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body.id, dismissSenders));
+  app.post('/api/v1/notifications/requests/accept', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body?.id ?? [], acceptSenders));
+  app.post('/api/v1/notifications/requests/dismiss', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body?.id ?? [], dismissSenders));
 
   app.get('/api/v1/notifications/requests/:id', { schema: { params: Params }, config: read }, async (request) => {
     const viewerId = requireViewer(request);
@@ -55,6 +58,6 @@ export default async function notificationRequestsRoutes(fastify: FastifyInstanc
     return rendered;
   });
 
-  app.post('/api/v1/notifications/requests/:id/accept', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], acceptSenders));
-  app.post('/api/v1/notifications/requests/:id/dismiss', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], dismissSenders));
+  app.post('/api/v1/notifications/requests/:id/accept', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], acceptSenders, true));
+  app.post('/api/v1/notifications/requests/:id/dismiss', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], dismissSenders, true));
 }

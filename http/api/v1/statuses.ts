@@ -6,7 +6,7 @@ import type { AppContext } from '../../../context.ts';
 import { Bool, IdList, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
-import { ApiError, notFound, unprocessable, UnexpectedMentions } from '../../../errors.ts';
+import { notFound, unprocessable, UnexpectedMentions } from '../../../errors.ts';
 import * as statuses from '../../../storage/statuses.ts';
 import { findAccountsByIds, type AccountRow } from '../../../storage/accounts.ts';
 import { blocksAccount } from '../../../services/relations.ts';
@@ -151,6 +151,12 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     }
     return renderOne(ctx, viewerId, id);
   });
+
+  // Several statuses at once (Mastodon 4.3): those the viewer may see, in the order asked; no id asks for nothing.
+  app.get('/api/v1/statuses', {
+    schema: { querystring: Type.Object({ id: Type.Optional(IdList(20)) }) },
+    config: { auth: { kind: 'public', scopes: ['read:statuses'] } },
+  }, async (request) => renderStatuses(ctx, request.viewerId, [...new Set((request.query.id ?? []).filter(isId))]));
 
   app.get('/api/v1/statuses/:id', {
     schema: { params: StatusParams },
@@ -301,17 +307,18 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     });
   }
 
-  // Accepted quotes of one's own status, newest first (Mastodon's StatusPolicy#list_quotes?: its author only).
+  // The accepted quotes of a status one may see, newest first, as Mastodon's QuotesController#index lists them to any
+  // token: others than its author do not get the quotes by accounts they block or mute (its StatusFilter).
   app.get('/api/v1/statuses/:id/quotes', {
     schema: { params: StatusParams, querystring: Type.Object(PagingQuery(20, 40)) },
-    config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
+    config: { auth: { kind: 'app', scopes: ['read:statuses'] } },
   }, async (request, reply) => {
-    const viewerId = requireViewer(request);
+    const viewerId = request.viewerId;
     const status = await visibleStatus(ctx.db, viewerId, request.params.id);
-    if (status.account_id !== viewerId) throw new ApiError(403, 'This action is not allowed');
     const page = await acceptedQuotesPage(ctx.db, status.id, pageParams(request.query, 20));
     setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId ?? null, page.lastId ?? null);
-    return renderStatuses(ctx, viewerId, page.statusIds);
+    // ('search': what the viewer's blocks and mutes leave out, without their filters.)
+    return renderStatuses(ctx, viewerId, page.statusIds, status.account_id === viewerId ? null : 'search');
   });
 
   // The quoted author takes back their approval: the quote shows as `revoked`; answered with the quoting status.
@@ -322,6 +329,8 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     const viewerId = requireViewer(request);
     const { id, quoting_status_id: quotingId } = request.params;
     if (!isId(id) || !isId(quotingId)) throw notFound();
+    // A status one may not see is not there (404); its quote, not its author's to revoke, is refused (403).
+    await visibleStatus(ctx.db, viewerId, id);
     await ctx.actors.ask(viewerId, { type: 'revokeQuote', statusId: id, quotingStatusId: quotingId });
     const [rendered] = await renderStatuses(ctx, viewerId, [quotingId]);
     return rendered ?? renderOne(ctx, viewerId, id);

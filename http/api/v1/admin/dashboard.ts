@@ -72,6 +72,19 @@ function limitOf(p: Params): number {
   return Math.min(Math.max(n, 1), 100);
 }
 
+const blank = (value: unknown) => value === undefined || value === null || value === '';
+
+/**
+ * The range asked for, or null when `start_at` or `end_at` is missing: Mastodon then compares the days with NULL,
+ * which matches none, so ranged dimensions have no data and retention no cohorts (a date given must still be one).
+ */
+function rangeOrNone(p: Params, maxDays: number): DayRange | null {
+  if (!blank(p.start_at) && !blank(p.end_at)) return rangeOf(p, maxDays);
+  if (!blank(p.start_at)) dayOf(p.start_at, 'start_at');
+  if (!blank(p.end_at)) dayOf(p.end_at, 'end_at');
+  return null;
+}
+
 /** Mastodon's admin dashboard data: POST /api/v1/admin/measures, /dimensions and /retention. */
 export default async function adminDashboardRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   app.post('/api/v1/admin/measures', { config: { auth: READ } }, async (request) => {
@@ -85,9 +98,8 @@ export default async function adminDashboardRoutes(app: FastifyInstance, { ctx }
   app.post('/api/v1/admin/dimensions', { config: { auth: READ } }, async (request) => {
     const p = paramsOf(request);
     const keys = keysOf<DimensionKey>(p, dashboard.isDimensionKey);
-    // The software and its space are facts of now: a range is needed only by the others.
-    const ranged = keys.some((k) => dashboard.RANGED_DIMENSIONS.has(k));
-    const range = ranged || p.start_at !== undefined || p.end_at !== undefined ? rangeOf(p, MAX_DAYS) : null;
+    // The software and its space are facts of now; the others read the range, and have no data without one.
+    const range = rangeOrNone(p, MAX_DAYS);
     const stack = { localDomain: ctx.config.localDomain, softwareName: 'fedi-server', softwareVersion: ctx.config.softwareVersion };
     const results = await dashboard.dimensions(ctx.db, ctx.redis, stack, keys, range, limitOf(p), optionsOf(p, keys));
     return results.map(renderDimension);
@@ -97,7 +109,8 @@ export default async function adminDashboardRoutes(app: FastifyInstance, { ctx }
     const p = paramsOf(request);
     // Anything but `month` is a daily retention, as in Mastodon.
     const frequency = p.frequency === 'month' ? 'month' : 'day';
-    const range = rangeOf(p, frequency === 'day' ? MAX_RETENTION_DAYS : MAX_DAYS);
+    const range = rangeOrNone(p, frequency === 'day' ? MAX_RETENTION_DAYS : MAX_DAYS);
+    if (!range) return [];
     return (await dashboard.retention(ctx.db, range, frequency)).map(renderCohort);
   });
 }

@@ -179,6 +179,12 @@ describe('emoji in posts, profiles and polls', () => {
     expectEntity('Account', (await s.app.inject({ method: 'GET', url: `/api/v1/accounts/${me.id}` })).json());
     expect((await ana.v1.accounts.$select(me.id).fetch()).emojis).toHaveLength(3);
 
+    // An edit's history shows each version's emoji.
+    await ana.v1.statuses.$select(status.id).update({ status: 'edited :party_parrot: :blob:', spoilerText: '' });
+    const history = await ana.v1.statuses.$select(status.id).history.list();
+    expect(history.map((h) => h.emojis.map((e) => e.shortcode))).toEqual([['blob'], ['party_parrot', 'blob']]);
+    await ana.v1.statuses.$select(status.id).update({ status: 'hello :blob: and :party_parrot::not_an_emoji: :unknown: x:wave:', spoilerText: 'cw :wave:' });
+
     // The home timeline (rendered from the caches) carries them too, the account's among them.
     const home = await ana.v1.timelines.home.list();
     const shown = home.find((st) => st.id === status.id)!;

@@ -178,6 +178,10 @@ describe('emoji in posts, profiles and polls', () => {
     expect(me.emojis.map((e) => e.shortcode).sort()).toEqual(['blob', 'party_parrot', 'wave']);
     expectEntity('Account', (await s.app.inject({ method: 'GET', url: `/api/v1/accounts/${me.id}` })).json());
     expect((await ana.v1.accounts.$select(me.id).fetch()).emojis).toHaveLength(3);
+    // Lists of accounts too: search, and who favourited a post.
+    expect((await ana.v2.search.list({ q: 'ana', type: 'accounts' })).accounts[0]!.emojis).toHaveLength(3);
+    await ana.v1.statuses.$select(polled.id).favourite();
+    expect((await ana.v1.statuses.$select(polled.id).favouritedBy.list())[0]!.emojis).toHaveLength(3);
 
     // An edit's history shows each version's emoji.
     await ana.v1.statuses.$select(status.id).update({ status: 'edited :party_parrot: :blob:', spoilerText: '' });

@@ -227,9 +227,16 @@ export async function storeRemoteEmojis(deps: { db: Queryable; versions: CacheVe
  */
 export class LocalEmojiList {
   private cached: { version: string; body: Buffer } | null = null;
+  private readonly versions: CacheVersions;
 
-  async get(db: Queryable, versions: CacheVersions, render: (rows: EmojiRow[]) => unknown): Promise<Buffer> {
-    const [version] = await versions.get('e', [EMOJI_VERSION_ID]);
+  constructor(versions: CacheVersions) {
+    this.versions = versions;
+    // Counters lost with Redis start again: a number seen before may not mean the same list.
+    versions.onReset(() => (this.cached = null));
+  }
+
+  async get(db: Queryable, render: (rows: EmojiRow[]) => unknown): Promise<Buffer> {
+    const [version] = await this.versions.get('e', [EMOJI_VERSION_ID]);
     if (this.cached && this.cached.version === version) return this.cached.body;
     const rows = (await listLocalEmojis(db, { enabledOnly: true })).filter((e) => e.visible_in_picker);
     const body = Buffer.from(JSON.stringify(render(rows)));

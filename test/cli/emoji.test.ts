@@ -15,6 +15,8 @@ import { expectEntity } from '../helpers/schema.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { bearer } from '../helpers/oauth.ts';
+import { createContext, closeContext } from '../../server.ts';
+import { buildApp } from '../../http/app.ts';
 
 let s: TestServer & { url: string };
 let dir: string;
@@ -204,5 +206,31 @@ describe('emoji in posts, profiles and polls', () => {
     await cli('emoji', 'enable', 'wave');
     const plain = await ana.v1.statuses.create({ status: 'no emoji here: just colons :: and a:b:c' });
     expect(plain.emojis).toEqual([]);
+  });
+});
+
+describe('another process', () => {
+  it('sees an emoji change in what it keeps (the list, cached statuses and accounts) through the version in Redis', async () => {
+    // A second process's parts on the same PostgreSQL and Redis: its own memory, warmed before the change.
+    const other = await createContext(s.config);
+    const app = await buildApp(other, { logger: false });
+    try {
+      await app.ready();
+      const token = tokenOf(ana);
+      const codes = async () => {
+        const list = (await app.inject({ method: 'GET', url: '/api/v1/custom_emojis' })).json().map((e: { shortcode: string }) => e.shortcode);
+        const home = (await app.inject({ method: 'GET', url: '/api/v1/timelines/home', headers: bearer(token) })).json();
+        const st = home.find((x: { content: string }) => x.content.includes('hello :blob:'));
+        return { listed: list.includes('blob'), status: st.emojis.length, account: st.account.emojis.map((e: { shortcode: string }) => e.shortcode).includes('blob') };
+      };
+      expect(await codes()).toEqual({ listed: true, status: 2, account: true });
+      await cli('emoji', 'disable', 'blob');
+      expect(await codes()).toEqual({ listed: false, status: 1, account: false });
+      await cli('emoji', 'enable', 'blob');
+      expect(await codes()).toEqual({ listed: true, status: 2, account: true });
+    } finally {
+      await app.close();
+      await closeContext(other);
+    }
   });
 });

@@ -23,6 +23,8 @@ import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './fed
 import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
 import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
+import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
+import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -50,6 +52,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Stops featuring it.
   suggestions list
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
+${EMOJI_USAGE}
 ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
 ${FEDERATION_USAGE}
@@ -69,7 +72,18 @@ async function localUser(db: Db, username: string | undefined) {
 /** Tells running servers that a user's tokens may answer differently now (approval, password reset). */
 export type Invalidate = (what: TokenInvalidation) => Promise<void>;
 
-export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'> & { config?: Config }): Promise<void> {
+export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'> & { config?: Config; fileHost?: FileHost }): Promise<void> {
+  if (argv[0] === 'emoji' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services || (!services.fileHost && !services.config)) throw new Error('emoji commands need Redis and the file host');
+    const fileHost = services.fileHost ?? (await createFileHost(services.config!));
+    try {
+      return await emojiCommand(argv.slice(1), { db, fileHost, versions: new CacheVersions(services.redis, services.redisPrefix) }, out);
+    } catch (err) {
+      throw err instanceof EmojiUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    } finally {
+      if (!services.fileHost) fileHost.close?.();
+    }
+  }
   if (argv[0] === 'federation' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services?.config) throw new Error('federation commands need the settings');
     try {

@@ -32,6 +32,9 @@ import { dropInbound, dropUnavailable, trackedInboxListeners } from './drops.ts'
 import { Move } from '@fedify/vocab';
 import { onMove } from './move.ts';
 import { arrivedThroughRelay, onRelayAnnounce, onRelayAnswer, onRelayFollow } from './relays.ts';
+import { EmojiReact } from '@fedify/vocab';
+import { onReaction, undoReaction } from './reactions.ts';
+import { receiveRemoteEmojis } from './emojis.ts';
 
 type Fed = InboxContext<AppContext>;
 
@@ -57,7 +60,8 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Create, onCreate)
     .on(Update, onUpdate)
     .on(Delete, onDelete)
-    .on(Like, onLike)
+    .on(Like, (fed, like) => onReaction(fed, like, sender))
+    .on(EmojiReact, (fed, react) => onReaction(fed, react, sender))
     .on(Announce, onAnnounce)
     .on(Block, onBlock)
     .on(Flag, onFlag)
@@ -173,9 +177,8 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   if (object instanceof Follow) {
     const local = await localActor(fed, object.objectId);
     if (local) await fed.data.actors.ask(remote.id, { type: 'unfollow', targetId: local.id });
-  } else if (object instanceof Like) {
-    const status = await statusByUri(fed, object.objectId);
-    if (status) await fed.data.actors.ask(remote.id, { type: 'unfavourite', status });
+  } else if (await undoReaction(fed, remote, object)) {
+    // a Like or an EmojiReact (federation/reactions.ts)
   } else if (object instanceof Announce && object.id) {
     await undoAnnounce(fed, remote, object.id);
   } else if (object instanceof Block) {
@@ -280,6 +283,7 @@ async function onUpdate(fed: Fed, update: Update): Promise<void> {
     const status = await findStatusByUri(fed.data.db, object.id.href);
     if (!status || status.account_id !== remote.id) return;
     const question = object instanceof Question;
+    await receiveRemoteEmojis(fed.data, object, remote.domain);
     await editRemoteStatus(fed.data.actors.deps, status, {
       content: sanitizeRemoteHtml(String(object.content ?? '')),
       spoilerText: String(object.summary ?? '').slice(0, 1000),
@@ -323,14 +327,6 @@ async function onMoveActivity(fed: Fed, move: Move): Promise<void> {
   const origin = await sender(fed, move);
   if (!origin || origin.domain === null) return;
   await onMove(fed, move, origin);
-}
-
-async function onLike(fed: Fed, like: Like): Promise<void> {
-  const status = await statusByUri(fed, like.objectId);
-  const remote = status ? await sender(fed, like) : null;
-  if (!status || !remote || remote.domain === null || status.deleted_at) return;
-  if (!(await canSee(fed.data.db, remote.id, status))) return; // a private post is not every guesser's to like
-  await fed.data.actors.ask(remote.id, { type: 'favourite', status });
 }
 
 async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {

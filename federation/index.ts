@@ -1,5 +1,7 @@
 import { createExponentialBackoffPolicy, createFederation, type Context, type RequestContext } from '@fedify/fedify';
-import { Create, Hashtag, Note, QuoteAuthorization, Tombstone, type Announce } from '@fedify/vocab';
+import { Create, Emoji, Hashtag, Note, QuoteAuthorization, Tombstone, type Announce } from '@fedify/vocab';
+import { findLocalEmojiById } from '../storage/custom-emojis.ts';
+import { emojiObjectOf } from './emojis.ts';
 import { featuredTagsOf } from '../storage/featured-tags.ts';
 import type { AppContext, AppFederation } from '../context.ts';
 import { findAccountById, findAccountByUsername, type AccountRow } from '../storage/accounts.ts';
@@ -210,6 +212,14 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
   // server (OStatus's subscribe template and FEP-3b86 intents; federation/interaction-links.ts).
   const interaction = interactionLinks(app.config.publicUrl);
   federation.setWebFingerLinksDispatcher(() => interaction);
+
+  // Each of our custom emoji at its own URL, as Mastodon serves them (what Emoji tags' ids name); a disabled one is gone.
+  federation
+    .setObjectDispatcher(Emoji, '/emojis/{id}', async (fed, values) => {
+      const emoji = isId(values.id) ? await findLocalEmojiById(fed.data.db, values.id) : null;
+      return emoji && !emoji.disabled ? emojiObjectOf(fed.data, emoji) : null;
+    })
+    .authorize((fed) => authorized(fed, null));
 
   federation.setNodeInfoDispatcher('/nodeinfo/2.1', async (fed) => {
     const [stats, halfYear] = await Promise.all([instanceStats(fed.data.db), activeUsers(fed.data.db, 180)]);

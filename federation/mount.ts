@@ -9,7 +9,7 @@ import { signerMaySpeakFor } from './signer-origin.ts';
 // federation/collections.ts imports Fedify: loaded where it is used (an ActivityPub request loads Fedify anyway).
 
 /** What Fedify answers: WebFinger, NodeInfo, actors and their collections, statuses as Notes, inboxes. */
-const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|inbox$)/;
+const FEDERATION_PATH = /^\/(?:\.well-known\/(?:webfinger|nodeinfo|host-meta)|nodeinfo\/|users\/|emojis\/|inbox$)/;
 /** ActivityPub bodies are small; a larger one is refused before it is read whole. */
 const MAX_BODY_BYTES = 1024 * 1024;
 const FALL_THROUGH = 'x-fedi-fall-through';

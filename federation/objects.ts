@@ -13,6 +13,8 @@ import { pollOfStatus, pollExpired, type PollRow } from '../storage/polls.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { quoteOfStatus, type QuoteRow } from '../storage/quotes.ts';
 import { effectiveQuotePolicy } from '../services/quotes.ts';
+import { localEmojiTags } from './emojis.ts';
+import { accountTexts } from '../services/custom-emojis.ts';
 
 const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
 
@@ -56,6 +58,7 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     aliases: (account.also_known_as ?? []).filter((u) => URL.canParse(u)).map((u) => new URL(u)),
     successor: movedToUri(app, account),
     attachments: profileFieldsOf(account),
+    tags: await actorEmojiTags(app, account),
   });
 }
 
@@ -66,6 +69,11 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
  */
 export function profileFieldsOf(account: Pick<AccountRow, 'fields'>): PropertyValue[] {
   return (account.fields ?? []).map((f) => new PropertyValue({ name: f.name, value: renderField(f.value) }));
+}
+
+/** The custom emoji a local account's name, bio and fields use, as Emoji tags (Mastodon's actor `tag`). */
+function actorEmojiTags(app: AppContext, account: AccountRow) {
+  return localEmojiTags(app, accountTexts(account));
 }
 
 function movedToUri(app: AppContext, account: AccountRow): URL | null {
@@ -138,7 +146,10 @@ async function noteValues(fed: Context<AppContext>, author: AccountRow, s: Statu
     quoteValues(app, s),
     repliesCollectionOf(app, author, s),
   ]);
-  const related = await findAccountsByIds(app.db, [...mentionIds, ...(parent ? [parent.account_id] : [])]);
+  const [related, emojiTags] = await Promise.all([
+    findAccountsByIds(app.db, [...mentionIds, ...(parent ? [parent.account_id] : [])]),
+    localEmojiTags(app, [s.spoiler_text, s.content]),
+  ]);
   const mentioned = related.filter((a) => mentionIds.includes(a.id));
   const parentAuthor = parent ? related.find((a) => a.id === parent.account_id) : undefined;
   const { to, cc } = audienceOf(fed, author, s, mentioned);
@@ -164,6 +175,7 @@ async function noteValues(fed: Context<AppContext>, author: AccountRow, s: Statu
     tags: [
       ...mentioned.map((a) => new Mention({ href: new URL(accountUri(app.render, a)), name: `@${a.username}@${a.domain ?? app.config.localDomain}` })),
       ...tagNames.map((name) => new Hashtag({ href: new URL(`/tags/${encodeURIComponent(name.toLowerCase())}`, app.config.publicUrl), name: `#${name}` })),
+      ...emojiTags,
     ],
     ...quoteFields,
     replies,

@@ -11,6 +11,7 @@ import { boundedItems } from './inbound-limits.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { afterRemoteActorStored } from './featured.ts';
 import { keepVerification, verifyRemoteLinksLater } from '../services/profile-links.ts';
+import { receiveRemoteEmojis } from './emojis.ts';
 
 /** How long a stored remote account is shown without asking its server again (a refresh then runs in the background). */
 const STALE_AFTER_MS = 24 * 3600 * 1000;
@@ -79,6 +80,7 @@ export async function storeRemoteActor(app: AppContext, actor: Actor): Promise<A
   // A link stays verified while its field's value is the same (services/profile-links.ts).
   const known = await findAccountByUri(app.db, data.uri);
   if (known) data.fields = keepVerification(known.fields, data.fields);
+  await receiveRemoteEmojis(app, actor, data.domain);
   let row: AccountRow;
   try {
     row = await upsertRemoteAccount(app.db, data);

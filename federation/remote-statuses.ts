@@ -12,6 +12,7 @@ import { sanitizeRemoteHtml } from '../text/render.ts';
 import { accountForActorUri } from './remote-accounts.ts';
 import { fetchById } from './fetch-object.ts';
 import { boundedItems } from './inbound-limits.ts';
+import { receiveRemoteEmojis } from './emojis.ts';
 import { domainPolicy } from '../services/domain-policy.ts';
 import { queueStampRetry, quotedUriOf, quotePolicyOfNote, verifyQuote } from './quotes.ts';
 import { setRemoteQuotePolicy } from '../storage/quotes.ts';
@@ -139,6 +140,8 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
     const quoted = (await statusByUri(fed, quotedUri)) ?? (depth < 1 ? await fetchNote(fed, quotedUri, { depth: depth + 1, loader }) : null);
     if (quoted && !quoted.deleted_at && !quoted.reblog_of_id) quote = { quoted, ...(await verifyQuote(fed, note, author, quoted, loader)) };
   }
+  // Its custom emoji first: the status is rendered with them as soon as it is stored.
+  await receiveRemoteEmojis(app, note, author.domain, loader ?? fed.documentLoader);
   const id = await receiveRemoteStatus(app.actors.deps, {
     accountId: author.id,
     uri: note.id!.href,

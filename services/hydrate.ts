@@ -12,6 +12,9 @@ import { RelationsCache, type ViewerRelations } from './relations.ts';
 import { quotesOfStatuses, type QuoteRow } from '../storage/quotes.ts';
 import { followedAmong, policyNamesFollowers } from './quotes.ts';
 import { statusApplicationsByIds, type StatusApplication } from '../storage/oauth.ts';
+import { accountTexts, resolveEmojis, shortcodesIn } from './custom-emojis.ts';
+import { EMOJI_VERSION_ID } from '../storage/cache-versions.ts';
+import type { EmojiRow } from '../storage/custom-emojis.ts';
 
 const FLAG_KINDS = ['favourited', 'reblogged', 'bookmarked', 'pinned', 'muted'] as const;
 type ViewerFlags = Record<(typeof FLAG_KINDS)[number], Set<string>>;
@@ -29,6 +32,8 @@ export interface StatusBundle {
   ownVotes?: Map<string, number[]>;
   /** Link preview cards by status id (absent: none). */
   cards?: Map<string, PreviewCardRow>;
+  /** The custom emoji each status's text, spoiler and poll options use, by status id (absent: none). */
+  emojis?: Map<string, EmojiRow[]>;
   favourited: Set<string>;
   reblogged: Set<string>;
   /** The viewer's bookmarks, pins and muted conversations among these statuses (absent: none). */
@@ -96,7 +101,12 @@ interface CachedStatus {
   poll: PollRow | null;
   card?: PreviewCardRow | null;
   quote?: QuoteRow | null;
+  /** Custom emoji its text, spoiler and poll options use (resolved with the rows, in one query per batch). */
+  emojis?: EmojiRow[];
 }
+
+/** The texts of a status that may use emoji, as Mastodon reads them: spoiler, text, poll options. */
+const statusTexts = (s: StatusRow, poll: PollRow | null | undefined) => [s.spoiler_text, s.content, ...(poll?.options ?? [])];
 
 /**
  * Loads statuses for rendering. Timelines read the same statuses over and over, and PostgreSQL row parsing
@@ -120,6 +130,8 @@ export class StatusLoader {
   private readonly versions: CacheVersions;
   /** Each viewer's blocks and mutes: whom they may not see, and whom their listings leave out. */
   readonly relations: RelationsCache;
+  /** The custom emoji version last read (what a status just posted is cached under). */
+  private emojiVersion: string | undefined;
 
   constructor(db: Queryable, versions: CacheVersions) {
     this.db = db;
@@ -133,9 +145,11 @@ export class StatusLoader {
    * Cached values that are still current, loading the rest. Versions first, rows second: a row read after
    * its version can only be newer than the version says, so it is never cached under a later version.
    */
-  private async current<T>(kind: 's' | 'a', cache: VersionedCache<T>, ids: string[], known: Map<string, string>, loadMissing: (ids: string[]) => Promise<[string, T][]>): Promise<Map<string, T>> {
+  private async current<T>(kind: 's' | 'a', cache: VersionedCache<T>, ids: string[], known: Map<string, string>, emojiVersion: string, loadMissing: (ids: string[]) => Promise<[string, T][]>): Promise<Map<string, T>> {
     const out = new Map<string, T>();
     if (ids.length === 0) return out;
+    // What is cached carries the custom emoji it uses, so it is current only under the emoji version it was made with.
+    const cacheVersion = (id: string) => `${versionOf.get(id)!}|${emojiVersion}`;
     const versionOf = new Map<string, string>();
     const unversioned = ids.filter((id) => {
       const v = known.get(id);
@@ -150,28 +164,30 @@ export class StatusLoader {
       });
     }
     const missing = ids.filter((id) => {
-      const hit = cache.get(id, versionOf.get(id)!);
+      const hit = cache.get(id, cacheVersion(id));
       if (hit) out.set(id, hit);
       return !hit;
     });
     if (missing.length > 0) {
       for (const [id, value] of await loadMissing(missing)) {
-        cache.set(id, versionOf.get(id)!, value);
+        cache.set(id, cacheVersion(id), value);
         out.set(id, value);
       }
     }
     return out;
   }
 
-  private statusesById(ids: string[], known: Map<string, string>): Promise<Map<string, CachedStatus>> {
-    return this.current('s', this.statuses, ids, known, async (missing) => {
+  private statusesById(ids: string[], known: Map<string, string>, emojiVersion: string): Promise<Map<string, CachedStatus>> {
+    return this.current('s', this.statuses, ids, known, emojiVersion, async (missing) => {
       const [rows, mentions, tags, media, polls, cards, quotes] = await Promise.all([
         findStatusesByIds(this.db, missing), mentionsOf(this.db, missing), tagsOf(this.db, missing), mediaOfStatuses(this.db, missing), pollsOfStatuses(this.db, missing),
         cardsOfStatuses(this.db, missing), quotesOfStatuses(this.db, missing),
       ]);
+      // The emoji of every status loaded here in one query (none when no text has a `:code:`).
+      const emojis = await resolveEmojis(this.db, rows.map((st) => ({ key: st.id, accountId: st.account_id, texts: statusTexts(st, polls.get(st.id)) })));
       return rows.map((status) => [status.id, {
         status, mentions: mentions.get(status.id) ?? [], tags: tags.get(status.id) ?? [], media: media.get(status.id) ?? [], poll: polls.get(status.id) ?? null,
-        card: cards.get(status.id) ?? null, quote: quotes.get(status.id) ?? null,
+        card: cards.get(status.id) ?? null, quote: quotes.get(status.id) ?? null, emojis: emojis.get(status.id) ?? [],
       }]);
     });
   }
@@ -183,7 +199,10 @@ export class StatusLoader {
    * yet, nor muted its conversation when it starts one.
    */
   rememberNew(status: StatusRow, mentions: string[], tags: string[], card: PreviewCardRow | null = null): void {
-    this.statuses.set(status.id, '0', { status, mentions, tags, media: [], poll: null, card });
+    // One whose text may use custom emoji is left to the first load, which resolves them.
+    if (this.emojiVersion !== undefined && shortcodesIn(statusTexts(status, null)).length === 0) {
+      this.statuses.set(status.id, `0|${this.emojiVersion}`, { status, mentions, tags, media: [], poll: null, card, emojis: [] });
+    }
     if (!status.in_reply_to_id) this.viewers.peek(status.account_id)?.known.add(status.id);
   }
 
@@ -205,8 +224,12 @@ export class StatusLoader {
     return out;
   }
 
-  private accountsById(ids: string[], known: Map<string, string>): Promise<Map<string, AccountRow>> {
-    return this.current('a', this.accounts, ids, known, async (missing) => (await findAccountsByIds(this.db, missing)).map((a) => [a.id, a]));
+  private accountsById(ids: string[], known: Map<string, string>, emojiVersion: string): Promise<Map<string, AccountRow>> {
+    return this.current('a', this.accounts, ids, known, emojiVersion, async (missing) => {
+      const rows = await findAccountsByIds(this.db, missing);
+      const emojis = await resolveEmojis(this.db, rows.map((a) => ({ key: a.id, domain: a.domain, texts: accountTexts(a) })));
+      return rows.map((a) => [a.id, Object.assign(a, { emojis: emojis.get(a.id) ?? [] })]);
+    });
   }
 
   /** The viewer's flags for these statuses, asking PostgreSQL only about statuses not seen before. */
@@ -255,11 +278,13 @@ export class StatusLoader {
     }
     // The viewer's filter and relation versions come in the same read: renderings depend on them too.
     const viewer = viewerId ? [viewerId] : [];
-    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewer, f: viewer, r: viewer });
+    const known = await this.versions.getMany({ s: [...wantedStatuses], a: [...wantedAccounts], v: viewer, f: viewer, r: viewer, e: [EMOJI_VERSION_ID] });
+    const emojiVersion = known.e.get(EMOJI_VERSION_ID)!;
+    if (!emojiVersion.startsWith('?')) this.emojiVersion = emojiVersion;
 
-    const found = await this.statusesById([...new Set(ids)], known.s);
+    const found = await this.statusesById([...new Set(ids)], known.s, emojiVersion);
     const originals = [...found.values()].map((e) => e.status.reblog_of_id).filter((id): id is string => !!id && !found.has(id));
-    for (const [id, e] of await this.statusesById([...new Set(originals)], known.s)) found.set(id, e);
+    for (const [id, e] of await this.statusesById([...new Set(originals)], known.s, emojiVersion)) found.set(id, e);
 
     const all = [...found.values()].map((e) => e.status);
     const relations = await this.relations.forViewer(viewerId, viewerId ? known.r.get(viewerId) : undefined);
@@ -276,7 +301,7 @@ export class StatusLoader {
     let quoteVisible = new Set<string>();
     if (quoted.length > 0) {
       const load = async (ids: string[]) => {
-        for (const [id, e] of await this.statusesById(ids.filter((q) => !found.has(q)), known.s)) found.set(id, e);
+        for (const [id, e] of await this.statusesById(ids.filter((q) => !found.has(q)), known.s, emojiVersion)) found.set(id, e);
       };
       await load(quoted);
       const nested = quotedOf(quoted);
@@ -302,7 +327,7 @@ export class StatusLoader {
       ? [...new Set(renderedIds.map((id) => found.get(id)!.status).filter((st) => policyNamesFollowers(st) && st.account_id !== viewerId).map((st) => st.account_id))]
       : [];
     const [accounts, flags, votes, following, applications] = await Promise.all([
-      this.accountsById([...accountIds], known.a),
+      this.accountsById([...accountIds], known.a, emojiVersion),
       viewerId ? this.flagsOf(viewerId, renderedIds, known.v.get(viewerId) ?? '0') : Promise.resolve(noFlags()),
       viewerId && pollIds.length > 0 ? ownVotes(this.db, viewerId, pollIds) : Promise.resolve(undefined),
       viewerId && followersOnly.length > 0 ? followedAmong(this.db, viewerId, followersOnly) : Promise.resolve(undefined),
@@ -322,6 +347,7 @@ export class StatusLoader {
         media: new Map([...found].map(([id, e]) => [id, e.media])),
         polls: new Map([...found].flatMap(([id, e]) => (e.poll ? [[id, e.poll] as const] : []))),
         cards: new Map([...found].flatMap(([id, e]) => (e.card ? [[id, e.card] as const] : []))),
+        emojis: new Map([...found].flatMap(([id, e]) => (e.emojis?.length ? [[id, e.emojis] as const] : []))),
         ...(votes ? { ownVotes: votes } : {}),
         ...(following ? { following } : {}),
         ...(applications ? { applications } : {}),

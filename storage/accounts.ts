@@ -1,3 +1,4 @@
+import type { EmojiRow } from './custom-emojis.ts';
 import type { JsonWebKey } from 'node:crypto';
 import type { Queryable } from './db.ts';
 
@@ -52,6 +53,11 @@ export interface AccountRow {
   moved_to: MovedToRow | null;
   created_at: Date;
   updated_at: Date;
+  /**
+   * The custom emoji its name, bio and fields use, when resolved (services/custom-emojis.ts withAccountEmojis; the
+   * status loader's cached accounts have them); never read from its table.
+   */
+  emojis?: EmojiRow[];
 }
 
 /** The account moved to, read along with the moved one (for its `moved` entity); dates revived by movedTarget. */

@@ -4,7 +4,7 @@ import { unavailableDependency } from './dependencies.ts';
 import type { KeyTracking } from './key-tracking.ts';
 import { VERSION_BUCKETS, bucketOf, groupsForCommand, versionTagOfBucket } from './redis-keys.ts';
 
-type Kind = 's' | 'a' | 'v' | 'f' | 'r';
+type Kind = 's' | 'a' | 'v' | 'f' | 'r' | 'e';
 /** The versions a rendering was made under, by kind and id: while they are current, so is the rendering. */
 export type VersionsUsed = Record<Kind, Map<string, string>>;
 type Ids = (string | null | undefined)[] | undefined;
@@ -15,6 +15,8 @@ interface VersionKey {
   bucket: number;
 }
 const BUCKETS = [...Array(VERSION_BUCKETS).keys()];
+/** The id of the one custom emoji version (kind e). */
+export const EMOJI_VERSION_ID = 'all';
 
 /**
  * Version counters in Redis for what processes cache in memory (statuses and accounts as rendered in timelines).
@@ -171,7 +173,10 @@ export class CacheVersions {
     return { values, complete };
   }
 
-  /** s: a status, a: an account, v: a viewer's own favourites and reblogs, f: a viewer's filters, r: their blocks and mutes. */
+  /**
+   * s: a status, a: an account, v: a viewer's own favourites and reblogs, f: a viewer's filters, r: their blocks and
+   * mutes, e: custom emoji (one counter, EMOJI_VERSION_ID: what statuses and accounts were rendered with changed).
+   */
   private key(kind: Kind, id: string): VersionKey {
     const bucket = bucketOf(id, VERSION_BUCKETS);
     return { key: `${this.prefix}ver:${versionTagOfBucket(bucket)}:${kind}:${id}`, bucket };
@@ -186,11 +191,11 @@ export class CacheVersions {
 
   /** Versions of several kinds in one round trip, as maps from id to version. */
   async getMany(wanted: Partial<Record<Kind, string[]>>): Promise<VersionsUsed> {
-    const kinds: Kind[] = ['s', 'a', 'v', 'f', 'r'];
+    const kinds: Kind[] = ['s', 'a', 'v', 'f', 'r', 'e'];
     const keys = kinds.flatMap((kind) => (wanted[kind] ?? []).map((id) => this.key(kind, id)));
     const { values } = keys.length > 0 ? await this.read(keys) : { values: [] };
     let i = 0;
-    const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map(), r: new Map() };
+    const out: VersionsUsed = { s: new Map(), a: new Map(), v: new Map(), f: new Map(), r: new Map(), e: new Map() };
     for (const kind of kinds) for (const id of wanted[kind] ?? []) out[kind].set(id, this.version(kind, keys[i]!.bucket, values[i++]));
     return out;
   }
@@ -245,7 +250,7 @@ export class CacheVersions {
   keysOf(used: VersionsUsed): { keys: string[]; values: string[] } {
     const keys: string[] = [];
     const values: string[] = [];
-    for (const kind of ['s', 'a', 'v', 'f', 'r'] as const) {
+    for (const kind of ['s', 'a', 'v', 'f', 'r', 'e'] as const) {
       for (const [id, version] of used[kind]) {
         keys.push(this.key(kind, id).key);
         values.push(version);
@@ -254,13 +259,15 @@ export class CacheVersions {
     return { keys, values };
   }
 
-  async bump(changed: { statuses?: Ids; accounts?: Ids; viewers?: Ids; filters?: Ids; relations?: Ids }): Promise<void> {
+  /** `emojis`: a custom emoji was added, changed or removed (everything rendered with emoji is rendered again). */
+  async bump(changed: { statuses?: Ids; accounts?: Ids; viewers?: Ids; filters?: Ids; relations?: Ids; emojis?: boolean }): Promise<void> {
     const keys = [
       ...unique(changed.statuses).map((id) => ({ kind: 's', ...this.key('s', id) })),
       ...unique(changed.accounts).map((id) => ({ kind: 'a', ...this.key('a', id) })),
       ...unique(changed.viewers).map((id) => ({ kind: 'v', ...this.key('v', id) })),
       ...unique(changed.filters).map((id) => ({ kind: 'f', ...this.key('f', id) })),
       ...unique(changed.relations).map((id) => ({ kind: 'r', ...this.key('r', id) })),
+      ...(changed.emojis ? [{ kind: 'e', ...this.key('e', EMOJI_VERSION_ID) }] : []),
     ];
     // One pipeline on a single Redis (as before clustering), one per bucket on a cluster (a pipeline stays on one node).
     await Promise.all(groupsForCommand(this.redis, keys, (k) => k.key).map((group) => {
@@ -269,7 +276,7 @@ export class CacheVersions {
       // Filter and relation versions are kept: version 0 then means "never had any", which readers take without asking.
       for (const { kind, key } of group) {
         pipeline.incr(key);
-        if (kind !== 'f' && kind !== 'r') pipeline.expire(key, 7 * 24 * 3600);
+        if (kind !== 'f' && kind !== 'r' && kind !== 'e') pipeline.expire(key, 7 * 24 * 3600);
       }
       return pipeline.exec();
     }));

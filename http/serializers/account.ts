@@ -3,6 +3,7 @@ import { movedTarget, type AccountRow } from '../../storage/accounts.ts';
 import type { UserRow } from '../../storage/users.ts';
 import type { RenderContext } from './context.ts';
 import { accountUri } from '../../services/uris.ts';
+import { renderEmoji } from './custom-emoji.ts';
 
 function dateOnly(d: Date | null): string | null {
   return d ? d.toISOString().slice(0, 10) : null;
@@ -50,7 +51,7 @@ function accountEntity(ctx: RenderContext, a: AccountRow) {
     last_status_at: dateOnly(a.last_status_at),
     hide_collections: a.hide_collections,
     noindex: a.noindex,
-    emojis: [],
+    emojis: (a.emojis ?? []).map((e) => renderEmoji(ctx, e)),
     roles: [],
     fields: a.fields.map((f) => ({ name: f.name, value: f.value_html, verified_at: f.verified_at })),
     ...(a.suspended_at ? { suspended: true } : {}),

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.ts';
 import type { PageGroup } from '../../services/notification-groups.ts';
 import type { RequestRow } from '../../storage/notification-policy.ts';
 import { findAccountsByIds, type AccountRow } from '../../storage/accounts.ts';
+import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import { silencesNotificationsFrom } from '../../services/relations.ts';
 import { renderAccount } from './account.ts';
 import { renderStatus } from './status.ts';
@@ -27,7 +28,7 @@ function renderPartialAccount(ctx: AppContext, a: AccountRow) {
  * account; the others are partial accounts.
  */
 export async function renderGroupedNotifications(ctx: AppContext, viewerId: string, groups: PageGroup[], expand: ExpandAccounts = 'full') {
-  const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(groups.flatMap((g) => g.sampleAccountIds))])).map((a) => [a.id, a]));
+  const accounts = new Map((await withAccountEmojis(ctx.db, await findAccountsByIds(ctx.db, [...new Set(groups.flatMap((g) => g.sampleAccountIds))]))).map((a) => [a.id, a]));
   const statusIds = [...new Set(groups.map((g) => g.statusId).filter((id): id is string => !!id))];
   const reports = await reportsOfNotifications(ctx, groups.map((g) => g.reportId));
   const collections = await collectionsOfNotifications(ctx, viewerId, groups.map((g) => g.collectionId));

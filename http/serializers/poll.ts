@@ -4,9 +4,9 @@ import { pollExpired } from '../../storage/polls.ts';
 /**
  * Mastodon's Poll entity. `viewer`: the signed-in account looking and its choices (`voted`, `own_votes` are shown only
  * then; the author counts as having voted, as in Mastodon). Tallies of a poll that hides them are null until it
- * ends, except to its author.
+ * ends, except to its author. `emojis`: the custom emoji its options use, rendered.
  */
-export function renderPoll(p: PollRow, viewer: { accountId: string; choices: number[] } | null): Record<string, unknown> {
+export function renderPoll(p: PollRow, viewer: { accountId: string; choices: number[] } | null, emojis: unknown[] = []): Record<string, unknown> {
   const expired = pollExpired(p);
   const own = viewer?.accountId === p.account_id;
   const hidden = p.hide_totals && !expired && !own;
@@ -18,7 +18,7 @@ export function renderPoll(p: PollRow, viewer: { accountId: string; choices: num
     votes_count: p.votes_count,
     voters_count: p.voters_count,
     options: p.options.map((title, i) => ({ title, votes_count: hidden ? null : (p.cached_tallies[i] ?? 0) })),
-    emojis: [],
+    emojis,
     ...(viewer ? { voted: own || viewer.choices.length > 0, own_votes: viewer.choices } : {}),
   };
 }

@@ -9,6 +9,8 @@ import { renderPoll } from './poll.ts';
 import { renderPreviewCard } from './preview-card.ts';
 import { quoteApproval } from '../../services/quotes.ts';
 import type { QuoteRow } from '../../storage/quotes.ts';
+import { renderEmoji } from './custom-emoji.ts';
+import { emojisUsed } from '../../services/custom-emojis.ts';
 
 /** The application a status was posted from (Mastodon's `application`: name and website), or null. */
 function applicationOf(b: StatusBundle, s: StatusRow): { name: string; website: string | null } | null {
@@ -54,9 +56,9 @@ function baseFields(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<s
       url: a.domain === null ? `${ctx.publicUrl}/@${a.username}` : (a.url ?? a.uri ?? ''),
     })),
     tags: (b.tags.get(s.id) ?? []).map((name) => ({ name: name.toLowerCase(), url: `${ctx.publicUrl}/tags/${encodeURIComponent(name.toLowerCase())}` })),
-    emojis: [],
+    emojis: (b.emojis?.get(s.id) ?? []).map((e) => renderEmoji(ctx, e)),
     card: b.cards?.get(s.id) ? renderPreviewCard(ctx, b.cards.get(s.id)!) : null,
-    poll: pollOf(b, s),
+    poll: pollOf(ctx, b, s),
     replies_count: s.replies_count,
     reblogs_count: s.reblogs_count,
     favourites_count: s.favourites_count,
@@ -129,10 +131,12 @@ function renderQuote(ctx: RenderContext, b: StatusBundle, s: StatusRow, shallow:
 }
 
 /** The status's poll as its viewer sees it (their votes), or null. */
-function pollOf(b: StatusBundle, s: StatusRow): Record<string, unknown> | null {
+function pollOf(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<string, unknown> | null {
   const poll = b.polls?.get(s.id);
   if (!poll) return null;
-  return renderPoll(poll, b.viewerId ? { accountId: b.viewerId, choices: b.ownVotes?.get(poll.id) ?? [] } : null);
+  // The poll's emoji: those of its status that its options use.
+  const emojis = emojisUsed(b.emojis?.get(s.id) ?? [], poll.options).map((e) => renderEmoji(ctx, e));
+  return renderPoll(poll, b.viewerId ? { accountId: b.viewerId, choices: b.ownVotes?.get(poll.id) ?? [] } : null, emojis);
 }
 
 /** Mastodon's Status entity. The internal deleted flag is never part of it. */
@@ -159,7 +163,7 @@ const baseJson = new WeakMap<StatusRow, { deps: unknown[]; json: Buffer }>();
 function cachedBase(ctx: RenderContext, b: StatusBundle, s: StatusRow): Buffer {
   const mentions = b.mentions.get(s.id) ?? [];
   const app = s.application_id ? b.applications?.get(s.application_id) : undefined;
-  const deps: unknown[] = [b.accounts.get(s.account_id), app, mentions, b.tags.get(s.id), b.media.get(s.id), b.cards?.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
+  const deps: unknown[] = [b.accounts.get(s.account_id), app, mentions, b.tags.get(s.id), b.media.get(s.id), b.cards?.get(s.id), b.emojis?.get(s.id), ...mentions.map((id) => b.accounts.get(id))];
   const hit = baseJson.get(s);
   if (hit && hit.deps.length === deps.length && hit.deps.every((d, i) => d === deps[i])) return hit.json;
   const json = Buffer.from(JSON.stringify(baseFields(ctx, b, s)).slice(0, -1)); // without the closing brace

@@ -3,6 +3,7 @@ import type { NotificationRow } from '../../storage/notifications.ts';
 import { findAccountsByIds } from '../../storage/accounts.ts';
 import { renderStatus, renderStatusListJson } from './status.ts';
 import { renderNotification } from './notification.ts';
+import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { applyFilters } from '../../services/filters.ts';
 import { applyRelations, silencesNotificationsFrom } from '../../services/relations.ts';
@@ -62,7 +63,8 @@ export async function reportsOfNotifications(ctx: AppContext, ids: (string | nul
  */
 export async function renderNotifications(ctx: AppContext, viewerId: string, rows: NotificationRow[]) {
   const { accounts: reportTargets, render: renderedReport } = await reportsOfNotifications(ctx, rows.map((n) => n.report_id));
-  const accounts = new Map([...reportTargets, ...(await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))])).map((a) => [a.id, a] as const)]);
+  const from = await withAccountEmojis(ctx.db, await findAccountsByIds(ctx.db, [...new Set(rows.map((n) => n.from_account_id))]));
+  const accounts = new Map([...reportTargets, ...from.map((a) => [a.id, a] as const)]);
   const statusIds = rows.map((n) => n.status_id).filter((id): id is string => !!id);
   const { rows: visible, bundle, relations } = await loadForViewer(ctx, viewerId, statusIds, 'notifications');
   const rendered = new Map(visible.map((s) => [s.id, renderStatus(ctx.render, bundle, s)]));

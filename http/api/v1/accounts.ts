@@ -15,6 +15,7 @@ import * as follows from '../../../storage/follows.ts';
 import { signUp, visibleAccount } from '../../../services/accounts.ts';
 import { updateAccountProfile } from '../../../services/profile.ts';
 import { renderAccount, renderCredentialAccount } from '../../serializers/account.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
 import { renderToken } from '../../serializers/application.ts';
 import type { AppContext } from '../../../context.ts';
@@ -132,6 +133,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       follows.countFollowRequests(ctx.db, viewerId),
     ]);
     if (!account || !user) throw new ApiError(401, 'The access token is invalid');
+    await withAccountEmojis(ctx.db, [account]);
     return renderCredentialAccount(r, account, user, requests);
   });
 
@@ -167,6 +169,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       source: body.source,
     });
     const [user, requests] = await Promise.all([findUserByAccountId(ctx.db, viewerId), follows.countFollowRequests(ctx.db, viewerId)]);
+    await withAccountEmojis(ctx.db, [updated]);
     return renderCredentialAccount(r, updated, user!, requests);
   });
 
@@ -196,7 +199,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       ? await findAccountByUsername(await ctx.readDb(request.viewerId), username, null)
       : await resolveRemoteAcct(ctx, username, domain);
     if (!account || account.suspended_at) throw notFound();
-    return renderAccount(r, await visibleAccount(await ctx.readDb(request.viewerId), account.id));
+    const db = await ctx.readDb(request.viewerId);
+    return renderAccount(r, (await withAccountEmojis(db, [await visibleAccount(db, account.id)]))[0]!);
   });
 
   app.get('/api/v1/accounts', {
@@ -207,14 +211,17 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const requested = [...new Set((request.query.id ?? []).filter(isId))];
     const db = await ctx.readDb(request.viewerId);
     const [found, waiting] = await Promise.all([findAccountsByIds(db, requested), pendingAccountIds(db, requested)]);
-    const byId = new Map(found.map((a) => [a.id, a]));
+    const byId = new Map((await withAccountEmojis(db, found)).map((a) => [a.id, a]));
     return requested.map((id) => byId.get(id)).filter((a): a is AccountRow => !!a && !a.suspended_at && !waiting.has(a.id)).map((a) => renderAccount(r, a));
   });
 
   app.get('/api/v1/accounts/:id', {
     schema: { params: AccountIdParams },
     config: { auth: { kind: 'public', scopes: ['read:accounts'] } },
-  }, async (request) => renderAccount(r, await visibleAccount(await ctx.readDb(request.viewerId), request.params.id)));
+  }, async (request) => {
+    const db = await ctx.readDb(request.viewerId);
+    return renderAccount(r, (await withAccountEmojis(db, [await visibleAccount(db, request.params.id)]))[0]!);
+  });
 
   for (const list of ['followers', 'following'] as const) {
     app.get(`/api/v1/accounts/:id/${list}`, {
@@ -228,7 +235,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       const p = pageParams(request.query, 40);
       const page = list === 'followers' ? await follows.followersPage(db, account.id, p) : await follows.followingPage(db, account.id, p);
       setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
-      return page.accounts.map((a) => renderAccount(r, a));
+      return (await withAccountEmojis(db, page.accounts)).map((a) => renderAccount(r, a));
     });
   }
 

@@ -6,6 +6,7 @@ import { Bool } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { findAccounts } from '../../../services/account-search.ts';
 import { renderAccount } from '../../serializers/account.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 const SearchQuery = Type.Object({
   q: Type.Optional(Type.String({ maxLength: 500 })),
@@ -26,6 +27,6 @@ export default async function accountSearchRoutes(fastify: FastifyInstance, { ct
     const viewerId = requireViewer(request);
     const q = request.query;
     const found = await findAccounts(ctx, viewerId, q.q ?? '', { limit: q.limit ?? 40, offset: q.offset ?? 0, following: q.following ?? false, resolve: q.resolve ?? false });
-    return found.map((a) => renderAccount(ctx.render, a));
+    return (await withAccountEmojis(ctx.db, found)).map((a) => renderAccount(ctx.render, a));
   });
 }

@@ -12,6 +12,7 @@ import * as follows from '../../../storage/follows.ts';
 import { blocksPage, domainBlocksPage, mutesPage } from '../../../storage/blocks.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const BLOCKS = { kind: 'user', scopes: ['follow', 'write:blocks'] } as const;
@@ -93,6 +94,7 @@ export default async function blocksRoutes(fastify: FastifyInstance, { ctx }: Ro
     const viewerId = requireViewer(request);
     const page = await blocksPage(ctx.db, viewerId, pageParams(request.query, 40));
     setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
+    await withAccountEmojis(ctx.db, page.entries.map((e) => e.account));
     return page.entries.map((e) => renderAccount(r, e.account));
   });
 
@@ -104,6 +106,7 @@ export default async function blocksRoutes(fastify: FastifyInstance, { ctx }: Ro
     const page = await mutesPage(ctx.db, viewerId, pageParams(request.query, 40));
     setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
     // Mastodon's MutedAccountSerializer: the account, and when its mute ends.
+    await withAccountEmojis(ctx.db, page.entries.map((e) => e.account));
     return page.entries.map((e) => ({ ...renderAccount(r, e.account), mute_expires_at: e.expiresAt?.toISOString() ?? null }));
   });
 

@@ -6,6 +6,7 @@ import { Bool } from '../../params.ts';
 import { directoryPage } from '../../../storage/directory.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { visibleAccount } from '../../../services/accounts.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 /** Offsets beyond this read too far down the index for a listing; Mastodon's directory is browsed from the top. */
 const MAX_OFFSET = 10_000;
@@ -27,7 +28,7 @@ export default async function directoryRoutes(fastify: FastifyInstance, { ctx }:
   }, async (request) => {
     const q = request.query;
     const accounts = await directoryPage(ctx.db, { order: q.order ?? 'active', local: q.local ?? false, offset: q.offset ?? 0, limit: Math.min(q.limit ?? 40, 80) });
-    return accounts.map((a) => renderAccount(ctx.render, a));
+    return (await withAccountEmojis(ctx.db, accounts)).map((a) => renderAccount(ctx.render, a));
   });
 
   // Keybase proofs are gone from Mastodon; apps still ask, and get an empty list for an account that exists.

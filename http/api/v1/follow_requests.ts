@@ -10,6 +10,7 @@ import { findAccountById } from '../../../storage/accounts.ts';
 import * as follows from '../../../storage/follows.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 export default async function followRequestsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -21,7 +22,7 @@ export default async function followRequestsRoutes(fastify: FastifyInstance, { c
     const viewerId = requireViewer(request);
     const page = await follows.followRequestsPage(ctx.db, viewerId, pageParams(request.query, 40));
     setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
-    return page.accounts.map((a) => renderAccount(ctx.render, a));
+    return (await withAccountEmojis(ctx.db, page.accounts)).map((a) => renderAccount(ctx.render, a));
   });
 
   for (const action of ['authorize', 'reject'] as const) {

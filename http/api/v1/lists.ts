@@ -12,6 +12,7 @@ import { renderAccount } from '../../serializers/account.ts';
 import { renderList } from '../../serializers/list.ts';
 import { loadForViewer } from '../../serializers/statuses.ts';
 import { renderStatusListJson } from '../../serializers/status.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 const ListParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const RepliesPolicy = Type.Union([Type.Literal('followed'), Type.Literal('list'), Type.Literal('none')]);
@@ -77,7 +78,7 @@ export default async function listsRoutes(fastify: FastifyInstance, { ctx }: Rou
     const limit = request.query.limit === 0 ? lists.MEMBERS_PER_LIST : (request.query.limit ?? 40);
     const page = await lists.listMembersPage(ctx.db, list.id, { ...pageParams(request.query, 40), limit });
     if (request.query.limit !== 0) setLinkHeader(request, reply, ctx.config.publicUrl, page.firstId, page.lastId);
-    return page.accounts.map((a) => renderAccount(ctx.render, a));
+    return (await withAccountEmojis(ctx.db, page.accounts)).map((a) => renderAccount(ctx.render, a));
   });
 
   for (const method of ['post', 'delete'] as const) {

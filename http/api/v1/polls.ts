@@ -8,6 +8,8 @@ import { requireViewer } from '../../plugins/auth.ts';
 import { notFound, unprocessable } from '../../../errors.ts';
 import { findPoll, ownVotes } from '../../../storage/polls.ts';
 import { renderPoll } from '../../serializers/poll.ts';
+import { renderEmoji } from '../../serializers/custom-emoji.ts';
+import { resolveEmojis } from '../../../services/custom-emojis.ts';
 import { visibleStatus } from '../../../services/visibility.ts';
 
 const PollParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
@@ -17,8 +19,11 @@ async function viewPoll(ctx: AppContext, viewerId: string | null, id: string) {
   const poll = isId(id) ? await findPoll(ctx.db, id) : null;
   if (!poll) throw notFound();
   await visibleStatus(ctx.db, viewerId, poll.status_id);
-  const choices = viewerId ? (await ownVotes(ctx.db, viewerId, [poll.id])).get(poll.id) ?? [] : [];
-  return renderPoll(poll, viewerId ? { accountId: viewerId, choices } : null);
+  const [choices, emojis] = await Promise.all([
+    viewerId ? ownVotes(ctx.db, viewerId, [poll.id]).then((v) => v.get(poll.id) ?? []) : Promise.resolve([]),
+    resolveEmojis(ctx.db, [{ key: poll.id, accountId: poll.account_id, texts: poll.options }]).then((e) => e.get(poll.id) ?? []),
+  ]);
+  return renderPoll(poll, viewerId ? { accountId: viewerId, choices } : null, emojis.map((e) => renderEmoji(ctx.render, e)));
 }
 
 export default async function pollsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {

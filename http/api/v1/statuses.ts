@@ -16,6 +16,7 @@ import { asyncRefreshHeader } from '../../serializers/async-refresh.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 import { parseScheduledAt } from '../../../services/scheduled-statuses.ts';
 import { renderScheduledStatuses } from '../../serializers/scheduled-status.ts';
 import { parseBoolean } from '../../plugins/validation.ts';
@@ -298,7 +299,7 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     }, async (request, reply) => {
       const status = await visibleStatus(ctx.db, request.viewerId, request.params.id);
       const page = await statuses.actorsOf(ctx.db, list, status.id, pageParams(request.query, 40));
-      const byId = new Map((await findAccountsByIds(ctx.db, page.accountIds)).map((a) => [a.id, a]));
+      const byId = new Map((await withAccountEmojis(ctx.db, await findAccountsByIds(ctx.db, page.accountIds))).map((a) => [a.id, a]));
       // Neither side of a block sees the other here (Mastodon's without_blocking / domain blocks).
       const relations = await ctx.statusLoader.relations.forViewer(request.viewerId);
       const shown = (a: AccountRow) => !relations.blockedBy.has(a.id) && !blocksAccount(relations, a, a.id);

@@ -10,6 +10,7 @@ import { dismissSuggestion } from '../../../storage/suggestions.ts';
 import { suggestionsFor } from '../../../services/suggestions.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { renderSuggestion } from '../../serializers/suggestion.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 // Mastodon's limit_param(DEFAULT_ACCOUNTS_LIMIT): 40 by default, at most 80.
 const Limit = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, default: 40, maximumClamp: 80 })) });
@@ -37,6 +38,7 @@ export default async function suggestionsRoutes(fastify: FastifyInstance, { ctx 
   }, async (request) => {
     const viewerId = requireViewer(request);
     const found = await suggestionsFor(ctx, viewerId, request.query.limit ?? 40);
+    await withAccountEmojis(ctx.db, found.map((s) => s.account));
     return found.map((s) => renderAccount(ctx.render, s.account));
   });
 

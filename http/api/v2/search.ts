@@ -11,6 +11,7 @@ import { findAccountById } from '../../../storage/accounts.ts';
 import { renderStatuses } from '../../serializers/statuses.ts';
 import { pageParams } from '../../paging.ts';
 import { isWordQuery, searchStatuses } from '../../../services/status-search.ts';
+import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 const SearchQuery = Type.Object({
   q: Type.String({ minLength: 1, maxLength: 500 }),
@@ -55,13 +56,13 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
         // Signed in: usernames, display-name words and handles, accounts followed first (and only those with
         // `following`), resolving `user@domain` when asked.
         const found = await findAccounts(ctx, viewerId, q, { limit, offset, following: request.query.following ?? false, resolve });
-        result.accounts = found.map((a) => renderAccount(ctx.render, a));
+        result.accounts = (await withAccountEmojis(readDb, found)).map((a) => renderAccount(ctx.render, a));
       } else {
         const handle = HANDLE.exec(q);
         if (handle) {
           const [, username, domain] = handle as unknown as [string, string, string | undefined];
           const local = !domain || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
-          result.accounts = (await searchAccounts(readDb, username, local ? null : domain, limit, offset)).map((a) => renderAccount(ctx.render, a));
+          result.accounts = (await withAccountEmojis(readDb, await searchAccounts(readDb, username, local ? null : domain, limit, offset))).map((a) => renderAccount(ctx.render, a));
         }
       }
     }
@@ -94,7 +95,7 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
       const { resolveRemoteLink } = await import('../../../federation/resolve.ts');
       const found = await resolveRemoteLink(ctx, q, viewer);
       if (found?.status && wants('statuses')) result.statuses = await renderStatuses(ctx, viewerId, [found.status.id]);
-      if (found?.account && wants('accounts')) result.accounts = [renderAccount(ctx.render, found.account)];
+      if (found?.account && wants('accounts')) result.accounts = [renderAccount(ctx.render, (await withAccountEmojis(ctx.db, [found.account]))[0]!)];
     }
     return result;
   });

@@ -1,0 +1,360 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import type { RouteOptions } from '../route-options.ts';
+import { isId } from '../params.ts';
+import { ApiError } from '../../errors.ts';
+import { findAccountById, findAccountByUsername, type AccountRow } from '../../storage/accounts.ts';
+import { accountStatusIds, publicTimelineIds, threadIds } from '../../storage/statuses.ts';
+import { notificationsPage } from '../../storage/notifications.ts';
+import { relationships } from '../../storage/follows.ts';
+import { searchTags } from '../../storage/search.ts';
+import type { PageParams } from '../../storage/paging.ts';
+import { visibleAccount } from '../../services/accounts.ts';
+import { profileVisibilities, visibleStatus } from '../../services/visibility.ts';
+import { threadReadingOrder } from '../../services/public-pages.ts';
+import { findAccounts } from '../../services/account-search.ts';
+import { isWordQuery, searchStatuses, statusIdOfLink } from '../../services/status-search.ts';
+import { tagTrends, trendIds } from '../../services/trends.ts';
+import { LANGUAGES } from '../../services/languages.ts';
+import { renderAccount } from '../serializers/account.ts';
+import { renderNotifications } from '../serializers/statuses.ts';
+import { renderView } from './views.ts';
+import { chromeOf, signedInOrRedirect } from './page.ts';
+import { notFoundPage } from './error-pages.ts';
+import { accountView, dateView, type AccountView, type DateView } from './page-view.ts';
+import { clientEntries, clientEntry, type ClientEntry } from './client-view.ts';
+import type { SignedIn } from './session.ts';
+
+/** Posts (and notifications) per page, as the API's default. */
+const PAGE_SIZE = 20;
+/** A thread page shows at most this many replies, as the public one. */
+const MAX_REPLIES = 300;
+
+/** What the forms of a page need: the CSRF token and the page to come back to after an action. */
+export interface ClientForms {
+  csrf: string;
+  returnTo: string;
+}
+
+/** What the compose form shows: the values (kept after a refused post), the refusal, and the server's count. */
+export interface ComposeValues {
+  status: string;
+  spoiler_text: string;
+  visibility: string;
+  language: string;
+  in_reply_to_id: string;
+}
+
+export interface ComposeView {
+  values: ComposeValues;
+  error: string;
+  /** The post's length as the server counts it, shown with a refusal for being too long; null otherwise. */
+  length: number | null;
+  maxChars: number;
+  idempotencyKey: string;
+  returnTo: string;
+  heading: string;
+  label: string;
+  languages: [string, string][];
+}
+
+/** The instance's languages first, then every other by name. */
+let languageList: [string, string][] | undefined;
+function languagesFor(config: AppContext['config']): [string, string][] {
+  languageList ??= [...LANGUAGES].sort((a, b) => a[1].localeCompare(b[1]));
+  const first = config.instanceLanguages.filter((c) => LANGUAGES.has(c)).map((c): [string, string] => [c, LANGUAGES.get(c)!]);
+  return [...first, ...languageList.filter(([c]) => !config.instanceLanguages.includes(c))];
+}
+
+/** The compose form for the signed-in person: their default visibility and language unless given. */
+export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeValues> & { returnTo: string; error?: string; length?: number | null; heading?: string; label?: string }): ComposeView {
+  const reply = !!o.in_reply_to_id;
+  return {
+    values: {
+      status: o.status ?? '',
+      spoiler_text: o.spoiler_text ?? '',
+      visibility: o.visibility ?? me.user.default_privacy ?? 'public',
+      language: o.language ?? me.user.default_language ?? ctx.config.instanceLanguages[0] ?? 'en',
+      in_reply_to_id: o.in_reply_to_id ?? '',
+    },
+    error: o.error ?? '',
+    length: o.length ?? null,
+    maxChars: ctx.config.maxStatusChars,
+    // A new key for each form shown: the same form sent twice (a double click, a resend) makes one post.
+    idempotencyKey: randomBytes(16).toString('base64url'),
+    returnTo: o.returnTo,
+    heading: o.heading ?? (reply ? 'Reply' : 'New post'),
+    label: o.label ?? (reply ? 'Your reply' : "What's on your mind?"),
+    languages: languagesFor(ctx.config),
+  };
+}
+
+/** Renders a page of the signed-in client: private, never cached, with the forms' token. */
+export async function sendClientPage(
+  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: string, data: Record<string, unknown>, status = 200,
+): Promise<FastifyReply> {
+  const chrome = await chromeOf(ctx, request, reply, title);
+  const client: ClientForms = { csrf: chrome.csrfToken, returnTo: request.url.replace(/#.*$/, '') };
+  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Cookie')
+    .send(renderView(view, { ...data, chrome, client }));
+}
+
+/** `max_id` / `min_id` of the query, when they are ids; a page one longer than shown, to know whether there is more. */
+function pagingOf(request: FastifyRequest): PageParams {
+  const q = request.query as { max_id?: unknown; min_id?: unknown };
+  const id = (v: unknown) => (typeof v === 'string' && isId(v) ? v : undefined);
+  const minId = id(q.min_id);
+  return { maxId: minId ? undefined : id(q.max_id), minId, limit: PAGE_SIZE + 1 };
+}
+
+/** The ids to show of a page read one longer, and the links to the older and newer pages (by these ids). */
+function pageOf(ids: string[], p: PageParams, path: string) {
+  const more = ids.length > PAGE_SIZE;
+  const shown = p.minId ? ids.slice(more ? ids.length - PAGE_SIZE : 0) : ids.slice(0, PAGE_SIZE);
+  const join = path.includes('?') ? '&' : '?';
+  const first = shown[0];
+  const last = shown.at(-1);
+  return {
+    ids: shown,
+    pager: {
+      older: last && (more || p.minId) ? `${path}${join}max_id=${last}` : null,
+      newer: p.maxId || (p.minId && more) ? (first ? `${path}${join}min_id=${first}` : path) : null,
+    },
+  };
+}
+
+/** The home feed's ids, rebuilt from PostgreSQL when Redis lost it, as the API reads it. */
+async function homeIds(ctx: AppContext, viewerId: string, p: PageParams): Promise<string[]> {
+  const read = await ctx.feeds.page(viewerId, p);
+  if (read.ids !== null) return read.ids;
+  await ctx.actors.ask(viewerId, { type: 'rebuildHomeFeed' });
+  return (await ctx.feeds.page(viewerId, p)).ids ?? [];
+}
+
+/** A notification as a line: who did what, and the post it is about. */
+interface NotificationView {
+  id: string;
+  account: AccountView;
+  text: string;
+  created: DateView;
+  entry: ClientEntry | null;
+}
+
+const NOTIFICATION_TEXT: Record<string, string> = {
+  mention: 'mentioned you',
+  status: 'posted',
+  reblog: 'boosted your post',
+  follow: 'followed you',
+  follow_request: 'asked to follow you',
+  favourite: 'favourited your post',
+  poll: 'ran a poll that has ended',
+  update: 'edited a post',
+  'admin.sign_up': 'signed up',
+  'admin.report': 'filed a report',
+  quote: 'quoted your post',
+  quoted_update: 'edited a post you quoted',
+  added_to_collection: 'added you to a collection',
+  collection_update: 'changed a collection',
+};
+
+/** The relationship a Follow form needs, or null for oneself. */
+async function followStates(ctx: AppContext, viewerId: string, ids: string[]) {
+  const rels = await relationships(ctx.db, viewerId, ids.filter((id) => id !== viewerId));
+  return (id: string) => {
+    if (id === viewerId) return null;
+    const r = rels.get(id);
+    return { following: r?.following ?? false, requested: r?.requested ?? false, followedBy: r?.followed_by ?? false };
+  };
+}
+
+/** A local or remote account's page for a signed-in person: Follow or Unfollow, and the posts they may see. */
+export async function clientProfile(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, username: string, domain: string | null): Promise<FastifyReply> {
+  const found = await findAccountByUsername(ctx.db, username, domain);
+  let row: AccountRow;
+  try {
+    if (!found) return notFoundPage(request, reply);
+    row = await visibleAccount(ctx.db, found.id);
+  } catch (err) {
+    if (err instanceof ApiError && err.statusCode === 404) return notFoundPage(request, reply);
+    throw err;
+  }
+  const viewerId = me.account.id;
+  const p = pagingOf(request);
+  const visibilities = await profileVisibilities(ctx.db, viewerId, row.id);
+  // Replies to others are left out, as on the public profile's "Posts".
+  const page = pageOf(await accountStatusIds(ctx.db, row.id, { visibilities, mentionedViewerId: viewerId, excludeReplies: true }, p), p, `/@${row.domain ? `${row.username}@${row.domain}` : row.username}`);
+  const [entries, rel] = await Promise.all([clientEntries(ctx, viewerId, page.ids, 'account'), followStates(ctx, viewerId, [row.id])]);
+  const account = accountView(ctx.render, renderAccount(ctx.render, row));
+  return sendClientPage(ctx, request, reply, 'client/profile', `${account.displayName} (@${account.handle})`, {
+    account, rel: rel(row.id), entries, older: !!p.maxId, pager: page.pager, remoteUrl: row.domain ? account.url : null,
+  });
+}
+
+/** A post with its thread, as the API's context gives it to this person, and a form to reply. */
+export async function clientThread(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, id: string, compose?: ComposeView, status = 200): Promise<FastifyReply> {
+  const viewerId = me.account.id;
+  let row;
+  try {
+    row = await visibleStatus(ctx.db, viewerId, id);
+  } catch (err) {
+    if (err instanceof ApiError && err.statusCode === 404) return notFoundPage(request, reply);
+    throw err;
+  }
+  if (row.reblog_of_id) {
+    const [boosted] = await clientEntries(ctx, viewerId, [row.id], null);
+    return boosted ? reply.redirect(boosted.threadPath) : notFoundPage(request, reply);
+  }
+  const thread = await threadIds(ctx.db, row);
+  const window = threadReadingOrder(row.id, thread.descendants, { has: () => true }, MAX_REPLIES * 2);
+  const [ancestors, [entry], loaded] = await Promise.all([
+    clientEntries(ctx, viewerId, thread.ancestors, 'thread'),
+    clientEntries(ctx, viewerId, [row.id], null),
+    clientEntries(ctx, viewerId, window, 'thread'),
+  ]);
+  if (!entry) return notFoundPage(request, reply);
+  const byId = new Map(loaded.map((e) => [e.id, e]));
+  const descendants = threadReadingOrder(row.id, thread.descendants, byId, MAX_REPLIES).map((d) => byId.get(d)!);
+  const p = entry.post;
+  // A reply mentions the one replied to, and keeps a post's narrower audience.
+  const mention = p.author.id === viewerId ? '' : `@${p.author.path.slice(2)} `;
+  const narrower = p.visibility === 'public' ? undefined : p.visibility;
+  return sendClientPage(ctx, request, reply, 'client/thread', `Post by ${p.author.displayName}`, {
+    heading: `Post by ${p.author.displayName}`,
+    ancestors, entry, descendants,
+    compose: compose ?? composeView(ctx, me, {
+      in_reply_to_id: p.id, status: mention, visibility: narrower, spoiler_text: p.spoiler, returnTo: entry.threadPath,
+      heading: `Reply to ${p.author.displayName}`,
+    }),
+  }, status);
+}
+
+/** A tag's posts for a signed-in person (the public tag page's, with their forms). */
+export async function clientTagPage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, tag: string): Promise<FastifyReply> {
+  const p = pagingOf(request);
+  const path = `/tags/${encodeURIComponent(tag)}`;
+  const page = pageOf(await publicTimelineIds(ctx.db, { local: false, remote: false, tag, onlyMedia: false, viewerId: me.account.id }, p), p, path);
+  return sendClientPage(ctx, request, reply, 'client/timeline', `#${tag}`, {
+    heading: `#${tag}`, intro: 'Public posts with this tag, newest first.', compose: null,
+    entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+    empty: p.maxId ? 'No older posts.' : 'No posts with this tag yet.',
+  });
+}
+
+/**
+ * The pages of a person who is signed in: home, the local and federated timelines, notifications, explore, search
+ * and a page to write. Everything on them goes through the services and serializers the API uses.
+ */
+export default async function clientPageRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+  app.get('/home', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const p = pagingOf(request);
+    const page = pageOf(await homeIds(ctx, me.account.id, p), p, '/home');
+    return sendClientPage(ctx, request, reply, 'client/timeline', 'Home', {
+      heading: 'Home', intro: '', entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
+      compose: p.maxId || p.minId ? null : composeView(ctx, me, { returnTo: '/home' }),
+      empty: p.maxId ? 'No older posts.' : 'Your home timeline is empty. Follow people (find them with Search) and their posts will show here.',
+    });
+  });
+
+  for (const [path, local, heading, intro] of [
+    ['/public/local', true, 'Local timeline', `Public posts of people on ${ctx.config.localDomain}.`],
+    ['/public', false, 'Federated timeline', 'Public posts from every server known here.'],
+  ] as const) {
+    app.get(path, async (request, reply) => {
+      const me = await signedInOrRedirect(request, reply);
+      if (!me) return reply;
+      const p = pagingOf(request);
+      const page = pageOf(await publicTimelineIds(ctx.db, { local, remote: false, onlyMedia: false, viewerId: me.account.id }, p), p, path);
+      return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
+        heading, intro, compose: null, entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+        empty: p.maxId ? 'No older posts.' : 'No public posts yet.',
+      });
+    });
+  }
+
+  app.get('/notifications', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const viewerId = me.account.id;
+    const p = pagingOf(request);
+    const rows = await notificationsPage(ctx.db, viewerId, {}, p);
+    const page = pageOf(rows.map((n) => n.id), p, '/notifications');
+    const shown = new Set(page.ids);
+    const rendered = await renderNotifications(ctx, viewerId, rows.filter((n) => shown.has(n.id)));
+    const items: NotificationView[] = rendered.map((raw) => {
+      const n = raw as { id: string; type: string; created_at: string; account: Parameters<typeof accountView>[1]; status: Record<string, unknown> | null };
+      return {
+        id: n.id, account: accountView(ctx.render, n.account), text: NOTIFICATION_TEXT[n.type] ?? n.type, created: dateView(n.created_at),
+        entry: n.status ? clientEntry(ctx, viewerId, n.status) : null,
+      };
+    });
+    return sendClientPage(ctx, request, reply, 'client/notifications', 'Notifications', { items, older: !!p.maxId, pager: page.pager });
+  });
+
+  app.get('/explore', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const [tags, statusIds] = await Promise.all([tagTrends(ctx, { offset: 0, limit: 10 }), trendIds(ctx, 'status', { offset: 0, limit: 10 })]);
+    return sendClientPage(ctx, request, reply, 'client/explore', 'Explore', {
+      domain: ctx.config.localDomain,
+      tags: tags.map((t) => ({ name: t.name.toLowerCase(), people: t.history.slice(0, 2).reduce((n, h) => n + Number(h.accounts), 0) })),
+      entries: await clientEntries(ctx, me.account.id, statusIds, 'public'),
+    });
+  });
+
+  app.get('/search', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const raw = (request.query as { q?: unknown }).q;
+    const q = typeof raw === 'string' ? raw.trim().slice(0, 500) : '';
+    const viewerId = me.account.id;
+    let accounts: AccountRow[] = [];
+    let hashtags: string[] = [];
+    let ids: string[] = [];
+    let context: 'search' | null = null;
+    if (q) {
+      // As GET /api/v2/search with `resolve`: handles of other servers are looked up, links of posts fetched.
+      accounts = await findAccounts(ctx, viewerId, q, { limit: 10, offset: 0, following: false, resolve: true });
+      const tag = /^#?([\p{L}\p{N}_]{1,100})$/u.exec(q)?.[1];
+      if (tag) hashtags = (await searchTags(ctx.db, tag, 10, 0)).map((t) => t.name.toLowerCase());
+      if (/^https?:\/\//i.test(q)) {
+        const id = await statusIdOfLink(ctx.db, ctx.config.publicUrl, q);
+        if (id) ids = [id];
+        else {
+          const viewer = await findAccountById(ctx.db, viewerId);
+          // Loaded here, not at start: it brings Fedify (federation/lazy.ts).
+          const { resolveRemoteLink } = await import('../../federation/resolve.ts');
+          const found = viewer ? await resolveRemoteLink(ctx, q, viewer) : null;
+          if (found?.status) ids = [found.status.id];
+          if (found?.account) accounts = [found.account];
+        }
+      } else if (isWordQuery(q)) {
+        ids = await searchStatuses(ctx, viewerId, q, { page: { limit: 20 }, offset: 0 });
+        context = 'search';
+      }
+    }
+    const rel = await followStates(ctx, viewerId, accounts.map((a) => a.id));
+    return sendClientPage(ctx, request, reply, 'client/search', q ? `Search: ${q}` : 'Search', {
+      q,
+      accounts: accounts.map((a) => ({ account: accountView(ctx.render, renderAccount(ctx.render, a)), rel: rel(a.id) })),
+      hashtags,
+      entries: await clientEntries(ctx, viewerId, ids, context),
+    });
+  });
+
+  app.get('/publish', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    return sendClientPage(ctx, request, reply, 'client/publish', 'New post', { heading: 'New post', compose: composeView(ctx, me, { returnTo: '/home' }) });
+  });
+
+  app.get<{ Params: { id: string } }>('/statuses/:id/delete', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const [entry] = isId(request.params.id) ? await clientEntries(ctx, me.account.id, [request.params.id], null) : [];
+    if (!entry || !entry.marks.own || entry.boostedBy) return notFoundPage(request, reply);
+    return sendClientPage(ctx, request, reply, 'client/delete', 'Delete this post?', { entry, returnTo: `/@${me.account.username}` });
+  });
+}

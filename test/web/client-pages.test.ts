@@ -14,6 +14,7 @@ let alice: TestUser;
 let bob: TestUser;
 let carol: TestUser;
 let dave: TestUser;
+let erin: TestUser;
 let web: WebClient;
 
 const api = async (who: TestUser, method: 'GET' | 'POST', url: string, payload?: object) => {
@@ -35,7 +36,7 @@ async function expectValidHtml(body: string, what: string) {
 
 beforeAll(async () => {
   s = await startTestServer({ MAX_STATUS_CHARS: '500' });
-  [alice, bob, carol, dave] = await registerUsers(s.app, 'alice', 'bob', 'carol', 'dave');
+  [alice, bob, carol, dave, erin] = await registerUsers(s.app, 'alice', 'bob', 'carol', 'dave', 'erin');
   web = new WebClient(s.app);
   expect((await web.signIn(alice.email, alice.password)).statusCode).toBe(303);
 });
@@ -95,6 +96,30 @@ describe('what the pages show a signed-in person', () => {
     expect(after.body).toContain('Only for the followers of bob');
     expect(after.body).toContain(`action="/accounts/${bob.id}/unfollow"`);
     expect((await web.get(`/@bob/${secret.id}`)).statusCode).toBe(200);
+  });
+});
+
+describe('filters and mutes on the pages', () => {
+  it('fold a warned post behind its filter, leave out a hidden one and a muted account\'s, as the API does', async () => {
+    for (const [title, action, keyword] of [['Spoilers', 'warn', 'finale'], ['Never', 'hide', 'brussels']]) {
+      const res = await api(alice, 'POST', '/api/v2/filters', { title, context: ['public', 'thread'], filter_action: action, keywords_attributes: [{ keyword }] });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    const warned = await post(carol, { status: 'The finale was something' });
+    const hidden = await post(carol, { status: 'I like brussels sprouts' });
+    const muted = await post(erin, { status: 'Erin talks a lot' });
+    expect((await api(alice, 'POST', `/api/v1/accounts/${erin.id}/mute`)).status).toBe(200);
+    const apiIds = ((await api(alice, 'GET', '/api/v1/timelines/public?local=true')).body as unknown as Json[]).map((p) => p.id);
+    expect(apiIds).toContain(warned.id);
+    expect(apiIds).not.toContain(hidden.id);
+    expect(apiIds).not.toContain(muted.id);
+    const page = (await web.get('/public/local')).body;
+    expect(page).toMatch(/<summary>Filtered: Spoilers<\/summary>[\s\S]*The finale was something/);
+    expect(page).not.toContain('brussels sprouts');
+    expect(page).not.toContain('Erin talks a lot');
+    // The hidden post's own page is still there (a filter hides in lists and threads, not the post itself), as in the API.
+    expect((await api(alice, 'GET', `/api/v1/statuses/${hidden.id}`)).status).toBe(200);
+    expect((await web.get(`/@carol/${hidden.id}`)).statusCode).toBe(200);
   });
 });
 

@@ -8,6 +8,7 @@ import { ApiError } from '../../errors.ts';
 import { visibleAccount } from '../../services/accounts.ts';
 import { visibleStatus } from '../../services/visibility.ts';
 import { statusLength } from '../../services/statuses.ts';
+import { acceptUpload, whenProcessed } from '../../services/media.ts';
 import { isLanguage } from '../../services/languages.ts';
 import type { Visibility } from '../../storage/statuses.ts';
 import { safeReturnTo } from './auth.ts';
@@ -26,6 +27,8 @@ const Compose = Type.Object({
   in_reply_to_id: Type.Optional(Type.String({ maxLength: 40 })),
   idempotency_key: Type.Optional(Type.String({ maxLength: 100 })),
   return_to: Type.Optional(Type.String({ maxLength: 4000 })),
+  // The image's description (the file itself comes in request.uploads, from a multipart form).
+  description: Type.Optional(Type.String({ maxLength: 1500 })),
 });
 const VISIBILITIES = new Set(['public', 'unlisted', 'private', 'direct']);
 
@@ -82,13 +85,22 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
     };
     let id: string;
     try {
+      // An image with its description, taken as POST /api/v2/media takes it (processed by a job, shown once ready).
+      const file = request.uploads?.file;
+      const mediaIds: string[] = [];
+      if (file && file.data.length > 0) {
+        const media = await acceptUpload(ctx, viewerId, file.data, { description: (body.description ?? '').trim(), focusX: 0, focusY: 0 });
+        // The post needs the file processed (as Mastodon's does): the form waits for it, as an app would poll.
+        await whenProcessed(ctx, media.id);
+        mediaIds.push(media.id);
+      }
       await ctx.jobBacklog.admit();
       id = await ctx.actors.ask(viewerId, {
         type: 'postStatus',
         params: {
           text: values.status, spoilerText: values.spoiler_text, sensitive: false,
           visibility: values.visibility as Visibility | undefined, language: values.language ?? null,
-          inReplyToId, mediaIds: [], poll: null, idempotencyKey: body.idempotency_key || null, applicationId: null,
+          inReplyToId, mediaIds, poll: null, idempotencyKey: body.idempotency_key || null, applicationId: null,
         },
       });
     } catch (err) {
@@ -96,7 +108,7 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       // The form again, as it was sent, with the server's reason (and its count of the text, when too long).
       const length = statusLength(values.status, values.spoiler_text);
       const compose = composeView(ctx, me, {
-        ...values, returnTo, error: err.message.replace(/^Validation failed: /, '') + '.',
+        ...values, description: body.description ?? '', returnTo, error: err.message.replace(/^Validation failed: /, '') + '.',
         length: length > ctx.config.maxStatusChars ? length : null,
       });
       if (inReplyToId && err.statusCode !== 404) return clientThread(ctx, request, reply, me, inReplyToId, compose, err.statusCode);

@@ -44,6 +44,8 @@ export interface ComposeValues {
   visibility: string;
   language: string;
   in_reply_to_id: string;
+  /** The description of an image sent with a post that was refused (the file itself must be chosen again). */
+  description: string;
 }
 
 export interface ComposeView {
@@ -77,6 +79,7 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
       visibility: o.visibility ?? me.user.default_privacy ?? 'public',
       language: o.language ?? me.user.default_language ?? ctx.config.instanceLanguages[0] ?? 'en',
       in_reply_to_id: o.in_reply_to_id ?? '',
+      description: o.description ?? '',
     },
     error: o.error ?? '',
     length: o.length ?? null,

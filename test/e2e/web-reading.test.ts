@@ -39,7 +39,7 @@ afterAll(async () => {
 /** Every page the person sees: no serious accessibility problem, nothing wider than the phone, and a screenshot. */
 async function look(page: Page, label: string) {
   await expectAccessible(page, label);
-  expect(await page.evaluate(() => document.documentElement.scrollWidth), `${label}: wider than the screen`).toBeLessThanOrEqual(PHONE.width);
+  expect(await page.evaluate<number>('document.documentElement.scrollWidth'), `${label}: wider than the screen`).toBeLessThanOrEqual(PHONE.width);
   // Screenshots when asked for (SCREENSHOTS=1): they cost about a second a page, and the browser tests' budget is short.
   if (shots) await screenshot(page, shots, `${String(++step).padStart(2, '0')}-${label}`);
 }
@@ -124,7 +124,7 @@ describe('reading and writing in the browser', () => {
     }
     // Keyboard: the first Tab reaches the skip link, which leads to the content.
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(await page.evaluate<string | null>('document.activeElement?.textContent ?? null')).toBe('Skip to content');
     expect(problems).toEqual([]);
     await context.close();
   });

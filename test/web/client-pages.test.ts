@@ -6,6 +6,8 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, csrfOf } from '../helpers/web.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { HtmlValidate } from 'html-validate';
+import sharp from 'sharp';
+import { multipart } from '../helpers/multipart.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
@@ -191,7 +193,8 @@ describe('the forms of the signed-in pages', () => {
     expect(reply.headers.location).toBe(`/@bob/${target.id}#s-${replyId}`);
     const context = await api(bob, 'GET', `/api/v1/statuses/${target.id}/context`);
     expect((context.body!.descendants as Json[]).map((d) => d.id)).toEqual([replyId]);
-    await eventually(async () => expect((await new WebClient(s.app).get(`/@bob/${target.id}`)).body).toContain('Here is a reply'));
+    // The stranger's page of the thread is a kept one, dropped by the reply's version bump.
+    await eventually(async () => (await new WebClient(s.app).get(`/@bob/${target.id}`)).body.includes('Here is a reply'), true);
 
     // Deleting one's own post: a page that asks, then the form.
     const ask = await web.get(`/statuses/${replyId}/delete`);
@@ -202,15 +205,36 @@ describe('the forms of the signed-in pages', () => {
     expect((await api(alice, 'GET', `/api/v1/statuses/${replyId}`)).status).toBe(404);
   });
 
+  it('post an image with its description (a multipart form)', async () => {
+    const home = await web.get('/home');
+    expect(home.body).toContain('enctype="multipart/form-data"');
+    const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#c63' } }).png().toBuffer();
+    const form = await multipart({
+      _csrf: csrfOf(home.body), status: 'A picture of an orange thing', visibility: 'public', language: 'en', spoiler_text: '',
+      idempotency_key: 'with-an-image', return_to: '/home', description: 'An orange rectangle', file: { data: png, filename: 'orange.png', type: 'image/png' },
+    });
+    const res = await s.app.inject({ method: 'POST', url: '/statuses', headers: { ...form.headers, accept: 'text/html', cookie: web.jar.header() }, payload: form.payload });
+    expect(res.statusCode, /class="flash error"[^>]*>([^<]*)/.exec(res.body)?.[1] ?? res.body.slice(0, 300)).toBe(303);
+    const id = /#s-(\d+)$/.exec(res.headers.location as string)![1]!;
+    const status = (await api(alice, 'GET', `/api/v1/statuses/${id}`)).body!;
+    expect((status.media_attachments as Json[]).map((m) => [m.type, m.description])).toEqual([['image', 'An orange rectangle']]);
+    // Once processed, the page shows it with its description as alt text.
+    await eventually(async () => (await web.get('/home')).body.includes('alt="An orange rectangle"'), true, 10_000);
+    // A file that is no image is refused, with the form kept.
+    const bad = await multipart({ _csrf: csrfOf(home.body), status: 'Not a picture', idempotency_key: 'bad-file', return_to: '/home', description: 'text', file: { data: Buffer.from('hello'), filename: 'a.png', type: 'image/png' } });
+    const refused = await s.app.inject({ method: 'POST', url: '/statuses', headers: { ...bad.headers, accept: 'text/html', cookie: web.jar.header() }, payload: bad.payload });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('File content type is invalid');
+    expect(refused.body).toContain('Not a picture</textarea>');
+  });
+
   it('shows notifications, with the post they are about', async () => {
     const mine = await post(alice, { status: 'Favourite this one' });
     expect((await api(carol, 'POST', `/api/v1/statuses/${mine.id}/favourite`)).status).toBe(200);
-    await eventually(async () => {
-      const page = await web.get('/notifications');
-      expect(page.body).toMatch(/carol<\/a> <span class="muted">@carol@[^<]+<\/span> favourited your post/);
-      expect(page.body).toContain('Favourite this one');
-      csrfOf(page.body);
-    });
+    await eventually(async () => (await web.get('/notifications')).body.includes('Favourite this one'), true);
+    const page = await web.get('/notifications');
+    expect(page.body).toMatch(/carol<\/a> <span class="muted">@carol@[^<]+<\/span> favourited your post/);
+    csrfOf(page.body);
   });
 
   it('are valid HTML', async () => {

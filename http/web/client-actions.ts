@@ -14,7 +14,9 @@ import type { Visibility } from '../../storage/statuses.ts';
 import { safeReturnTo } from './auth.ts';
 import { interactionPath } from './interaction.ts';
 import { sendMessagePage } from './page.ts';
-import { clientThread, composeView, sendClientPage } from './client-pages.ts';
+import { clientThread } from './client-pages.ts';
+import { composeView } from './client-compose.ts';
+import { sendClientPage } from './client-page.ts';
 import type { SignedIn } from './session.ts';
 
 const Back = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })) });

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { RouteOptions } from '../route-options.ts';
@@ -16,116 +15,18 @@ import { threadReadingOrder } from '../../services/public-pages.ts';
 import { findAccounts } from '../../services/account-search.ts';
 import { isWordQuery, searchStatuses, statusIdOfLink } from '../../services/status-search.ts';
 import { tagTrends, trendIds } from '../../services/trends.ts';
-import { LANGUAGES } from '../../services/languages.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { renderNotifications } from '../serializers/statuses.ts';
-import { renderView } from './views.ts';
-import { chromeOf, signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect } from './page.ts';
+import { pageOf, pagingOf, sendClientPage } from './client-page.ts';
+import { composeView, type ComposeView } from './client-compose.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView, dateView, type AccountView, type DateView } from './page-view.ts';
 import { clientEntries, clientEntry, type ClientEntry } from './client-view.ts';
 import type { SignedIn } from './session.ts';
 
-/** Posts (and notifications) per page, as the API's default. */
-const PAGE_SIZE = 20;
 /** A thread page shows at most this many replies, as the public one. */
 const MAX_REPLIES = 300;
-
-/** What the forms of a page need: the CSRF token and the page to come back to after an action. */
-export interface ClientForms {
-  csrf: string;
-  returnTo: string;
-}
-
-/** What the compose form shows: the values (kept after a refused post), the refusal, and the server's count. */
-export interface ComposeValues {
-  status: string;
-  spoiler_text: string;
-  visibility: string;
-  language: string;
-  in_reply_to_id: string;
-  /** The description of an image sent with a post that was refused (the file itself must be chosen again). */
-  description: string;
-}
-
-export interface ComposeView {
-  values: ComposeValues;
-  error: string;
-  /** The post's length as the server counts it, shown with a refusal for being too long; null otherwise. */
-  length: number | null;
-  maxChars: number;
-  idempotencyKey: string;
-  returnTo: string;
-  heading: string;
-  label: string;
-  languages: [string, string][];
-}
-
-/** The instance's languages first, then every other by name. */
-let languageList: [string, string][] | undefined;
-function languagesFor(config: AppContext['config']): [string, string][] {
-  languageList ??= [...LANGUAGES].sort((a, b) => a[1].localeCompare(b[1]));
-  const first = config.instanceLanguages.filter((c) => LANGUAGES.has(c)).map((c): [string, string] => [c, LANGUAGES.get(c)!]);
-  return [...first, ...languageList.filter(([c]) => !config.instanceLanguages.includes(c))];
-}
-
-/** The compose form for the signed-in person: their default visibility and language unless given. */
-export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeValues> & { returnTo: string; error?: string; length?: number | null; heading?: string; label?: string }): ComposeView {
-  const reply = !!o.in_reply_to_id;
-  return {
-    values: {
-      status: o.status ?? '',
-      spoiler_text: o.spoiler_text ?? '',
-      visibility: o.visibility ?? me.user.default_privacy ?? 'public',
-      language: o.language ?? me.user.default_language ?? ctx.config.instanceLanguages[0] ?? 'en',
-      in_reply_to_id: o.in_reply_to_id ?? '',
-      description: o.description ?? '',
-    },
-    error: o.error ?? '',
-    length: o.length ?? null,
-    maxChars: ctx.config.maxStatusChars,
-    // A new key for each form shown: the same form sent twice (a double click, a resend) makes one post.
-    idempotencyKey: randomBytes(16).toString('base64url'),
-    returnTo: o.returnTo,
-    heading: o.heading ?? (reply ? 'Reply' : 'New post'),
-    label: o.label ?? (reply ? 'Your reply' : "What's on your mind?"),
-    languages: languagesFor(ctx.config),
-  };
-}
-
-/** Renders a page of the signed-in client: private, never cached, with the forms' token. */
-export async function sendClientPage(
-  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: string, data: Record<string, unknown>, status = 200,
-): Promise<FastifyReply> {
-  const chrome = await chromeOf(ctx, request, reply, title);
-  const client: ClientForms = { csrf: chrome.csrfToken, returnTo: request.url.replace(/#.*$/, '') };
-  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Cookie')
-    .send(renderView(view, { ...data, chrome, client }));
-}
-
-/** `max_id` / `min_id` of the query, when they are ids; a page one longer than shown, to know whether there is more. */
-function pagingOf(request: FastifyRequest): PageParams {
-  const q = request.query as { max_id?: unknown; min_id?: unknown };
-  const id = (v: unknown) => (typeof v === 'string' && isId(v) ? v : undefined);
-  const minId = id(q.min_id);
-  return { maxId: minId ? undefined : id(q.max_id), minId, limit: PAGE_SIZE + 1 };
-}
-
-/** The ids to show of a page read one longer, and the links to the older and newer pages (by these ids). */
-function pageOf(ids: string[], p: PageParams, path: string) {
-  const more = ids.length > PAGE_SIZE;
-  const shown = p.minId ? ids.slice(more ? ids.length - PAGE_SIZE : 0) : ids.slice(0, PAGE_SIZE);
-  const join = path.includes('?') ? '&' : '?';
-  const first = shown[0];
-  const last = shown.at(-1);
-  return {
-    ids: shown,
-    pager: {
-      older: last && (more || p.minId) ? `${path}${join}max_id=${last}` : null,
-      newer: p.maxId || (p.minId && more) ? (first ? `${path}${join}min_id=${first}` : path) : null,
-    },
-  };
-}
 
 /** The home feed's ids, rebuilt from PostgreSQL when Redis lost it, as the API reads it. */
 async function homeIds(ctx: AppContext, viewerId: string, p: PageParams): Promise<string[]> {
@@ -224,6 +125,7 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
   const narrower = p.visibility === 'public' ? undefined : p.visibility;
   return sendClientPage(ctx, request, reply, 'client/thread', `Post by ${p.author.displayName}`, {
     heading: `Post by ${p.author.displayName}`,
+    pagePath: entry.threadPath,
     ancestors, entry, descendants,
     compose: compose ?? composeView(ctx, me, {
       in_reply_to_id: p.id, status: mention, visibility: narrower, spoiler_text: p.spoiler, returnTo: entry.threadPath,

@@ -191,6 +191,12 @@ describe('the forms of the signed-in pages', () => {
     expect(reply.statusCode).toBe(303);
     const replyId = /#s-(\d+)$/.exec(reply.headers.location as string)![1]!;
     expect(reply.headers.location).toBe(`/@bob/${target.id}#s-${replyId}`);
+    // A reply refused for its length: the thread again, the text kept, its forms still leading back to the thread.
+    const longReply = await web.post('/statuses', { status: 'z'.repeat(600), in_reply_to_id: target.id, return_to: `/@bob/${target.id}`, idempotency_key: 'long-reply' }, thread.body);
+    expect(longReply.statusCode).toBe(422);
+    expect(longReply.body).toContain('Your post has 600 characters; the limit is 500.');
+    expect(longReply.body).toContain(`${'z'.repeat(600)}</textarea>`);
+    expect(longReply.body).toContain(`name="return_to" value="/@bob/${target.id}#s-${target.id}"`);
     const context = await api(bob, 'GET', `/api/v1/statuses/${target.id}/context`);
     expect((context.body!.descendants as Json[]).map((d) => d.id)).toEqual([replyId]);
     // The stranger's page of the thread is a kept one, dropped by the reply's version bump.

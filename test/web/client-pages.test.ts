@@ -101,6 +101,29 @@ describe('what the pages show a signed-in person', () => {
   });
 });
 
+describe('paging', () => {
+  it('goes to older posts and back to newer ones by id', async () => {
+    const made: string[] = [];
+    for (let i = 0; i < 22; i++) made.push((await post(carol, { status: `Numbered post ${i}` })).id);
+    const idsOf = (body: string) => [...body.matchAll(/<article class="status" id="s-(\d+)"/g)].map((m) => m[1]!);
+    const first = await web.get('/@carol');
+    const firstIds = idsOf(first.body);
+    expect(firstIds).toHaveLength(20);
+    expect(firstIds[0]).toBe(made.at(-1));
+    expect(first.body).not.toContain('Newer posts');
+    const older = /href="(\/@carol\?max_id=\d+)" rel="next">Older posts/.exec(first.body)![1]!;
+    expect(older).toBe(`/@carol?max_id=${firstIds.at(-1)}`);
+    const second = await web.get(older.replace(/&amp;/g, '&'));
+    const secondIds = idsOf(second.body);
+    expect(secondIds.slice(0, 2)).toEqual([made[1], made[0]]);
+    const newer = /href="(\/@carol\?min_id=\d+)" rel="prev">Newer posts/.exec(second.body)![1]!;
+    const back = await web.get(newer);
+    expect(idsOf(back.body)).toEqual(firstIds);
+    // The newest page has nothing newer, and says so by having no link.
+    expect(back.body).not.toContain('Newer posts');
+  });
+});
+
 describe('filters and mutes on the pages', () => {
   it('fold a warned post behind its filter, leave out a hidden one and a muted account\'s, as the API does', async () => {
     for (const [title, action, keyword] of [['Spoilers', 'warn', 'finale'], ['Never', 'hide', 'brussels']]) {

@@ -12,6 +12,7 @@ import type { PageParams } from '../../storage/paging.ts';
 import { visibleAccount } from '../../services/accounts.ts';
 import { profileVisibilities, visibleStatus } from '../../services/visibility.ts';
 import { threadReadingOrder } from '../../services/public-pages.ts';
+import { refreshForContext } from '../../services/thread-backfill.ts';
 import { findAccounts } from '../../services/account-search.ts';
 import { isWordQuery, searchStatuses, statusIdOfLink } from '../../services/status-search.ts';
 import { tagTrends, trendIds } from '../../services/trends.ts';
@@ -109,6 +110,8 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
     const [boosted] = await clientEntries(ctx, viewerId, [row.id], null);
     return boosted ? reply.redirect(boosted.threadPath) : notFoundPage(request, reply);
   }
+  // A remote thread's missing posts are fetched in the background, as when an app opens it (a reload shows them).
+  await refreshForContext(ctx, viewerId, row).catch((err: unknown) => request.log.warn({ err }, 'could not start fetching the thread'));
   const thread = await threadIds(ctx.db, row);
   const window = threadReadingOrder(row.id, thread.descendants, { has: () => true }, MAX_REPLIES * 2);
   const [ancestors, [entry], loaded] = await Promise.all([

@@ -6,6 +6,7 @@ import { startHttpsInstance, until, type Instance } from '../helpers/instances.t
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { WebClient } from '../helpers/web.ts';
+import { repliesFetchedAt } from '../../storage/thread-backfill.ts';
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 
@@ -49,7 +50,7 @@ describe('another server from the search page', () => {
     const id = `${peer.url}/users/hal/statuses/101`;
     peer.publish('hal', {
       '@context': AS, id, type: 'Note', attributedTo: peer.actorId('hal'), content: '<p>A post from the peer</p>',
-      published: new Date().toISOString(), to: [`${AS}#Public`], cc: [`${peer.actorId('hal')}/followers`], url: `${peer.url}/@hal/101`,
+      published: new Date(Date.now() - 3600_000).toISOString(), to: [`${AS}#Public`], cc: [`${peer.actorId('hal')}/followers`], url: `${peer.url}/@hal/101`,
     });
     const found = await web.get(`/search?q=${encodeURIComponent(id)}`);
     expect(found.statusCode).toBe(200);
@@ -59,6 +60,8 @@ describe('another server from the search page', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('A post from the peer');
     expect(page.body).toContain(`@hal@${peer.domain} </textarea>`);
+    // Opening it starts fetching its missing replies, as opening it through the API's context does.
+    expect(await repliesFetchedAt(a.ctx.db, thread.split('/').at(-1)!)).not.toBeNull();
     // A stranger has no page of another server's post here (the public pages show local posts only).
     expect((await new WebClient(a.app).get(thread)).statusCode).toBe(404);
   });

@@ -18,7 +18,7 @@ export interface ClientForms {
 export async function sendClientPage(
   ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: string, data: Record<string, unknown>, status = 200,
 ): Promise<FastifyReply> {
-  const chrome = await chromeOf(ctx, request, reply, title);
+  const chrome = { ...(await chromeOf(ctx, request, reply, title)), enhance: true };
   // A page shown again after a refused form (POST) comes back to where that form was: `pagePath`.
   const returnTo = request.method === 'GET' ? request.url : typeof data.pagePath === 'string' ? data.pagePath : '/home';
   const client: ClientForms = { csrf: chrome.csrfToken, returnTo: returnTo.replace(/#.*$/, '') };

@@ -19,12 +19,14 @@ import clientActionRoutes from './client-actions.ts';
  */
 export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   await app.register(helmet, {
-    // No script runs on any page; styles and fonts come from our stylesheet; images and media may be remote
-    // (avatars and attachments of other servers, or an S3 file host).
+    // Scripts only from our own origin (the signed-in pages' one script, http/public/assets/client.js; no other page
+    // has any); styles and fonts come from our stylesheet; images and media may be remote (avatars and attachments
+    // of other servers, or an S3 file host).
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
         defaultSrc: ["'none'"],
+        scriptSrc: ["'self'"],
         styleSrc: ["'self'"],
         imgSrc: ["'self'", 'data:', 'https:', 'http:'],
         mediaSrc: ["'self'", 'https:', 'http:'],

@@ -9,8 +9,8 @@ import { registerLocalAccount } from '../../services/accounts.ts';
 /**
  * A person who never opens an app reads and writes in the browser, on a phone-sized screen: from a stranger's Follow
  * on a profile to signing in, following, reading home, posting, replying in a thread, boosting, favouriting,
- * bookmarking, a notification, and a search; every page checked with axe. Then the key actions once more with
- * JavaScript turned off.
+ * bookmarking, a notification, and a search; every page checked with axe. With scripts on, the buttons act without
+ * a reload; then the key actions once more with JavaScript turned off, as plain forms.
  */
 let s: TestServer & { url: string };
 let browser: Browser;
@@ -92,10 +92,16 @@ describe('reading and writing in the browser', () => {
     await page.getByRole('button', { name: 'Reply', exact: true }).click();
     await page.waitForURL(/\/@writer\/\d+#s-\d+$/);
     await expect.poll(() => page.locator('.thread-replies').textContent()).toContain('What do you grow?');
+    // With scripts on, the buttons act without a reload (http/public/assets/client.js): the page's own state survives,
+    // and the focus stays on the button pressed, now saying what it would undo.
+    await page.locator('html[data-enhanced="true"]').waitFor({ state: 'attached' });
+    await page.evaluate('window.stillThisPage = true');
     for (const [press, then] of [['Boost', 'Undo boost'], ['Favourite', 'Undo favourite'], ['Bookmark', 'Remove bookmark']]) {
       await focus(page).getByRole('button', { name: press, exact: true }).click();
       await focus(page).getByRole('button', { name: then }).waitFor();
+      expect(await page.evaluate<string | null>('document.activeElement?.textContent ?? null'), problems.join('\n')).toBe(then);
     }
+    expect(await page.evaluate('window.stillThisPage'), problems.join('\n')).toBe(true);
     expect(await focus(page).textContent()).toMatch(/1 boost[^s].*1 favourite[^s]/s);
     await look(page, 'thread-after-actions');
 
@@ -113,8 +119,11 @@ describe('reading and writing in the browser', () => {
     await page.getByLabel('Handle, link, hashtag or words').fill('@quiet');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.waitForURL('**/search?q=*');
+    await page.locator('html[data-enhanced="true"]').waitFor({ state: 'attached' });
+    await page.evaluate('window.stillThisPage = true');
     await page.getByRole('button', { name: 'Follow @quiet@' + new URL(s.url).host }).click();
     await page.getByRole('button', { name: /^Unfollow @quiet/ }).waitFor();
+    expect(await page.evaluate('window.stillThisPage'), problems.join('\n')).toBe(true);
     await look(page, 'search');
 
     // The other pages share these templates (timeline, compose); axe on two of them.

@@ -120,6 +120,9 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
     clientEntries(ctx, viewerId, window, 'thread'),
   ]);
   if (!entry) return notFoundPage(request, reply);
+  // A post's page is under its author's (`/@bob/:id` of alice's post leads to `/@alice/:id`).
+  const path = decodeURIComponent(request.url.replace(/[?#].*$/, ''));
+  if (request.method === 'GET' && path.toLowerCase() !== entry.threadPath.toLowerCase()) return reply.redirect(entry.threadPath, 301);
   const byId = new Map(loaded.map((e) => [e.id, e]));
   const descendants = threadReadingOrder(row.id, thread.descendants, byId, MAX_REPLIES).map((d) => byId.get(d)!);
   const p = entry.post;

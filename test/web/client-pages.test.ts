@@ -98,6 +98,9 @@ describe('what the pages show a signed-in person', () => {
     expect(after.body).toContain('Only for the followers of bob');
     expect(after.body).toContain(`action="/accounts/${bob.id}/unfollow"`);
     expect((await web.get(`/@bob/${secret.id}`)).statusCode).toBe(200);
+    // Under another name, the post's page leads to its author's.
+    const misnamed = await web.get(`/@carol/${secret.id}`);
+    expect([misnamed.statusCode, misnamed.headers.location]).toEqual([301, `/@bob/${secret.id}`]);
   });
 });
 

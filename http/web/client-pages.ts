@@ -53,7 +53,7 @@ const NOTIFICATION_TEXT: Record<string, string> = {
   follow: 'followed you',
   follow_request: 'asked to follow you',
   favourite: 'favourited your post',
-  poll: '— a poll of theirs you voted in or ran has ended',
+  poll: 'ran a poll that has ended',
   update: 'edited a post',
   'admin.sign_up': 'signed up',
   'admin.report': 'filed a report',

@@ -35,9 +35,9 @@ const Compose = Type.Object({
 const VISIBILITIES = new Set(['public', 'unlisted', 'private', 'direct']);
 
 /**
- * What a post's and an account's buttons do, as the API's routes do it: the post must be one the person may see
- * (services/visibility.ts), and the change is the person's account actor's to make. `followReblog`: a boost's id
- * stands for the boosted post.
+ * A post's buttons, by path, and the account actor's message for each: as the API's routes do it, the post must be
+ * one the person may see (services/visibility.ts, a boost's id standing for the boosted post), and the change is the
+ * person's account actor's to make.
  */
 const STATUS_ACTIONS = {
   favourite: 'favourite',

@@ -15,6 +15,7 @@ const CLUSTER_TESTS = [
 const BROWSER_TESTS = [
   'test/e2e/web-journey.test.ts',
   'test/e2e/web-client.test.ts',
+  'test/e2e/web-reading.test.ts',
   'test/web/public-a11y.test.ts',
 ];
 

@@ -142,6 +142,19 @@ export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buf
   }
 }
 
+/**
+ * Waits (bounded) for an upload's processing job, as an app polls `GET /api/v1/media/:id`: for a form that posts
+ * the file and the status at once. The row as it is then; still `processing` when the time ran out.
+ */
+export async function whenProcessed(deps: Pick<MediaDeps, 'db'>, id: string, timeoutMs = 20_000): Promise<MediaRow | null> {
+  const until = Date.now() + timeoutMs;
+  for (let wait = 50; ; wait = Math.min(wait * 2, 500)) {
+    const media = await findMedia(deps.db, id);
+    if (!media || media.state !== 'processing' || Date.now() >= until) return media;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 export class Undecodable extends Error {}
 
 /**

@@ -4,7 +4,8 @@ import { findAccountByUsername } from '../storage/accounts.ts';
 import { findUserByAccountId } from '../storage/users.ts';
 import { isId } from '../storage/ids.ts';
 import type { PageParams } from '../storage/paging.ts';
-import { searchStatusIds, type StatusSearch, type StatusSearchFilter } from '../storage/search.ts';
+import { searchStatusIds, statusIdByLink, type StatusSearch, type StatusSearchFilter } from '../storage/search.ts';
+import type { Queryable } from '../storage/db.ts';
 
 /** A clause of a query: `[+-]` then an optional known `prefix:`, then a "quoted phrase" or a run of non-spaces. */
 const CLAUSE = /([+-]?)(?:(from|has|is|language|lang|before|after|during|in|domain):)?(?:"([^"]*)"|(\S+))/iy;
@@ -162,4 +163,15 @@ async function authorId(ctx: AppContext, viewerId: string, name: string): Promis
   if (!username || !/^[a-z0-9_.-]{1,255}$/i.test(username)) return null;
   const local = !domain || domain.toLowerCase() === ctx.config.localDomain.toLowerCase();
   return (await findAccountByUsername(ctx.db, username, local ? null : domain))?.id ?? null;
+}
+
+/**
+ * The id of a status named by its link: our own links name the id (`/@user/:id`, `/users/:user/statuses/:id`);
+ * another server's are looked up among the statuses stored with their URL or URI. Null when none is known here.
+ */
+export async function statusIdOfLink(db: Queryable, publicUrl: string, link: string): Promise<string | null> {
+  if (!/^https?:\/\//i.test(link)) return null;
+  const ownId = link.startsWith(`${publicUrl}/`) ? /\/(?:@[^/]+|users\/[^/]+\/statuses)\/(\d{1,20})$/.exec(link)?.[1] : undefined;
+  if (isId(ownId)) return ownId;
+  return statusIdByLink(db, link);
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from '../storage/db.ts';
-import { findStatus, visibilityFacts, type StatusRow } from '../storage/statuses.ts';
+import { findStatus, visibilityFacts, type StatusRow, type Visibility } from '../storage/statuses.ts';
+import { relationships } from '../storage/follows.ts';
 import { isId } from '../storage/ids.ts';
 import { notFound } from '../errors.ts';
 import { blockersAmong } from '../storage/blocks.ts';
@@ -39,4 +40,15 @@ export async function visibleStatus(db: Queryable, viewerId: string | null, id: 
   if (status && followReblog && status.reblog_of_id) status = await findStatus(db, status.reblog_of_id);
   if (!status || !(await canSee(db, viewerId, status))) throw notFound();
   return status;
+}
+
+/**
+ * Which of an account's posts its profile lists for a viewer: all of them to the account itself, followers-only ones
+ * too to its followers, public and unlisted ones to anyone else (direct ones that mention the viewer are the
+ * caller's `mentionedViewerId`).
+ */
+export async function profileVisibilities(db: Queryable, viewerId: string | null, accountId: string): Promise<Visibility[]> {
+  if (viewerId === accountId) return ['public', 'unlisted', 'private', 'direct'];
+  if (viewerId && (await relationships(db, viewerId, [accountId])).get(accountId)?.following) return ['public', 'unlisted', 'private'];
+  return ['public', 'unlisted'];
 }

@@ -8,7 +8,9 @@ import { publishedLocalAccount } from '../../services/local-accounts.ts';
 import { PROFILE_VISIBILITIES, prefersNoindex, threadReadingOrder } from '../../services/public-pages.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { renderView } from './views.ts';
-import { headTags, publicChrome } from './page-chrome.ts';
+import { headTags, publicChrome, viewerOf } from './page-chrome.ts';
+import { clientProfile, clientThread } from './client-pages.ts';
+import { interactionPath } from './interaction.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView, truncate, type AccountView, type EntryView } from './page-view.ts';
 import { renderRss } from './feeds.ts';
@@ -200,6 +202,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
           profileHead(ctx, row, account, tab === 'posts' && !maxId ? account.url : undefined)),
         account,
         rssUrl: `${base}.rss`,
+        followPath: interactionPath(profilePath(row.username)),
         tabs: TABS.map((t) => ({ label: t.label, href: `${profilePath(row.username)}${t.suffix}`, current: t.tab === tab })),
         listHeading: TABS.find((t) => t.tab === tab)!.heading,
         pinned: shownPins,
@@ -216,11 +219,16 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
     const rss = username.endsWith('.rss');
     if (rss) username = username.slice(0, -4);
     const at = username.indexOf('@');
+    let domain: string | null = null;
     if (at !== -1) {
-      const domain = username.slice(at + 1).toLowerCase();
-      if (domain !== ctx.config.localDomain.toLowerCase()) return remoteProfile(ctx, request, reply, username.slice(0, at), domain);
+      domain = username.slice(at + 1).toLowerCase();
       username = username.slice(0, at);
+      if (domain === ctx.config.localDomain.toLowerCase()) domain = null;
     }
+    // A signed-in person gets the account's page with Follow, for another server's accounts too.
+    const me = rss || wantsActivityJson(request) ? null : await viewerOf(request);
+    if (me) return clientProfile(ctx, request, reply, me, username, domain);
+    if (domain !== null) return remoteProfile(ctx, request, reply, username, domain);
     // ActivityPub clients are sent to the actor (Fedify answers it), as Mastodon answers them the actor itself.
     if (!rss && wantsActivityJson(request)) return reply.header('vary', 'Accept').redirect(`${ctx.config.publicUrl}/users/${encodeURIComponent(username)}`);
     return profile(request, reply, username, 'posts', rss);
@@ -235,6 +243,9 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
     const { username, id } = request.params;
     if (!isId(id)) return notFoundPage(request, reply);
     if (wantsActivityJson(request)) return reply.header('vary', 'Accept').redirect(`${ctx.config.publicUrl}/users/${encodeURIComponent(username)}/statuses/${id}`);
+    // A signed-in person reads the thread as the API gives it to them (another server's posts too), with a reply form.
+    const me = await viewerOf(request);
+    if (me) return clientThread(ctx, request, reply, me, id);
     return servePage(opts, request, reply, `${profilePath(username)}/${id}`, null, async (viewer): Promise<PageResult | FastifyReply> => {
       const found = await accountWithVersions(ctx, username);
       const status = found ? await findStatus(ctx.db, id) : null;

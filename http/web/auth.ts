@@ -13,7 +13,7 @@ import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { endWebSession, startWebSession } from './session.ts';
-import { sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
+import { KEEPS_OPENER, sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
 
 const SignInForm = Type.Object({
   email: Type.Optional(Type.String({ maxLength: 320 })),
@@ -151,6 +151,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   });
 
   app.get<{ Querystring: { return_to?: string } }>('/auth/sign_in', {
+    ...KEEPS_OPENER,
     schema: { querystring: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })) }) },
   }, async (request, reply) => {
     const returnTo = safeReturnTo(request.query.return_to, ctx.config.publicUrl);
@@ -158,7 +159,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email: '', returnTo, error: '', notice: '' });
   });
 
-  app.post('/auth/sign_in', { schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
+  app.post('/auth/sign_in', { ...KEEPS_OPENER, schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const { email = '', password = '' } = request.body;
     const returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
     const checked = await checkCredentials(ctx, email.trim(), password);
@@ -184,12 +185,13 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     return raw && token ? { token, ...(JSON.parse(raw) as { userId: string; returnTo: string; pw: string }) } : null;
   };
 
-  app.get('/auth/sign_in/two_factor', async (request, reply) => {
+  app.get('/auth/sign_in/two_factor', KEEPS_OPENER, async (request, reply) => {
     if (!(await pendingSignIn(request))) return reply.redirect('/auth/sign_in');
     return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: '' });
   });
 
   app.post('/auth/sign_in/two_factor', {
+    ...KEEPS_OPENER,
     schema: { body: Type.Object({ code: Type.Optional(Type.String({ maxLength: 40 })) }) },
     config: { rateLimit: signInLimit },
   }, async (request, reply) => {

@@ -7,7 +7,7 @@ import { DEFAULT_SCOPES, parseScopes, validScopes } from '../oauth/scopes.ts';
 import { findApplicationByClientId, type ApplicationRow } from '../../storage/oauth.ts';
 import { OOB_REDIRECT_URI } from '../api/v1/apps.ts';
 import { endWebSession } from './session.ts';
-import { sendFormPage, sendMessagePage } from './page.ts';
+import { KEEPS_OPENER, sendFormPage, sendMessagePage } from './page.ts';
 
 const AuthorizeParams = Type.Object({
   client_id: Type.Optional(Type.String({ maxLength: 200 })),
@@ -67,7 +67,7 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
   const signInFirst = (reply: FastifyReply, params: Record<string, string>) =>
     reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(`/oauth/authorize?${new URLSearchParams(params)}`)}`, 302);
 
-  app.get('/oauth/authorize', { schema: { querystring: AuthorizeParams } }, async (request, reply) => {
+  app.get('/oauth/authorize', { ...KEEPS_OPENER, schema: { querystring: AuthorizeParams } }, async (request, reply) => {
     reply.header('content-security-policy', AUTHORIZE_CSP);
     const checked = await checkAuthorizeRequest(ctx, request.query);
     if ('error' in checked) return failure(request, reply, checked.error);
@@ -89,7 +89,7 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
     });
   });
 
-  app.post('/oauth/authorize', { schema: { body: AuthorizeForm } }, async (request, reply) => {
+  app.post('/oauth/authorize', { ...KEEPS_OPENER, schema: { body: AuthorizeForm } }, async (request, reply) => {
     reply.header('content-security-policy', AUTHORIZE_CSP);
     const checked = await checkAuthorizeRequest(ctx, request.body);
     if ('error' in checked) return failure(request, reply, checked.error);

@@ -9,19 +9,24 @@ import settingsPageRoutes from './settings.ts';
 import importPageRoutes from './imports.ts';
 import adminPageRoutes from './admin.ts';
 import exportPageRoutes from './exports.ts';
+import clientPageRoutes from './client-pages.ts';
+import clientActionRoutes from './client-actions.ts';
 
 /**
- * What a browser gets: public pages, joining and signing in, settings and moderation. One encapsulated scope, so
+ * What a browser gets: public pages, joining and signing in, the pages of a signed-in person (timelines, posting,
+ * notifications, search), settings and moderation. One encapsulated scope, so
  * its cookies, CSRF checks and page security headers never touch the API's routes.
  */
 export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   await app.register(helmet, {
-    // No script runs on any page; styles and fonts come from our stylesheet; images and media may be remote
-    // (avatars and attachments of other servers, or an S3 file host).
+    // Scripts only from our own origin (the signed-in pages' one script, http/public/assets/client.js; no other page
+    // has any); styles and fonts come from our stylesheet; images and media may be remote (avatars and attachments
+    // of other servers, or an S3 file host).
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
         defaultSrc: ["'none'"],
+        scriptSrc: ["'self'"],
         styleSrc: ["'self'"],
         imgSrc: ["'self'", 'data:', 'https:', 'http:'],
         mediaSrc: ["'self'", 'https:', 'http:'],
@@ -45,6 +50,8 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(publicPageRoutes, { ctx });
   await app.register(authPageRoutes, { ctx });
   await app.register(authorizePageRoutes, { ctx });
+  await app.register(clientPageRoutes, { ctx });
+  await app.register(clientActionRoutes, { ctx });
   await app.register(settingsPageRoutes, { ctx });
   await app.register((await import('./account-deletion.ts')).default, { ctx });
   await app.register(importPageRoutes, { ctx });

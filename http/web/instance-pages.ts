@@ -7,7 +7,7 @@ import { privacyPolicy, termsOfService, type PolicyText } from '../../services/i
 import { LANGUAGES } from '../../services/languages.ts';
 import { renderInstanceV1 } from '../serializers/instance.ts';
 import { renderView } from './views.ts';
-import { headTags, publicChrome } from './page-chrome.ts';
+import { headTags, publicChrome, viewerOf } from './page-chrome.ts';
 import { accountView, dateView, truncate } from './page-view.ts';
 import { NO_VERSIONS, servePage, type PublicPageOptions } from './page-serving.ts';
 
@@ -58,7 +58,8 @@ export default async function instancePageRoutes(app: FastifyInstance, opts: Pub
     const body = renderView('public/about', { chrome: publicChrome(config, viewer, `About ${entity.title}`, head), instance, signedIn: !!viewer });
     return { body, cache: { used: NO_VERSIONS, ttlMs: ABOUT_TTL_MS } };
   });
-  app.get('/', about);
+  // A signed-in person starts at home, as on Mastodon; a stranger at the about page.
+  app.get('/', async (request, reply) => ((await viewerOf(request)) ? reply.redirect('/home') : about(request, reply)));
   app.get('/about', about);
 
   const policyPage = (path: string, heading: string, text: (c: typeof ctx) => Promise<PolicyText>) =>

@@ -2,6 +2,7 @@
 // serializers), so that a page shows exactly what an app would: the templates only choose how.
 import type { RenderContext } from '../serializers/context.ts';
 import { renderAccount } from '../serializers/account.ts';
+import { interactionPath } from './interaction.ts';
 
 type AccountEntity = ReturnType<typeof renderAccount>;
 
@@ -57,6 +58,8 @@ export interface AccountView {
   username: string;
   /** user@domain, always with the domain (what a stranger types into their own server). */
   handle: string;
+  /** The account's page on this server: `/@user` for ours, `/@user@domain` for another server's. */
+  path: string;
   displayName: string;
   url: string;
   /** The ActivityPub actor id. */
@@ -120,6 +123,8 @@ export interface StatusView {
   replies: number;
   reblogs: number;
   favourites: number;
+  /** Where a stranger's Reply, Boost or Favourite leads (http/web/interaction.ts). */
+  interactPath: string;
 }
 
 /** An entry of a list of posts: a post, or a boost of one (then `post` is the original and `boostedBy` who boosted). */
@@ -173,6 +178,7 @@ export function accountView(ctx: RenderContext, a: AccountEntity): AccountView {
     id: a.id,
     username: a.username,
     handle: local ? `${a.username}@${ctx.localDomain}` : a.acct,
+    path: `/@${a.acct}`,
     displayName,
     url: a.url ?? a.uri,
     uri: a.uri,
@@ -249,6 +255,7 @@ function statusView(ctx: RenderContext, s: StatusEntity): StatusView {
     replies: s.replies_count,
     reblogs: s.reblogs_count,
     favourites: s.favourites_count,
+    interactPath: interactionPath(`/@${s.account.acct}/${s.id}`),
   };
 }
 

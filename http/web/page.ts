@@ -3,6 +3,13 @@ import type { AppContext } from '../../context.ts';
 import { renderView, type PageChrome } from './views.ts';
 import type { SignedIn } from './session.ts';
 
+/**
+ * Route options for the pages an OAuth sign-in passes through (sign-in, its second step, authorize): without
+ * helmet's `Cross-Origin-Opener-Policy: same-origin`, which would cut a web client's popup (Phanpy opens these pages
+ * in one) from the window that opened it, so the client never hears of the code. Every other header stays.
+ */
+export const KEEPS_OPENER = { helmet: { crossOriginOpenerPolicy: false } } as const;
+
 /** Page status codes and headers every signed-in or form page shares: never cached, never framed. */
 function privatePage(reply: FastifyReply, status: number) {
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store');

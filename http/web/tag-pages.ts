@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { isId } from '../params.ts';
 import { publicTimelineIds } from '../../storage/statuses.ts';
 import { renderView } from './views.ts';
-import { headTags, publicChrome } from './page-chrome.ts';
+import { headTags, publicChrome, viewerOf } from './page-chrome.ts';
+import { clientTagPage } from './client-pages.ts';
 import { notFoundPage } from './error-pages.ts';
 import { renderRss } from './feeds.ts';
 import { loadEntries, servePage, type PageResult, type PublicPageOptions } from './page-serving.ts';
@@ -27,6 +28,8 @@ export default async function tagPageRoutes(app: FastifyInstance, opts: PublicPa
     if (rss) tag = tag.slice(0, -4);
     if (!TAG.test(tag)) return notFoundPage(request, reply);
     const name = tag.toLowerCase();
+    const me = rss ? null : await viewerOf(request);
+    if (me) return clientTagPage(ctx, request, reply, me, name);
     const maxId = !rss && typeof request.query.max_id === 'string' && isId(request.query.max_id) ? request.query.max_id : undefined;
     const ids = await publicTimelineIds(ctx.db, { local: false, remote: false, tag: name, viewerId: null }, { maxId, limit: PAGE_SIZE + 1 });
     const pageIds = ids.slice(0, PAGE_SIZE);

@@ -26,6 +26,8 @@ export interface PageChrome {
   registrationsOpen: boolean;
   /** The page's language (the instance's first language by default). */
   lang: string;
+  /** A signed-in page: it loads the script that lets its forms act without a reload. */
+  enhance?: boolean;
 }
 
 /** Renders a page template (`templates/<name>.eta`) with its data and the chrome the layout needs. */

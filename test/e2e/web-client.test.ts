@@ -25,7 +25,9 @@ const problems: string[] = [];
 
 async function startClientServer(): Promise<{ server: Server; url: string }> {
   const dir = new URL('./web-client/', import.meta.url);
-  const files: Record<string, string> = { '/': 'index.html', '/callback': 'index.html', '/client.js': 'client.js' };
+  const files: Record<string, string> = {
+    '/': 'index.html', '/callback': 'index.html', '/client.js': 'client.js', '/popup': 'popup.html', '/popup-callback': 'popup-callback.html',
+  };
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://client').pathname;
     const file = files[path];
@@ -217,5 +219,42 @@ describe('a web client on another origin (as Elk and Phanpy)', () => {
     // And the browser says why: CORS, the kind of complaint the first test found none of.
     expect(problems.some((p) => /\/settings\/profile.*CORS policy/.test(p))).toBe(true);
     await page.close();
+  });
+
+  it('signs in through a popup, as Phanpy does: the sign-in and authorize pages keep the popup tied to its opener', async () => {
+    const res = await fetch(`${s.url}/api/v1/apps`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'Popup Client', redirect_uris: `${client.url}/popup-callback`, scopes: 'read write' }),
+    });
+    const app = (await res.json()) as { client_id: string; client_secret: string };
+    const authorize = `${s.url}/oauth/authorize?${new URLSearchParams({ client_id: app.client_id, redirect_uri: `${client.url}/popup-callback`, response_type: 'code', scope: 'read write', state: 'popup-state' })}`;
+    // A browser that is not signed in yet: the popup goes through the sign-in page first.
+    const fresh = await browser.newContext();
+    try {
+      const page = await fresh.newPage();
+      await page.goto(`${client.url}/popup?${new URLSearchParams({ authorize })}`);
+      const [popup] = await Promise.all([page.waitForEvent('popup'), page.getByRole('button', { name: 'Sign in' }).click()]);
+      await popup.waitForURL((url) => url.origin === s.url && url.pathname === '/auth/sign_in');
+      await popup.getByLabel('E-mail address').fill(EMAIL);
+      await popup.getByLabel('Password').fill(PASSWORD);
+      await popup.getByRole('button', { name: 'Sign in' }).click();
+      await popup.getByRole('heading', { name: 'Authorize Popup Client' }).waitFor();
+      await popup.getByRole('button', { name: 'Authorize' }).click();
+      await popup.waitForURL((url) => url.origin === client.url && url.pathname === '/popup-callback');
+      expect(await popup.textContent('#result')).toBe('sent');
+      await page.locator('#code[data-state="popup-state"]').waitFor({ timeout: 5000 });
+      const code = (await page.textContent('#code'))!;
+      // The code the opener received is the server's: it buys a token.
+      const token = await fetch(`${s.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ grant_type: 'authorization_code', code, client_id: app.client_id, client_secret: app.client_secret, redirect_uri: `${client.url}/popup-callback` }),
+      });
+      expect(token.status).toBe(200);
+      expect(((await token.json()) as { access_token?: string }).access_token).toBeTruthy();
+    } finally {
+      await fresh.close();
+    }
   });
 });

@@ -114,7 +114,7 @@ describe('joining from a browser', () => {
     await op.getByLabel('E-mail address').fill('operator@example.com');
     await op.getByLabel('Password').fill('operator-password');
     await op.getByRole('button', { name: 'Sign in' }).click();
-    await op.waitForURL(s.url + '/');
+    await op.waitForURL(s.url + '/home');
     const alert = await smtp.waitFor((m) => m.envelopeTo.includes('operator@example.com') && /newcomer/.test(m.text));
     expect(linkIn(alert.text, '/admin/approvals')).toBeTruthy();
     await op.goto(s.url + '/admin/approvals');
@@ -135,7 +135,7 @@ describe('joining from a browser', () => {
     await page.getByLabel('Password').fill('newcomer-password');
     await look(page, 'sign-in');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(s.url + '/');
+    await page.waitForURL(s.url + '/home');
     await page.goto(s.url + '/settings/two_factor');
     await look(page, 'two-factor-off');
     await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
@@ -163,7 +163,7 @@ describe('joining from a browser', () => {
     // A code of the next time step: the one used to turn it on was spent.
     await page.getByLabel(/Code from your authenticator app/).fill(await generate({ secret, epoch: Math.floor(Date.now() / 1000) + 30 }));
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(s.url + '/');
+    await page.waitForURL(s.url + '/home');
   });
 
   it('changes the profile with an avatar, seen on the public page and in the API', async () => {

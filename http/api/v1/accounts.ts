@@ -19,7 +19,8 @@ import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
 import { renderToken } from '../../serializers/application.ts';
 import type { AppContext } from '../../../context.ts';
-import { accountStatusIds, type Visibility } from '../../../storage/statuses.ts';
+import { accountStatusIds } from '../../../storage/statuses.ts';
+import { profileVisibilities } from '../../../services/visibility.ts';
 import { renderTimeline } from '../../serializers/statuses.ts';
 import { pinnedStatusIds } from '../../../storage/status-marks.ts';
 
@@ -257,9 +258,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     const account = await visibleAccount(db, request.params.id);
     const q = request.query;
     const viewerId = request.viewerId;
-    const visibilities: Visibility[] = viewerId === account.id ? ['public', 'unlisted', 'private', 'direct']
-      : viewerId && (await follows.relationships(db, viewerId, [account.id])).get(account.id)?.following
-        ? ['public', 'unlisted', 'private'] : ['public', 'unlisted'];
+    const visibilities = await profileVisibilities(db, viewerId, account.id);
     // Pins: all of them on the first page, newest pin first, without paging (Mastodon's apps ask once).
     if (q.pinned) {
       const pinned = q.max_id || q.min_id || q.since_id ? [] : await pinnedStatusIds(db, account.id, { visibilities, mentionedViewerId: viewerId, limit: q.limit ?? 20 });

@@ -13,6 +13,7 @@ import { blocksAccount } from '../../../services/relations.ts';
 import { visibleStatus } from '../../../services/visibility.ts';
 import { refreshForContext } from '../../../services/thread-backfill.ts';
 import { asyncRefreshHeader } from '../../serializers/async-refresh.ts';
+import { threadReadingOrder } from '../../../services/public-pages.ts';
 import { renderStatus } from '../../serializers/status.ts';
 import { loadForViewer, renderStatuses } from '../../serializers/statuses.ts';
 import { renderAccount } from '../../serializers/account.ts';
@@ -246,27 +247,11 @@ export default async function statusesRoutes(fastify: FastifyInstance, { ctx }: 
     if (refresh) reply.header('Mastodon-Async-Refresh', asyncRefreshHeader(refresh));
     const thread = await statuses.threadIds(ctx.db, status);
     const ancestors = await renderStatuses(ctx, viewerId, thread.ancestors, 'thread');
-    // Depth-first, oldest reply first at each level: the order people read a thread in.
-    const children = new Map<string, string[]>();
-    for (const d of thread.descendants) children.set(d.parent, [...(children.get(d.parent) ?? []), d.id]);
-    const order: string[] = [];
-    const walk = (id: string) => {
-      for (const child of children.get(id) ?? []) {
-        order.push(child);
-        walk(child);
-      }
-    };
-    walk(status.id);
-    const { rows, bundle } = await loadForViewer(ctx, viewerId, order, 'thread');
-    // A reply hidden from the viewer (or by a filter) hides its subtree too, as Mastodon does.
-    const shown = new Set([status.id]);
-    const parentOf = new Map(thread.descendants.map((d) => [d.id, d.parent]));
-    const visibleIds = new Set(rows.map((r) => r.id));
-    const descendants = order.filter((id) => {
-      const ok = visibleIds.has(id) && shown.has(parentOf.get(id)!);
-      if (ok) shown.add(id);
-      return ok;
-    });
+    // Every reply loaded for the viewer, then read in the order people read a thread in (services/public-pages.ts),
+    // a reply hidden from the viewer (or by a filter) hiding its subtree too, as Mastodon does.
+    const all = threadReadingOrder(status.id, thread.descendants, { has: () => true }, Infinity);
+    const { rows, bundle } = await loadForViewer(ctx, viewerId, all, 'thread');
+    const descendants = threadReadingOrder(status.id, thread.descendants, new Set(rows.map((r) => r.id)), Infinity);
     return {
       ancestors,
       descendants: descendants.map((id) => renderStatus(ctx.render, bundle, bundle.statuses.get(id)!)),

@@ -2,15 +2,15 @@ import { Type } from '../../schema.ts';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';
-import { Bool, isId } from '../../params.ts';
+import { Bool } from '../../params.ts';
 import { renderAccount } from '../../serializers/account.ts';
-import { searchAccounts, searchTags, statusIdByLink } from '../../../storage/search.ts';
+import { searchAccounts, searchTags } from '../../../storage/search.ts';
 import { followedAmong } from '../../../storage/tag-follows.ts';
 import { findAccounts } from '../../../services/account-search.ts';
 import { findAccountById } from '../../../storage/accounts.ts';
 import { renderStatuses } from '../../serializers/statuses.ts';
 import { pageParams } from '../../paging.ts';
-import { isWordQuery, searchStatuses } from '../../../services/status-search.ts';
+import { isWordQuery, searchStatuses, statusIdOfLink } from '../../../services/status-search.ts';
 import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 
 const SearchQuery = Type.Object({
@@ -78,10 +78,7 @@ export default async function searchRoutes(fastify: FastifyInstance, { ctx }: Ro
       }
     }
     if (wants('statuses') && /^https?:\/\//i.test(q) && offset === 0) {
-      // Our own links name the id; others' are stored with the status.
-      const ownId = q.startsWith(`${ctx.config.publicUrl}/`) ? /\/(?:@[^/]+|users\/[^/]+\/statuses)\/(\d{1,20})$/.exec(q)?.[1] : undefined;
-      const own = isId(ownId) ? ownId : undefined;
-      const id = own ?? (await statusIdByLink(readDb, q));
+      const id = await statusIdOfLink(readDb, ctx.config.publicUrl, q);
       if (id) result.statuses = await renderStatuses(ctx, viewerId, [id]);
     }
     // Words: full-text search, for signed-in users only (as Mastodon); the loader checks visibility once more.

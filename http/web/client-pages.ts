@@ -1,0 +1,271 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import type { RouteOptions } from '../route-options.ts';
+import { isId } from '../params.ts';
+import { ApiError } from '../../errors.ts';
+import { findAccountById, findAccountByUsername, type AccountRow } from '../../storage/accounts.ts';
+import { accountStatusIds, publicTimelineIds, threadIds } from '../../storage/statuses.ts';
+import { notificationsPage } from '../../storage/notifications.ts';
+import { relationships } from '../../storage/follows.ts';
+import { searchTags } from '../../storage/search.ts';
+import type { PageParams } from '../../storage/paging.ts';
+import { visibleAccount } from '../../services/accounts.ts';
+import { profileVisibilities, visibleStatus } from '../../services/visibility.ts';
+import { threadReadingOrder } from '../../services/public-pages.ts';
+import { refreshForContext } from '../../services/thread-backfill.ts';
+import { findAccounts } from '../../services/account-search.ts';
+import { isWordQuery, searchStatuses, statusIdOfLink } from '../../services/status-search.ts';
+import { tagTrends, trendIds } from '../../services/trends.ts';
+import { renderAccount } from '../serializers/account.ts';
+import { renderNotifications } from '../serializers/statuses.ts';
+import { signedInOrRedirect } from './page.ts';
+import { pageOf, pagingOf, sendClientPage } from './client-page.ts';
+import { composeView, type ComposeView } from './client-compose.ts';
+import { notFoundPage } from './error-pages.ts';
+import { accountView, dateView, type AccountView, type DateView } from './page-view.ts';
+import { clientEntries, clientEntry, type ClientEntry } from './client-view.ts';
+import type { SignedIn } from './session.ts';
+
+/** A thread page shows at most this many replies, as the public one. */
+const MAX_REPLIES = 300;
+
+/** The home feed's ids, rebuilt from PostgreSQL when Redis lost it, as the API reads it. */
+async function homeIds(ctx: AppContext, viewerId: string, p: PageParams): Promise<string[]> {
+  const read = await ctx.feeds.page(viewerId, p);
+  if (read.ids !== null) return read.ids;
+  await ctx.actors.ask(viewerId, { type: 'rebuildHomeFeed' });
+  return (await ctx.feeds.page(viewerId, p)).ids ?? [];
+}
+
+/** A notification as a line: who did what, and the post it is about. */
+interface NotificationView {
+  id: string;
+  account: AccountView;
+  text: string;
+  created: DateView;
+  entry: ClientEntry | null;
+}
+
+const NOTIFICATION_TEXT: Record<string, string> = {
+  mention: 'mentioned you',
+  status: 'posted',
+  reblog: 'boosted your post',
+  follow: 'followed you',
+  follow_request: 'asked to follow you',
+  favourite: 'favourited your post',
+  poll: 'ran a poll that has ended',
+  update: 'edited a post',
+  'admin.sign_up': 'signed up',
+  'admin.report': 'filed a report',
+  quote: 'quoted your post',
+  quoted_update: 'edited a post you quoted',
+  added_to_collection: 'added you to a collection',
+  collection_update: 'changed a collection',
+};
+
+/** The relationship a Follow form needs, or null for oneself. */
+async function followStates(ctx: AppContext, viewerId: string, ids: string[]) {
+  const rels = await relationships(ctx.db, viewerId, ids.filter((id) => id !== viewerId));
+  return (id: string) => {
+    if (id === viewerId) return null;
+    const r = rels.get(id);
+    return { following: r?.following ?? false, requested: r?.requested ?? false, followedBy: r?.followed_by ?? false };
+  };
+}
+
+/** A local or remote account's page for a signed-in person: Follow or Unfollow, and the posts they may see. */
+export async function clientProfile(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, username: string, domain: string | null): Promise<FastifyReply> {
+  const found = await findAccountByUsername(ctx.db, username, domain);
+  let row: AccountRow;
+  try {
+    if (!found) return notFoundPage(request, reply);
+    row = await visibleAccount(ctx.db, found.id);
+  } catch (err) {
+    if (err instanceof ApiError && err.statusCode === 404) return notFoundPage(request, reply);
+    throw err;
+  }
+  const viewerId = me.account.id;
+  const p = pagingOf(request);
+  const visibilities = await profileVisibilities(ctx.db, viewerId, row.id);
+  // Replies to others are left out, as on the public profile's "Posts".
+  const page = pageOf(await accountStatusIds(ctx.db, row.id, { visibilities, mentionedViewerId: viewerId, excludeReplies: true }, p), p, `/@${row.domain ? `${row.username}@${row.domain}` : row.username}`);
+  const [entries, rel] = await Promise.all([clientEntries(ctx, viewerId, page.ids, 'account'), followStates(ctx, viewerId, [row.id])]);
+  const account = accountView(ctx.render, renderAccount(ctx.render, row));
+  return sendClientPage(ctx, request, reply, 'client/profile', `${account.displayName} (@${account.handle})`, {
+    account, rel: rel(row.id), entries, older: !!p.maxId, pager: page.pager, remoteUrl: row.domain ? account.url : null,
+  });
+}
+
+/** A post with its thread, as the API's context gives it to this person, and a form to reply. */
+export async function clientThread(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, id: string, compose?: ComposeView, status = 200): Promise<FastifyReply> {
+  const viewerId = me.account.id;
+  let row;
+  try {
+    row = await visibleStatus(ctx.db, viewerId, id);
+  } catch (err) {
+    if (err instanceof ApiError && err.statusCode === 404) return notFoundPage(request, reply);
+    throw err;
+  }
+  if (row.reblog_of_id) {
+    const [boosted] = await clientEntries(ctx, viewerId, [row.id], null);
+    return boosted ? reply.redirect(boosted.threadPath) : notFoundPage(request, reply);
+  }
+  // A remote thread's missing posts are fetched in the background, as when an app opens it (a reload shows them).
+  await refreshForContext(ctx, viewerId, row).catch((err: unknown) => request.log.warn({ err }, 'could not start fetching the thread'));
+  const thread = await threadIds(ctx.db, row);
+  const window = threadReadingOrder(row.id, thread.descendants, { has: () => true }, MAX_REPLIES * 2);
+  const [ancestors, [entry], loaded] = await Promise.all([
+    clientEntries(ctx, viewerId, thread.ancestors, 'thread'),
+    clientEntries(ctx, viewerId, [row.id], null),
+    clientEntries(ctx, viewerId, window, 'thread'),
+  ]);
+  if (!entry) return notFoundPage(request, reply);
+  // A post's page is under its author's (`/@bob/:id` of alice's post leads to `/@alice/:id`).
+  const path = decodeURIComponent(request.url.replace(/[?#].*$/, ''));
+  if (request.method === 'GET' && path.toLowerCase() !== entry.threadPath.toLowerCase()) return reply.redirect(entry.threadPath, 301);
+  const byId = new Map(loaded.map((e) => [e.id, e]));
+  const descendants = threadReadingOrder(row.id, thread.descendants, byId, MAX_REPLIES).map((d) => byId.get(d)!);
+  const p = entry.post;
+  // A reply mentions the one replied to, and keeps a post's narrower audience.
+  const mention = p.author.id === viewerId ? '' : `@${p.author.path.slice(2)} `;
+  const narrower = p.visibility === 'public' ? undefined : p.visibility;
+  return sendClientPage(ctx, request, reply, 'client/thread', `Post by ${p.author.displayName}`, {
+    heading: `Post by ${p.author.displayName}`,
+    pagePath: entry.threadPath,
+    ancestors, entry, descendants,
+    compose: compose ?? composeView(ctx, me, {
+      in_reply_to_id: p.id, status: mention, visibility: narrower, spoiler_text: p.spoiler, returnTo: entry.threadPath,
+      heading: `Reply to ${p.author.displayName}`,
+    }),
+  }, status);
+}
+
+/** A tag's posts for a signed-in person (the public tag page's, with their forms). */
+export async function clientTagPage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, tag: string): Promise<FastifyReply> {
+  const p = pagingOf(request);
+  const path = `/tags/${encodeURIComponent(tag)}`;
+  const page = pageOf(await publicTimelineIds(ctx.db, { local: false, remote: false, tag, onlyMedia: false, viewerId: me.account.id }, p), p, path);
+  return sendClientPage(ctx, request, reply, 'client/timeline', `#${tag}`, {
+    heading: `#${tag}`, intro: 'Public posts with this tag, newest first.', compose: null,
+    entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+    empty: p.maxId ? 'No older posts.' : 'No posts with this tag yet.',
+  });
+}
+
+/**
+ * The pages of a person who is signed in: home, the local and federated timelines, notifications, explore, search
+ * and a page to write. Everything on them goes through the services and serializers the API uses.
+ */
+export default async function clientPageRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+  app.get('/home', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const p = pagingOf(request);
+    const page = pageOf(await homeIds(ctx, me.account.id, p), p, '/home');
+    return sendClientPage(ctx, request, reply, 'client/timeline', 'Home', {
+      heading: 'Home', intro: '', entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
+      compose: p.maxId || p.minId ? null : composeView(ctx, me, { returnTo: '/home' }),
+      empty: p.maxId ? 'No older posts.' : 'Your home timeline is empty. Follow people (find them with Search) and their posts will show here.',
+    });
+  });
+
+  for (const [path, local, heading, intro] of [
+    ['/public/local', true, 'Local timeline', `Public posts of people on ${ctx.config.localDomain}.`],
+    ['/public', false, 'Federated timeline', 'Public posts from every server known here.'],
+  ] as const) {
+    app.get(path, async (request, reply) => {
+      const me = await signedInOrRedirect(request, reply);
+      if (!me) return reply;
+      const p = pagingOf(request);
+      const page = pageOf(await publicTimelineIds(ctx.db, { local, remote: false, onlyMedia: false, viewerId: me.account.id }, p), p, path);
+      return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
+        heading, intro, compose: null, entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+        empty: p.maxId ? 'No older posts.' : 'No public posts yet.',
+      });
+    });
+  }
+
+  app.get('/notifications', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const viewerId = me.account.id;
+    const p = pagingOf(request);
+    const rows = await notificationsPage(ctx.db, viewerId, {}, p);
+    const page = pageOf(rows.map((n) => n.id), p, '/notifications');
+    const shown = new Set(page.ids);
+    const rendered = await renderNotifications(ctx, viewerId, rows.filter((n) => shown.has(n.id)));
+    const items: NotificationView[] = rendered.map((raw) => {
+      const n = raw as { id: string; type: string; created_at: string; account: Parameters<typeof accountView>[1]; status: Record<string, unknown> | null };
+      return {
+        id: n.id, account: accountView(ctx.render, n.account), text: NOTIFICATION_TEXT[n.type] ?? n.type, created: dateView(n.created_at),
+        entry: n.status ? clientEntry(ctx, viewerId, n.status) : null,
+      };
+    });
+    return sendClientPage(ctx, request, reply, 'client/notifications', 'Notifications', { items, older: !!p.maxId, pager: page.pager });
+  });
+
+  app.get('/explore', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const [tags, statusIds] = await Promise.all([tagTrends(ctx, { offset: 0, limit: 10 }), trendIds(ctx, 'status', { offset: 0, limit: 10 })]);
+    return sendClientPage(ctx, request, reply, 'client/explore', 'Explore', {
+      domain: ctx.config.localDomain,
+      tags: tags.map((t) => ({ name: t.name.toLowerCase(), people: t.history.slice(0, 2).reduce((n, h) => n + Number(h.accounts), 0) })),
+      entries: await clientEntries(ctx, me.account.id, statusIds, 'public'),
+    });
+  });
+
+  app.get('/search', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const raw = (request.query as { q?: unknown }).q;
+    const q = typeof raw === 'string' ? raw.trim().slice(0, 500) : '';
+    const viewerId = me.account.id;
+    let accounts: AccountRow[] = [];
+    let hashtags: string[] = [];
+    let ids: string[] = [];
+    let context: 'search' | null = null;
+    if (q) {
+      // As GET /api/v2/search with `resolve`: handles of other servers are looked up, links of posts fetched.
+      accounts = await findAccounts(ctx, viewerId, q, { limit: 10, offset: 0, following: false, resolve: true });
+      const tag = /^#?([\p{L}\p{N}_]{1,100})$/u.exec(q)?.[1];
+      if (tag) hashtags = (await searchTags(ctx.db, tag, 10, 0)).map((t) => t.name.toLowerCase());
+      if (/^https?:\/\//i.test(q)) {
+        const id = await statusIdOfLink(ctx.db, ctx.config.publicUrl, q);
+        if (id) ids = [id];
+        else {
+          const viewer = await findAccountById(ctx.db, viewerId);
+          // Loaded here, not at start: it brings Fedify (federation/lazy.ts).
+          const { resolveRemoteLink } = await import('../../federation/resolve.ts');
+          const found = viewer ? await resolveRemoteLink(ctx, q, viewer) : null;
+          if (found?.status) ids = [found.status.id];
+          if (found?.account) accounts = [found.account];
+        }
+      } else if (isWordQuery(q)) {
+        ids = await searchStatuses(ctx, viewerId, q, { page: { limit: 20 }, offset: 0 });
+        context = 'search';
+      }
+    }
+    const rel = await followStates(ctx, viewerId, accounts.map((a) => a.id));
+    return sendClientPage(ctx, request, reply, 'client/search', q ? `Search: ${q}` : 'Search', {
+      q,
+      accounts: accounts.map((a) => ({ account: accountView(ctx.render, renderAccount(ctx.render, a)), rel: rel(a.id) })),
+      hashtags,
+      entries: await clientEntries(ctx, viewerId, ids, context),
+    });
+  });
+
+  app.get('/publish', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    return sendClientPage(ctx, request, reply, 'client/publish', 'New post', { heading: 'New post', compose: composeView(ctx, me, { returnTo: '/home' }) });
+  });
+
+  app.get<{ Params: { id: string } }>('/statuses/:id/delete', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const [entry] = isId(request.params.id) ? await clientEntries(ctx, me.account.id, [request.params.id], null) : [];
+    if (!entry || !entry.marks.own || entry.boostedBy) return notFoundPage(request, reply);
+    return sendClientPage(ctx, request, reply, 'client/delete', 'Delete this post?', { entry, returnTo: `/@${me.account.username}` });
+  });
+}

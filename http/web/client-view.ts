@@ -1,0 +1,64 @@
+// What the signed-in pages show of statuses: the API's own entities (loadForViewer and renderStatus, as the API
+// routes render them: the same visibility, blocks, mutes and filters), turned into the public pages' view-model,
+// with what the viewer has done to each post and may do with it.
+import type { AppContext } from '../../context.ts';
+import type { FilterContext } from '../../storage/filters.ts';
+import { loadForViewer } from '../serializers/statuses.ts';
+import { renderStatus } from '../serializers/status.ts';
+import { entryView, type EntryView } from './page-view.ts';
+
+/** The viewer's own marks on a post, and what the page offers them. */
+export interface ViewerMarks {
+  favourited: boolean;
+  reblogged: boolean;
+  bookmarked: boolean;
+  /** The viewer wrote it: they may delete it. */
+  own: boolean;
+  /** Public and unlisted posts may be boosted, and one's own followers-only ones (as Mastodon allows). */
+  canBoost: boolean;
+  /** A `warn` filter of the viewer matched it: the titles of those filters (the post is folded away behind them). */
+  filteredBy: string[];
+}
+
+export interface ClientEntry extends EntryView {
+  marks: ViewerMarks;
+  /** The thread page of the post on this server (`/@acct/:id`), for remote posts too. */
+  threadPath: string;
+}
+
+interface Flags {
+  favourited?: boolean;
+  reblogged?: boolean;
+  bookmarked?: boolean;
+  filtered?: { filter: { title: string } }[];
+}
+
+/** A Status entity rendered for the viewer as an entry of a signed-in page. */
+export function clientEntry(ctx: AppContext, viewerId: string, entity: Record<string, unknown>): ClientEntry {
+  const entry = entryView(ctx.render, entity);
+  const flags = entity as Flags;
+  const p = entry.post;
+  const own = p.author.id === viewerId;
+  return {
+    ...entry,
+    threadPath: `${p.author.path}/${p.id}`,
+    marks: {
+      favourited: flags.favourited === true,
+      reblogged: flags.reblogged === true,
+      bookmarked: flags.bookmarked === true,
+      own,
+      canBoost: p.visibility === 'public' || p.visibility === 'unlisted' || (own && p.visibility === 'private'),
+      filteredBy: (flags.filtered ?? []).map((f) => f.filter.title),
+    },
+  };
+}
+
+/**
+ * Statuses by id for the viewer, in the order given, rendered as the API renders them in `context` (what the viewer
+ * may not see, blocks, mutes and `hide` filters leave out).
+ */
+export async function clientEntries(ctx: AppContext, viewerId: string, ids: string[], context: FilterContext | 'search' | null): Promise<ClientEntry[]> {
+  if (ids.length === 0) return [];
+  const { rows, bundle } = await loadForViewer(ctx, viewerId, ids, context);
+  return rows.map((row) => clientEntry(ctx, viewerId, renderStatus(ctx.render, bundle, row)));
+}

@@ -127,7 +127,7 @@ function startServer(state: ClusterState, role: ServerProcess['role'], n: number
     ROLE: role,
     PORT: port === null ? undefined : String(port),
   };
-  const child = spawn(process.execPath, start.args, { cwd: start.cwd, env, detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [...start.nodeFlags, start.script], { cwd: start.cwd, env, detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   child.unref();
   state.processes.push({ role, port, pid: child.pid!, log });

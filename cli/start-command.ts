@@ -1,5 +1,5 @@
 // How `npm start` runs the server: its environment variables and Node's flags, read from package.json's start script,
-// the one place they are written, so that what starts the server otherwise (cli/local-cluster.ts, bench/memory.ts)
+// the one place they are written, so that what starts the server otherwise (cli/local-cluster.ts, the benchmarks' bench/common.ts)
 // runs it the same way.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -7,8 +7,10 @@ import { fileURLToPath } from 'node:url';
 export interface StartCommand {
   /** Variables set before `node` (`NAME=value`). */
   env: Record<string, string>;
-  /** Node's flags, then the script (`main.ts`). */
-  args: string[];
+  /** Node's flags. */
+  nodeFlags: string[];
+  /** What node runs (`main.ts`). */
+  script: string;
 }
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -31,7 +33,7 @@ export function parseStartScript(script: string): StartCommand {
   if (args.length === 0 || args.some((a) => /["'`$&|;<>()\\]/.test(a)) || args.at(-1)!.startsWith('-')) {
     throw new Error(`the start script is not \`NAME=value … node --flag … script\`: ${script}`);
   }
-  return { env, args };
+  return { env, nodeFlags: args.slice(0, -1), script: args.at(-1)! };
 }
 
 /** `npm start`'s command; its relative paths (the compile cache, the script) are relative to the project's root. */

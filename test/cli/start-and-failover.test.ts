@@ -10,12 +10,12 @@ describe('npm start\'s command, read from package.json for the other ways the se
   it('has the environment and the flags of the start script', () => {
     const start = startCommand();
     expect(start.env).toEqual(expect.objectContaining({ MALLOC_ARENA_MAX: '2', NODE_COMPILE_CACHE: 'node_modules/.cache/node-compile-cache' }));
-    expect(start.args).toEqual(expect.arrayContaining(['--max-semi-space-size=8', '--heap-growing-percent=50', '--expose-gc']));
-    expect(start.args.at(-1)).toBe('main.ts');
+    expect(start.nodeFlags).toEqual(expect.arrayContaining(['--max-semi-space-size=8', '--heap-growing-percent=50', '--expose-gc']));
+    expect(start.script).toBe('main.ts');
   });
 
   it('refuses a script it cannot read whole rather than run the server otherwise', () => {
-    expect(parseStartScript('A=1 B=two node --flag=3 main.ts')).toEqual({ env: { A: '1', B: 'two' }, args: ['--flag=3', 'main.ts'] });
+    expect(parseStartScript('A=1 B=two node --flag=3 main.ts')).toEqual({ env: { A: '1', B: 'two' }, nodeFlags: ['--flag=3'], script: 'main.ts' });
     for (const script of ['tsx main.ts', 'A=1 node', 'node --flag', 'node main.ts && echo done', 'node --title="a b" main.ts', 'node $FLAGS main.ts']) {
       expect(() => parseStartScript(script), script).toThrow(/start script/);
     }

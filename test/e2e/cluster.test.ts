@@ -272,7 +272,7 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
     }, (ids) => accepted.every((id) => ids.has(id)), 'every accepted post in ben\'s home', 30_000);
   });
 
-  it('answers home timeline reads and opens streams from cache while PostgreSQL fails over to its replica', async () => {
+  it('answers home timeline reads and opens streams from cache while PgBouncer hangs and while PostgreSQL fails over to its replica', async () => {
     // A token used just before (a cached token is kept a minute from its lookup): on both web processes and both
     // streaming processes.
     const reader = await register(web[0]!, 'reader');
@@ -290,6 +290,17 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
       const opened = await socket(streaming[round % 2]!, reader.token, 'stream=user').then((s) => (s.ws.close(), 200), (err: Error) => Number(/\b(\d{3})\b/.exec(err.message)?.[1] ?? 0));
       answers.push({ what: `stream ${streaming[round % 2]}`, status: opened, ms: Date.now() - t });
     };
+    // PgBouncer hung (its connections kept, nothing answered): reads do not wait on it.
+    process.kill(bouncer.pid, 'SIGSTOP');
+    try {
+      const hungEnd = Date.now() + 3000;
+      while (Date.now() < hungEnd) await readAll();
+    } finally {
+      process.kill(bouncer.pid, 'SIGCONT');
+    }
+    expect(answers.filter((a) => a.status !== 200), JSON.stringify(answers)).toEqual([]);
+    expect(Math.max(...answers.map((a) => a.ms)), JSON.stringify(answers)).toBeLessThan(2000);
+
     await primary.stop('immediate');
     // The gap: PostgreSQL gone, nobody has promoted the replica yet (longer than the cluster's 5 s slots refreshes).
     const gapEnd = Date.now() + 6000;

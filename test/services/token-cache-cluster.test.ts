@@ -62,11 +62,23 @@ describe('token cache on a Redis Cluster', () => {
     // Heard: an invalidation of another token reaches the cache (it then has nothing to forget).
     const heard = () => new Promise<void>((resolve) => subscriber.once('message', () => resolve()));
 
-    expect((await cache.lookup(q, token))?.id).toBe('1');
-    await refreshSlots(subscriber, 3);
-    expect(cache.cached(token)?.id).toBe('1');
-    expect((await cache.lookup(q, token))?.id).toBe('1');
-    expect(db.queries).toBe(1);
+    // The client's own topology events: on a loaded machine it may really reconnect just after connecting (its
+    // refreshes are bounded by 1 s), which empties the cache as it should; the refreshes are then tried again.
+    let topologyEvents = 0;
+    for (const event of ['ready', '-node', '+node']) subscriber.on(event, () => topologyEvents++);
+    for (let attempt = 1; ; attempt++) {
+      const before = topologyEvents;
+      const queries = db.queries;
+      expect((await cache.lookup(q, token))?.id).toBe('1');
+      await refreshSlots(subscriber, 3);
+      if (cache.cached(token)?.id === '1') {
+        expect((await cache.lookup(q, token))?.id).toBe('1');
+        expect(db.queries).toBe(queries + 1);
+        break;
+      }
+      expect(topologyEvents, 'emptied by slots refreshes alone').toBeGreaterThan(before);
+      if (attempt >= 5) throw new Error('the cluster client kept reconnecting');
+    }
 
     // The subscriber's connection cut (its node's pub/sub clients killed): the Cluster picks another connection,
     // with no event of its own; what was published meanwhile is lost, so the cache is emptied.
@@ -76,8 +88,9 @@ describe('token cache on a Redis Cluster', () => {
     const killed = await Promise.all(cluster.nodes.map((n) => redisCli(n.port, 'client', 'kill', 'type', 'pubsub')));
     expect(killed.map(Number).reduce((a, b) => a + b)).toBe(1);
     await until(async () => cache.cached(token), (owner) => owner === undefined, 'the cache emptied after the subscriber reconnected', 5000);
+    let queries = db.queries;
     expect((await cache.lookup(q, token))?.id).toBe('1');
-    expect(db.queries).toBe(2);
+    expect(db.queries).toBe(queries + 1);
 
     // The new subscription hears invalidations: a revocation is forgotten at once.
     await until(async () => {
@@ -93,8 +106,9 @@ describe('token cache on a Redis Cluster', () => {
     expect(cache.cached(token)).toBeUndefined();
 
     // A replica taking over a master (the slot map changes): emptied at the refresh that finds it.
+    queries = db.queries;
     expect((await cache.lookup(q, token))?.id).toBe('1');
-    expect(db.queries).toBe(3);
+    expect(db.queries).toBe(queries + 1);
     const masters = await cluster.masters();
     const replica = cluster.nodes.find((n) => !masters.includes(n.port))!;
     await redisCli(replica.port, 'cluster', 'failover');

@@ -49,8 +49,8 @@ const DEFAULT_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="1200" height
 </svg>`;
 
 /**
- * The default banner's blurhash, as makeThumbnail() computes it from DEFAULT_SVG (test/http/instance-extras.test.ts checks
- * that they agree: change both together).
+ * The default banner's blurhash, as makeThumbnail() computes it from DEFAULT_SVG (test/http/instance-extras.test.ts
+ * checks that they agree: change both together).
  */
 const DEFAULT_BLURHASH = 'LFBg~Ez}02Rr+-oLM|a#02WC~nt6';
 
@@ -78,7 +78,7 @@ export async function makeThumbnail(source: Buffer): Promise<Made> {
 const made = new WeakMap<Config, Promise<InstanceThumbnail>>();
 let defaultImages: Promise<Made> | undefined;
 
-/** The default banner: its PNGs made at the first call for either (the same for every process, so never cached). */
+/** The default banner, whatever the settings: its PNGs made at the first call for either. */
 const defaultThumbnail: InstanceThumbnail = (() => {
   const image = (size: '@1x' | '@2x'): ThumbnailImage => ({
     contentType: 'image/png',

@@ -294,12 +294,15 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
     process.kill(bouncer.pid, 'SIGSTOP');
     try {
       const hungEnd = Date.now() + 3000;
-      while (Date.now() < hungEnd) await readAll();
+      while (Date.now() < hungEnd) {
+        await readAll();
+        await new Promise((r) => setTimeout(r, 100));
+      }
     } finally {
       process.kill(bouncer.pid, 'SIGCONT');
     }
-    expect(answers.filter((a) => a.status !== 200), JSON.stringify(answers)).toEqual([]);
-    expect(Math.max(...answers.map((a) => a.ms)), JSON.stringify(answers)).toBeLessThan(2000);
+    expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
+    expect(answers.filter((a) => a.ms >= 2000), `of ${answers.length}`).toEqual([]);
 
     await primary.stop('immediate');
     // The gap: PostgreSQL gone, nobody has promoted the replica yet (longer than the cluster's 5 s slots refreshes).
@@ -308,7 +311,7 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
       await readAll();
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(answers.filter((a) => a.status !== 200), JSON.stringify(answers)).toEqual([]);
+    expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
     await failOver({
       standbyDataDir: replica.dataDirectory,
       standby: { host: '127.0.0.1', port: replica.port },
@@ -318,7 +321,7 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
     });
     writable = () => replica;
     await readAll();
-    expect(answers.filter((a) => a.status !== 200), JSON.stringify(answers)).toEqual([]);
+    expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
     // Writes work again on the promoted replica, through the same processes.
     await until(async () => (await api(web[0]!, '/api/v1/statuses', { method: 'POST', token: ann.token, body: { status: 'after the failover' } })).status, (st) => st === 200, 'a post after the failover', 20_000);
   }, 60_000);

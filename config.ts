@@ -313,6 +313,11 @@ function translationConfig(env: Env): TranslationConfig | null {
   return null;
 }
 
+/** The setting `databaseDirectUrl` came from: DATABASE_DIRECT_URL when it is set apart, else DATABASE_URL. */
+export function databaseDirectSetting(config: Pick<Config, 'databaseUrl' | 'databaseDirectUrl'>): 'DATABASE_URL' | 'DATABASE_DIRECT_URL' {
+  return config.databaseDirectUrl === config.databaseUrl ? 'DATABASE_URL' : 'DATABASE_DIRECT_URL';
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const localDomain = str(env, 'LOCAL_DOMAIN', 'localhost:3000');
   if (!/^[a-z0-9.-]+(:\d+)?$/i.test(localDomain)) {

@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Config } from './config.ts';
+import { databaseDirectSetting, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { createPool, ensureDatabase, migrate } from './storage/db.ts';
 import { withoutNamedStatements } from './storage/pooler.ts';
@@ -39,7 +39,7 @@ import { setPasswordHashCost } from './services/passwords.ts';
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
   setPasswordHashCost(config.passwordHash);
-  await ensureDatabase(config.databaseDirectUrl);
+  await ensureDatabase(config.databaseDirectUrl, databaseDirectSetting(config));
   await migrate(config.databaseDirectUrl);
   const db = createPool(config.databaseUrl, config.databasePoolSize, config.databaseQueryTimeoutMs);
   if (!config.preparedStatements) withoutNamedStatements(db);

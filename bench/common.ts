@@ -31,24 +31,15 @@ export function benchSettings(port: number, extra: Record<string, string> = {}) 
   return { tag, env, config: loadConfig(env), base: `http://127.0.0.1:${port}` };
 }
 
-/** What `npm start` runs (package.json's `start`: `VAR=value … node <flags> main.ts`): its environment and node flags. */
-export function startCommand(): { env: Record<string, string>; nodeFlags: string[] } {
-  const words = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.trim().split(/\s+/);
-  const env: Record<string, string> = {};
-  while (/^[A-Z_]+=/.test(words[0]!)) {
-    const [name, ...value] = words.shift()!.split('=');
-    env[name!] = value.join('=');
-  }
-  if (words.shift() !== 'node' || words.pop() !== 'main.ts') throw new Error('package.json start is not `node … main.ts`');
-  return { env, nodeFlags: words };
-}
+import { startCommand } from '../cli/start-command.ts';
+export { startCommand };
 
 /** The server as `npm start` runs it, same flags and environment (with extra node flags and environment when given). */
 export function startServer(env: Record<string, string>, options: { nodeFlags?: string[]; role?: string } = {}): ChildProcess {
   const start = startCommand();
   // BENCH_NODE_FLAGS: node flags after npm start's own, to try another setting (the last one given wins).
   const extra = process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
-  return spawn(process.execPath, [...start.nodeFlags, ...extra, ...(options.nodeFlags ?? []), 'main.ts'], {
+  return spawn(process.execPath, [...start.nodeFlags, ...extra, ...(options.nodeFlags ?? []), start.script], {
     cwd: root, env: { ...process.env, ...start.env, ...env, ...(options.role ? { ROLE: options.role } : {}) }, stdio: ['ignore', 'inherit', 'inherit'],
   });
 }

@@ -1,7 +1,7 @@
 // Operator commands: `npm run cli -- <command>`. Uses the same settings (DATABASE_URL…) as the server.
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, databaseDirectSetting, loadConfig } from '../config.ts';
 import { createPool, ensureDatabase, migrate, type Db } from '../storage/db.ts';
 import { withoutNamedStatements } from '../storage/pooler.ts';
 import { findAccountByUsername } from '../storage/accounts.ts';
@@ -271,7 +271,7 @@ async function main() {
   setPasswordHashCost(config.passwordHash);
   const redis = createRedis(config);
   try {
-    await ensureDatabase(config.databaseDirectUrl);
+    await ensureDatabase(config.databaseDirectUrl, databaseDirectSetting(config));
     await migrate(config.databaseDirectUrl);
     await connectRedis(redis, config);
     db = createPool(config.databaseUrl, 2);

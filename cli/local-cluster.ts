@@ -1,55 +1,30 @@
 // One instance as many processes, all on loopback with the machine's programs, for an operator (or a benchmark) to
-// try the set-up large instances run: two web, two worker and two streaming processes (`node main.ts`, as
-// `npm start` runs it) on a Redis Cluster of 3 masters with a replica each, and a PostgreSQL primary with one
+// try the set-up large instances run: two web, two worker and two streaming processes (the server as `npm start`
+// runs it: cli/start-command.ts) on a Redis Cluster of 3 masters with a replica each, and a PostgreSQL primary with one
 // streaming replica, PgBouncer in transaction mode in front of the primary.
 //
 //   npm run cluster:up -- [--dir ./cluster-data] [--base-port 4000] [--domain 127.0.0.1:4000]
 //   npm run cluster:down -- [--dir ./cluster-data] [--remove]
+//   npm run cluster:failover -- [--dir ./cluster-data]    (cli/pg-failover.ts: promotes the replica once the primary is stopped)
 //
 // Ports: web base and base+1, streaming base+2 and base+3, Redis base+10…base+15, PostgreSQL base+20 (primary) and
 // base+21 (replica), PgBouncer base+22. Everything (data, logs, the state file cluster.json) is in --dir. Every
 // process is detached: it keeps running after `up` returns, and `down` finds it again in the state file. Settings
 // other than the ones set here (LOG_LEVEL, OTP_SECRET, SMTP_URL…) come from the environment `up` runs in.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { RedisCluster } from './redis-cluster.ts';
 import { OwnPostgres, pgBin } from './local-postgres.ts';
 import { findPgBouncer, startPgBouncer } from './local-pgbouncer.ts';
+import { startCommand } from './start-command.ts';
+import { STATE_FILE, loadState, saveState, statePath, type ClusterState, type ServerProcess } from './cluster-state.ts';
 
 const run = promisify(execFile);
-const root = fileURLToPath(new URL('..', import.meta.url));
 const DATABASE = 'fedi_server';
-const STATE_FILE = 'cluster.json';
-
-interface ServerProcess {
-  role: 'web' | 'worker' | 'streaming';
-  port: number | null;
-  pid: number;
-  log: string;
-}
-
-interface State {
-  dir: string;
-  basePort: number;
-  startedAt: string;
-  settings: Record<string, string>;
-  redis?: { dir: string; ports: number[] };
-  postgres: { primary?: { dir: string; port: number }; replica?: { dir: string; port: number } };
-  pgbouncer?: { dir: string; port: number; pid?: number };
-  processes: ServerProcess[];
-}
-
-const statePath = (dir: string) => join(dir, STATE_FILE);
-const save = (state: State) => writeFileSync(statePath(state.dir), JSON.stringify(state, null, 2) + '\n');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function loadState(dir: string): State | null {
-  return existsSync(statePath(dir)) ? (JSON.parse(readFileSync(statePath(dir), 'utf8')) as State) : null;
-}
 
 /** Whether `pid` runs a program whose command line contains `needle` (a pid reused by another program is not ours). */
 function alive(pid: number | null | undefined, needle: string): boolean {
@@ -68,7 +43,7 @@ function alive(pid: number | null | undefined, needle: string): boolean {
 }
 
 /** Every process of the state that still runs, as [pid, what]. */
-async function liveProcesses(state: State): Promise<[number, string][]> {
+async function liveProcesses(state: ClusterState): Promise<[number, string][]> {
   const live: [number, string][] = [];
   for (const p of state.processes) if (alive(p.pid, 'main.ts')) live.push([p.pid, `${p.role} server`]);
   if (alive(state.pgbouncer?.pid, 'pgbouncer')) live.push([state.pgbouncer!.pid!, 'pgbouncer']);
@@ -81,7 +56,7 @@ async function liveProcesses(state: State): Promise<[number, string][]> {
 }
 
 /** The Redis nodes' pids, from their pid files (each node removes its own when it stops). */
-function redisPids(state: State): number[] {
+function redisPids(state: ClusterState): number[] {
   if (!state.redis) return [];
   return state.redis.ports
     .map((port) => Number((() => { try { return readFileSync(join(state.redis!.dir, String(port), 'redis.pid'), 'utf8'); } catch { return '0'; } })()))
@@ -140,23 +115,23 @@ function tail(file: string, lines = 30): string {
   }
 }
 
-/** `node main.ts` in the given role, detached, its stdout and stderr in a log file of its own. */
-function startServer(state: State, role: ServerProcess['role'], n: number, port: number | null): ChildProcess {
+/** The server in the given role as `npm start` runs it (cli/start-command.ts), detached, logging to a file of its own. */
+function startServer(state: ClusterState, role: ServerProcess['role'], n: number, port: number | null): ChildProcess {
   const log = join(state.dir, 'logs', `${role}-${n}.log`);
   const fd = openSync(log, 'a');
+  const start = startCommand();
   const env: Record<string, string | undefined> = {
     ...process.env,
-    NODE_COMPILE_CACHE: join(root, 'node_modules/.cache/node-compile-cache'),
+    ...start.env,
     ...state.settings,
     ROLE: role,
     PORT: port === null ? undefined : String(port),
   };
-  // The flags of `npm start`.
-  const child = spawn(process.execPath, ['--max-semi-space-size=16', '--expose-gc', 'main.ts'], { cwd: root, env, detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [...start.nodeFlags, start.script], { cwd: start.cwd, env, detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   child.unref();
   state.processes.push({ role, port, pid: child.pid!, log });
-  save(state);
+  saveState(state);
   return child;
 }
 
@@ -207,13 +182,13 @@ async function up(dir: string, basePort: number, domain: string | undefined): Pr
   if (process.getuid?.() === 0 && !(await run('runuser', ['-u', 'postgres', '--', 'test', '-x', dir]).then(() => true, () => false))) {
     throw new Error(`the postgres user cannot reach ${dir} (PostgreSQL runs as postgres): choose a --dir under /tmp, say`);
   }
-  const state: State = { dir, basePort, startedAt: new Date().toISOString(), settings: {}, postgres: {}, processes: [] };
-  save(state);
+  const state: ClusterState = { dir, basePort, startedAt: new Date().toISOString(), settings: {}, postgres: {}, processes: [] };
+  saveState(state);
   try {
     console.log(`Starting a Redis Cluster (3 masters, 3 replicas) on ${ports.redis[0]}–${ports.redis.at(-1)} and PostgreSQL on ${ports.primary}…`);
     state.redis = { dir: join(dir, 'redis'), ports: ports.redis };
     state.postgres.primary = { dir: join(dir, 'postgres-primary'), port: ports.primary };
-    save(state);
+    saveState(state);
     // PgBouncer holds 20 server connections, but replica reads (a pool of DATABASE_POOL_SIZE, 20, in each web and
     // streaming process) and migrations go straight to PostgreSQL.
     const maxConnections = 200;
@@ -227,10 +202,10 @@ async function up(dir: string, basePort: number, domain: string | undefined): Pr
     const [redis, primary] = [redisStarted.value, primaryStarted.value];
     console.log(`Starting PostgreSQL's streaming replica on ${ports.replica} and PgBouncer on ${ports.pgbouncer}…`);
     state.postgres.replica = { dir: join(dir, 'postgres-replica'), port: ports.replica };
-    save(state);
+    saveState(state);
     const replica = await primary.startReplica({ dir: state.postgres.replica.dir, port: ports.replica, maxConnections });
     state.pgbouncer = { dir: join(dir, 'pgbouncer'), port: ports.pgbouncer };
-    save(state);
+    saveState(state);
     const bouncer = await startPgBouncer({ backend: { host: '127.0.0.1', port: primary.port }, poolSize: 20, dir: state.pgbouncer.dir, port: ports.pgbouncer, detached: true });
     state.pgbouncer.pid = bouncer.pid;
     state.settings = {
@@ -244,7 +219,7 @@ async function up(dir: string, basePort: number, domain: string | undefined): Pr
       REDIS_URL: `redis://127.0.0.1:${ports.redis[0]}`,
       DATA_DIR: join(dir, 'data'),
     };
-    save(state);
+    saveState(state);
 
     // The first web process creates the database and migrates it; the others start once it has.
     console.log(`Starting web 1 on ${ports.web[0]} (it creates and migrates the database)…`);
@@ -285,6 +260,7 @@ Up: one instance, ${s.LOCAL_DOMAIN}, as six processes (pids and everything else 
 The settings every process has (besides ROLE and PORT), for another process of the same instance:
 ${Object.entries(s).map(([k, v]) => `${k}=${v}`).join('\n')}
 
+Fail PostgreSQL over to its replica (once the primary is stopped): npm run cluster:failover -- --dir ${dir}
 Stop it all with: npm run cluster:down -- --dir ${dir} [--remove]`);
 }
 

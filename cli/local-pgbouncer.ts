@@ -45,6 +45,11 @@ export interface PgBouncerOptions {
   detached?: boolean;
 }
 
+/** Where a PgBouncer started in `dir` has its ini. */
+export const pgBouncerIniPath = (dir: string) => join(dir, 'pgbouncer.ini');
+/** The admin console of a PgBouncer started on `port`. */
+export const pgBouncerAdminUrl = (port: number) => `postgres://postgres@127.0.0.1:${port}/pgbouncer`;
+
 export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<PgBouncer> {
   const binary = findPgBouncer();
   if (!binary) throw new Error('pgbouncer is not installed (apt-get install -y pgbouncer)');
@@ -53,8 +58,8 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
   const port = options.port ?? (await freePort());
   const backend = options.backend ?? { host: '127.0.0.1', port: 5432 };
   const logFile = join(dir, 'pgbouncer.log');
-  const iniPath = join(dir, 'pgbouncer.ini');
-  const adminUrl = `postgres://postgres@127.0.0.1:${port}/pgbouncer`;
+  const iniPath = pgBouncerIniPath(dir);
+  const adminUrl = pgBouncerAdminUrl(port);
   writeFileSync(join(dir, 'userlist.txt'), '"postgres" ""\n');
   writeFileSync(
     iniPath,

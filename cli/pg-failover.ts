@@ -6,16 +6,19 @@
 //     --pgbouncer-ini /etc/pgbouncer/pgbouncer.ini --pgbouncer-admin postgres://pgbouncer@127.0.0.1:6432/pgbouncer \
 //     [--standby-port 5432] [--old-primary 10.0.0.5:5432] [--pg-bin /usr/lib/postgresql/15/bin]
 //
-// Run it where PgBouncer's ini is; --standby-data only where the standby's data directory is too (on several
-// machines, promote there with `pg_ctl promote` or `SELECT pg_promote()` and leave --standby-data out). Before
+// Run it where PgBouncer's ini is; --standby-data (the standby's data directory, where its PG_VERSION is) only where
+// that directory is too (on several machines, promote there with `pg_ctl promote` or `SELECT pg_promote()` and leave
+// --standby-data out). For a set-up of `npm run cluster:up`, `npm run cluster:failover -- [--dir ./cluster-data]`
+// takes all of these from its cluster.json. Before
 // running it, make sure the old primary is stopped and stays stopped (fence it): started again, it would take writes
 // the new primary never sees. It comes back only as a new standby (pg_rewind or a fresh pg_basebackup).
 import { execFile } from 'node:child_process';
 import { chmod, chown, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
+import { STATE_FILE, failoverOptionsOf, loadState } from './cluster-state.ts';
 
 const run = promisify(execFile);
 
@@ -172,29 +175,49 @@ function endpoint(value: string, what: string): Endpoint {
   return { host: m[1]!, port: Number(m[2]) };
 }
 
-async function main(): Promise<void> {
+/**
+ * The options of the command line. A set-up of `npm run cluster:up` is found by its cluster.json (`--dir`, or
+ * ./cluster-data when no PostgreSQL or PgBouncer flag is given): its replica's data directory, ports and PgBouncer,
+ * each overridden by a flag given.
+ */
+export function failoverOptionsFromArgs(argv: string[]): FailoverOptions {
   const { values } = parseArgs({
+    args: argv,
     options: {
+      dir: { type: 'string' },
       'standby-data': { type: 'string' },
       'standby-host': { type: 'string' },
-      'standby-port': { type: 'string', default: '5432' },
+      'standby-port': { type: 'string' },
       'pgbouncer-ini': { type: 'string' },
       'pgbouncer-admin': { type: 'string' },
       'old-primary': { type: 'string' },
       'pg-bin': { type: 'string' },
     },
   });
-  const missing = (['standby-host', 'pgbouncer-ini', 'pgbouncer-admin'] as const).filter((k) => !values[k]);
-  if (missing.length > 0) throw new Error(`missing ${missing.map((k) => `--${k}`).join(', ')} (see the top of cli/pg-failover.ts)`);
-  const result = await failOver({
-    standbyDataDir: values['standby-data'],
-    standby: { host: values['standby-host']!, port: Number(values['standby-port']) },
-    pgbouncerIni: values['pgbouncer-ini']!,
-    pgbouncerAdminUrl: values['pgbouncer-admin']!,
-    oldPrimary: values['old-primary'] ? endpoint(values['old-primary'], '--old-primary') : undefined,
+  const flagged = (['standby-data', 'standby-host', 'standby-port', 'pgbouncer-ini', 'pgbouncer-admin', 'old-primary'] as const).some((k) => values[k] !== undefined);
+  const dir = values.dir ?? (flagged ? undefined : './cluster-data');
+  const state = dir === undefined ? null : loadState(resolve(dir));
+  if (values.dir !== undefined && !state) throw new Error(`--dir ${values.dir}: no ${STATE_FILE} there (made by npm run cluster:up)`);
+  const local = state ? failoverOptionsOf(state) : undefined;
+  const standbyHost = values['standby-host'] ?? local?.standby.host;
+  const missing = [
+    ...(standbyHost ? [] : ['--standby-host']),
+    ...(values['pgbouncer-ini'] ?? local?.pgbouncerIni ? [] : ['--pgbouncer-ini']),
+    ...(values['pgbouncer-admin'] ?? local?.pgbouncerAdminUrl ? [] : ['--pgbouncer-admin']),
+  ];
+  if (missing.length > 0) throw new Error(`missing ${missing.join(', ')} (see the top of cli/pg-failover.ts)`);
+  return {
+    standbyDataDir: values['standby-data'] ?? local?.standbyDataDir,
+    standby: { host: standbyHost!, port: values['standby-port'] ? Number(values['standby-port']) : (local?.standby.port ?? 5432) },
+    pgbouncerIni: values['pgbouncer-ini'] ?? local!.pgbouncerIni,
+    pgbouncerAdminUrl: values['pgbouncer-admin'] ?? local!.pgbouncerAdminUrl,
+    oldPrimary: values['old-primary'] ? endpoint(values['old-primary'], '--old-primary') : local?.oldPrimary,
     pgBin: values['pg-bin'],
-    log: (msg) => console.info(msg),
-  });
+  };
+}
+
+async function main(): Promise<void> {
+  const result = await failOver({ ...failoverOptionsFromArgs(process.argv.slice(2)), log: (msg) => console.info(msg) });
   console.info(`failed over in ${result.totalMs.toFixed(0)} ms (promotion ${result.promoteMs.toFixed(0)} ms)`);
 }
 

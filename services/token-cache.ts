@@ -1,4 +1,4 @@
-import type { RedisClient } from '../storage/redis.ts';
+import { onSubscriptionLapse, type RedisClient } from '../storage/redis.ts';
 import type { Queryable } from '../storage/db.ts';
 import { findActiveAccessTokenByHash, hashSecret, type TokenOwner } from '../storage/oauth.ts';
 
@@ -97,11 +97,11 @@ export class TokenCache {
   /** Listens for invalidations on a connection of its own (a subscribed Redis connection can do nothing else). */
   async subscribe(subscriber: RedisClient, redisPrefix: string): Promise<void> {
     subscriber.on('message', (_channel: string, message: string) => this.forget(message));
-    // If the subscription drops, entries may have missed an invalidation: forget them all on reconnect. A cluster's
-    // subscriber moves to another node when its node goes, with no 'ready' of the cluster, and what was published
-    // meanwhile is lost: its topology changes clear them too (rare: a node lost, found, or the slots refreshed).
-    const clear = () => this.clear();
-    for (const event of ['ready', '-node', '+node', 'refresh']) subscriber.on(event, clear);
+    // Entries may have missed an invalidation while the subscription was down: forget them all when it lapses (its
+    // connection lost or made again; on a cluster, also its node's topology changing). Not on a cluster's routine
+    // slots refreshes (every 5 s), which emptied this minute-long cache every 5 s and sent every request to
+    // PostgreSQL, so reads failed during a PostgreSQL failover that the cache would have carried.
+    onSubscriptionLapse(subscriber, () => this.clear());
     await subscriber.subscribe(invalidationChannel(redisPrefix));
   }
 }

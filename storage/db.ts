@@ -271,8 +271,11 @@ function describeConnectError(err: unknown): string {
   return e.message ?? String(err);
 }
 
-/** Creates the database named by the URL if it does not exist yet. */
-export async function ensureDatabase(databaseUrl: string): Promise<void> {
+/**
+ * Creates the database named by the URL if it does not exist yet. `setting` is where the URL came from, named when
+ * PostgreSQL cannot be reached there.
+ */
+export async function ensureDatabase(databaseUrl: string, setting = 'DATABASE_URL'): Promise<void> {
   const target = new URL(databaseUrl);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
   const admin = new URL(databaseUrl);
@@ -281,7 +284,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   try {
     await client.connect();
   } catch (err) {
-    throw new ConfigError('DATABASE_URL', `cannot connect to ${target.host}: ${describeConnectError(err)}`);
+    throw new ConfigError(setting, `cannot connect to ${target.host}: ${describeConnectError(err)}`);
   }
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);

@@ -150,6 +150,57 @@ export function watchMasters(client: RedisClient, onChange: () => void): void {
   });
 }
 
+/**
+ * Calls `onLapse` whenever a subscriber may have missed what was published to it: its connection ended, or it
+ * connected again (and subscribes again). On a single Redis that is its 'ready'. A cluster's subscriber is one
+ * connection of its own to a random node, never reconnected but replaced by another when it ends or its node leaves,
+ * and the Cluster says nothing of that: that connection is watched (each one is new, so its 'end' and its 'ready'
+ * are the lapse), and besides a node lost or found, or a slot map that really changed (a replica promoted, slots
+ * moved), is a lapse too, since a publish on another node reaches this one over a cluster bus then in flux. The
+ * refreshes the client makes every few seconds are not: they usually find the same map.
+ */
+export function onSubscriptionLapse(subscriber: RedisClient, onLapse: () => void): void {
+  subscriber.on('ready', onLapse);
+  if (!isCluster(subscriber)) return;
+  subscriber.on('-node', onLapse);
+  subscriber.on('+node', onLapse);
+  let slotMap = slotMapOf(subscriber);
+  subscriber.on('refresh', () => {
+    const now = slotMapOf(subscriber);
+    if (now === slotMap) return;
+    slotMap = now;
+    onLapse();
+  });
+  // ioredis's ClusterSubscriber (cluster/ClusterSubscriber.js) keeps its connection to itself: it is replaced when it
+  // ends (its own 'end' listener, which runs before the one added here) or when the Cluster loses or finds a node
+  // (after the Cluster's '-node' / '+node'): looked at again after each of these.
+  let watched: Redis | null = null;
+  const watch = () => {
+    const connection = (subscriber as unknown as { subscriber?: { getInstance(): Redis | null } }).subscriber?.getInstance() ?? null;
+    if (!connection || connection === watched) return;
+    watched = connection;
+    connection.on('ready', onLapse);
+    connection.once('end', () => {
+      onLapse();
+      watch();
+    });
+  };
+  for (const event of ['ready', '-node', '+node', 'refresh']) subscriber.on(event, () => process.nextTick(watch));
+}
+
+/** Who serves each slot, in ranges: compared after each slots refresh. */
+function slotMapOf(cluster: Cluster): string {
+  const ranges: string[] = [];
+  let from = 0;
+  for (let slot = 1; slot <= cluster.slots.length; slot++) {
+    const owners = cluster.slots[slot]?.join(',');
+    if (slot < cluster.slots.length && owners === cluster.slots[from]?.join(',')) continue;
+    ranges.push(`${from}-${slot - 1}:${cluster.slots[from]?.join(',') ?? ''}`);
+    from = slot;
+  }
+  return ranges.join(' ');
+}
+
 /** Cuts off the connections of nodes that stopped answering (storage/dependencies.ts): what waits on them fails now. */
 export function cutOffNodes(client: RedisClient, nodes: readonly string[] | undefined): void {
   // A single Redis reconnects by itself (its retry strategy); a cluster's node connections are made again by the

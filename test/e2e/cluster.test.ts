@@ -2,8 +2,10 @@
 // 3-master Redis Cluster with a replica each, and a PostgreSQL primary with one streaming replica behind PgBouncer in
 // transaction mode: what Mastodon's large instances run, all on loopback. Posting, home and list feeds, streaming
 // across processes, federation delivery with retries (to another server, down at first), media jobs, a poll's
-// delayed job, rate limits shared across processes, reading one's own writes at once, and a Redis master killed
-// mid-run with nothing accepted lost.
+// delayed job, rate limits shared across processes, reading one's own writes at once, a Redis master killed
+// mid-run with nothing accepted lost, PostgreSQL failing over to its replica with home reads and new streams still
+// answered from cache, and a web process killed between a post's commit and its answer, whose client's retry with the
+// same Idempotency-Key is answered the post it made.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import sharp from 'sharp';
@@ -11,11 +13,13 @@ import { Queue } from 'bullmq';
 import { RedisCluster } from '../../cli/redis-cluster.ts';
 import { OwnPostgres } from '../helpers/own-services.ts';
 import { PGBOUNCER, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
-import { api, startProcess, stopAll, waitForHealth } from '../helpers/processes.ts';
+import { api, startProcess, stopAll, waitForHealth, type Proc } from '../helpers/processes.ts';
 import { freePort } from '../helpers/listen.ts';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import pg from 'pg';
 import { redisConnection } from '../../storage/redis.ts';
+import { failOver } from '../../cli/pg-failover.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 const DATABASE = 'fedi_cluster';
@@ -31,13 +35,18 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
   let bouncer: PgBouncer;
   let remote: Instance;
   const web: string[] = [];
+  /** The web processes, in the order of `web`. */
+  const webProcs: Proc[] = [];
   const streaming: string[] = [];
+  /** The PostgreSQL that takes writes: the primary, then the replica once it has been promoted. */
+  let writable: () => OwnPostgres;
   let domain: string;
   let settings: Record<string, string>;
 
   beforeAll(async () => {
     [redis, primary] = await Promise.all([RedisCluster.start({ masters: 3, replicasPerMaster: 1 }), OwnPostgres.start()]);
     replica = await primary.startReplica();
+    writable = () => primary;
     bouncer = await startPgBouncer({ backend: { host: '127.0.0.1', port: primary.port }, poolSize: 10 });
     const webPorts = [await freePort(), await freePort()];
     const streamingPorts = [await freePort(), await freePort()];
@@ -66,6 +75,7 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
     // The first web process creates and migrates the database; the rest start once it has.
     const first = startProcess({ ...settings, ROLE: 'web', PORT: String(webPorts[0]) });
     web.push(`https://localhost:${webPorts[0]}`);
+    webProcs.push(first);
     await waitForHealth(web[0]!, first, 60_000);
     const rest = [
       { role: 'web', port: webPorts[1]! },
@@ -75,6 +85,7 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
       { role: 'streaming', port: streamingPorts[1]! },
     ].map(({ role, port }) => ({ role, port, proc: startProcess({ ...settings, ROLE: role, PORT: String(port) }) }));
     web.push(`https://localhost:${webPorts[1]}`);
+    webProcs.push(rest[0]!.proc);
     streaming.push(...streamingPorts.map((p) => `wss://localhost:${p}`));
     // Workers listen on no port: they are alive while they run (the tests below need them).
     await Promise.all(rest.filter((r) => r.role !== 'worker').map(({ port, proc }) => waitForHealth(`https://localhost:${port}`, proc, 60_000)));
@@ -260,4 +271,95 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
       return new Set(home.map((s) => s.id));
     }, (ids) => accepted.every((id) => ids.has(id)), 'every accepted post in ben\'s home', 30_000);
   });
+
+  it('answers home timeline reads and opens streams from cache while PgBouncer hangs and while PostgreSQL fails over to its replica', async () => {
+    // A token used just before (a cached token is kept a minute from its lookup): on both web processes and both
+    // streaming processes.
+    const reader = await register(web[0]!, 'reader');
+    expect((await api(web[0]!, `/api/v1/accounts/${ann.id}/follow`, { method: 'POST', token: reader.token })).status).toBe(200);
+    for (const base of web) expect((await api(base, '/api/v1/timelines/home', { token: reader.token })).status).toBe(200);
+    for (const base of streaming) (await socket(base, reader.token, 'stream=user')).ws.close();
+
+    const answers: { what: string; status: number; ms: number }[] = [];
+    let round = 0;
+    const readAll = async () => {
+      const base = web[round++ % 2]!;
+      const t = Date.now();
+      const home = await api(base, '/api/v1/timelines/home', { token: reader.token }).catch(() => ({ status: 0, text: '' }));
+      answers.push({ what: `home ${base}`, status: home.status, ms: Date.now() - t });
+      const opened = await socket(streaming[round % 2]!, reader.token, 'stream=user').then((s) => (s.ws.close(), 200), (err: Error) => Number(/\b(\d{3})\b/.exec(err.message)?.[1] ?? 0));
+      answers.push({ what: `stream ${streaming[round % 2]}`, status: opened, ms: Date.now() - t });
+    };
+    // PgBouncer hung (its connections kept, nothing answered): reads do not wait on it.
+    process.kill(bouncer.pid, 'SIGSTOP');
+    try {
+      const hungEnd = Date.now() + 3000;
+      while (Date.now() < hungEnd) {
+        await readAll();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      process.kill(bouncer.pid, 'SIGCONT');
+    }
+    expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
+    expect(answers.filter((a) => a.ms >= 2000), `of ${answers.length}`).toEqual([]);
+
+    await primary.stop('immediate');
+    // The gap: PostgreSQL gone, nobody has promoted the replica yet (longer than the cluster's 5 s slots refreshes).
+    const gapEnd = Date.now() + 6000;
+    while (Date.now() < gapEnd) {
+      await readAll();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
+    await failOver({
+      standbyDataDir: replica.dataDirectory,
+      standby: { host: '127.0.0.1', port: replica.port },
+      pgbouncerIni: bouncer.iniPath,
+      pgbouncerAdminUrl: bouncer.adminUrl,
+      oldPrimary: { host: '127.0.0.1', port: primary.port },
+    });
+    writable = () => replica;
+    await readAll();
+    expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
+    // Writes work again on the promoted replica, through the same processes.
+    await until(async () => (await api(web[0]!, '/api/v1/statuses', { method: 'POST', token: ann.token, body: { status: 'after the failover' } })).status, (st) => st === 200, 'a post after the failover', 20_000);
+  }, 60_000);
+
+  it('answers the stored post to a retry with the same Idempotency-Key when a web process died between commit and answer', async () => {
+    const parent = await api(web[0]!, '/api/v1/statuses', { method: 'POST', token: ann.token, body: { status: 'a thread' } });
+    expect(parent.status, parent.text).toBe(200);
+    const text = `a reply whose answer was lost ${Date.now()}`;
+    const body = { status: text, in_reply_to_id: parent.json.id };
+    const headers = { 'idempotency-key': `lost-answer-${Date.now()}` };
+    const connect = async () => {
+      const client = new pg.Client({ connectionString: writable().url(DATABASE) });
+      await client.connect();
+      return client;
+    };
+    const [locker, watcher] = [await connect(), await connect()];
+    try {
+      // The post's answer is rendered after its transaction commits, reading the author's bookmarks of a reply
+      // (storage/status-marks.ts): a lock on that table holds the answer, not the post. Once the post has committed
+      // and its answer waits, the process is killed.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE bookmarks IN ACCESS EXCLUSIVE MODE');
+      const lost = api(web[1]!, '/api/v1/statuses', { method: 'POST', token: ann.token, body, headers }).then((r) => r.status, () => 0);
+      const committed = await until(async () => (await watcher.query<{ id: string }>('SELECT id::text FROM statuses WHERE text = $1', [text])).rows, (rows) => rows.length === 1, 'the post committed', 10_000);
+      await until(async () => (await watcher.query(`SELECT 1 FROM pg_locks WHERE relation = 'bookmarks'::regclass AND NOT granted`)).rowCount, (n) => (n ?? 0) > 0, 'its answer waiting', 10_000);
+      webProcs[1]!.child.kill('SIGKILL');
+      expect(await lost).toBe(0);
+      await locker.query('ROLLBACK');
+
+      // The client retries with the same key, through the other web process: the post it made, once.
+      const retry = await api(web[0]!, '/api/v1/statuses', { method: 'POST', token: ann.token, body, headers });
+      expect(retry.status, retry.text).toBe(200);
+      expect(retry.json.id).toBe(committed[0]!.id);
+      expect(retry.json.in_reply_to_id).toBe(parent.json.id);
+      expect((await watcher.query('SELECT 1 FROM statuses WHERE text = $1', [text])).rowCount).toBe(1);
+    } finally {
+      await locker.end().catch(() => {});
+      await watcher.end().catch(() => {});
+    }
+  }, 30_000);
 });

@@ -177,6 +177,8 @@ describe('two processes sharing PostgreSQL and Redis', () => {
 describe.concurrent('start-up with a bad setting prints one line naming it and exits with 1', () => {
   it.each([
     ['DATABASE_URL', { DATABASE_URL: 'postgres://postgres@127.0.0.1:5999/x' }, /^Cannot start: DATABASE_URL: cannot connect to 127\.0\.0\.1:5999: connection refused$/],
+    // Behind a pooler, start-up reaches PostgreSQL itself through DATABASE_DIRECT_URL (database creation, migrations).
+    ['DATABASE_DIRECT_URL', { DATABASE_DIRECT_URL: 'postgres://postgres@127.0.0.1:5998/x' }, /^Cannot start: DATABASE_DIRECT_URL: cannot connect to 127\.0\.0\.1:5998: connection refused$/],
     ['DATABASE_URL', { DATABASE_URL: 'not-a-url' }, /^Cannot start: DATABASE_URL: not a valid URL: "not-a-url"$/],
     ['REDIS_URL', { REDIS_URL: 'redis://127.0.0.1:6999' }, /^Cannot start: REDIS_URL: cannot connect to 127\.0\.0\.1:6999: connection refused$/],
   ] as const)('%s: %o', async (setting, bad, line) => {

@@ -88,12 +88,13 @@ export async function stopAll(): Promise<void> {
 type Json = any;
 
 /** A JSON request to a process's API. */
-export async function api(base: string, path: string, init: { method?: string; token?: string; body?: Record<string, unknown> } = {}) {
+export async function api(base: string, path: string, init: { method?: string; token?: string; body?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
   const res = await fetch(`${base}${path}`, {
     method: init.method ?? 'GET',
     headers: {
       ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
       ...(init.body ? { 'content-type': 'application/json' } : {}),
+      ...init.headers,
     },
     body: init.body ? JSON.stringify(init.body) : undefined,
   });

@@ -15,7 +15,7 @@ import { expectEntity } from '../helpers/schema.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { instanceCacheKeys, weekStart } from '../../services/instance.ts';
-import { instanceThumbnail } from '../../services/instance-thumbnail.ts';
+import { defaultThumbnailSource, instanceThumbnail, makeThumbnail } from '../../services/instance-thumbnail.ts';
 import { refreshTrends } from '../../services/trends.ts';
 import { settingUpdatedAt } from '../../storage/instance.ts';
 import { upsertRemoteAccount, markAccountGone, type AccountRow } from '../../storage/accounts.ts';
@@ -252,6 +252,13 @@ describe('an instance with default settings', () => {
     expect(res.headers['cache-control']).toBe('public, max-age=86400');
     const meta = await sharp(res.rawPayload).metadata();
     expect([meta.width, meta.height]).toEqual([1200, 630]);
+    const large = await get(s, new URL(two.thumbnail.versions['@2x']).pathname);
+    expect([(await sharp(large.rawPayload).metadata()).width, large.headers['content-type']]).toEqual([2400, 'image/png']);
+    // The entity names the default banner without making it (sharp is not loaded to answer it): its blurhash, kept
+    // in the code, is the one of the images served.
+    const made = await makeThumbnail(defaultThumbnailSource());
+    expect(two.thumbnail.blurhash).toBe(made.blurhash);
+    expect(res.rawPayload.equals(made['@1x'].data)).toBe(true);
   });
 
   it('answers an empty extended description with no date when none is set, as Mastodon does', async () => {

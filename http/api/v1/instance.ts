@@ -81,7 +81,7 @@ export default async function instanceV1Routes(app: FastifyInstance, { ctx }: Ro
       return reply
         .type(image.contentType)
         .header('cache-control', 'public, max-age=86400')
-        .send(image.data);
+        .send(await image.data());
     });
   }
 }

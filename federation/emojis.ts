@@ -73,7 +73,7 @@ export function emojiObjectOf(app: AppContext, e: EmojiRow): Emoji {
     id: emojiUri(app, e),
     name: `:${e.shortcode}:`,
     updated: Temporal.Instant.fromEpochMilliseconds(e.updated_at.getTime()),
-    icon: new Image({ mediaType: e.image_content_type, url: new URL(emojiImageUrls(app.fileHost, e).url) }),
+    icon: new Image({ mediaType: e.image_content_type, url: new URL(emojiImageUrls(app.render, e).url) }),
   });
 }
 

@@ -7,6 +7,7 @@ import { isId } from './params.ts';
 import { findMedia } from '../storage/media.ts';
 import { findAccountById } from '../storage/accounts.ts';
 import { accountImageUrl, attachmentUrls } from '../services/media-urls.ts';
+import { findRemoteEmoji } from '../storage/custom-emojis.ts';
 
 /**
  * GET /media_proxy/:id/(original|small) and /media_proxy/accounts/:id/(avatar|header): another server's file as a
@@ -60,5 +61,26 @@ export default async function mediaProxyRoutes(fastify: FastifyInstance, { ctx }
     // No copy to be had: the default image, as an account without one shows.
     const target = account && file() ? accountImageUrl(ctx.render, account, kind) : `${ctx.config.publicUrl}/${kind}s/original/missing.png`;
     return reply.header('cache-control', file() ? 'public, max-age=3600' : 'public, max-age=600').redirect(target, 302);
+  });
+
+  // Another server's emoji: always named by this URL (services/custom-emojis.ts), so it answers with the copy, made
+  // now when there is none.
+  app.get('/media_proxy/emojis/:id/:variant', {
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 40 }), variant: Type.Union([Type.Literal('original'), Type.Literal('static')]) }) },
+    config: { auth: { kind: 'anonymous' } },
+  }, async (request, reply) => {
+    const { id, variant } = request.params;
+    if (!isId(id)) throw notFound();
+    let emoji = await findRemoteEmoji(ctx.db, id);
+    if (!emoji || emoji.disabled) throw notFound();
+    if (!emoji.image_key || !emoji.static_key) {
+      const rm = await remoteMedia();
+      if (await rm.recentlyFailed(ctx, `emoji:${id}`)) throw notFound();
+      await rm.copyEmoji(ctx, id, log);
+      emoji = await findRemoteEmoji(ctx.db, id);
+    }
+    const key = variant === 'static' ? emoji?.static_key : emoji?.image_key;
+    if (!key) throw notFound();
+    return reply.header('cache-control', 'public, max-age=86400').redirect(ctx.fileHost.url(key), 302);
   });
 }

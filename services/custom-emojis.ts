@@ -43,13 +43,14 @@ export function shortcodesIn(texts: readonly (string | null | undefined)[]): str
 }
 
 /**
- * Where an emoji's image is shown from, full and still. Another server's is used where it is for now; a copy of it on
- * our file host replaces this answer once remote media are copied (the one place to change).
+ * Where an emoji's image is shown from, full and still: this server's from the file host; another server's always
+ * from the media proxy (http/media-proxy.ts), which redirects to our copy and makes it at the first view. The URL
+ * does not change when the copy is made or pruned, so copying never invalidates what was rendered with it.
  */
-export function emojiImageUrls(fileHost: FileHost, e: EmojiRow): { url: string; staticUrl: string } {
-  if (e.domain === null && e.image_key && e.static_key) return { url: fileHost.url(e.image_key), staticUrl: fileHost.url(e.static_key) };
-  const url = e.image_remote_url ?? '';
-  return { url, staticUrl: url };
+export function emojiImageUrls(w: { fileHost: FileHost; publicUrl: string }, e: EmojiRow): { url: string; staticUrl: string } {
+  if (e.domain === null && e.image_key && e.static_key) return { url: w.fileHost.url(e.image_key), staticUrl: w.fileHost.url(e.static_key) };
+  if (e.domain === null) return { url: '', staticUrl: '' };
+  return { url: `${w.publicUrl}/media_proxy/emojis/${e.id}/original`, staticUrl: `${w.publicUrl}/media_proxy/emojis/${e.id}/static` };
 }
 
 /** The emoji, among `all`, that these texts use (in order of first use). */

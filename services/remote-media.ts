@@ -9,6 +9,8 @@ import {
 } from '../storage/cached-files.ts';
 import { processProfileImage } from './images.ts';
 import { ApiError } from '../errors.ts';
+import { EMOJI_SIZE_LIMIT, EmojiRefused, processEmojiImage } from './custom-emojis.ts';
+import { findRemoteEmoji, setRemoteEmojiCopy } from '../storage/custom-emojis.ts';
 
 /**
  * Copies of other servers' media on our file host, so that no reader's app or browser loads anything from another
@@ -159,6 +161,41 @@ export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | '
 /** Both of a remote account's images (the cacheAccountImages job). */
 export async function copyAccountImages(ctx: Ctx, accountId: string, log?: Log): Promise<CopyOutcome[]> {
   return [await copyAccountImage(ctx, accountId, 'avatar', log), await copyAccountImage(ctx, accountId, 'header', log)];
+}
+
+/**
+ * Copies another server's emoji image (checked as an operator's upload is: PNG, GIF or WebP under 256 KB, with a still
+ * PNG of its first frame); older copies of it are removed. Its URLs are the media proxy's whether or not a copy
+ * exists (services/custom-emojis.ts), so nothing rendered changes.
+ */
+export function copyEmoji(ctx: Ctx, emojiId: string, log?: Log): Promise<CopyOutcome> {
+  return once(`emoji:${emojiId}`, async () => {
+    const e = await findRemoteEmoji(ctx.db, emojiId);
+    if (!e || !e.image_remote_url || !e.domain || e.disabled) return 'gone';
+    if (e.image_key && e.static_key) return 'present';
+    if (await domainPolicy(ctx).rejectsMedia(e.domain)) return 'refused';
+    let processed;
+    try {
+      const fetched = await guardedGet(new URL(e.image_remote_url), {
+        accept: (t) => t === 'image/png' || t === 'image/gif' || t === 'image/webp' || t === 'application/octet-stream', acceptHeader: 'image/png, image/gif, image/webp',
+        maxBytes: EMOJI_SIZE_LIMIT, allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
+      });
+      processed = await processEmojiImage(fetched.body);
+    } catch (err) {
+      return refused(ctx, `emoji:${emojiId}`, e.image_remote_url, err instanceof EmojiRefused ? new Undecodable(err.message) : err, log);
+    }
+    const base = `cache/emojis/${emojiId}/${urlHash(e.image_remote_url)}`;
+    const files = [{ key: `${base}.${processed.extension}`, data: processed.data, type: processed.contentType }, { key: `${base}-static.png`, data: processed.staticPng, type: 'image/png' }];
+    const older = (await cachedKeysOf(ctx.db, 'emoji', emojiId)).filter((k) => !files.some((f) => f.key === k));
+    for (const f of files) await ctx.fileHost.put(f.key, f.data, f.type);
+    await recordCachedFiles(ctx.db, files.map((f) => ({ key: f.key, kind: 'emoji' as const, ownerId: emojiId, sourceUrl: e.image_remote_url!, bytes: f.data.length })));
+    if (!(await setRemoteEmojiCopy(ctx.db, emojiId, { imageKey: files[0]!.key, staticKey: files[1]!.key, contentType: processed.contentType, size: processed.data.length, sourceUrl: e.image_remote_url }))) {
+      await removeFiles(ctx, files.map((f) => f.key));
+      return 'gone';
+    }
+    await removeFiles(ctx, older);
+    return 'copied';
+  });
 }
 
 async function removeFiles(ctx: Ctx, keys: string[]): Promise<void> {

@@ -120,7 +120,10 @@ export async function upsertRemoteEmojis(db: Queryable, emojis: RemoteEmoji[]): 
     `WITH given AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS g (shortcode, domain, uri, url, updated)
      ), changed AS (
-       UPDATE custom_emojis c SET uri = g.uri, image_remote_url = g.url, updated_at = COALESCE(g.updated, now())
+       UPDATE custom_emojis c SET uri = g.uri, image_remote_url = g.url, updated_at = COALESCE(g.updated, now()),
+              -- A copy of an image the emoji no longer names is not shown (the media proxy copies the new one).
+              image_key = CASE WHEN c.image_remote_url IS DISTINCT FROM g.url THEN NULL ELSE c.image_key END,
+              static_key = CASE WHEN c.image_remote_url IS DISTINCT FROM g.url THEN NULL ELSE c.static_key END
          FROM given g
         WHERE c.shortcode = g.shortcode AND c.domain = g.domain
           AND (c.image_remote_url IS DISTINCT FROM g.url OR g.updated > c.updated_at)
@@ -155,4 +158,19 @@ export async function enabledEmojisOfAuthors(db: Queryable, wanted: { account_id
     [wanted.map((w) => w.account_id), wanted.map((w) => w.shortcode)],
   );
   return rows;
+}
+
+export async function findRemoteEmoji(db: Queryable, id: string): Promise<EmojiRow | null> {
+  const { rows } = await db.query<EmojiRow>(`SELECT ${COLUMNS} FROM custom_emojis WHERE id = $1 AND domain IS NOT NULL`, [id]);
+  return rows[0] ?? null;
+}
+
+/** Sets another server's emoji's copy, only while the emoji still names the image the copy was made from. */
+export async function setRemoteEmojiCopy(db: Queryable, id: string, c: { imageKey: string; staticKey: string; contentType: string; size: number; sourceUrl: string }): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE custom_emojis SET image_key = $2, static_key = $3, image_content_type = $4, image_size = $5
+      WHERE id = $1 AND domain IS NOT NULL AND image_remote_url = $6`,
+    [id, c.imageKey, c.staticKey, c.contentType, c.size, c.sourceUrl],
+  );
+  return (rowCount ?? 0) > 0;
 }

@@ -7,7 +7,7 @@ import type { RenderContext } from './context.ts';
  * loaded: the list of this server's emoji).
  */
 export function renderEmoji(ctx: RenderContext, e: EmojiRow): { shortcode: string; url: string; static_url: string; visible_in_picker: boolean } {
-  const { url, staticUrl } = emojiImageUrls(ctx.fileHost, e);
+  const { url, staticUrl } = emojiImageUrls(ctx, e);
   return { shortcode: e.shortcode, url, static_url: staticUrl, visible_in_picker: e.visible_in_picker };
 }
 

@@ -40,6 +40,18 @@ const delivered = async (type: string, match: (a: Json) => boolean = () => true)
 };
 const emojiTag = (id: string, name: string, url: string, extra: Json = {}) => ({ id, type: 'Emoji', name, icon: { type: 'Image', url, ...extra.icon }, ...(extra.updated ? { updated: extra.updated } : {}) });
 
+/**
+ * The image another server's emoji shows: its URL here is always our media proxy's (which serves our copy), so the
+ * image meant is read from the emoji it names.
+ */
+async function sourceOf(url: string): Promise<string> {
+  const m = new RegExp(`^${ours.url}/media_proxy/emojis/(\\d+)/(original|static)$`).exec(url);
+  expect(m, url).not.toBeNull();
+  const { rows } = await ours.ctx.db.query(`SELECT image_remote_url FROM custom_emojis WHERE id = $1`, [m![1]]);
+  return rows[0].image_remote_url;
+}
+const sources = (emojis: Json[]) => Promise.all(emojis.map(async (e) => ({ ...e, url: await sourceOf(e.url), static_url: await sourceOf(e.static_url) })));
+
 /** Delivers a Create of the Note from the peer's actor and returns it as our home timeline shows it. */
 async function deliverNote(user: string, context: unknown, note: Json): Promise<Json> {
   const actor = peer.actorId(user);
@@ -78,7 +90,7 @@ describe('custom emoji from other servers', () => {
       ],
     });
     expectEntity('Status', status);
-    expect(status.emojis).toEqual([
+    expect(await sources(status.emojis)).toEqual([
       { shortcode: 'blobfox', url: `${files}/blobfox.gif`, static_url: `${files}/blobfox.gif`, visible_in_picker: true },
       { shortcode: 'blobcat', url: `${files}/blobcat.png`, static_url: `${files}/blobcat.png`, visible_in_picker: true },
     ]);
@@ -91,23 +103,23 @@ describe('custom emoji from other servers', () => {
       content: '<p>:blobcat_mfm: desu</p>', _misskey_content: ':blobcat_mfm: desu',
       tag: [emojiTag(`${peer.url}/emojis/blobcat_mfm`, ':blobcat_mfm:', `${peer.url}/files/webpublic-abc.png`, { icon: { mediaType: 'image/png' }, updated: '2024-02-02T00:00:00.000Z' })],
     });
-    expect(misskey.emojis.map((e: Json) => [e.shortcode, e.url])).toEqual([['blobcat_mfm', `${peer.url}/files/webpublic-abc.png`]]);
+    expect((await sources(misskey.emojis)).map((e: Json) => [e.shortcode, e.url])).toEqual([['blobcat_mfm', `${peer.url}/files/webpublic-abc.png`]]);
     // Pleroma: no mediaType, and `updated` at the epoch.
     const pleroma = await deliverNote('pia', PLEROMA_CONTEXT, {
       content: 'pleroma :blobcat: here',
       tag: [emojiTag(`${peer.url}/emoji/custom/blobcat.png`, ':blobcat:', `${peer.url}/emoji/custom/blobcat.png`, { updated: '1970-01-01T00:00:00Z' })],
     });
-    expect(pleroma.emojis.map((e: Json) => e.url)).toEqual([`${peer.url}/emoji/custom/blobcat.png`]);
+    expect((await sources(pleroma.emojis)).map((e: Json) => e.url)).toEqual([`${peer.url}/emoji/custom/blobcat.png`]);
 
     // The same shortcode of the same server with a new image: what was shown with the old one now shows the new.
     const again = await deliverNote('gus', MASTODON_CONTEXT, {
       content: '<p>:blobcat: v2</p>',
       tag: [emojiTag(`${peer.url}/emojis/1`, ':blobcat:', `${peer.url}/system/blobcat-v2.png`, { icon: { mediaType: 'image/png' }, updated: '2024-03-01T00:00:00Z' })],
     });
-    expect(again.emojis[0].url).toBe(`${peer.url}/system/blobcat-v2.png`);
+    expect(await sourceOf(again.emojis[0].url)).toBe(`${peer.url}/system/blobcat-v2.png`);
     const home = (await api('GET', '/api/v1/timelines/home')).body as Json[];
     const first = home.find((s) => s.content.includes('hi :blobcat:'))!;
-    expect(first.emojis.find((e: Json) => e.shortcode === 'blobcat').url).toBe(`${peer.url}/system/blobcat-v2.png`);
+    expect(first.emojis.find((e: Json) => e.shortcode === 'blobcat').url).toBe(again.emojis[0].url);
     const { rows } = await ours.ctx.db.query(`SELECT shortcode, domain FROM custom_emojis WHERE shortcode = 'blobcat' ORDER BY domain`);
     expect(rows).toEqual([{ shortcode: 'blobcat', domain: peer.domain.toLowerCase() }]);
   });

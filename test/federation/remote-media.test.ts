@@ -15,6 +15,8 @@ import { copyAttachment } from '../../services/remote-media.ts';
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 const AS = 'https://www.w3.org/ns/activitystreams';
 const PUBLIC = `${AS}#Public`;
+// Mastodon's context for what its Notes carry here.
+const CONTEXT = [AS, { toot: 'http://joinmastodon.org/ns#', Emoji: 'toot:Emoji', blurhash: 'toot:blurhash', focalPoint: { '@container': '@list', '@id': 'toot:focalPoint' } }];
 
 let ours: Instance;
 let peer: StrictPeer;
@@ -40,10 +42,10 @@ const api = async (method: 'GET' | 'POST', url: string, payload?: object): Promi
 const path = (url: string) => new URL(url).pathname;
 let seq = 0;
 /** A Note by gus with these attachments, pushed to our shared inbox as Mastodon sends it. */
-async function pushNote(attachment: Json[]): Promise<string> {
+async function pushNote(attachment: Json[], extra: Json = {}): Promise<string> {
   const id = `${gus}/statuses/${++seq}`;
-  const object = { id, type: 'Note', attributedTo: gus, content: `<p>media ${seq}</p>`, published: new Date().toISOString(), to: PUBLIC, cc: `${gus}/followers`, attachment };
-  expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': AS, id: `${id}/activity`, type: 'Create', actor: gus, object, to: PUBLIC })).toBe(202);
+  const object = { id, type: 'Note', attributedTo: gus, content: `<p>media ${seq}</p>`, published: new Date().toISOString(), to: PUBLIC, cc: `${gus}/followers`, attachment, ...extra };
+  expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': CONTEXT, id: `${id}/activity`, type: 'Create', actor: gus, object, to: PUBLIC })).toBe(202);
   return id;
 }
 const statusByUri = (uri: string) => until(async () => (await api('GET', `/api/v2/search?q=${encodeURIComponent(uri)}&type=statuses`)).statuses as Json[], (l) => l.length === 1, `status ${uri}`).then((l) => l[0]!);
@@ -65,6 +67,7 @@ beforeAll(async () => {
     '/media/photo3.jpg': { type: 'image/jpeg', body: photo },
     '/media/avatar.png': { type: 'image/png', body: avatar },
     '/media/avatar2.png': { type: 'image/png', body: avatar2 },
+    '/media/blobcat.png': { type: 'image/png', body: await sharp({ create: { width: 32, height: 32, channels: 4, background: '#f0f' } }).png().toBuffer() },
     '/media/page.jpg': { type: 'image/jpeg', body: Buffer.from('<html><body>not a picture</body></html>') },
     '/media/huge.jpg': { type: 'image/jpeg', body: Buffer.alloc(300_000, 0xff) },
   });
@@ -181,6 +184,28 @@ describe("other servers' media, copied here", () => {
     expect(res.statusCode).toBe(302);
     expect(origin.hits.get('/media/photo.jpg')).toBe(2);
   });
+  it("shows another server's emoji from our copy of it, made at the first view", async () => {
+    const tag = (name: string, file: string) => ({ id: `${gus}/emojis/${name}`, type: 'Emoji', name: `:${name}:`, icon: { type: 'Image', mediaType: 'image/png', url: `${origin.url}${file}` } });
+    const status = await statusByUri(await pushNote([], { content: '<p>:blobcat: and :broken:</p>', tag: [tag('blobcat', '/media/blobcat.png'), tag('broken', '/media/page.jpg')] }));
+    const [blobcat, broken] = ['blobcat', 'broken'].map((code) => status.emojis.find((e: Json) => e.shortcode === code));
+    expect(blobcat.url).toMatch(new RegExp(`^${ours.url}/media_proxy/emojis/\\d+/original$`));
+    expect(blobcat.static_url).toMatch(new RegExp(`^${ours.url}/media_proxy/emojis/\\d+/static$`));
+    for (const url of [blobcat.url, blobcat.static_url, blobcat.url]) {
+      const res = await ours.app.inject({ method: 'GET', url: path(url) });
+      expect(res.statusCode).toBe(302);
+      const copy = await ours.app.inject({ method: 'GET', url: path(res.headers.location as string) });
+      expect(copy.statusCode).toBe(200);
+      expect((await sharp(copy.rawPayload).metadata()).format).toBe('png');
+    }
+    expect(origin.hits.get('/media/blobcat.png')).toBe(1);
+    // Not an image: nothing stored, 404, and not asked for again at once.
+    expect((await ours.app.inject({ method: 'GET', url: path(broken.url) })).statusCode).toBe(404);
+    expect((await ours.app.inject({ method: 'GET', url: path(broken.static_url) })).statusCode).toBe(404);
+    expect(origin.hits.get('/media/page.jpg')).toBe(2);
+    const usage = await cli('media', 'usage');
+    expect(usage.find((l) => l.startsWith('emojis:'))).toMatch(/^emojis: 2 files/);
+  });
+
   // Last: a block with reject_media turns the server's attachments already here into links (as Mastodon).
   it("never fetches from a server whose media is rejected", async () => {
     expect((await cli('domains', 'block', peer.domain.split(':')[0]!, '--severity', 'noop', '--reject-media')).join('\n')).toContain(peer.domain.split(':')[0]);

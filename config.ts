@@ -135,6 +135,8 @@ export interface Config {
   deliveryRetryBaseMs: number;
   /** Activities one relay may bring in a minute; past that they are refused with 429 and logged (federation/relays.ts). */
   relayIntakePerMinute: number;
+  /** How many activities one group may relay to us a minute (FEP-1b12 Announces); more are dropped. */
+  relayedPerMinute: number;
   /** Who push services may contact about our Web Push (the VAPID `sub` claim): a mailto: or https: URL. */
   vapidSubject: string;
   /** A bearer token Prometheus sends to GET /metrics ('' for none: then only an administrator's token with admin:read). */
@@ -406,6 +408,7 @@ export function loadConfig(env: Env = process.env): Config {
     softwareVersion: SOFTWARE_VERSION,
     deliveryRetryBaseMs: int(env, 'DELIVERY_RETRY_BASE_MS', 30_000, 10, 3_600_000),
     relayIntakePerMinute: int(env, 'RELAY_INTAKE_PER_MINUTE', 6000, 1, 10_000_000),
+    relayedPerMinute: int(env, 'GROUP_RELAYED_PER_MINUTE', 600, 1, 1_000_000),
     scheduledStatusMinDelaySeconds: int(env, 'SCHEDULED_STATUS_MIN_DELAY_SECONDS', 300, 0, 86_400),
     fetchReplies: {
       enabled: bool(env, 'FETCH_REPLIES_ENABLED', true),

@@ -6,7 +6,7 @@ import { healthOf } from './health.ts';
 import { activityLabel, metricsOf } from '../services/metrics.ts';
 
 /** Why an inbound activity was dropped; also the label of `fedi_inbound_dropped_total`. */
-export type DropReason = 'actor_unavailable' | 'object_unavailable' | 'signature' | 'refused' | 'not_addressed';
+export type DropReason = 'actor_unavailable' | 'object_unavailable' | 'signature' | 'refused' | 'not_addressed' | 'unsupported';
 
 /** Repeats of one server's drops for one reason within this window are logged at debug, and counted in the next warning. */
 const FOLD_MS = 60_000;

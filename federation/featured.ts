@@ -13,6 +13,7 @@ import { noteOf } from './objects.ts';
 import { signedLoader } from './instance-actor.ts';
 import { fetchById } from './fetch-object.ts';
 import { fetchNote, receiveNote, statusByUri } from './remote-statuses.ts';
+import { isStatusObject } from './incoming-objects.ts';
 import { accountForActorUri } from './remote-accounts.ts';
 
 // Pins across servers, as Mastodon does them: a local account's pins are its actor's `featured` collection (Notes,
@@ -80,7 +81,7 @@ export async function syncFeatured(app: AppContext, account: AccountRow, url: st
   if (!page) return;
   for await (const item of page.getItems({ documentLoader: loader, suppressError: true })) {
     if (++seen > REMOTE_FEATURED_ITEMS) break;
-    if (!(item instanceof Note) || !item.id || item.id.origin !== origin || item.attributionId?.href !== account.uri) continue;
+    if (!isStatusObject(item) || !item.id || item.id.origin !== origin || item.attributionId?.href !== account.uri) continue;
     const status = await statusByUri(fed, item.id) ?? (await receiveNote(fed, item, account, 0, loader));
     if (status && status.account_id === account.id && !status.reblog_of_id && !ids.includes(status.id)) ids.push(status.id);
   }

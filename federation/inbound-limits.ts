@@ -9,6 +9,18 @@ import type { DocumentLoader } from '@fedify/vocab-runtime';
 /** Real activities nest a handful of levels (Create → Note → tag → …, contexts); this leaves ample room. */
 export const MAX_NESTING = 64;
 
+/** The most a fetched document may hold, as an inbox POST's body may (Mastodon's 1 MB for both). */
+export const MAX_DOCUMENT_CHARS = 1024 * 1024;
+
+/** The length of a parsed document as JSON text (what it took to send it, near enough). */
+export function documentChars(value: unknown): number {
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    return Infinity; // not JSON (a cycle): nothing a server could have sent
+  }
+}
+
 /** The deepest nesting of arrays and objects in JSON text, read in one pass without parsing it. */
 export function jsonNesting(raw: Buffer): number {
   let depth = 0;

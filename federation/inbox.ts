@@ -5,13 +5,14 @@ import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
 import { findAccountById } from '../storage/accounts.ts';
 import { followByUri, hasLocalFollowers } from '../storage/follows.ts';
-import { findStatus, findStatusByUri, type Visibility } from '../storage/statuses.ts';
+import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
 import { deleteStatus, editRemoteStatus } from '../services/statuses.ts';
-import { sanitizeRemoteHtml } from '../text/render.ts';
 import { transaction } from '../storage/db.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
-import { fetchNote, isPublic, localActor, receiveNote, remotePollOf, statusByUri, visibilityOf } from './remote-statuses.ts';
+import { fetchNote, isPublic, localActor, receiveNote, remotePollOf, statusByUri, storeFetchedNote, visibilityOf } from './remote-statuses.ts';
+import { fetchById } from './fetch-object.ts';
+import { inlinesObject, isStatusObject, rawObjectOf, statusTextOf, type StatusObject } from './incoming-objects.ts';
 import { Question } from '@fedify/vocab';
 import { pollOfStatus } from '../storage/polls.ts';
 import { receiveRemoteVote } from '../services/polls.ts';
@@ -27,8 +28,8 @@ import { onFlag } from './flag.ts';
 import { deleteRemoteActor } from '../services/account-deletion.ts';
 import { Add, Remove } from '@fedify/vocab';
 import { onAdd, onRemove } from './featured.ts';
-import type { Activity } from '@fedify/vocab';
-import { dropInbound, dropUnavailable, trackedInboxListeners } from './drops.ts';
+import { Activity } from '@fedify/vocab';
+import { dropInbound, dropUnavailable, trackedInboxListeners, typeName } from './drops.ts';
 import { Move } from '@fedify/vocab';
 import { onMove } from './move.ts';
 import { arrivedThroughRelay, onRelayAnnounce, onRelayAnswer, onRelayFollow } from './relays.ts';
@@ -221,15 +222,23 @@ async function onBlock(fed: Fed, block: Block): Promise<void> {
 async function onCreate(fed: Fed, create: Create): Promise<void> {
   const note = await create.getObject().catch(() => undefined);
   if (note === undefined) return dropUnavailable(fed.data, create, 'object', create.objectId);
-  if (!(note instanceof Note || note instanceof Question) || !note.id) return;
+  // Notes and Questions, and what Mastodon converts (Article, Page, Video, Event, Image, Audio: incoming-objects.ts).
+  if (!isStatusObject(note) || !note.id) return dropUnsupported(fed, create, note);
   const author = await sender(fed, create);
   if (!author || author.domain === null) return;
-  // A Note is its author's to create: a Create that puts words in another actor's mouth, or names its Note with
-  // another server's id (to take that id before the real one arrives), is ignored.
-  if (!note.attributionId || note.attributionId.href !== author.uri || !ownedBy(author, create.id, note.id)) return;
+  // A post is its author's to create: a Create that puts words in another actor's mouth, or names its object with
+  // another server's id (to take that id before the real one arrives), is ignored. (PeerTube attributes a Video to
+  // its account and its channel: the sender must be one of them.)
+  if (!note.attributionIds.some((a) => a.href === author.uri) || !ownedBy(author, create.id, note.id)) return;
   if (note instanceof Note && (await onVote(fed, note, author))) return;
   if (!(await concernsUs(fed, note, author)) && !(await relayedPublicNote(fed, create, note, author))) return dropInbound(fed.data, create, 'not_addressed', 'it concerns nobody here (no follower, mention, address or reply here)');
   await receiveNote(fed, note, author);
+}
+
+/** An activity whose object is of a type we do not take (a ChatMessage, an unknown type): logged once, answered 2xx. */
+function dropUnsupported(fed: Fed, activity: Activity, object: unknown): void {
+  const type = object && typeof object === 'object' ? ((object.constructor as { typeId?: URL }).typeId?.href.split(/[#/]/).pop() ?? 'object') : 'nothing';
+  dropInbound(fed.data, activity, 'unsupported', `its object is a ${type}, which is not shown here`, { quiet: object === null });
 }
 
 /**
@@ -250,7 +259,7 @@ async function onVote(fed: Fed, note: Note, voter: AccountRow): Promise<boolean>
  * follower here, or it is addressed to or mentions someone here, or it answers a post by someone here or by someone
  * followed from here. Anything else is unsolicited (spam would otherwise reach the federated timeline).
  */
-async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): Promise<boolean> {
+async function concernsUs(fed: Fed, note: StatusObject, author: AccountRow): Promise<boolean> {
   const db = fed.data.db;
   if (await hasLocalFollowers(db, author.id)) return true;
   const addressed = [...note.toIds, ...note.ccIds].slice(0, 50);
@@ -259,7 +268,7 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
     if (tag instanceof Mention && tag.href && (await localActor(fed, tag.href))) return true;
   }
   // A quote of one of our posts (Mastodon counts it as local activity too).
-  const quoted = await statusByUri(fed, quotedUriOf(note));
+  const quoted = note instanceof Note || note instanceof Question ? await statusByUri(fed, quotedUriOf(note)) : null;
   if (quoted && quoted.uri === null) return true;
   const parent = await statusByUri(fed, note.replyTargetId);
   if (!parent) return false;
@@ -268,7 +277,7 @@ async function concernsUs(fed: Fed, note: Note | Question, author: AccountRow): 
 }
 
 /** A public Note forwarded by an accepted relay (federation/relays.ts): a relay subscription makes it our business. */
-async function relayedPublicNote(fed: Fed, create: Create, note: Note | Question, author: AccountRow): Promise<boolean> {
+async function relayedPublicNote(fed: Fed, create: Create, note: StatusObject, author: AccountRow): Promise<boolean> {
   return visibilityOf(note, author) === 'public' && (await arrivedThroughRelay(fed, create.id));
 }
 
@@ -279,21 +288,28 @@ async function onUpdate(fed: Fed, update: Update): Promise<void> {
   if (!remote || remote.domain === null || !object) return;
   if (isActor(object)) {
     if (object.id?.href === remote.uri) await storeRemoteActor(fed.data, object);
-  } else if ((object instanceof Note || object instanceof Question) && object.id) {
-    const status = await findStatusByUri(fed.data.db, object.id.href);
-    if (!status || status.account_id !== remote.id) return;
-    const question = object instanceof Question;
-    await receiveRemoteEmojis(fed.data, object, remote.domain);
-    await editRemoteStatus(fed.data.actors.deps, status, {
-      content: sanitizeRemoteHtml(String(object.content ?? '')),
-      spoilerText: String(object.summary ?? '').slice(0, 1000),
-      sensitive: object.sensitive ?? false,
-      // A Question updated without `updated` only brings its poll's counts (Mastodon's Update after votes).
-      editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : question ? null : new Date(),
-      poll: question ? await remotePollOf(object) : null,
-    });
-    await onRemoteNoteUpdate(fed, object, remote, status);
+  } else if (isStatusObject(object)) {
+    await updateStatusFrom(fed, object, remote);
   }
+}
+
+/** An edit of a remote status by its author (an Update, or one relayed by a group), read as a Create's object is. */
+async function updateStatusFrom(fed: Fed, object: StatusObject, remote: AccountRow): Promise<void> {
+  if (!object.id) return;
+  const status = await findStatusByUri(fed.data.db, object.id.href);
+  if (!status || status.account_id !== remote.id) return;
+  const question = object instanceof Question;
+  await receiveRemoteEmojis(fed.data, object, remote.domain);
+  const text = statusTextOf(object, rawObjectOf(object));
+  await editRemoteStatus(fed.data.actors.deps, status, {
+    content: text.content,
+    spoilerText: text.spoilerText,
+    sensitive: object.sensitive ?? false,
+    // A Question updated without `updated` only brings its poll's counts (Mastodon's Update after votes).
+    editedAt: object.updated ? new Date(object.updated.epochMilliseconds) : question ? null : new Date(),
+    poll: question ? await remotePollOf(object) : null,
+  });
+  if (object instanceof Note || object instanceof Question) await onRemoteNoteUpdate(fed, object, remote, status);
 }
 
 async function onDelete(fed: Fed, del: Delete): Promise<void> {
@@ -334,13 +350,92 @@ async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   if (await onRelayAnnounce(fed, announce)) return; // a relay's Announce brings in the post, not a boost
   const remote = await sender(fed, announce);
   if (!remote || remote.domain === null || !ownedBy(remote, announce.id)) return;
-  // A boost of a post we have not seen (a third server's, usually) brings the post in first.
-  const status = (await statusByUri(fed, announce.objectId)) ?? (await fetchNote(fed, announce.objectId));
+  let status = await statusByUri(fed, announce.objectId);
+  if (!status) {
+    // What is announced: a post (a boost, a PeerTube channel's Video), or an activity that a group relays to its
+    // followers (FEP-1b12: Lemmy's and others' communities announce their members' Create, Update, Delete, Like…,
+    // inlined). Fedify gives an inlined object of the sender's own origin as it is, and one of another origin only as
+    // fetched from that origin: what the sender says another server wrote is never taken on its word.
+    const inlined = await announce.getObject({ documentLoader: refuseFetch }).catch(() => null);
+    // Inlined from another origin: fetched from there by its id (once), and taken as what it turns out to be.
+    const crossOrigin = !inlined && inlinesObject(announce);
+    const fetched = crossOrigin && announce.objectId ? await fetchById(fed, announce.objectId.href, fed.documentLoader).catch(() => null) : null;
+    const object = inlined ?? fetched;
+    if (object instanceof Activity && !(object instanceof Question)) return onRelayed(fed, announce, remote, object);
+    if (object && !isStatusObject(object)) return dropUnsupported(fed, announce, object);
+    // A boost of a post we have not seen (a third server's, usually) brings the post in first, from its own server.
+    if (crossOrigin) status = fetched && isStatusObject(fetched) ? await storeFetchedNote(fed, fetched) : null;
+    else status = await fetchNote(fed, announce.objectId);
+  }
   if (!status) return dropUnavailable(fed.data, announce, 'object', announce.objectId);
+  await reblogAs(fed, announce, remote, status);
+}
+
+/** The sender's boost of a stored status, addressed as its Announce is (public, unlisted or followers only). */
+async function reblogAs(fed: Fed, announce: Announce, remote: AccountRow, status: StatusRow): Promise<void> {
   if (status.deleted_at || status.reblog_of_id) return;
   if (status.visibility !== 'public' && status.visibility !== 'unlisted') return;
   const audience = [...announce.toIds, ...announce.ccIds];
   const visibility: Visibility = announce.toIds.some((u) => isPublic(u, announce.id)) ? 'public'
     : audience.some((u) => isPublic(u, announce.id)) ? 'unlisted' : 'private';
-  await fed.data.actors.ask(remote.id, { type: 'reblog', status, visibility, uri: announce.id.href });
+  await fed.data.actors.ask(remote.id, { type: 'reblog', status, visibility, uri: announce.id!.href });
+}
+
+/** A loader for reading only what an activity inlines. */
+const refuseFetch = (url: string) => Promise.reject(new Error(`not fetched here: ${url}`));
+
+/**
+ * An activity a group relays (FEP-1b12). Its authenticity is its origin's: it was inlined by the group's own server
+ * (which speaks for its own accounts) or fetched from its id, and its actor must be of its id's origin, as its object
+ * must be of its author's. As Mastodon does, a relayed Create is shown as the group's boost of the post; a relayed
+ * Update or Delete changes the post as its author's own would; the rest (votes, moderation) is not shown here.
+ */
+async function onRelayed(fed: Fed, announce: Announce, group: AccountRow, activity: Activity): Promise<void> {
+  if (!activity.id || !activity.actorId || activity.actorId.origin !== activity.id.origin) {
+    return dropInbound(fed.data, announce, 'refused', `the activity it relays (${activity.id?.href ?? 'no id'}) is not its actor's own`);
+  }
+  if (activity instanceof Announce) return dropInbound(fed.data, announce, 'unsupported', 'it announces an Announce', { quiet: true });
+  if (!(activity instanceof Create || activity instanceof Update || activity instanceof Delete)) {
+    return dropInbound(fed.data, announce, 'unsupported', `it relays a ${typeName(activity)}, which is not shown here`, { quiet: true });
+  }
+  // As Mastodon takes an Announce only when it concerns someone here: a group nobody here follows relays nothing.
+  if (activity instanceof Create && !(await hasLocalFollowers(fed.data.db, group.id))) {
+    return dropInbound(fed.data, announce, 'not_addressed', 'its group has no follower here');
+  }
+  if (!(await withinRelayBudget(fed, group))) {
+    return dropInbound(fed.data, announce, 'refused', `its group relays more than ${fed.data.config.relayedPerMinute} activities a minute`);
+  }
+  if (activity instanceof Delete) {
+    const author = await accountForActorUri(fed.data, fed, activity.actorId.href);
+    const status = activity.objectId ? await findStatusByUri(fed.data.db, activity.objectId.href) : null;
+    if (!author || !status || status.account_id !== author.id || status.deleted_at) return;
+    await deleteStatus(fed.data.actors.deps, author.id, status.id).catch(() => {});
+    return;
+  }
+  const object = await activity.getObject({ documentLoader: fed.documentLoader }).catch(() => undefined);
+  if (object === undefined) return dropUnavailable(fed.data, announce, 'object', activity.objectId);
+  if (!isStatusObject(object) || !object.id) return dropUnsupported(fed, announce, object);
+  // The relayed post must be its relaying author's, and of their origin (storeFetchedNote checks the latter).
+  if (!object.attributionIds.some((a) => a.href === activity.actorId!.href)) {
+    return dropInbound(fed.data, announce, 'refused', `${object.id.href} is not attributed to ${activity.actorId.href}`);
+  }
+  if (activity instanceof Update) {
+    const author = await accountForActorUri(fed.data, fed, activity.actorId.href);
+    if (author && author.domain !== null) await updateStatusFrom(fed, object, author);
+    return;
+  }
+  const status = (await statusByUri(fed, object.id)) ?? (await storeFetchedNote(fed, object));
+  if (!status) return dropUnavailable(fed.data, announce, 'object', object.id);
+  await reblogAs(fed, announce, group, status);
+}
+
+/**
+ * Counts a group's relayed activity in this minute's budget (Redis, shared by every process): each may cost fetches
+ * from other servers and a stored post, so a group that floods is cut off for the rest of the minute.
+ */
+async function withinRelayBudget(fed: Fed, group: AccountRow): Promise<boolean> {
+  const key = `${fed.data.config.redisPrefix}relayed:${group.id}:${Math.floor(Date.now() / 60_000)}`;
+  const count = await fed.data.redis.incr(key);
+  if (count === 1) await fed.data.redis.pexpire(key, 120_000);
+  return count <= fed.data.config.relayedPerMinute;
 }

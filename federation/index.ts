@@ -12,6 +12,7 @@ import { followersPage, followingPage } from '../storage/follows.ts';
 import { accountUri, statusUri } from '../services/uris.ts';
 import { RedisKvStore } from './kv.ts';
 import { storableRemoteInput } from './storable-documents.ts';
+import { withReceivedJson } from './received-json.ts';
 import { isId } from '../storage/ids.ts';
 import type { BullMqMessageQueue } from './queue.ts';
 import { interactionLinks } from './interaction-links.ts';
@@ -240,5 +241,8 @@ export function createAppFederation(app: AppContext, queue: BullMqMessageQueue):
   registerInboxListeners(federation);
   // Other servers' text reaches nothing here that PostgreSQL would refuse (federation/storable-documents.ts).
   storableRemoteInput(federation);
+  // Received activities are handled with their JSON as sent at hand, for the terms Fedify drops (received-json.ts).
+  const processQueuedTask = federation.processQueuedTask.bind(federation);
+  federation.processQueuedTask = (data, message) => withReceivedJson(message, () => processQueuedTask(data, message));
   return federation;
 }

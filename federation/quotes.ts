@@ -36,7 +36,7 @@ export function quotedUriOf(note: Note | Question): URL | null {
  * `quote_approval_policy`: Public and the author's followers collection by name, the author themselves ignored,
  * anyone else `unsupported_policy`; no policy at all is nobody (Mastodon's 0). Encoded as services/quotes.ts keeps it.
  */
-export function quotePolicyOfNote(note: Note | Question, author: AccountRow): string {
+export function quotePolicyOfNote(note: Pick<Note, 'interactionPolicy'>, author: AccountRow): string {
   const rule = note.interactionPolicy?.canQuote;
   const keysOf = (ids: URL[]): QuotePolicyKey[] => {
     const keys = new Set<QuotePolicyKey>();

@@ -1,5 +1,5 @@
 import { addToOutbox } from '../storage/outbox.ts';
-import { Application, Image, Link, PropertyValue, Service, isActor, type Actor } from '@fedify/vocab';
+import { Application, Group, Image, Link, Organization, PropertyValue, Service, isActor, type Actor } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
@@ -33,6 +33,12 @@ async function imageUrl(get: () => Promise<Image | null>): Promise<string | null
   }
 }
 
+/** The actor's ActivityPub type, as Mastodon keeps it (`actor_type`). */
+function actorTypeOf(actor: Actor): string {
+  return actor instanceof Group ? 'Group' : actor instanceof Service ? 'Service' : actor instanceof Application ? 'Application'
+    : actor instanceof Organization ? 'Organization' : 'Person';
+}
+
 /** What we keep of a remote actor. The domain is its id's host (servers that split handle and host domains are rare). */
 export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | null> {
   if (!actor.id || !actor.preferredUsername) return null;
@@ -58,6 +64,7 @@ export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | n
     followersUrl: actor.followersId?.href ?? null,
     locked: actor.manuallyApprovesFollowers ?? false,
     bot: actor instanceof Service || actor instanceof Application,
+    actorType: actorTypeOf(actor),
     discoverable: actor.discoverable ?? null,
     avatarUrl: await imageUrl(() => actor.getIcon()),
     headerUrl: await imageUrl(() => actor.getImage()),

@@ -1,14 +1,13 @@
-import { Collection, Document, Hashtag, Link, Mention, Note, Question } from '@fedify/vocab';
+import { Collection, Hashtag, Mention, Note, Question } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
 import { findAccountByUri, type AccountRow } from '../storage/accounts.ts';
 import { findStatus, findStatusByUri, type StatusRow, type Visibility } from '../storage/statuses.ts';
-import type { RemoteMedia } from '../storage/media.ts';
 import { isId } from '../storage/ids.ts';
 import { receiveRemoteStatus, type RemotePoll } from '../services/statuses.ts';
 import { publishedLocalAccount } from '../services/local-accounts.ts';
-import { sanitizeRemoteHtml } from '../text/render.ts';
+import { isStatusObject, mediaOf, rawObjectOf, statusTextOf, statusUrlOf, type StatusObject } from './incoming-objects.ts';
 import { accountForActorUri } from './remote-accounts.ts';
 import { fetchById } from './fetch-object.ts';
 import { boundedItems } from './inbound-limits.ts';
@@ -18,8 +17,8 @@ import { queueStampRetry, quotedUriOf, quotePolicyOfNote, verifyQuote } from './
 import { setRemoteQuotePolicy } from '../storage/quotes.ts';
 
 /**
- * Statuses of other servers as we take them: Notes pushed to an inbox, or fetched (signed) by their id when a reply,
- * a boost or a search names one we have not seen.
+ * Statuses of other servers as we take them: objects pushed to an inbox, or fetched (signed) by their id when a reply,
+ * a boost or a search names one we have not seen. What an object says is read by federation/incoming-objects.ts.
  */
 type Fed = Context<AppContext>;
 
@@ -87,7 +86,7 @@ export async function remotePollOf(q: Question): Promise<RemotePoll | null> {
 }
 
 /** How a Note is addressed, in Mastodon's terms. */
-export function visibilityOf(note: Note | Question, author: AccountRow): Visibility {
+export function visibilityOf(note: StatusObject, author: AccountRow): Visibility {
   const to = note.toIds;
   const cc = note.ccIds;
   const pub = (u: URL) => isPublic(u, note.id);
@@ -98,8 +97,12 @@ export function visibilityOf(note: Note | Question, author: AccountRow): Visibil
   return 'direct';
 }
 
-/** Stores a remote Note once (a repeated Create is a no-op), with its mentions, tags and thread. */
-export async function receiveNote(fed: Fed, note: Note | Question, author: AccountRow, depth = 0, loader?: DocumentLoader): Promise<StatusRow | null> {
+/**
+ * Stores a remote status once (a repeated Create is a no-op), with its mentions, tags and thread. What it says is read
+ * by federation/incoming-objects.ts (Note and Question as they are, Article, Page, Video, Event, Image and Audio
+ * converted as Mastodon converts them).
+ */
+export async function receiveNote(fed: Fed, note: StatusObject, author: AccountRow, depth = 0, loader?: DocumentLoader): Promise<StatusRow | null> {
   const app = fed.data;
   const known = await findStatusByUri(app.db, note.id!.href);
   if (known) return known;
@@ -118,39 +121,33 @@ export async function receiveNote(fed: Fed, note: Note | Question, author: Accou
     }
     if (mentioned.length >= 50 || tags.length >= 50) break;
   }
-  // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
-  const media: RemoteMedia[] = [];
+  const raw = rawObjectOf(note);
   // A server whose media is rejected has its attachments kept as links only (`unknown`), never shown inline.
   const rejectMedia = await domainPolicy(app).rejectsMedia(author.domain);
-  for (const attachment of await boundedItems((o) => note.getAttachments(o), 16, loader ?? fed.documentLoader)) {
-    if (media.length >= 4) break;
-    if (!(attachment instanceof Document)) continue; // Image, Video and Audio are Documents too
-    const url = attachment.url instanceof URL ? attachment.url : attachment.url instanceof Link ? attachment.url.href : null;
-    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) continue;
-    const contentType = attachment.mediaType ?? null;
-    const type = contentType?.startsWith('image/') ? 'image' : contentType?.startsWith('video/') ? 'video' : contentType?.startsWith('audio/') ? 'audio' : 'unknown';
-    media.push({ type: rejectMedia ? 'unknown' : type, remoteUrl: url.href, contentType, description: String(attachment.name ?? '').slice(0, 1500), width: attachment.width, height: attachment.height });
-  }
+  const media = await mediaOf(note, { raw, rejectMedia, loader: loader ?? fed.documentLoader });
+  const text = statusTextOf(note, raw);
+  // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
   const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, { depth: depth + 1, loader }) : null);
   // The post quoted (FEP-044f `quote`, or Misskey's and Fedibird's terms) is fetched when unknown, one level deep as a
-  // parent is; what it takes to count as approved is verifyQuote's.
-  const quotedUri = quotedUriOf(note);
+  // parent is; what it takes to count as approved is verifyQuote's. Only Notes and Questions quote.
+  const quoting = note instanceof Note || note instanceof Question ? note : null;
+  const quotedUri = quoting ? quotedUriOf(quoting) : null;
   let quote = null;
-  if (quotedUri && quotedUri.href !== note.id!.href) {
+  if (quoting && quotedUri && quotedUri.href !== note.id!.href) {
     const quoted = (await statusByUri(fed, quotedUri)) ?? (depth < 1 ? await fetchNote(fed, quotedUri, { depth: depth + 1, loader }) : null);
-    if (quoted && !quoted.deleted_at && !quoted.reblog_of_id) quote = { quoted, ...(await verifyQuote(fed, note, author, quoted, loader)) };
+    if (quoted && !quoted.deleted_at && !quoted.reblog_of_id) quote = { quoted, ...(await verifyQuote(fed, quoting, author, quoted, loader)) };
   }
   // Its custom emoji first: the status is rendered with them as soon as it is stored.
   await receiveRemoteEmojis(app, note, author.domain, loader ?? fed.documentLoader);
   const id = await receiveRemoteStatus(app.actors.deps, {
     accountId: author.id,
     uri: note.id!.href,
-    url: note.url instanceof URL && /^https?:$/.test(note.url.protocol) ? note.url.href : null,
-    content: sanitizeRemoteHtml(String(note.content ?? '')),
-    spoilerText: String(note.summary ?? '').slice(0, 1000),
+    url: statusUrlOf(note),
+    content: text.content,
+    spoilerText: text.spoilerText,
     sensitive: note.sensitive ?? false,
     visibility: visibilityOf(note, author),
-    language: null,
+    language: text.language,
     parent: parent && !parent.deleted_at ? parent : null,
     mentioned,
     tags,
@@ -191,14 +188,17 @@ const fetching = new Map<string, Promise<StatusRow | null>>();
 async function fetchNoteNow(fed: Fed, id: URL, options: { depth?: number; loader?: DocumentLoader }): Promise<StatusRow | null> {
   try {
     const note = await fetchById(fed, id.href, options.loader ?? fed.documentLoader);
-    return note instanceof Note || note instanceof Question ? await storeFetchedNote(fed, note, options) : null;
+    return isStatusObject(note) ? await storeFetchedNote(fed, note, options) : null;
   } catch {
     return null; // unreachable or not a note: the boost or reply goes without it
   }
 }
 
-/** A Note fetched from its server, stored with its author (fetched too when unknown) unless either is refused. */
-export async function storeFetchedNote(fed: Fed, note: Note | Question, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
+/**
+ * A status object fetched from its server (or vouched for by it), stored with its author (fetched too when unknown)
+ * unless either is refused. Its author is the first `attributedTo` (PeerTube names the account, then the channel).
+ */
+export async function storeFetchedNote(fed: Fed, note: StatusObject, options: { depth?: number; loader?: DocumentLoader } = {}): Promise<StatusRow | null> {
   if (!note.id || !note.attributionId || note.id.origin !== note.attributionId.origin) return null;
   const author = await accountForActorUri(fed.data, fed, note.attributionId.href, options.loader);
   if (!author || author.domain === null || author.suspended_at) return null;

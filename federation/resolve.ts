@@ -1,4 +1,4 @@
-import { Note, isActor } from '@fedify/vocab';
+import { isActor } from '@fedify/vocab';
 import type { AppContext } from '../context.ts';
 import { findAccountByUri, type AccountRow } from '../storage/accounts.ts';
 import type { StatusRow } from '../storage/statuses.ts';
@@ -6,6 +6,7 @@ import { signedLoader } from './instance-actor.ts';
 import { storeRemoteActor } from './remote-accounts.ts';
 import { storeFetchedNote } from './remote-statuses.ts';
 import { confirmedByWebFinger, fetchById } from './fetch-object.ts';
+import { isStatusObject } from './incoming-objects.ts';
 
 /**
  * What a link to another server names, fetched with a GET signed by the person asking (so a followers-only post
@@ -28,7 +29,8 @@ export async function resolveRemoteLink(app: AppContext, url: string, actingAs: 
     const account = await storeRemoteActor(app, found);
     return account && !account.suspended_at ? { account } : null;
   }
-  if (found instanceof Note) {
+  // A post of any type Mastodon shows (a Lemmy Page, a PeerTube Video, a WordPress Article…: incoming-objects.ts).
+  if (isStatusObject(found)) {
     const status = await storeFetchedNote(fed, found, { loader });
     return status && !status.deleted_at ? { status } : null;
   }

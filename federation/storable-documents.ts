@@ -2,7 +2,8 @@ import { pino } from 'pino';
 import type { Federation, MessageQueue, MessageQueueEnqueueOptions } from '@fedify/fedify';
 import type { AuthenticatedDocumentLoaderFactory, DocumentLoader, DocumentLoaderFactory } from '@fedify/vocab-runtime';
 import { makeStorable } from '../text/storable.ts';
-import { MAX_NESTING, valueNesting } from './inbound-limits.ts';
+import { rememberFetchedJson } from './received-json.ts';
+import { MAX_DOCUMENT_CHARS, MAX_NESTING, documentChars, valueNesting } from './inbound-limits.ts';
 
 /**
  * Other servers' JSON enters through two doors: activities POSTed to our inboxes (queued by Fedify once their
@@ -23,7 +24,12 @@ function storableLoader(loader: DocumentLoader): DocumentLoader {
     const remote = await loader(url, options);
     // Refused like a failed fetch: Fedify's JSON-LD processing would recurse through every level.
     if (valueNesting(remote.document) > MAX_NESTING) throw new Error(`${url}: nested deeper than ${MAX_NESTING} levels`);
+    // Larger than any activity we take in an inbox POST (federation/mount.ts): refused as Mastodon refuses a fetched
+    // document over 1 MB, so a post with megabytes of content is neither stored nor half-stored.
+    if (documentChars(remote.document) > MAX_DOCUMENT_CHARS) throw new Error(`${url}: larger than ${MAX_DOCUMENT_CHARS} characters`);
     if (makeStorable(remote.document)) log.warn({ url, id: idOf(remote.document) }, 'removed characters PostgreSQL cannot store from a fetched document');
+    // The terms Fedify drops are read from the document as sent (federation/received-json.ts).
+    rememberFetchedJson(remote.documentUrl ?? url, remote.document);
     return remote;
   };
 }

@@ -12,6 +12,8 @@ export interface AccountRow {
   fields: ProfileField[];
   locked: boolean;
   bot: boolean;
+  /** A remote actor's ActivityPub type (Person, Group, Service…); null for local accounts. */
+  actor_type: string | null;
   discoverable: boolean | null;
   indexable: boolean;
   hide_collections: boolean;
@@ -76,7 +78,7 @@ const MOVED_TO = `(SELECT to_jsonb(m) - 'private_key_pem' - 'ed25519_private_jwk
     FROM accounts m WHERE m.id = accounts.moved_to_account_id) AS moved_to`;
 
 // Every column but the private key: that one is read only where a request is signed.
-const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot,
+const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot, actor_type,
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
   avatar_description, header_description, noindex, show_application,
   uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
@@ -218,6 +220,8 @@ export interface RemoteAccount {
   followersUrl: string | null;
   locked: boolean;
   bot: boolean;
+  /** Its ActivityPub type (Person, Group, Service…). */
+  actorType?: string | null;
   discoverable: boolean | null;
   avatarUrl: string | null;
   headerUrl: string | null;
@@ -236,22 +240,22 @@ export async function upsertRemoteAccount(db: Queryable, a: RemoteAccount): Prom
   const { rows } = await db.query<AccountRow>(
     `INSERT INTO accounts (uri, username, domain, display_name, note_html, url, inbox_url, shared_inbox_url, outbox_url,
                            followers_url, locked, bot, discoverable, avatar_remote_url, header_remote_url, fields,
-                           created_at, fetched_at, also_known_as, moved_to_account_id)
+                           created_at, fetched_at, also_known_as, moved_to_account_id, actor_type)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, coalesce($17, now()), now(), $18,
-             (SELECT id FROM accounts WHERE uri = $19))
+             (SELECT id FROM accounts WHERE uri = $19), $20)
      ON CONFLICT (uri) WHERE uri IS NOT NULL DO UPDATE SET
        display_name = $4, note_html = $5, url = $6, inbox_url = $7, shared_inbox_url = $8, outbox_url = $9,
        followers_url = $10, locked = $11, bot = $12, discoverable = $13, avatar_remote_url = $14,
        header_remote_url = $15, fields = $16,
        -- A copy of an image the actor no longer names is not shown (services/remote-media.ts copies the new one).
        avatar_file = CASE WHEN accounts.avatar_remote_url IS NOT DISTINCT FROM $14 THEN accounts.avatar_file END,
-       header_file = CASE WHEN accounts.header_remote_url IS NOT DISTINCT FROM $15 THEN accounts.header_file END, fetched_at = now(), updated_at = now(), also_known_as = $18,
+       header_file = CASE WHEN accounts.header_remote_url IS NOT DISTINCT FROM $15 THEN accounts.header_file END, fetched_at = now(), updated_at = now(), also_known_as = $18, actor_type = $20,
        moved_to_account_id = CASE WHEN $19::text IS NULL THEN NULL
          ELSE coalesce((SELECT id FROM accounts WHERE uri = $19), accounts.moved_to_account_id) END
      RETURNING ${COLUMNS}`,
     [a.uri, a.username, a.domain, a.displayName, a.noteHtml, a.url, a.inboxUrl, a.sharedInboxUrl, a.outboxUrl,
       a.followersUrl, a.locked, a.bot, a.discoverable, a.avatarUrl, a.headerUrl, JSON.stringify(a.fields), a.createdAt,
-      a.alsoKnownAs ?? [], a.movedToUri ?? null],
+      a.alsoKnownAs ?? [], a.movedToUri ?? null, a.actorType ?? null],
   );
   return rows[0]!;
 }

@@ -166,15 +166,18 @@ export interface RemoteMedia {
   description: string;
   width: number | null;
   height: number | null;
+  /** As the other server computed it, and its focal point (-1..1 each way); null when it sent none. */
+  blurhash?: string | null;
+  focus?: { x: number; y: number } | null;
 }
 
 export async function insertRemoteMedia(db: Queryable, statusId: string, accountId: string, media: RemoteMedia[]): Promise<void> {
   for (const [i, m] of media.entries()) {
     const meta = m.width && m.height ? { original: { width: m.width, height: m.height, size: `${m.width}x${m.height}`, aspect: m.width / m.height } } : {};
     await db.query(
-      `INSERT INTO media_attachments (account_id, status_id, position, type, state, remote_url, original_type, description, meta)
-       VALUES ($1, $2, $3, $4, 'ready', $5, $6, $7, $8)`,
-      [accountId, statusId, i + 1, m.type, m.remoteUrl, m.contentType, m.description, JSON.stringify(meta)],
+      `INSERT INTO media_attachments (account_id, status_id, position, type, state, remote_url, original_type, description, meta, blurhash, focus_x, focus_y)
+       VALUES ($1, $2, $3, $4, 'ready', $5, $6, $7, $8, $9, $10, $11)`,
+      [accountId, statusId, i + 1, m.type, m.remoteUrl, m.contentType, m.description, JSON.stringify(meta), m.blurhash ?? null, m.focus?.x ?? 0, m.focus?.y ?? 0],
     );
   }
 }

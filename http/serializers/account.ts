@@ -34,7 +34,8 @@ function accountEntity(ctx: RenderContext, a: AccountRow) {
     bot: a.bot,
     discoverable: a.discoverable,
     indexable: a.indexable,
-    group: false,
+    // A remote Group actor (a Lemmy community, a Friendica forum), as Mastodon shows it.
+    group: a.actor_type === 'Group',
     created_at: midnight(a.created_at),
     note: a.note_html,
     url: local ? `${ctx.publicUrl}/@${a.username}` : (a.url ?? a.uri),

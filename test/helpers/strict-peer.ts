@@ -33,11 +33,12 @@ export interface PeerDelivery { inbox: string; activity: Json; verified: boolean
 export interface PeerSent { inbox: string; activity: Json; status: number; error?: string }
 /**
  * `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML); `type`: relays'
- * actors are Applications; `extra`: more of the actor document (icon, image…), as that server would serve it.
+ * actors are Applications, a Lemmy community or a PeerTube channel a Group; `extra`: more of the actor document (icon, image…), as that server would serve it.
  */
-export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; type?: 'Person' | 'Application'; extra?: Json }
+export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; type?: ActorType; extra?: Json }
 export interface PeerField { name: string; value: string }
-interface Actor { username: string; type: 'Person' | 'Application'; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[]; extra: Json }
+type ActorType = 'Person' | 'Group' | 'Service' | 'Application';
+interface Actor { username: string; type: ActorType; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[]; extra: Json }
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 const CONTEXT = [AS, 'https://w3id.org/security/v1'];
@@ -80,6 +81,7 @@ export class StrictPeer {
   private readonly actors = new Map<string, Actor>();
   private readonly objects = new Map<string, Json>();
   private readonly extraLinks = new Map<string, Json[]>();
+  private readonly openDocuments = new Map<string, Json>();
   /** Actors' featured collections (pinned posts), when set: ids or inlined objects, newest first. */
   private readonly featuredOf = new Map<string, unknown[]>();
   // Successes only: Fedify would otherwise remember a failed fetch (null) and never try that key again.
@@ -141,6 +143,11 @@ export class StrictPeer {
   feature(username: string, items: unknown[]): void {
     this.actor(username);
     this.featuredOf.set(username, items);
+  }
+
+  /** Serves a document to anyone, signed or not (a JSON-LD context such as Akkoma's `/schemas/litepub-0.1.jsonld`). */
+  publishOpenly(path: string, document: Json): void {
+    this.openDocuments.set(path, document);
   }
 
   /** Serves `object` at a path of its own, whatever its id says (an upload, say), to signed GETs only. */
@@ -264,6 +271,8 @@ export class StrictPeer {
       const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<XRD xmlns="http://docs.oasis-open.org/ns/xri/xrd-1.0"><Link rel="lrdd" type="application/xrd+xml" template="${this.url}/.well-known/webfinger?resource={uri}"/></XRD>`;
       return { status: 200, body: xml, type: 'application/xrd+xml' };
     }
+    const open = this.openDocuments.get(path);
+    if (open) return { status: 200, body: open, type: 'application/ld+json' };
     if (path === '/.well-known/nodeinfo') return { status: 200, type: 'application/json', body: { links: [{ rel: 'http://nodeinfo.diaspora.software/ns/schema/2.1', href: `${this.url}/nodeinfo/2.1` }] } };
     if (path === '/nodeinfo/2.1') {
       return { status: 200, type: 'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/2.1#"', body: {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -34,6 +34,8 @@ export interface ProbeStream {
   width?: number;
   height?: number;
   pix_fmt?: string;
+  nb_frames?: string;
+  side_data_list?: { rotation?: number }[];
   avg_frame_rate?: string;
   r_frame_rate?: string;
   disposition?: { attached_pic?: number };
@@ -150,8 +152,10 @@ function videoMeta(p: Probe): Record<string, unknown> {
   const v = pictureStreams(p)[0];
   const duration = Number(p.format.duration);
   const bitrate = Number(p.format.bit_rate);
+  // A passed-through phone video keeps its display matrix: shown turned a quarter, its shape is the other way round.
+  const turned = Math.abs(v?.side_data_list?.find((d) => typeof d.rotation === 'number')?.rotation ?? 0) % 180 === 90;
   return {
-    width: v?.width, height: v?.height, frame_rate: v?.avg_frame_rate && v.avg_frame_rate !== '0/0' ? v.avg_frame_rate : v?.r_frame_rate,
+    width: turned ? v?.height : v?.width, height: turned ? v?.width : v?.height, frame_rate: v?.avg_frame_rate && v.avg_frame_rate !== '0/0' ? v.avg_frame_rate : v?.r_frame_rate,
     ...(Number.isFinite(duration) ? { duration } : {}),
     ...(Number.isFinite(bitrate) ? { bitrate } : {}),
   };
@@ -221,7 +225,8 @@ export async function processVideo(config: ToolConfig, data: Buffer, container: 
 
 async function finishVideo(config: ToolConfig, dir: string, output: string, type: AvType): Promise<AvResult> {
   const out = await probe(config, output);
-  if (pictureStreams(out).length === 0) throw new Unprocessable('the video could not be made');
+  const made = pictureStreams(out)[0];
+  if (!made || made.nb_frames === '0') throw new Unprocessable('the video could not be made: no frame could be read');
   const preview = await previewFrame(config, output, join(dir, 'small.jpg'));
   return { type, original: { data: await readFile(output), contentType: 'video/mp4', extension: 'mp4', meta: videoMeta(out) }, preview };
 }
@@ -284,10 +289,9 @@ export async function heicToJpeg(config: ToolConfig, data: Buffer): Promise<Buff
     const output = join(dir, 'output.jpg');
     await writeFile(input, data);
     await run(config, 'heifConvert', ['-q', '92', input, output]);
-    try {
-      return await readFile(output);
-    } catch {
-      throw new Unprocessable('the photo could not be read');
-    }
+    // A file of several images (a burst) is written output-1.jpg, output-2.jpg…: the first is the photo.
+    const written = (await readdir(dir)).filter((f) => /^output(-\d+)?\.jpg$/.test(f)).sort((a, b) => a.length - b.length || a.localeCompare(b, 'en', { numeric: true }));
+    if (!written[0]) throw new Unprocessable('the photo could not be read');
+    return readFile(join(dir, written[0]));
   });
 }

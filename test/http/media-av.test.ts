@@ -38,6 +38,8 @@ const FIXTURES: Record<string, () => string[]> = {
   'anim.png': () => [...testsrc('64x48'), '-plays', '0', '-f', 'apng'],
   'tone.wav': () => sine,
   'many.mp4': () => [...sine, ...Array.from({ length: 20 }, () => ['-map', '0:a']).flat(), '-c:a', 'aac', '-b:a', '16k'],
+  // Its index first (faststart), so ffprobe reads it whatever follows: the frames are then overwritten (corrupt.mp4).
+  'indexed.mp4': () => [...testsrc('64x48'), '-c:v', 'libx265', '-x265-params', 'log-level=error', '-pix_fmt', 'yuv420p', '-tag:v', 'hvc1', '-movflags', '+faststart'],
   // Without faststart: the index at the end, so a cut-off copy is a header and half its frames.
   'long.mp4': () => [...testsrc('64x48', 10, 2), ...sine.map((a) => a.replace('duration=1', 'duration=2')), '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest'],
 };
@@ -265,22 +267,26 @@ describe('bad input', () => {
     expect(bad.statusCode, bad.body).toBe(422);
   });
 
-  it('fails a truncated video once, cleanly: a clear error, nothing on the file host, no post with it, and the next upload processed', async () => {
-    // Without faststart the index is at the end: cut off, the file is a header and half its frames.
+  it('refuses a truncated video (its index cut off) with 422 at once', async () => {
     const whole = fixture('long.mp4');
-    const truncated = whole.subarray(0, Math.floor(whole.length * 0.6));
-    const res = await upload(truncated, 'cut.mp4', 'video/mp4');
-    if (res.statusCode === 422) {
-      expect(res.json().error).toMatch(/Validation failed/);
-    } else {
-      expect(res.statusCode).toBe(202);
-      const failed = await processed(res.json().id);
-      expect(failed.status).toBe(422);
-      expect(failed.body.error).toMatch(/Error processing/);
-      await expectNothingStored(res.json().id);
-      const post = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(eve.token), payload: { status: 'with it', media_ids: [res.json().id] } });
-      expect(post.statusCode).toBe(422);
-    }
+    const res = await upload(whole.subarray(0, Math.floor(whole.length * 0.6)), 'cut.mp4', 'video/mp4');
+    expect(res.statusCode, res.body).toBe(422);
+    expect(res.json().error).toMatch(/not a video or audio file that can be read/);
+  });
+
+  it('fails a corrupt video once, cleanly: a clear error, nothing on the file host, no post with it, and the next upload processed', async () => {
+    // Its header and index are sound (ffprobe takes it), its frames garbage: the decoder fails in the job.
+    const corrupt = Buffer.from(fixture('indexed.mp4'));
+    corrupt.fill(0x5a, corrupt.indexOf('mdat') + 20);
+    const res = await upload(corrupt, 'clip.mp4', 'video/mp4');
+    expect(res.statusCode, res.body).toBe(202);
+    const failed = await processed(res.json().id);
+    expect(failed.status).toBe(422);
+    expect(failed.body.error).toMatch(/^Error processing thumbnail for uploaded media: (ffmpeg|the video could not be made)/);
+    await expectNothingStored(res.json().id);
+    const post = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(eve.token), payload: { status: 'with it', media_ids: [res.json().id] } });
+    expect(post.statusCode).toBe(422);
+    expect(post.json().error).toMatch(/could not be processed/);
     const next = await uploadAndProcess(fixture('h264.mp4'), 'clip.mp4', 'video/mp4');
     expect(next.type).toBe('video');
   });

@@ -189,13 +189,16 @@ function passesThrough(p: Probe, container: string): boolean {
   return container === 'video/mp4' && !quickTime && v?.codec_name === 'h264' && v.pix_fmt === 'yuv420p' && (!a || a.codec_name === 'aac');
 }
 
-/** One frame (the first: Mastodon's `time: 0`), or an audio file's cover art, as a JPEG within 640x640; null if none. */
+/** An output of one frame (the first: Mastodon's `time: 0`) as a JPEG within 640x640, metadata removed. */
+const previewOutput = (output: string) => [
+  '-map', '0:v:0', '-frames:v', '1', '-an', ...NO_METADATA,
+  '-vf', `scale='min(${PREVIEW_SIZE},iw)':'min(${PREVIEW_SIZE},ih)':force_original_aspect_ratio=decrease`, '-q:v', '3', '-f', 'image2', '-c:v', 'mjpeg', output,
+];
+
+/** An audio file's cover art as a JPEG within 640x640; null if it cannot be read. */
 async function previewFrame(config: ToolConfig, input: string, output: string): Promise<Buffer | null> {
   try {
-    await run(config, 'ffmpeg', [
-      ...FFMPEG_INPUT, '-i', input, '-map', '0:v:0', '-frames:v', '1', '-an', ...NO_METADATA,
-      '-vf', `scale='min(${PREVIEW_SIZE},iw)':'min(${PREVIEW_SIZE},ih)':force_original_aspect_ratio=decrease`, '-q:v', '3', '-f', 'image2', '-c:v', 'mjpeg', output,
-    ]);
+    await run(config, 'ffmpeg', [...FFMPEG_INPUT, '-i', input, ...previewOutput(output)]);
     const data = await readFile(output);
     return data.length > 0 ? data : null;
   } catch (err) {
@@ -215,9 +218,11 @@ export async function processVideo(config: ToolConfig, data: Buffer, container: 
     if (type === 'audio') return processAudioIn(config, dir, input, p);
     const sound = type === 'video';
     const codec = passesThrough(p, container) ? ['-c', 'copy'] : h264Args(p, config, sound);
+    // The preview frame is a second output of the same run: the file is read once.
     await run(config, 'ffmpeg', [
       ...FFMPEG_INPUT, '-i', input, '-map', '0:v:0', ...(sound ? ['-map', '0:a:0'] : []), ...codec,
       '-frames:v', String(MAX_VIDEO_FRAMES), ...NO_METADATA, '-movflags', '+faststart', '-f', 'mp4', output,
+      ...previewOutput(join(dir, 'small.jpg')),
     ]);
     return finishVideo(config, dir, output, type);
   });
@@ -227,7 +232,7 @@ async function finishVideo(config: ToolConfig, dir: string, output: string, type
   const out = await probe(config, output);
   const made = pictureStreams(out)[0];
   if (!made || made.nb_frames === '0') throw new Unprocessable('the video could not be made: no frame could be read');
-  const preview = await previewFrame(config, output, join(dir, 'small.jpg'));
+  const preview = await readFile(join(dir, 'small.jpg')).catch(() => null);
   return { type, original: { data: await readFile(output), contentType: 'video/mp4', extension: 'mp4', meta: videoMeta(out) }, preview };
 }
 
@@ -255,6 +260,7 @@ export async function processAnimation(config: ToolConfig, input: { file: Buffer
     await run(config, 'ffmpeg', [
       ...FFMPEG_INPUT, ...source, '-map', '0:v:0', ...h264Args(p, config, false),
       '-frames:v', String(MAX_VIDEO_FRAMES), ...NO_METADATA, '-movflags', '+faststart', '-f', 'mp4', output,
+      ...previewOutput(join(dir, 'small.jpg')),
     ], { stdin: 'raw' in input ? input.raw : undefined });
     return finishVideo(config, dir, output, 'gifv');
   });

@@ -186,7 +186,7 @@ function passesThrough(p: Probe, container: string): boolean {
   const v = pictureStreams(p)[0];
   const a = audioStreams(p)[0];
   const quickTime = (p.format.tags?.major_brand ?? '').trim() === 'qt';
-  return container === 'video/mp4' && !quickTime && v?.codec_name === 'h264' && v.pix_fmt === 'yuv420p' && (!a || a.codec_name === 'aac');
+  return (container === 'video/mp4' || container === 'video/x-m4v') && !quickTime && v?.codec_name === 'h264' && v.pix_fmt === 'yuv420p' && (!a || a.codec_name === 'aac');
 }
 
 /** An output of one frame (the first: Mastodon's `time: 0`) as a JPEG within 640x640, metadata removed. */

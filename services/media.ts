@@ -24,6 +24,7 @@ const AV_TYPES: Record<string, { type: 'video' | 'audio'; extension: string }> =
   'video/mp4': { type: 'video', extension: 'mp4' },
   'video/webm': { type: 'video', extension: 'webm' },
   'video/quicktime': { type: 'video', extension: 'mov' },
+  'video/x-m4v': { type: 'video', extension: 'm4v' },
   'audio/mpeg': { type: 'audio', extension: 'mp3' },
   'audio/ogg': { type: 'audio', extension: 'ogg' },
   'audio/opus': { type: 'audio', extension: 'opus' },
@@ -266,7 +267,7 @@ async function processWithTools(deps: MediaDeps, media: MediaRow, staged: Buffer
       return;
     }
     let result: AvResult;
-    if (kind.processing === 'animation') result = await processAnimation(deps.config, await animationInput(staged, kind));
+    if (kind.processing === 'animation') result = await processAnimation(deps.config, await animationInput(staged, kind).catch((e: Error) => { throw new Undecodable(`the image could not be read: ${e.message}`); }));
     else if (kind.type === 'audio') result = await processAudio(deps.config, staged);
     else result = await processVideo(deps.config, staged, kind.mime);
     await storeAv(deps, media, result);

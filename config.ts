@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { isLanguage } from './services/languages.ts';
 // Every setting is an environment variable; README.md lists them with their defaults.
 // A bad value throws ConfigError naming the setting, and start-up prints that one line.
@@ -89,6 +90,19 @@ export interface Config {
   maxImageBytes: number;
   /** Largest accepted video or audio upload. */
   maxVideoBytes: number;
+  /**
+   * The machine's programs for video, audio, animated images (ffmpeg, ffprobe) and HEIC photos (heif-convert):
+   * a name looked up on the PATH, or a path. Missing ones are said once at start, and such uploads refused.
+   */
+  ffmpegPath: string;
+  ffprobePath: string;
+  heifConvertPath: string;
+  /** Transcodes (ffmpeg, heif-convert) one worker process runs at once; each waits its turn on the media queue. */
+  mediaTranscodeConcurrency: number;
+  /** The longest one run of ffmpeg may take before it is killed and the upload fails. */
+  mediaTranscodeTimeoutMs: number;
+  /** The address space one run of ffmpeg may take (prlimit --as), in bytes. */
+  mediaTranscodeMemoryBytes: number;
   actorIdleMs: number;
   /** With the job worker in this process: the longest a new post waits while the worker is behind (0: never). */
   postHoldMs: number;
@@ -389,6 +403,13 @@ export function loadConfig(env: Env = process.env): Config {
     maxStatusChars: int(env, 'MAX_STATUS_CHARS', 500, 1, 100_000),
     maxImageBytes: int(env, 'MAX_IMAGE_BYTES', 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxVideoBytes: int(env, 'MAX_VIDEO_BYTES', 99 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+    ffmpegPath: str(env, 'FFMPEG_PATH', 'ffmpeg'),
+    ffprobePath: str(env, 'FFPROBE_PATH', 'ffprobe'),
+    heifConvertPath: str(env, 'HEIF_CONVERT_PATH', 'heif-convert'),
+    // Half the cores (one on two), so posting, reading and fan-out keep the rest.
+    mediaTranscodeConcurrency: int(env, 'MEDIA_TRANSCODE_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), 1, 64),
+    mediaTranscodeTimeoutMs: int(env, 'MEDIA_TRANSCODE_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,
+    mediaTranscodeMemoryBytes: int(env, 'MEDIA_TRANSCODE_MEMORY_MB', 3072, 256, 1_048_576) * 1024 * 1024,
     actorIdleMs: int(env, 'ACTOR_IDLE_MS', 10 * 60 * 1000, 100, 24 * 3600 * 1000),
     postHoldMs: int(env, 'POST_HOLD_MS', 2000, 0, 60_000),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 2, 500),

@@ -4,12 +4,15 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startServer } from './server.ts';
 import { unavailableDependency } from './storage/dependencies.ts';
 import { MAIL_OFF_NOTICE } from './services/mail.ts';
+import { missingToolsNotice } from './services/media-tools.ts';
 
 async function main() {
   const config = loadConfig();
   if (config.role === 'streaming' && config.streamingProcesses > 1 && cluster.isPrimary) return superviseStreaming(config);
   const server = await startServer(config);
   if (!config.smtp) server.app.log.warn(MAIL_OFF_NOTICE);
+  const toolsNotice = config.role === 'streaming' ? null : missingToolsNotice(config);
+  if (toolsNotice) server.app.log.warn(toolsNotice);
   // A promise nobody waited on, failing because PostgreSQL or Redis went away, must not end a server that comes
   // back by itself (the outage is logged once, by storage/dependencies.ts); anything else still ends it, as Node would.
   process.on('unhandledRejection', (err) => {

@@ -22,6 +22,12 @@ export const FANOUT_QUEUE = bullQueueName('fanout');
  * did not answer took all 16 slots for seconds, and every post's fan-out waited behind them (issue 32).
  */
 export const PULL_QUEUE = bullQueueName('pull');
+/**
+ * Transcodes (ffmpeg for video, audio and animated images; heif-convert for HEIC photos): a queue of their own whose
+ * workers take MEDIA_TRANSCODE_CONCURRENCY at once, so a minute of 4K video waits its turn there rather than holding
+ * a fan-out slot, and several never share the cores that posting, reading and fan-out need.
+ */
+export const MEDIA_QUEUE = bullQueueName('media');
 
 export type FanoutJob =
   /** `edit`: the status was edited; streams that had it are told (`status.update`), feeds stay as they are. */
@@ -29,6 +35,8 @@ export type FanoutJob =
   | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
   | ({ kind: 'deliver'; outboxId: string } & Delivery)
   | { kind: 'processMedia'; outboxId: string; mediaId: string }
+  /** The same processing for uploads that need ffmpeg or heif-convert (services/media.ts), on the media queue. */
+  | { kind: 'transcodeMedia'; outboxId: string; mediaId: string }
   | { kind: 'webPush'; outboxId: string; subscriptionId: string; notificationId: string }
   | { kind: 'domainBlock'; outboxId: string; domain: string; createdAt: string }
   /** A poll's end (services/polls.ts), delayed until its `expires_at`. */
@@ -91,9 +99,10 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
  */
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
-/** The kinds of job that go on the pull queue (PULL_QUEUE); every other kind goes on the fan-out queue. */
+/** The kinds of job that go on the pull queue (PULL_QUEUE) and the media queue (MEDIA_QUEUE); every other kind goes on the fan-out queue. */
 const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks', 'fetchThread', 'cacheRemoteMedia', 'cacheAccountImages']);
-export const queueOfKind = (kind: string): 'fanout' | 'pull' => (PULL_KINDS.has(kind) ? 'pull' : 'fanout');
+const MEDIA_KINDS = new Set(['transcodeMedia']);
+export const queueOfKind = (kind: string): 'fanout' | 'pull' | 'media' => (PULL_KINDS.has(kind) ? 'pull' : MEDIA_KINDS.has(kind) ? 'media' : 'fanout');
 
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */
 function outboxJob(row: OutboxRow) {
@@ -117,14 +126,17 @@ export class JobQueues {
   readonly fanout: Queue;
   /** Fetches from other sites (PULL_QUEUE). */
   readonly pull: Queue;
+  /** Transcodes (MEDIA_QUEUE). */
+  readonly media: Queue;
   private readonly connection: RedisClient;
 
   constructor(target: string | RedisTarget, prefix: string) {
     this.connection = producerConnection(target);
     this.fanout = new Queue(FANOUT_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
     this.pull = new Queue(PULL_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
+    this.media = new Queue(MEDIA_QUEUE, { connection: this.connection, prefix: `${prefix}bull` });
     // Redis away: adds fail (and are swept again from the outbox); it reconnects
-    for (const queue of [this.fanout, this.pull]) queue.on('error', () => {});
+    for (const queue of [this.fanout, this.pull, this.media]) queue.on('error', () => {});
   }
 
   /**
@@ -141,10 +153,11 @@ export class JobQueues {
   async enqueueMany(rows: OutboxRow[]): Promise<void> {
     if (rows.length <= 1) return rows[0] ? this.enqueue(rows[0]) : undefined;
     const pull = rows.filter((r) => queueOfKind(r.kind) === 'pull');
-    const fanout = pull.length === 0 ? rows : rows.filter((r) => queueOfKind(r.kind) === 'fanout');
+    const media = rows.filter((r) => queueOfKind(r.kind) === 'media');
+    const fanout = pull.length === 0 && media.length === 0 ? rows : rows.filter((r) => queueOfKind(r.kind) === 'fanout');
     // One job is added alone: addBulk wraps even one in MULTI/EXEC.
     const add = (queue: Queue, some: OutboxRow[]) => (some.length === 1 ? this.enqueue(some[0]!) : some.length > 1 ? queue.addBulk(some.map(outboxJob)) : null);
-    await Promise.all([add(this.fanout, fanout), add(this.pull, pull)]);
+    await Promise.all([add(this.fanout, fanout), add(this.pull, pull), add(this.media, media)]);
   }
 
   /** The repeating jobs: the clean-up of abandoned uploads and of old copies of remote media, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
@@ -155,7 +168,7 @@ export class JobQueues {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.fanout.close(), this.pull.close()]);
+    await Promise.all([this.fanout.close(), this.pull.close(), this.media.close()]);
     this.connection.disconnect();
   }
 }

@@ -2,7 +2,7 @@ import { Worker, type Job } from './bullmq.ts';
 import { countJobOutcomes } from '../services/metrics.ts';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
-import { FANOUT_QUEUE, PULL_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
+import { FANOUT_QUEUE, MEDIA_QUEUE, PULL_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
 import { JOB_QUERY_TIMEOUT_MS, withStatementTimeout } from '../storage/db.ts';
@@ -74,7 +74,14 @@ export function startWorkers(ctx: AppContext): Workers {
     // work (and memory) an idle process need not do for a link card.
     { connection, concurrency: PULL_CONCURRENCY, ...WORKER_OPTIONS(ctx), lockDuration: 30_000, stalledInterval: 30_000 },
   );
-  const workers = [worker, pullWorker];
+  // Transcodes: MEDIA_TRANSCODE_CONCURRENCY at once in this process, each a child process (services/media-tools.ts)
+  // that leaves this event loop free to renew the job's lock while it runs for minutes.
+  const mediaWorker = new Worker<FanoutJob>(
+    MEDIA_QUEUE,
+    async (job: Job<FanoutJob>) => withStatementTimeout(JOB_QUERY_TIMEOUT_MS, () => runJob(job)),
+    { connection, concurrency: ctx.config.mediaTranscodeConcurrency, ...WORKER_OPTIONS(ctx), lockDuration: 30_000, stalledInterval: 30_000 },
+  );
+  const workers = [worker, pullWorker, mediaWorker];
   ctx.jobBacklog.setWorking(true);
   async function runJob(job: Job<FanoutJob>): Promise<void> {
     const data = job.data;
@@ -82,7 +89,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
     // Deliveries and Web Push load what they need (Fedify, the push library) at their first job, not at start.
     else if (data.kind === 'deliver') await (await import('../federation/outbound.ts')).deliverActivity(ctx, data);
-    else if (data.kind === 'processMedia') await processMedia(ctx, data.mediaId);
+    else if (data.kind === 'processMedia' || data.kind === 'transcodeMedia') await processMedia(ctx, data.mediaId);
     else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
     else if (data.kind === 'receiveCollectionActivity') await (await import('../federation/collections.ts')).receiveCollectionActivityJob(ctx, data.senderId, data.activity);
     else if (data.kind === 'refreshTrends') await (await import('./trends.ts')).refreshTrendsJob(ctx);
@@ -159,6 +166,7 @@ export function startWorkers(ctx: AppContext): Workers {
   // Outcomes of the fan-out and pull queues' jobs, for GET /metrics (the federation queue counts its own).
   countJobOutcomes(ctx, worker, queueLabel(FANOUT_QUEUE));
   countJobOutcomes(ctx, pullWorker, queueLabel(PULL_QUEUE));
+  countJobOutcomes(ctx, mediaWorker, queueLabel(MEDIA_QUEUE));
   const timer = setInterval(() => void sweep().catch(() => {}), SWEEP_EVERY_MS);
   timer.unref();
 

@@ -9,19 +9,22 @@ import { abandonedMedia, deleteMedia, findMedia, insertMedia, lockMedia, markMed
 import { randomBytes } from 'node:crypto';
 import { unprocessable } from '../errors.ts';
 import type { Config } from '../config.ts';
+import { mediaTools, type ToolConfig } from './media-tools.ts';
+import { heicToJpeg, MAX_VIDEO_PIXELS, probeUpload, processAnimation, processAudio, processVideo, Unprocessable, type AvResult } from './media-av.ts';
 
 export interface MediaDeps {
   db: Db;
   fileHost: FileHost;
   jobs: JobQueues;
-  config: Pick<Config, 'maxImageBytes' | 'maxVideoBytes'>;
+  config: Pick<Config, 'maxImageBytes' | 'maxVideoBytes'> & ToolConfig;
 }
 
-/** Video and audio are stored as sent (no transcoding yet), by what their bytes are. */
+/** Video and audio containers taken, by what their bytes are; ffmpeg makes them MP4 or MP3 (services/media-av.ts). */
 const AV_TYPES: Record<string, { type: 'video' | 'audio'; extension: string }> = {
   'video/mp4': { type: 'video', extension: 'mp4' },
   'video/webm': { type: 'video', extension: 'webm' },
   'video/quicktime': { type: 'video', extension: 'mov' },
+  'video/x-m4v': { type: 'video', extension: 'm4v' },
   'audio/mpeg': { type: 'audio', extension: 'mp3' },
   'audio/ogg': { type: 'audio', extension: 'ogg' },
   'audio/opus': { type: 'audio', extension: 'opus' },
@@ -32,22 +35,56 @@ const AV_TYPES: Record<string, { type: 'video' | 'audio'; extension: string }> =
   'audio/mp4': { type: 'audio', extension: 'm4a' },
   'audio/x-m4a': { type: 'audio', extension: 'm4a' },
   'audio/webm': { type: 'audio', extension: 'weba' },
+  'audio/aac': { type: 'audio', extension: 'aac' },
 };
+
+/** HEIC/HEIF photos (HEVC inside), made JPEG by heif-convert; AVIF (AV1 inside) is read by sharp itself. */
+const HEIC_TYPES = ['image/heic', 'image/heif'];
 
 const megabytes = (bytes: number) => `${Math.floor(bytes / 1024 / 1024)} MB`;
 
-/** What an upload is, by its content: an image sharp reads, or a video or audio container; null for anything else. */
-async function kindOf(data: Buffer): Promise<{ type: 'image' | 'video' | 'audio'; mime: string } | null> {
+/**
+ * How an upload is processed, by its content: `image` by sharp (today's path, in the job's own process); the rest by
+ * the machine's programs in child processes, on the media queue: `heic` (heif-convert, then as an image), `animation`
+ * (an animated GIF, PNG or WebP, made a silent MP4: gifv), `av` (video or audio, by ffprobe and ffmpeg).
+ */
+export type Processing = 'image' | 'heic' | 'animation' | 'av';
+
+interface Kind { type: 'image' | 'gifv' | 'video' | 'audio'; mime: string; processing: Processing; width?: number; height?: number }
+
+/** Whether a PNG is animated (APNG): an `acTL` chunk before its first `IDAT`. */
+function isApng(data: Buffer): boolean {
+  let at = 8;
+  while (at + 8 <= data.length) {
+    const length = data.readUInt32BE(at);
+    const type = data.toString('latin1', at + 4, at + 8);
+    if (type === 'acTL') return true;
+    if (type === 'IDAT' || type === 'IEND') return false;
+    at += 12 + length;
+  }
+  return false;
+}
+
+/** What an upload is, by its content; null for anything not taken. Animated images are gifv only where ffmpeg is. */
+async function kindOf(data: Buffer, config: ToolConfig): Promise<Kind | null> {
   const sharp = await loadSharp();
   try {
-    const format = (await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata()).format;
-    if (format && format in IMAGE_FORMATS) return { type: 'image', mime: IMAGE_FORMATS[format]!.contentType };
+    const meta = await sharp(data, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+    const format = meta.format;
+    if (format === 'heif' && meta.compression === 'hevc') return { type: 'image', mime: 'image/heic', processing: 'heic' };
+    if (format && format in IMAGE_FORMATS) {
+      const animated = ((format === 'gif' || format === 'webp') && (meta.pages ?? 1) > 1) || (format === 'png' && isApng(data));
+      const tools = mediaTools(config);
+      if (animated && tools.ffmpeg && tools.ffprobe) return { type: 'gifv', mime: IMAGE_FORMATS[format]!.contentType, processing: 'animation', width: meta.width, height: meta.pageHeight ?? meta.height };
+      return { type: 'image', mime: IMAGE_FORMATS[format]!.contentType, processing: 'image' };
+    }
   } catch {
-    // not an image sharp can read: perhaps video or audio
+    // not an image sharp can read: perhaps video, audio or a HEIC photo
   }
   const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first upload
+  if (sniffed && HEIC_TYPES.includes(sniffed.mime)) return { type: 'image', mime: sniffed.mime, processing: 'heic' };
   const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
-  return av && sniffed ? { type: av.type, mime: sniffed.mime } : null;
+  return av && sniffed ? { type: av.type, mime: sniffed.mime, processing: 'av' } : null;
 }
 
 /** Image formats taken, by what sharp reads in the bytes (AVIF is read as `heif`), and how each is stored. */
@@ -60,7 +97,7 @@ const IMAGE_FORMATS: Record<string, { contentType: string; extension: string }> 
 };
 
 /** What uploads may be, by content (the instance entity's supported_mime_types). */
-export const SUPPORTED_MIME_TYPES: readonly string[] = [...Object.values(IMAGE_FORMATS).map((f) => f.contentType), ...Object.keys(AV_TYPES)];
+export const SUPPORTED_MIME_TYPES: readonly string[] = [...Object.values(IMAGE_FORMATS).map((f) => f.contentType), ...HEIC_TYPES, ...Object.keys(AV_TYPES)];
 
 /** Decompression bombs are refused before decoding. */
 const MAX_INPUT_PIXELS = 16_384 * 16_384;
@@ -119,10 +156,11 @@ export async function updateMedia(deps: MediaDeps, accountId: string, id: string
  */
 export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buffer, details: UploadDetails): Promise<MediaRow> {
   if (data.length === 0) throw unprocessable('Validation failed: File is empty');
-  const kind = await kindOf(data);
+  const kind = await kindOf(data, deps.config);
   if (!kind) throw unprocessable('Validation failed: File content type is invalid');
   const limit = kind.type === 'image' ? deps.config.maxImageBytes : deps.config.maxVideoBytes;
   if (data.length > limit) throw unprocessable(`Validation failed: File file size must be less than ${megabytes(limit)}`);
+  const type = await checkBeforeStaging(deps.config, data, kind);
   const id = await newMediaId(deps.db);
   const thumbnailKey = details.thumbnail ? await storeThumbnail(deps, id, details.thumbnail) : null;
   // Unguessable, as some buckets serve everything: the staged file still has its metadata (a photo's location).
@@ -130,8 +168,9 @@ export async function acceptUpload(deps: MediaDeps, accountId: string, data: Buf
   await deps.fileHost.put(stagedKey, data, 'application/octet-stream');
   try {
     const { media, outbox } = await transaction(deps.db, async (tx) => {
-      const media = await insertMedia(tx, { id, accountId, type: kind.type, stagedKey, description: details.description, focusX: details.focusX, focusY: details.focusY, thumbnailKey });
-      return { media, outbox: await addToOutbox(tx, 'processMedia', { mediaId: id }) };
+      const media = await insertMedia(tx, { id, accountId, type, stagedKey, description: details.description, focusX: details.focusX, focusY: details.focusY, thumbnailKey });
+      // Transcodes wait their turn on the media queue (MEDIA_TRANSCODE_CONCURRENCY); images are quick, on fan-out's.
+      return { media, outbox: await addToOutbox(tx, kind.processing === 'image' ? 'processMedia' : 'transcodeMedia', { mediaId: id }) };
     });
     await deps.jobs.enqueue(outbox).catch(() => {}); // the outbox sweeper queues it otherwise
     return media;
@@ -155,6 +194,30 @@ export async function whenProcessed(deps: Pick<MediaDeps, 'db'>, id: string, tim
   }
 }
 
+/**
+ * What can be told at once is: a program missing, a video's size or frame rate over Mastodon's limits, a file
+ * ffprobe cannot read (an executable named .mp4). Returns the attachment's type (a silent video is `gifv`).
+ */
+async function checkBeforeStaging(config: ToolConfig, data: Buffer, kind: Kind): Promise<Kind['type']> {
+  if (kind.processing === 'image') return kind.type;
+  const tools = mediaTools(config);
+  if (kind.processing === 'heic') {
+    if (!tools.heifConvert) throw unprocessable('Validation failed: HEIC photos cannot be processed on this server (heif-convert is not installed)');
+    return kind.type;
+  }
+  if (!tools.ffmpeg || !tools.ffprobe) throw unprocessable('Validation failed: video and audio cannot be processed on this server (ffmpeg is not installed)');
+  if (kind.processing === 'animation') {
+    if ((kind.width ?? 0) * (kind.height ?? 0) > MAX_VIDEO_PIXELS) throw unprocessable(`Validation failed: ${kind.width}x${kind.height} videos are not supported`);
+    return kind.type;
+  }
+  try {
+    return await probeUpload(config, data);
+  } catch (err) {
+    if (err instanceof Unprocessable) throw unprocessable(`Validation failed: ${err.message}`);
+    throw err;
+  }
+}
+
 export class Undecodable extends Error {}
 
 /**
@@ -171,8 +234,9 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
     await markMediaFailed(deps.db, mediaId, 'the uploaded file is gone');
     return;
   }
-  if (media.type === 'video' || media.type === 'audio') {
-    await storeAsSent(deps, media, staged);
+  const kind = await kindOf(staged, deps.config);
+  if (kind && kind.processing !== 'image') {
+    await processWithTools(deps, media, staged, kind);
     return;
   }
   let result;
@@ -184,8 +248,12 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
     await deps.fileHost.delete(media.staged_key).catch(() => {});
     return;
   }
-  const originalKey = `media/${mediaId}/original.${result.original.extension}`;
-  const smallKey = `media/${mediaId}/small.webp`;
+  await storeImage(deps, media, result);
+}
+
+async function storeImage(deps: MediaDeps, media: MediaRow, result: Awaited<ReturnType<typeof renderImage>>): Promise<void> {
+  const originalKey = `media/${media.id}/original.${result.original.extension}`;
+  const smallKey = `media/${media.id}/small.webp`;
   await deps.fileHost.put(originalKey, result.original.data, result.original.contentType);
   await deps.fileHost.put(smallKey, result.small.data, 'image/webp');
   const meta = {
@@ -193,8 +261,74 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
     small: dims(result.small.width, result.small.height),
     focus: { x: media.focus_x, y: media.focus_y },
   };
-  await markMediaReady(deps.db, mediaId, { originalKey, originalType: result.original.contentType, smallKey, smallType: 'image/webp', meta, blurhash: result.blurhash });
-  await deps.fileHost.delete(media.staged_key).catch(() => {});
+  await markMediaReady(deps.db, media.id, { originalKey, originalType: result.original.contentType, smallKey, smallType: 'image/webp', meta, blurhash: result.blurhash, type: 'image' });
+  await deps.fileHost.delete(media.staged_key!).catch(() => {});
+}
+
+/**
+ * HEIC photos, animated images, video and audio: made in child processes (services/media-av.ts), everything in
+ * memory or a temporary folder until it is done, so a file that fails leaves nothing on the file host.
+ */
+async function processWithTools(deps: MediaDeps, media: MediaRow, staged: Buffer, kind: Kind): Promise<void> {
+  const fail = async (reason: string) => {
+    await markMediaFailed(deps.db, media.id, reason);
+    await deps.fileHost.delete(media.staged_key!).catch(() => {});
+  };
+  try {
+    if (kind.processing === 'heic') {
+      await storeImage(deps, media, await renderImage(await heicToJpeg(deps.config, staged)));
+      return;
+    }
+    let result: AvResult;
+    if (kind.processing === 'animation') result = await processAnimation(deps.config, await animationInput(staged, kind).catch((e: Error) => { throw new Undecodable(`the image could not be read: ${e.message}`); }));
+    else if (kind.type === 'audio') result = await processAudio(deps.config, staged);
+    else result = await processVideo(deps.config, staged, kind.mime);
+    await storeAv(deps, media, result);
+  } catch (err) {
+    if (err instanceof Unprocessable || err instanceof Undecodable) return fail(err.message);
+    throw err;
+  }
+}
+
+/** GIF and APNG as files for ffmpeg; animated WebP (which Debian's ffmpeg 5 cannot decode) as sharp's raw frames. */
+async function animationInput(data: Buffer, kind: Kind): Promise<Parameters<typeof processAnimation>[1]> {
+  if (kind.mime !== 'image/webp') return { file: data };
+  const sharp = await loadSharp();
+  const meta = await sharp(data, { animated: true, limitInputPixels: MAX_INPUT_PIXELS }).metadata();
+  const frames = meta.pages ?? 1;
+  const delays = (meta.delay ?? []).filter((d) => d > 0);
+  const averageDelay = delays.length > 0 ? delays.reduce((a, b) => a + b, 0) / delays.length : 100;
+  const fps = Math.min(60, Math.max(1, Math.round(1000 / averageDelay)));
+  // Streamed a row of frames at a time into ffmpeg: never the whole animation in this process's memory.
+  const raw = sharp(data, { animated: true, limitInputPixels: MAX_INPUT_PIXELS }).ensureAlpha().raw();
+  return { raw, width: meta.width!, height: meta.pageHeight ?? meta.height!, fps, frames };
+}
+
+/** A plain preview for audio without cover art (Mastodon's clients show the poster's avatar instead). */
+async function plainPreview(): Promise<Buffer> {
+  const sharp = await loadSharp();
+  return sharp({ create: { width: 400, height: 400, channels: 3, background: '#3a3f4b' } }).jpeg({ quality: 80 }).toBuffer();
+}
+
+async function storeAv(deps: MediaDeps, media: MediaRow, result: AvResult): Promise<void> {
+  const sharp = await loadSharp();
+  const preview = result.preview ?? await plainPreview();
+  const previewMeta = await sharp(preview).metadata();
+  // The uploaded thumbnail, when there is one, is what is shown: its blurhash too.
+  const custom = media.thumbnail_key ? await deps.fileHost.get(media.thumbnail_key) : null;
+  const pixels = await sharp(custom ?? preview).resize({ width: 32, height: 32, fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const blurhash = encodeBlurhash(new Uint8ClampedArray(pixels.data), pixels.info.width, pixels.info.height, 4, 3);
+  const originalKey = `media/${media.id}/original.${result.original.extension}`;
+  const smallKey = `media/${media.id}/small.jpg`;
+  await deps.fileHost.put(originalKey, result.original.data, result.original.contentType);
+  await deps.fileHost.put(smallKey, preview, 'image/jpeg');
+  const meta = {
+    original: result.original.meta,
+    small: dims(previewMeta.width!, previewMeta.height!),
+    focus: { x: media.focus_x, y: media.focus_y },
+  };
+  await markMediaReady(deps.db, media.id, { originalKey, originalType: result.original.contentType, smallKey, smallType: 'image/jpeg', meta, blurhash, type: result.type });
+  await deps.fileHost.delete(media.staged_key!).catch(() => {});
 }
 
 /** A video or audio container by its bytes (the kinds uploads may be), or null. */
@@ -202,23 +336,6 @@ export async function avFormatOf(data: Buffer): Promise<{ type: 'video' | 'audio
   const sniffed = await (await import('file-type')).fileTypeFromBuffer(data);
   const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
   return av && sniffed ? { type: av.type, mime: sniffed.mime, extension: av.extension } : null;
-}
-
-/** Video and audio: kept as sent (their container checked when accepted); no preview until transcoding exists. */
-async function storeAsSent(deps: MediaDeps, media: MediaRow, data: Buffer): Promise<void> {
-  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first upload
-  const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
-  if (!av || !sniffed) {
-    await markMediaFailed(deps.db, media.id, 'the file is not a video or audio file that can be read');
-    await deps.fileHost.delete(media.staged_key!).catch(() => {});
-    return;
-  }
-  const originalKey = `media/${media.id}/original.${av.extension}`;
-  await deps.fileHost.put(originalKey, data, sniffed.mime);
-  await markMediaReady(deps.db, media.id, {
-    originalKey, originalType: sniffed.mime, smallKey: null, smallType: null, meta: { focus: { x: media.focus_x, y: media.focus_y } }, blurhash: null,
-  });
-  await deps.fileHost.delete(media.staged_key!).catch(() => {});
 }
 
 export function dims(width: number, height: number) {

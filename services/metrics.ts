@@ -141,13 +141,15 @@ export class Metrics {
 
   private async queueDepths(gauge: Gauge<'queue' | 'state'>): Promise<void> {
     gauge.reset();
-    const [fanout, pull, federation] = await Promise.all([
+    const [fanout, pull, media, federation] = await Promise.all([
       this.app.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
       this.app.jobs.pull.getJobCounts('waiting', 'active', 'delayed', 'failed'),
+      this.app.jobs.media.getJobCounts('waiting', 'active', 'delayed', 'failed'),
       this.app.federationQueue.getDepth(),
     ]);
     for (const [state, n] of Object.entries(fanout)) gauge.set({ queue: 'fanout', state }, n);
     for (const [state, n] of Object.entries(pull)) gauge.set({ queue: 'pull', state }, n);
+    for (const [state, n] of Object.entries(media)) gauge.set({ queue: 'media', state }, n);
     gauge.set({ queue: 'federation', state: 'ready' }, federation.ready ?? 0);
     gauge.set({ queue: 'federation', state: 'delayed' }, federation.delayed ?? 0);
     gauge.set({ queue: 'federation', state: 'queued' }, federation.queued);

@@ -47,12 +47,13 @@ export async function findMedia(db: Queryable, id: string): Promise<MediaRow | n
   return rows[0] ?? null;
 }
 
-export async function markMediaReady(db: Queryable, id: string, r: { originalKey: string; originalType: string; smallKey: string | null; smallType: string | null; meta: Record<string, unknown>; blurhash: string | null }): Promise<boolean> {
+/** `type`: what processing found it to be (a video without sound is `gifv`); the upload's type when not given. */
+export async function markMediaReady(db: Queryable, id: string, r: { originalKey: string; originalType: string; smallKey: string | null; smallType: string | null; meta: Record<string, unknown>; blurhash: string | null; type?: MediaType }): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE media_attachments SET state = 'ready', staged_key = NULL, original_key = $2, original_type = $3, small_key = $4,
-            small_type = $5, meta = $6, blurhash = $7, updated_at = now()
+            small_type = $5, meta = $6, blurhash = $7, type = coalesce($8, type), updated_at = now()
       WHERE id = $1 AND state = 'processing'`,
-    [id, r.originalKey, r.originalType, r.smallKey, r.smallType, JSON.stringify(r.meta), r.blurhash],
+    [id, r.originalKey, r.originalType, r.smallKey, r.smallType, JSON.stringify(r.meta), r.blurhash, r.type ?? null],
   );
   return rowCount === 1;
 }

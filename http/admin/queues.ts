@@ -6,7 +6,7 @@ import { listServerHealth } from '../../storage/federation-health.ts';
 import { serializeFederationServer } from '../serializers/federation-server.ts';
 
 /**
- * For operators: how much work waits in the job queues (fan-out, fetches from other sites, deliveries to other servers) and what failed
+ * For operators: how much work waits in the job queues (fan-out, fetches from other sites, transcodes, deliveries to other servers) and what failed
  * for good, and each remote server's federation health (federation/health.ts; written every few seconds, so up to
  * that much behind). Signed-in administrators only, with a token that has `admin:read`.
  */
@@ -16,19 +16,22 @@ export default async function adminQueueRoutes(app: FastifyInstance, { ctx }: Ro
   }, async (request) => {
     requireViewer(request);
     if (!request.token?.admin) throw new ApiError(403, 'This action is not allowed');
-    const [fanout, pull, federation, failures, servers] = await Promise.all([
+    const [fanout, pull, media, federation, failures, servers] = await Promise.all([
       ctx.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed'),
       ctx.jobs.pull.getJobCounts('waiting', 'active', 'delayed', 'failed'),
+      ctx.jobs.media.getJobCounts('waiting', 'active', 'delayed', 'failed'),
       ctx.federationQueue.getDepth(),
       ctx.federationQueue.recentFailures(50),
       listServerHealth(ctx.db, 100),
     ]);
-    const [fanoutFailed, pullFailed] = await Promise.all([ctx.jobs.fanout.getFailed(0, 49), ctx.jobs.pull.getFailed(0, 49)]);
+    const [fanoutFailed, pullFailed, mediaFailed] = await Promise.all([ctx.jobs.fanout.getFailed(0, 49), ctx.jobs.pull.getFailed(0, 49), ctx.jobs.media.getFailed(0, 49)]);
     const failure = (j: (typeof fanoutFailed)[number]) => ({ id: j.id, kind: j.name, reason: j.failedReason, attempts: j.attemptsMade, at: j.finishedOn ? new Date(j.finishedOn).toISOString() : null });
     return {
       fanout: { ...fanout, recent_failures: fanoutFailed.map(failure) },
       // Fetches from other sites (link preview cards), on a queue of their own (jobs/queues.ts).
       pull: { ...pull, recent_failures: pullFailed.map(failure) },
+      // Transcodes of video, audio, animated images and HEIC photos (jobs/queues.ts).
+      media: { ...media, recent_failures: mediaFailed.map(failure) },
       federation: { ...federation, recent_failures: failures.map((f) => ({ queue: f.queue, id: f.id, reason: f.failedReason, at: f.finishedOn ? new Date(f.finishedOn).toISOString() : null })) },
       // Servers with the latest failures or drops first.
       servers: servers.map(serializeFederationServer),

@@ -21,13 +21,13 @@ export default async function mediaV1Routes(fastify: FastifyInstance, { ctx }: R
     return media;
   };
 
-  // 206 while processing, 200 when done, 422 when processing failed.
+  // 206 while processing, 200 when done, 422 when processing failed (Mastodon's words, then why).
   app.get('/api/v1/media/:id', {
     schema: { params },
     config: { auth: { kind: 'user', scopes: ['write:media'] } },
   }, async (request, reply) => {
     const media = await ownUnattached(requireViewer(request), request.params.id);
-    if (media.state === 'failed') throw new ApiError(422, 'Error processing thumbnail for uploaded media');
+    if (media.state === 'failed') throw new ApiError(422, `Error processing thumbnail for uploaded media${media.failure ? `: ${media.failure}` : ''}`);
     return reply.code(media.state === 'ready' ? 200 : 206).send(renderMedia(ctx.render, media));
   });
 

@@ -77,7 +77,8 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
     if (!services || (!services.fileHost && !services.config)) throw new Error('emoji commands need Redis and the file host');
     const fileHost = services.fileHost ?? (await createFileHost(services.config!));
     try {
-      return await emojiCommand(argv.slice(1), { db, fileHost, versions: new CacheVersions(services.redis, services.redisPrefix) }, out);
+      const remote = services.config ? { config: services.config, redis: services.redis } : undefined;
+      return await emojiCommand(argv.slice(1), { db, fileHost, versions: new CacheVersions(services.redis, services.redisPrefix), ...(remote ? { remote } : {}) }, out);
     } catch (err) {
       throw err instanceof EmojiUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     } finally {

@@ -5,8 +5,15 @@ import { promisify } from 'node:util';
 import { lstat, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, extname, join } from 'node:path';
-import { addLocalEmoji, EMOJI_SIZE_LIMIT, EmojiRefused, removeLocalEmoji, setLocalEmojiEnabled, type EmojiDeps } from '../services/custom-emojis.ts';
-import { listLocalEmojis } from '../storage/custom-emojis.ts';
+import { addLocalEmoji, EMOJI_SIZE_LIMIT, EmojiRefused, removeLocalEmoji, setLocalEmojiEnabled, setRemoteEmojiEnabled, type EmojiDeps } from '../services/custom-emojis.ts';
+import { findRemoteEmoji, findRemoteEmojiByShortcode, listLocalEmojis } from '../storage/custom-emojis.ts';
+import { normalizeDomain } from '../services/domain-policy.ts';
+import { copyEmoji } from '../services/remote-media.ts';
+import type { Config } from '../config.ts';
+import type { RedisClient } from '../storage/redis.ts';
+
+/** The emoji commands' needs; `remote` (settings and Redis) for fetching another server's emoji. */
+export type EmojiCliDeps = EmojiDeps & { remote?: { config: Config; redis: RedisClient } };
 
 export const EMOJI_USAGE = `  emoji add <shortcode> <file> [--category <name>] [--unlisted] [--overwrite]
       Adds a custom emoji from a PNG, GIF or WebP image under ${EMOJI_SIZE_LIMIT / 1024} KB (shortcode: 2 or more of a-z, A-Z,
@@ -16,8 +23,11 @@ export const EMOJI_USAGE = `  emoji add <shortcode> <file> [--category <name>] [
       shortcodes already taken are skipped unless --overwrite. Prints what failed and why, then the counts.
   emoji list
       Prints this server's emoji: shortcode, category, and whether disabled or unlisted.
-  emoji disable <shortcode> | emoji enable <shortcode>
-      A disabled emoji shows nowhere (posts keep their :shortcode: as text) until enabled again.
+  emoji disable <shortcode[@domain]> | emoji enable <shortcode[@domain]>
+      A disabled emoji shows nowhere (posts keep their :shortcode: as text) until enabled again; with @domain,
+      another server's emoji as seen here.
+  emoji copy <shortcode@domain> [--as <shortcode>] [--category <name>] [--unlisted] [--overwrite]
+      Adds another server's emoji to this server's own (its image fetched and checked as an upload is).
   emoji remove <shortcode>
       Removes an emoji and its image files.`;
 
@@ -28,7 +38,7 @@ const IMPORT_MAX_FILES = 10_000;
 const IMPORT_MAX_DEPTH = 8;
 const IMAGE_EXTENSIONS = new Set(['.png', '.gif', '.webp']);
 
-export async function emojiCommand(argv: string[], deps: EmojiDeps, out: (line: string) => void): Promise<void> {
+export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (line: string) => void): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -37,6 +47,7 @@ export async function emojiCommand(argv: string[], deps: EmojiDeps, out: (line: 
       prefix: { type: 'string', default: '' },
       suffix: { type: 'string', default: '' },
       overwrite: { type: 'boolean', default: false },
+      as: { type: 'string' },
       unlisted: { type: 'boolean', default: false },
     },
   });
@@ -67,10 +78,30 @@ export async function emojiCommand(argv: string[], deps: EmojiDeps, out: (line: 
     }
     case 'disable':
     case 'enable': {
-      const [shortcode] = args;
-      if (!shortcode) throw new EmojiUsageError(`emoji ${command} takes a shortcode`);
-      if (!(await setLocalEmojiEnabled(deps, shortcode, command === 'enable'))) throw new Error(`no emoji :${shortcode}:`);
-      out(`:${shortcode}: ${command}d`);
+      const [name] = args;
+      if (!name) throw new EmojiUsageError(`emoji ${command} takes a shortcode`);
+      const [shortcode, domain] = name.split('@') as [string, string | undefined];
+      const row = domain ? await setRemoteEmojiEnabled(deps, shortcode, domain, command === 'enable') : await setLocalEmojiEnabled(deps, shortcode, command === 'enable');
+      if (!row) throw new Error(`no emoji :${name}:`);
+      out(`:${name}: ${command}d`);
+      return;
+    }
+    case 'copy': {
+      const [name] = args;
+      const [shortcode, domain] = (name ?? '').split('@');
+      if (!shortcode || !domain || args.length !== 1) throw new EmojiUsageError('emoji copy takes another server\'s emoji as shortcode@domain');
+      if (!deps.remote) throw new Error('emoji copy needs the settings and Redis');
+      const normalized = normalizeDomain(domain);
+      const remote = normalized ? await findRemoteEmojiByShortcode(deps.db, shortcode, normalized) : null;
+      if (!remote) throw new Error(`no emoji :${shortcode}: of ${domain} is known here`);
+      const outcome = await copyEmoji({ ...deps, ...deps.remote }, remote.id);
+      const copied = await findRemoteEmoji(deps.db, remote.id);
+      const image = copied?.image_key ? await deps.fileHost.get(copied.image_key) : null;
+      if (!image) throw new Error(`the image of :${shortcode}@${domain}: could not be had (${outcome})`);
+      const as = values.as ?? shortcode;
+      const added = await addLocalEmoji(deps, { shortcode: as, image, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite });
+      if (added.outcome === 'exists') throw new Error(`:${as}: already exists (use --overwrite to replace its image, or --as to name the copy)`);
+      out(`:${as}: ${added.outcome === 'replaced' ? 'replaced' : 'added'} from :${shortcode}@${normalized}:`);
       return;
     }
     case 'remove': {

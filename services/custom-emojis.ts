@@ -7,10 +7,11 @@ import { transaction } from '../storage/db.ts';
 import type { FileHost } from '../storage/filehost/index.ts';
 import { EMOJI_VERSION_ID, type CacheVersions } from '../storage/cache-versions.ts';
 import {
-  deleteLocalEmoji, enabledEmojisOf, enabledEmojisOfAuthors, listLocalEmojis, putLocalEmoji, setLocalEmojiDisabled, upsertRemoteEmojis,
+  deleteLocalEmoji, enabledEmojisOf, enabledEmojisOfAuthors, listLocalEmojis, putLocalEmoji, setLocalEmojiDisabled, setRemoteEmojiDisabled, upsertRemoteEmojis,
   type EmojiRow, type RemoteEmoji,
 } from '../storage/custom-emojis.ts';
 import { loadSharp } from './sharp.ts';
+import { normalizeDomain } from './domain-policy.ts';
 
 /** Mastodon's CustomEmoji::LIMIT: an emoji image is less than 256 KB. */
 export const EMOJI_SIZE_LIMIT = 256 * 1024;
@@ -200,6 +201,14 @@ async function removeFiles(fileHost: FileHost, keys: string[]): Promise<void> {
 
 export async function setLocalEmojiEnabled(deps: EmojiDeps, shortcode: string, enabled: boolean): Promise<EmojiRow | null> {
   const row = await setLocalEmojiDisabled(deps.db, shortcode, !enabled);
+  if (row) await deps.versions.bump({ emojis: true });
+  return row;
+}
+
+/** Disables or enables another server's emoji here: every process renders emoji again. */
+export async function setRemoteEmojiEnabled(deps: EmojiDeps, shortcode: string, domain: string, enabled: boolean): Promise<EmojiRow | null> {
+  const normalized = normalizeDomain(domain);
+  const row = normalized ? await setRemoteEmojiDisabled(deps.db, shortcode, normalized, !enabled) : null;
   if (row) await deps.versions.bump({ emojis: true });
   return row;
 }

@@ -174,3 +174,16 @@ export async function setRemoteEmojiCopy(db: Queryable, id: string, c: { imageKe
   );
   return (rowCount ?? 0) > 0;
 }
+
+export async function findRemoteEmojiByShortcode(db: Queryable, shortcode: string, domain: string): Promise<EmojiRow | null> {
+  const { rows } = await db.query<EmojiRow>(`SELECT ${COLUMNS} FROM custom_emojis WHERE shortcode = $1 AND domain = $2`, [shortcode, domain]);
+  return rows[0] ?? null;
+}
+
+/** Another server's emoji shown or not here (an operator's choice; its posts keep the :shortcode: as text). */
+export async function setRemoteEmojiDisabled(db: Queryable, shortcode: string, domain: string, disabled: boolean): Promise<EmojiRow | null> {
+  const { rows } = await db.query<EmojiRow>(
+    `UPDATE custom_emojis SET disabled = $3 WHERE domain = $2 AND shortcode = $1 RETURNING ${COLUMNS}`, [shortcode, domain, disabled],
+  );
+  return rows[0] ?? null;
+}

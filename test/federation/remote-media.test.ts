@@ -184,7 +184,7 @@ describe("other servers' media, copied here", () => {
     expect(res.statusCode).toBe(302);
     expect(origin.hits.get('/media/photo.jpg')).toBe(2);
   });
-  it("shows another server's emoji from our copy of it, made at the first view", async () => {
+  it("shows another server's emoji from our copy of it, made at the first view; an operator copies one to this server's own and disables it", async () => {
     const tag = (name: string, file: string) => ({ id: `${gus}/emojis/${name}`, type: 'Emoji', name: `:${name}:`, icon: { type: 'Image', mediaType: 'image/png', url: `${origin.url}${file}` } });
     const status = await statusByUri(await pushNote([], { content: '<p>:blobcat: and :broken:</p>', tag: [tag('blobcat', '/media/blobcat.png'), tag('broken', '/media/page.jpg')] }));
     const [blobcat, broken] = ['blobcat', 'broken'].map((code) => status.emojis.find((e: Json) => e.shortcode === code));
@@ -204,6 +204,17 @@ describe("other servers' media, copied here", () => {
     expect(origin.hits.get('/media/page.jpg')).toBe(2);
     const usage = await cli('media', 'usage');
     expect(usage.find((l) => l.startsWith('emojis:'))).toMatch(/^emojis: 2 files/);
+
+    // An operator takes it into this server's own set, then hides the other server's.
+    expect(await cli('emoji', 'copy', `blobcat@${peer.domain}`, '--as', 'gus_blobcat')).toEqual([`:gus_blobcat: added from :blobcat@${peer.domain.toLowerCase()}:`]);
+    const picker = (await ours.app.inject({ method: 'GET', url: '/api/v1/custom_emojis' })).json() as Json[];
+    expect(picker.map((e) => e.shortcode)).toContain('gus_blobcat');
+    expect(picker.find((e) => e.shortcode === 'gus_blobcat').url.startsWith(`${ours.url}/system/custom_emojis/`)).toBe(true);
+    expect(await cli('emoji', 'disable', `blobcat@${peer.domain}`)).toEqual([`:blobcat@${peer.domain}: disabled`]);
+    const after = await statusByUri(status.uri);
+    expect(after.emojis.map((e: Json) => e.shortcode)).toEqual(['broken']);
+    expect((await ours.app.inject({ method: 'GET', url: path(blobcat.url) })).statusCode).toBe(404);
+    await expect(cli('emoji', 'copy', `nothing@${peer.domain}`)).rejects.toThrow(/no emoji :nothing:/);
   });
 
   // Last: a block with reject_media turns the server's attachments already here into links (as Mastodon).

@@ -209,7 +209,7 @@ describe("other servers' media, copied here", () => {
     expect(await cli('emoji', 'copy', `blobcat@${peer.domain}`, '--as', 'gus_blobcat')).toEqual([`:gus_blobcat: added from :blobcat@${peer.domain.toLowerCase()}:`]);
     const picker = (await ours.app.inject({ method: 'GET', url: '/api/v1/custom_emojis' })).json() as Json[];
     expect(picker.map((e) => e.shortcode)).toContain('gus_blobcat');
-    expect(picker.find((e) => e.shortcode === 'gus_blobcat').url.startsWith(`${ours.url}/system/custom_emojis/`)).toBe(true);
+    expect(picker.find((e) => e.shortcode === 'gus_blobcat')!.url.startsWith(`${ours.url}/system/custom_emojis/`)).toBe(true);
     expect(await cli('emoji', 'disable', `blobcat@${peer.domain}`)).toEqual([`:blobcat@${peer.domain}: disabled`]);
     const after = await statusByUri(status.uri);
     expect(after.emojis.map((e: Json) => e.shortcode)).toEqual(['broken']);

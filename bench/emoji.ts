@@ -1,0 +1,107 @@
+// `npm run bench:emoji`: the home timeline of 20 posts that each use 10 custom emoji against the same timeline of 20
+// plain posts, alternating rounds on one server, so that the cost of emoji on the read path is seen as a ratio.
+// Figures are printed, never asserted.
+import { fork, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import type { Redis } from 'ioredis';
+import sharp from 'sharp';
+import { createPool, ensureDatabase, migrate } from '../storage/db.ts';
+import { connectRedis, createRedis } from '../storage/redis.ts';
+import { CacheVersions } from '../storage/cache-versions.ts';
+import { createFileHost } from '../storage/filehost/index.ts';
+import { addLocalEmoji } from '../services/custom-emojis.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+
+const PORT = Number(process.env.BENCH_PORT ?? 3950);
+/** BENCH_ROUNDS: alternating rounds of each timeline (5 unless told), BENCH_SECONDS long each (5). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const EMOJI = 10;
+const { env, config, base } = benchSettings(PORT, { METRICS_TOKEN: 'bench-metrics-token-0123456789' });
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function load(token: string, origin = base) {
+  const result = await autocannon({ url: `${origin}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers: { authorization: `Bearer ${token}` } });
+  return { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx };
+}
+
+async function main() {
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, 2);
+  const redis = createRedis(config);
+  await connectRedis(redis, config);
+  const fileHost = await createFileHost(config);
+  const versions = new CacheVersions(redis, config.redisPrefix);
+  for (let i = 0; i < EMOJI; i++) {
+    const image = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 20 * i, g: 120, b: 200, alpha: 1 } } }).png().toBuffer();
+    await addLocalEmoji({ db, fileHost, versions }, { shortcode: `bench_emoji_${i}`, image, category: 'bench', visibleInPicker: true, overwrite: true });
+  }
+  const server = startServer(env);
+  const bare: ChildProcess[] = [];
+  try {
+    await waitHealthy(base);
+    const register = await accountMaker(base);
+    const [plainReader, emojiReader, plainAuthor, emojiAuthor] = await Promise.all(['plain_reader', 'emoji_reader', 'plain_author', 'emoji_author'].map(register));
+    for (const [reader, author] of [[plainReader!, plainAuthor!], [emojiReader!, emojiAuthor!]] as const) {
+      const me = await api(base, '/api/v1/accounts/verify_credentials', { token: author });
+      await api(base, `/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
+    }
+    const text = (i: number) => `Post ${i}: a thought long enough to look like a real post, with a question about #fediverse. ${'More words follow here. '.repeat(6)}`;
+    const codes = Array.from({ length: EMOJI }, (_, i) => `:bench_emoji_${i}:`).join(' ');
+    for (let i = 0; i < 20; i++) {
+      await api(base, '/api/v1/statuses', { method: 'POST', token: plainAuthor, body: { status: text(i) } });
+      await api(base, '/api/v1/statuses', { method: 'POST', token: emojiAuthor, body: { status: `${text(i)} ${codes}` } });
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    const pages = await Promise.all([plainReader!, emojiReader!].map(async (token, i) => {
+      const res = await fetch(`${base}/api/v1/timelines/home`, { headers: { authorization: `Bearer ${token}` } });
+      const body = Buffer.from(await res.arrayBuffer());
+      // Bare Fastify serving the same bytes: what sending a page of that size costs, whatever made it.
+      const file = join(env.DATA_DIR, `home-${i}.json`);
+      writeFileSync(file, body);
+      const port = PORT + 1 + i;
+      const child = fork(fileURLToPath(new URL('./bare-server.ts', import.meta.url)), [], { env: { ...process.env, PORT: String(port), BODY_FILE: file }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      bare.push(child);
+      await new Promise((r) => child.once('message', r));
+      const entries = (JSON.parse(body.toString()) as { emojis: unknown[] }[]).reduce((n, s) => n + s.emojis.length, 0);
+      return { bytes: body.length, entries, bare: `http://127.0.0.1:${port}` };
+    }));
+    // Warm-up: both pages rendered and cached before measuring.
+    await load(plainReader!);
+    await load(emojiReader!);
+    type Load = Awaited<ReturnType<typeof load>>;
+    const rounds: { plain: Load; emoji: Load; plainBare: Load; emojiBare: Load }[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const plain = await load(plainReader!);
+      const plainBare = await load(plainReader!, pages[0]!.bare);
+      const emoji = await load(emojiReader!);
+      const emojiBare = await load(emojiReader!, pages[1]!.bare);
+      rounds.push({ plain, emoji, plainBare, emojiBare });
+    }
+    const metrics = await (await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token-0123456789' } })).text();
+    const pageCache = metrics.split('\n').filter((l) => /page_cache|home_page/.test(l) && !l.startsWith('#'));
+    const ratios = rounds.map((r) => r.emoji.rps / r.plain.rps);
+    const plainFloor = rounds.map((r) => r.plain.rps / r.plainBare.rps);
+    const emojiFloor = rounds.map((r) => r.emoji.rps / r.emojiBare.rps);
+    const spread = (xs: number[]) => `median ${median(xs).toFixed(2)}, spread ${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+    console.log(`\nhome timeline, 20 posts with ${EMOJI} custom emoji each (${pages[1]!.bytes} bytes, ${pages[1]!.entries} emoji entries) against 20 plain posts (${pages[0]!.bytes} bytes), each beside bare Fastify sending the same bytes; autocannon, 32 connections, ${ROUNDS} alternating rounds of ${SECONDS} s`);
+    for (const [i, r] of rounds.entries()) {
+      console.log(`  round ${i + 1}: plain ${r.plain.rps} req/s (bare ${r.plainBare.rps}, p99 ${r.plain.p99} ms)  |  emoji ${r.emoji.rps} req/s (bare ${r.emojiBare.rps}, p99 ${r.emoji.p99} ms)  |  emoji/plain ${ratios[i]!.toFixed(2)}; errors ${r.plain.errors + r.emoji.errors}`);
+    }
+    console.log(`  emoji/plain: ${spread(ratios)}`);
+    console.log(`  home/bare with the same bytes: plain ${spread(plainFloor)}; emoji ${spread(emojiFloor)}`);
+    console.log(`  home page cache (GET /metrics): ${pageCache.join('; ')}`);
+  } finally {
+    await db.end();
+    fileHost.close?.();
+    for (const child of bare) child.kill();
+    await cleanUpBench(server, redis as Redis, config, env.DATA_DIR);
+  }
+}
+
+await main();

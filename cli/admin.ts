@@ -5,7 +5,10 @@ import { ConfigError, databaseDirectSetting, loadConfig } from '../config.ts';
 import { createPool, ensureDatabase, migrate, type Db } from '../storage/db.ts';
 import { withoutNamedStatements } from '../storage/pooler.ts';
 import { findAccountByUsername } from '../storage/accounts.ts';
-import { findUserByAccountId, setAdmin, setApproved, setPasswordHash } from '../storage/users.ts';
+import { findUserByAccountId, setApproved, setPasswordHash, type UserRoleSummary } from '../storage/users.ts';
+import { findRoleByName, roleHasUsers } from '../storage/roles.ts';
+import { can, permissionForCommand } from '../services/roles.ts';
+import { assignRole } from '../services/role-assignment.ts';
 import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
 import { startAccountDeletion } from '../services/account-deletion.ts';
@@ -28,10 +31,17 @@ import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
-  accounts create <username> --email <email> [--password <pw>] [--admin]
+  Any command may be run for an operator with --as <username>: it is then refused unless that operator's role has
+  the permission the command needs (the same as the operators' API and pages: services/roles.ts).
+
+  accounts create <username> --email <email> [--password <pw>] [--admin | --role <role name>]
       Creates a local account (approved) and prints its id. Without --password one is generated and printed.
+      --admin makes the first operator the Owner and any later one an Admin; --role gives a role by name.
+  accounts role <username> <role name | none>
+      Gives the account a role (Owner, Admin, Moderator or one of the server's own), or takes its role away. It
+      applies at once in every running server.
   accounts admin <username> [--revoke]
-      Makes the account an admin, or with --revoke takes that away.
+      Gives the account the Admin role, or with --revoke takes its role away.
   accounts approve <username>
       Approves an account that registered while registrations needed approval.
   accounts reset-password <username> [--password <pw>]
@@ -61,6 +71,12 @@ ${RELAYS_USAGE}`;
 
 class UsageError extends Error {}
 
+/** Whether no one holds the Owner role yet: the first operator the CLI makes is the Owner. */
+async function firstOperator(db: Db): Promise<boolean> {
+  const owner = await findRoleByName(db, 'Owner');
+  return owner !== null && !(await roleHasUsers(db, owner.id));
+}
+
 async function localUser(db: Db, username: string | undefined) {
   if (!username) throw new UsageError('a username is required');
   const account = await findAccountByUsername(db, username, null);
@@ -73,6 +89,29 @@ async function localUser(db: Db, username: string | undefined) {
 export type Invalidate = (what: TokenInvalidation) => Promise<void>;
 
 export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'> & { config?: Config; fileHost?: FileHost }): Promise<void> {
+  const actor = await actingOperator(db, argv);
+  if (actor) argv = actor.argv;
+  return runCommand(argv, db, out, invalidate, services, actor?.role);
+}
+
+/**
+ * `--as <username>` (anywhere in the command): the command runs for that operator, and only if their role has the
+ * permission services/roles.ts names for it. Without it, the command is the shell's operator's, who may do all.
+ */
+async function actingOperator(db: Db, argv: string[]): Promise<{ argv: string[]; role: UserRoleSummary | null } | null> {
+  const at = argv.findIndex((a) => a === '--as' || a.startsWith('--as='));
+  if (at < 0) return null;
+  const name = argv[at]!.startsWith('--as=') ? argv[at]!.slice('--as='.length) : argv[at + 1];
+  if (!name) throw new UsageError('--as takes a username');
+  const rest = argv.filter((_, i) => i !== at && (argv[at]!.startsWith('--as=') || i !== at + 1));
+  const { user } = await localUser(db, name);
+  const permission = permissionForCommand(rest);
+  if (!permission) throw new UsageError(`${rest.slice(0, 2).join(' ')} is not a command run for an operator`);
+  if (!can(user.role?.permissions, permission)) throw new Error(`not allowed: ${name}'s role lacks ${permission}`);
+  return { argv: rest, role: user.role };
+}
+
+async function runCommand(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services: (Omit<DomainsCliDeps, 'db'> & { config?: Config; fileHost?: FileHost }) | undefined, actorRole: UserRoleSummary | null | undefined): Promise<void> {
   if (argv[0] === 'emoji' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services || (!services.fileHost && !services.config)) throw new Error('emoji commands need Redis and the file host');
     const fileHost = services.fileHost ?? (await createFileHost(services.config!));
@@ -131,6 +170,7 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
       email: { type: 'string' },
       password: { type: 'string' },
       admin: { type: 'boolean', default: false },
+      role: { type: 'string' },
       revoke: { type: 'boolean', default: false },
       hint: { type: 'string' },
       priority: { type: 'string' },
@@ -146,19 +186,33 @@ export async function runCli(argv: string[], db: Db, out: (line: string) => void
     case 'create': {
       if (!username) throw new UsageError('a username is required');
       if (!values.email) throw new UsageError('--email is required');
+      if (values.admin && values.role) throw new UsageError('--admin and --role do not go together');
+      const role = values.role ?? (values.admin ? ((await firstOperator(db)) ? 'Owner' : 'Admin') : null);
+      if (role !== null) {
+        const row = await findRoleByName(db, role);
+        if (!row) throw new UsageError(`no role named ${role}`);
+        if (actorRole !== undefined && !can(actorRole?.permissions, 'administrator') && !(actorRole && row.position < actorRole.position)) {
+          throw new Error('not allowed: that role is not yours to give');
+        }
+      }
       const password = values.password ?? randomBytes(12).toString('base64url');
       const { account } = await registerLocalAccount(db, {
-        username, email: values.email, password, agreement: true, approved: true, admin: values.admin, allowReserved: true, confirmed: true,
+        username, email: values.email, password, agreement: true, approved: true, role, allowReserved: true, confirmed: true,
       });
       out(account.id);
       if (!values.password) out(`password: ${password}`);
       return;
     }
-    case 'admin': {
-      const { user } = await localUser(db, username);
-      await setAdmin(db, user.id, !values.revoke);
-      await invalidate({ userId: user.id });
-      out(values.revoke ? `${username} is no longer an admin` : `${username} is now an admin`);
+    case 'admin':
+    case 'role': {
+      if (!services) throw new Error('changing a role needs Redis');
+      const { user, account } = await localUser(db, username);
+      const [, , , roleArg, extra] = positionals;
+      if (command === 'role' && (!roleArg || extra !== undefined)) throw new UsageError('accounts role takes a username and a role name (or none)');
+      const roleName = command === 'admin' ? (values.revoke ? null : 'Admin') : roleArg === 'none' ? null : roleArg!;
+      const deps = { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate };
+      const role = await assignRole(deps, { userId: user.id, accountId: account.id, role: user.role }, roleName, actorRole);
+      out(role ? `${username} is now ${role.name}` : `${username} has no role now`);
       return;
     }
     case 'approve': {

@@ -1,3 +1,4 @@
+import { can } from '../services/roles.ts';
 import fp from 'fastify-plugin';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -41,7 +42,7 @@ const sameSecret = (a: string, b: string) => timingSafeEqual(createHash('sha256'
 
 /**
  * `GET /metrics` in Prometheus's text format. With METRICS_TOKEN set, a scraper sends it as a bearer token; an
- * administrator's OAuth token with `admin:read` is taken too. Anyone else gets 401 (no token) or 403.
+ * operator's OAuth token with `admin:read`, whose role may view devops, is taken too. Anyone else gets 401 (no token) or 403.
  */
 export default async function metricsRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   app.get('/metrics', { config: { auth: { kind: 'anonymous' } } }, async (request, reply) => {
@@ -51,7 +52,7 @@ export default async function metricsRoutes(app: FastifyInstance, { ctx }: Route
     if (!byToken) {
       const token = await ctx.tokens.lookup(ctx.db, raw);
       if (!token) throw new ApiError(401, 'The access token is invalid');
-      if (!token.admin || token.suspended || !grantsAny(parseScopes(token.scopes), ['admin:read'])) throw new ApiError(403, 'This action is not allowed');
+      if (!can(token.role_permissions, 'view_devops') || token.suspended || !grantsAny(parseScopes(token.scopes), ['admin:read'])) throw new ApiError(403, 'This action is not allowed');
     }
     const { contentType, body } = await metricsOf(ctx).render();
     return reply.type(contentType).header('cache-control', 'no-store').send(body);

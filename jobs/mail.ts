@@ -1,3 +1,4 @@
+import { effectivePermissions, OPERATOR_MAIL_BITS } from '../services/roles.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { UnrecoverableError } from './bullmq.ts';
@@ -170,7 +171,7 @@ function duration(seconds: number): string {
 
 /** An operator who still handles sign-ups and reports (as storage/users.ts operatorEmails chooses them). */
 function stillOperator(u: UserRow | null): u is UserRow {
-  return !!u && u.admin && !u.disabled && u.confirmed_at !== null;
+  return !!u && (effectivePermissions(u.role?.permissions) & OPERATOR_MAIL_BITS) !== 0 && !u.disabled && u.confirmed_at !== null;
 }
 
 /**

@@ -33,6 +33,9 @@ export interface SignUp {
 /** A local account to create, by a sign-up or an operator. */
 export interface Registration extends SignUp {
   approved: boolean;
+  /** The name of its role (storage/roles.ts), if any. */
+  role?: string | null;
+  /** The time before roles: true means the Admin role (kept for callers that still say it). */
   admin?: boolean;
   applicationId?: string | null;
   /** Operators may take reserved names; the public cannot. */
@@ -97,7 +100,7 @@ export async function registerLocalAccount<T = undefined>(
         email: r.email,
         passwordHash,
         approved: r.approved,
-        admin: r.admin ?? false,
+        role: r.role ?? (r.admin ? 'Admin' : null),
         locale: r.locale ?? null,
         reason: r.reason ?? null,
         agreement: r.agreement,

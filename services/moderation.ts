@@ -45,11 +45,17 @@ async function enqueue(deps: ModerationDeps, rows: OutboxRow[]): Promise<void> {
 
 export type AccountActionType = 'none' | 'sensitive' | 'disable' | 'silence' | 'suspend';
 
-/** An administrator's own account, or another's, is not for moderators to act on (Mastodon's AccountPolicy). */
-async function actionable(deps: ModerationDeps, target: AccountRow): Promise<void> {
+/**
+ * An operator acts only on accounts whose role is below theirs (Mastodon's AccountPolicy, UserRole#overrides?): a
+ * moderator cannot suspend an admin, nor an admin the owner; an account without a role is anyone's to act on.
+ */
+async function actionable(deps: ModerationDeps, moderatorId: string, target: AccountRow): Promise<void> {
   if (target.domain !== null) return;
-  const user = (await moderation.usersOfAccounts(deps.db, [target.id])).get(target.id);
-  if (user?.admin) throw forbidden();
+  const users = await moderation.usersOfAccounts(deps.db, [target.id, moderatorId]);
+  const targetRole = users.get(target.id)?.role;
+  if (!targetRole) return;
+  const ownRole = users.get(moderatorId)?.role;
+  if (!ownRole || ownRole.position <= targetRole.position) throw forbidden();
 }
 
 async function userIdOf(deps: ModerationDeps, accountId: string): Promise<string | null> {
@@ -144,7 +150,7 @@ export async function rejectAccount(deps: ModerationDeps, target: AccountRow): P
 export async function takeAccountAction(deps: ModerationDeps, moderatorId: string, target: AccountRow, type: AccountActionType, reportId?: string): Promise<void> {
   const report = reportId ? await reports.findReport(deps.db, reportId) : null;
   if (reportId && !report) throw notFound();
-  if (type !== 'none') await actionable(deps, target);
+  if (type !== 'none') await actionable(deps, moderatorId, target);
   switch (type) {
     case 'sensitive': await setSensitized(deps, target, true); break;
     case 'disable': await setDisabled(deps, target, true); break;

@@ -1,3 +1,4 @@
+import { OPERATOR_MAIL_BITS } from './roles.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import type { Config } from '../config.ts';
@@ -26,7 +27,7 @@ export interface OperatorAlertDeps {
  * and Web Push follow the commit by themselves. The new account itself, if an operator, is not told of itself.
  */
 export async function alertOperatorsOfSignUp(tx: Queryable, deps: OperatorAlertDeps, signUp: { userId: string; accountId: string }): Promise<OutboxRow[]> {
-  const operators = (await operatorEmails(tx)).filter((op) => op.account_id !== signUp.accountId);
+  const operators = (await operatorEmails(tx, OPERATOR_MAIL_BITS)).filter((op) => op.account_id !== signUp.accountId);
   const rows: OutboxRow[] = [];
   for (const op of operators) {
     await notifyAccount(deps, tx, op.account_id, signUp.accountId, 'admin.sign_up');
@@ -46,7 +47,7 @@ export async function alertOperatorsOfSignUp(tx: Queryable, deps: OperatorAlertD
 export async function alertOperatorsOfReport(tx: Queryable, deps: OperatorAlertDeps, report: { reportId: string; reporterAccountId: string; targetAccountId: string }): Promise<OutboxRow[]> {
   if (await otherOpenReports(tx, report.targetAccountId, report.reportId)) return [];
   const rows: OutboxRow[] = [];
-  for (const op of await operatorEmails(tx)) {
+  for (const op of await operatorEmails(tx, OPERATOR_MAIL_BITS)) {
     await notifyAccount(deps, tx, op.account_id, report.reporterAccountId, 'admin.report', null, report.reportId);
     if (mailEnabled(deps.config)) rows.push(await queueMail(tx, { type: 'new_report', reportId: report.reportId, operatorId: op.id }));
   }

@@ -60,6 +60,8 @@ export interface AccountRow {
    * status loader's cached accounts have them); never read from its table.
    */
   emojis?: EmojiRow[];
+  /** Its user's role when that role is shown on profiles (highlighted); absent where a query does not read it. */
+  role?: { id: string; name: string; color: string } | null;
 }
 
 /** The account moved to, read along with the moved one (for its `moved` entity); dates revived by movedTarget. */
@@ -77,6 +79,10 @@ const MOVED_TO = `(SELECT to_jsonb(m) - 'private_key_pem' - 'ed25519_private_jwk
     || jsonb_build_object('id', m.id::text, 'moved_to_account_id', m.moved_to_account_id::text)
     FROM accounts m WHERE m.id = accounts.moved_to_account_id) AS moved_to`;
 
+// A local account's highlighted role, as its profile shows it (Mastodon's Account `roles`).
+const ROLE = `(SELECT jsonb_build_object('id', r.id::text, 'name', r.name, 'color', r.color)
+    FROM users u JOIN user_roles r ON r.id = u.role_id WHERE u.account_id = accounts.id AND r.highlighted) AS role`;
+
 // Every column but the private key: that one is read only where a request is signed.
 const COLUMNS = `id, username, domain, display_name, note_source, note_html, fields, locked, bot, actor_type,
   discoverable, indexable, hide_collections, avatar_file, avatar_content_type, header_file, header_content_type,
@@ -84,7 +90,7 @@ const COLUMNS = `id, username, domain, display_name, note_source, note_html, fie
   uri, url, inbox_url, shared_inbox_url, public_key_pem, avatar_remote_url, header_remote_url, followers_url, fetched_at,
   followers_count, following_count,
   statuses_count, last_status_at, suspended_at, deleted_at, silenced_at, sensitized_at, also_known_as, moved_to_account_id, created_at, updated_at,
-  ${MOVED_TO}`;
+  ${MOVED_TO}, ${ROLE}`;
 
 export async function findAccountById(db: Queryable, id: string): Promise<AccountRow | null> {
   // Among the commonest queries (a post's author, a job's account): prepared once per connection.

@@ -1,4 +1,5 @@
 import type { Queryable } from './db.ts';
+import type { UserRoleSummary } from './users.ts';
 import { pageClause, pageRows, type PageParams } from './paging.ts';
 
 /** What moderators see of a local user beside its account (Admin::Account). */
@@ -6,7 +7,8 @@ export interface ModeratedUser {
   id: string;
   account_id: string;
   email: string;
-  admin: boolean;
+  /** Its role, null for none. */
+  role: UserRoleSummary | null;
   approved: boolean;
   disabled: boolean;
   locale: string | null;
@@ -15,7 +17,9 @@ export interface ModeratedUser {
   created_at: Date;
 }
 
-const USER_COLUMNS = `id::text, account_id::text, email, admin, approved, disabled, locale, reason,
+const USER_COLUMNS = `id::text, account_id::text, email,
+  (SELECT jsonb_build_object('id', r.id::text, 'name', r.name, 'color', r.color, 'position', r.position,
+     'permissions', r.permissions::text, 'highlighted', r.highlighted) FROM user_roles r WHERE r.id = users.role_id) AS role, approved, disabled, locale, reason,
   created_by_application_id::text, created_at`;
 
 export async function usersOfAccounts(db: Queryable, accountIds: string[]): Promise<Map<string, ModeratedUser>> {
@@ -93,7 +97,7 @@ export async function adminAccountIds(db: Queryable, f: AdminAccountFilters, p: 
   if (f.sensitized) add('a.sensitized_at IS NOT NULL');
   if (f.pending) add('u.id IS NOT NULL AND NOT u.approved');
   if (f.disabled) add('u.disabled');
-  if (f.staff) add('u.admin');
+  if (f.staff) add('u.role_id IS NOT NULL');
   if (f.username) add(`lower(a.username) LIKE lower($?)`, likePrefix(f.username));
   if (f.displayName) add(`a.display_name ILIKE $?`, `%${f.displayName.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   if (f.email) add(`lower(u.email) LIKE lower($?)`, likePrefix(f.email));

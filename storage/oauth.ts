@@ -124,7 +124,8 @@ export interface TokenOwner extends AccessTokenRow {
   approved: boolean | null;
   /** The user's e-mail address is confirmed (null for an app's own token). */
   confirmed: boolean | null;
-  admin: boolean | null;
+  /** The permission bits of the user's role as text (a bigint), null without one (services/roles.ts `can`). */
+  role_permissions: string | null;
   /** The account is suspended or its user disabled: the token is refused. */
   suspended: boolean;
   /** The account has moved (issue 30): refused where a user is required, as Mastodon's `User#functional?`. */
@@ -135,11 +136,12 @@ export interface TokenOwner extends AccessTokenRow {
 export async function findActiveAccessTokenByHash(db: Queryable, tokenHash: string): Promise<TokenOwner | null> {
   const { rows } = await db.query<TokenOwner>(
     `SELECT t.id, t.application_id, t.user_id, t.scopes, t.created_at,
-            u.account_id, u.approved, (u.confirmed_at IS NOT NULL) AS confirmed, u.admin, (a.suspended_at IS NOT NULL OR coalesce(u.disabled, false)) AS suspended,
+            u.account_id, u.approved, (u.confirmed_at IS NOT NULL) AS confirmed, r.permissions::text AS role_permissions, (a.suspended_at IS NOT NULL OR coalesce(u.disabled, false)) AS suspended,
             (a.moved_to_account_id IS NOT NULL) AS moved
        FROM oauth_access_tokens t
        LEFT JOIN users u ON u.id = t.user_id
        LEFT JOIN accounts a ON a.id = u.account_id
+       LEFT JOIN user_roles r ON r.id = u.role_id
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
     [tokenHash],
   );

@@ -1,11 +1,23 @@
 import type { Queryable } from './db.ts';
 
+/** A user's role as read with the user. */
+export interface UserRoleSummary {
+  id: string;
+  name: string;
+  color: string;
+  position: number;
+  /** Permission bits as text (a bigint); services/roles.ts `can` reads them. */
+  permissions: string;
+  highlighted: boolean;
+}
+
 export interface UserRow {
   id: string;
   account_id: string;
   email: string;
   password_hash: string;
-  admin: boolean;
+  /** The user's role (storage/roles.ts), read with the user; null for none. */
+  role: UserRoleSummary | null;
   approved: boolean;
   /** Sign-in refused and tokens refused, by a moderator. */
   disabled: boolean;
@@ -26,7 +38,11 @@ export interface UserRow {
   reason: string | null;
 }
 
-const COLUMNS = `id, account_id, email, password_hash, admin, approved, disabled, locale,
+// The role as JSON (permissions as text: a bigint), so that every read of a user knows what it may do.
+const ROLE = `(SELECT jsonb_build_object('id', r.id::text, 'name', r.name, 'color', r.color, 'position', r.position,
+    'permissions', r.permissions::text, 'highlighted', r.highlighted) FROM user_roles r WHERE r.id = users.role_id) AS role`;
+
+const COLUMNS = `id, account_id, email, password_hash, ${ROLE}, approved, disabled, locale,
   default_privacy, default_sensitive, default_language, default_quote_policy, created_at, confirmed_at, unconfirmed_email,
   otp_secret, otp_enabled_at, reason`;
 
@@ -65,7 +81,8 @@ export interface NewUser {
   email: string;
   passwordHash: string;
   approved: boolean;
-  admin?: boolean;
+  /** The name of the user's role (storage/roles.ts), if any. */
+  role?: string | null;
   locale?: string | null;
   reason?: string | null;
   agreement: boolean;
@@ -76,16 +93,23 @@ export interface NewUser {
 
 export async function insertUser(db: Queryable, u: NewUser): Promise<UserRow> {
   const { rows } = await db.query<UserRow>(
-    `INSERT INTO users (account_id, email, password_hash, approved, admin, locale, reason, agreement_at, created_by_application_id, confirmed_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::boolean THEN now() END, $9, CASE WHEN $10::boolean THEN now() END)
+    `INSERT INTO users (account_id, email, password_hash, approved, role_id, locale, reason, agreement_at, created_by_application_id, confirmed_at)
+     VALUES ($1, $2, $3, $4, (SELECT id FROM user_roles WHERE lower(name) = lower($5::text)), $6, $7, CASE WHEN $8::boolean THEN now() END, $9, CASE WHEN $10::boolean THEN now() END)
      RETURNING ${COLUMNS}`,
-    [u.accountId, u.email, u.passwordHash, u.approved, u.admin ?? false, u.locale ?? null, u.reason ?? null, u.agreement, u.applicationId ?? null, u.confirmed],
+    [u.accountId, u.email, u.passwordHash, u.approved, u.role ?? null, u.locale ?? null, u.reason ?? null, u.agreement, u.applicationId ?? null, u.confirmed],
   );
   return rows[0]!;
 }
 
+/**
+ * Compatibility with the time before roles, when an operator was a boolean: true gives the Admin role, false takes
+ * any role away (cli `accounts admin`, tests). New code uses storage/roles.ts setUserRole.
+ */
 export async function setAdmin(db: Queryable, userId: string, admin: boolean): Promise<void> {
-  await db.query(`UPDATE users SET admin = $2, updated_at = now() WHERE id = $1`, [userId, admin]);
+  await db.query(
+    `UPDATE users SET role_id = CASE WHEN $2::boolean THEN (SELECT id FROM user_roles WHERE name = 'Admin') END, updated_at = now() WHERE id = $1`,
+    [userId, admin],
+  );
 }
 
 export async function setApproved(db: Queryable, userId: string, approved: boolean): Promise<void> {
@@ -168,12 +192,16 @@ export async function setUnconfirmedEmail(db: Queryable, userId: string, email: 
   await db.query(`UPDATE users SET unconfirmed_email = $2, confirmation_token_hash = NULL, updated_at = now() WHERE id = $1`, [userId, email]);
 }
 
-/** Operators who approve sign-ups and handle reports: every admin whose login works (bounded: a server has few). */
-export async function operatorEmails(db: Queryable, limit = 100): Promise<{ id: string; account_id: string; email: string; locale: string | null }[]> {
+/**
+ * Operators who approve sign-ups and handle reports: every user whose role has one of these permission bits
+ * (services/roles.ts OPERATOR_MAIL_BITS) and whose login works (bounded: a server has few).
+ */
+export async function operatorEmails(db: Queryable, permissionBits: number, limit = 100): Promise<{ id: string; account_id: string; email: string; locale: string | null }[]> {
   const { rows } = await db.query<{ id: string; account_id: string; email: string; locale: string | null }>(
     `SELECT u.id, u.account_id, u.email, u.locale FROM users u JOIN accounts a ON a.id = u.account_id
-      WHERE u.admin AND NOT u.disabled AND u.confirmed_at IS NOT NULL AND a.suspended_at IS NULL ORDER BY u.id LIMIT $1`,
-    [limit],
+       JOIN user_roles r ON r.id = u.role_id
+      WHERE r.permissions & $2 <> 0 AND NOT u.disabled AND u.confirmed_at IS NOT NULL AND a.suspended_at IS NULL ORDER BY u.id LIMIT $1`,
+    [limit, permissionBits],
   );
   return rows;
 }

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../route-options.ts';
-import { ApiError } from '../../errors.ts';
 import { requireViewer } from '../plugins/auth.ts';
 import { listServerHealth } from '../../storage/federation-health.ts';
 import { serializeFederationServer } from '../serializers/federation-server.ts';
@@ -8,14 +7,13 @@ import { serializeFederationServer } from '../serializers/federation-server.ts';
 /**
  * For operators: how much work waits in the job queues (fan-out, fetches from other sites, transcodes, deliveries to other servers) and what failed
  * for good, and each remote server's federation health (federation/health.ts; written every few seconds, so up to
- * that much behind). Signed-in administrators only, with a token that has `admin:read`.
+ * that much behind). Operators whose role may view devops (services/roles.ts), with a token that has `admin:read`.
  */
 export default async function adminQueueRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   app.get('/admin/queues', {
-    config: { auth: { kind: 'user', scopes: ['admin:read'] } },
+    config: { auth: { kind: 'admin', scopes: ['admin:read'] } },
   }, async (request) => {
     requireViewer(request);
-    if (!request.token?.admin) throw new ApiError(403, 'This action is not allowed');
     const [fanout, pull, media, federation, failures, servers] = await Promise.all([
       ctx.jobs.fanout.getJobCounts('waiting', 'active', 'delayed', 'failed'),
       ctx.jobs.pull.getJobCounts('waiting', 'active', 'delayed', 'failed'),

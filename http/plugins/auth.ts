@@ -5,6 +5,7 @@ import type { TokenCache } from '../../services/token-cache.ts';
 import { ApiError } from '../../errors.ts';
 import { grantsAny, parseScopes } from '../oauth/scopes.ts';
 import type { Db } from '../../storage/db.ts';
+import { can, permissionForRoute, type Permission } from '../../services/roles.ts';
 
 /**
  * How a route is reached, declared on every API route as `config.auth`:
@@ -13,7 +14,9 @@ import type { Db } from '../../storage/db.ts';
  * - `anonymous`: the token is not even looked at (Mastodon's instance and app-registration endpoints).
  * - `app`: any valid token (an app's own, from client_credentials, or a user's) with one of `scopes`.
  * - `user`: a user's token with one of `scopes`.
- * - `admin`: a user's token with one of `scopes`, whose user is an administrator (Mastodon's admin API).
+ * - `admin`: a user's token with one of `scopes`, whose user's role has the permission flag that
+ *   services/roles.ts `permissionForRoute` names for the route (Mastodon's admin API and its policies). A route of
+ *   this kind the table does not name is refused at start-up.
  */
 export type RouteAuth =
   | { kind: 'anonymous' }
@@ -23,6 +26,8 @@ export type RouteAuth =
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: RouteAuth;
+    /** For an `admin` route: the role's permission it needs (set at start-up from services/roles.ts). */
+    permission?: Permission;
   }
   interface FastifyRequest {
     token: TokenOwner | null;
@@ -71,6 +76,13 @@ async function authPlugin(app: FastifyInstance, opts: { db: Db; tokens: TokenCac
     if (/^\/api\//.test(route.url) && !route.config?.auth) {
       throw new Error(`route ${route.method} ${route.url} declares no config.auth`);
     }
+    if (route.config?.auth?.kind === 'admin') {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      const needed = new Set(methods.map((m) => permissionForRoute(m, route.url)));
+      const [permission] = needed;
+      if (needed.size !== 1 || !permission) throw new Error(`admin route ${methods.join(',')} ${route.url} has no one permission in services/roles.ts`);
+      route.config = { ...route.config, permission };
+    }
   });
 
   // onRequest: authentication comes before the body is read or validated, as in Mastodon. A callback hook: a token
@@ -109,7 +121,7 @@ function authorize(request: FastifyRequest, policy: Exclude<RouteAuth, { kind: '
     // and its web settings (sessions, not tokens) stay open to cancel the redirect or move again.
     if (token.moved) return refuse(403, 'Your login is currently disabled');
   }
-  if (policy.kind === 'admin' && !token.admin) return refuse(403, 'This action is not allowed');
+  if (policy.kind === 'admin' && !can(token.role_permissions, request.routeOptions.config.permission!)) return refuse(403, 'This action is not allowed');
   return undefined;
 }
 

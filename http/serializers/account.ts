@@ -1,6 +1,6 @@
 import { accountImageUrl } from '../../services/media-urls.ts';
 import { movedTarget, type AccountRow } from '../../storage/accounts.ts';
-import type { UserRow } from '../../storage/users.ts';
+import type { UserRoleSummary, UserRow } from '../../storage/users.ts';
 import type { RenderContext } from './context.ts';
 import { accountUri } from '../../services/uris.ts';
 import { renderEmoji } from './custom-emoji.ts';
@@ -53,15 +53,20 @@ function accountEntity(ctx: RenderContext, a: AccountRow) {
     hide_collections: a.hide_collections,
     noindex: a.noindex,
     emojis: (a.emojis ?? []).map((e) => renderEmoji(ctx, e)),
-    roles: [],
+    roles: a.role ? [{ id: a.role.id, name: a.role.name, color: a.role.color }] : [],
     fields: a.fields.map((f) => ({ name: f.name, value: f.value_html, verified_at: f.verified_at })),
     ...(a.suspended_at ? { suspended: true } : {}),
     ...(a.silenced_at ? { limited: true } : {}),
   };
 }
 
+/** A user without a role has Mastodon's "everyone" role (id -99), which grants nothing here. */
 export const EVERYONE_ROLE = { id: '-99', name: '', permissions: '0', color: '', highlighted: false };
-export const ADMIN_ROLE = { id: '3', name: 'Admin', permissions: '1', color: '', highlighted: true };
+
+/** Mastodon's REST::RoleSerializer: a user's role with its permission bits as a string. */
+export function renderRole(role: UserRoleSummary | null) {
+  return role ? { id: role.id, name: role.name, permissions: role.permissions, color: role.color, highlighted: role.highlighted } : EVERYONE_ROLE;
+}
 
 /** The signed-in user's own account: Account plus `source` and `role`. */
 export function renderCredentialAccount(ctx: RenderContext, a: AccountRow, user: UserRow, followRequestsCount: number) {
@@ -80,6 +85,6 @@ export function renderCredentialAccount(ctx: RenderContext, a: AccountRow, user:
       hide_collections: a.hide_collections,
       attribution_domains: [],
     },
-    role: user.admin ? ADMIN_ROLE : EVERYONE_ROLE,
+    role: renderRole(user.role),
   };
 }

@@ -2,7 +2,7 @@ import type { Queryable } from '../../storage/db.ts';
 import { findAccountsByIds, type AccountRow } from '../../storage/accounts.ts';
 import { usersOfAccounts, type ModeratedUser } from '../../storage/moderation.ts';
 import type { RenderContext } from './context.ts';
-import { ADMIN_ROLE, EVERYONE_ROLE, renderAccount } from './account.ts';
+import { renderAccount, renderRole } from './account.ts';
 
 /**
  * Mastodon's Admin::Account: what moderators see of an account. A remote account has no user, so no email, role or
@@ -17,7 +17,7 @@ export function renderAdminAccount(ctx: RenderContext, a: AccountRow, u: Moderat
     email: u?.email ?? null,
     ip: null,
     ips: [],
-    role: u ? (u.admin ? ADMIN_ROLE : EVERYONE_ROLE) : null,
+    role: u ? renderRole(u.role) : null,
     // No e-mail confirmation step exists here: a local user is confirmed from the start.
     confirmed: u !== null,
     suspended: a.suspended_at !== null,

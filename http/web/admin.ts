@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
 import { ApiError } from '../../errors.ts';
+import { can, permissionForRoute } from '../../services/roles.ts';
 import * as moderation from '../../services/moderation.ts';
 import { adminAccountIds, usersOfAccounts } from '../../storage/moderation.ts';
 import { findAccountById, findAccountsByIds } from '../../storage/accounts.ts';
@@ -27,14 +28,19 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const deps = moderation.moderationDeps(ctx);
 
-  /** Only operators; a stranger is sent to sign in, a signed-in person who is not one gets a 403 page. */
+  /**
+   * Only operators whose role has the page's permission (services/roles.ts names it for each page); a stranger is
+   * sent to sign in, a signed-in person without it gets a 403 page.
+   */
   async function operator(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> {
+    const permission = permissionForRoute(request.method, request.routeOptions.url ?? '');
+    if (!permission) throw new Error(`operators' page ${request.routeOptions.url} has no permission in services/roles.ts`);
     const me = await request.signedIn();
     if (!me) {
       await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(request.method === 'GET' ? request.url : '/admin/reports')}`, 303);
       return null;
     }
-    if (!me.user.admin) {
+    if (!can(me.user.role?.permissions, permission)) {
       await sendMessagePage(ctx, request, reply, 'Not allowed', 'Only the operators of this server may see this page.', { status: 403, kind: 'error' });
       return null;
     }
@@ -49,7 +55,12 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
     throw err;
   };
 
-  app.get('/admin', async (_request, reply) => reply.redirect('/admin/approvals'));
+  // The first page the operator's role opens.
+  app.get('/admin', async (request, reply) => {
+    const me = await request.signedIn();
+    const bits = me?.user.role?.permissions;
+    return reply.redirect(can(bits, 'manage_users') || !can(bits, 'manage_reports') ? '/admin/approvals' : '/admin/reports');
+  });
 
   app.get('/admin/approvals', { schema: { querystring: ListQuery } }, async (request, reply) => {
     if (!(await operator(request, reply))) return;

@@ -1,3 +1,4 @@
+import { isStaff } from '../../services/roles.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { PageChrome } from './views.ts';
@@ -11,7 +12,7 @@ export function publicChrome(config: AppContext['config'], signedIn: SignedIn | 
     // Titles are what search results and tabs show: kept short.
     title: truncate(title, 70),
     instanceTitle: config.instanceTitle,
-    signedInAs: signedIn ? { username: signedIn.account.username, admin: signedIn.user.admin } : null,
+    signedInAs: signedIn ? { username: signedIn.account.username, admin: isStaff(signedIn.user.role?.permissions) } : null,
     csrfToken: '',
     head,
     registrationsOpen: config.registrationsMode !== 'none',

@@ -1,3 +1,4 @@
+import { isStaff } from '../../services/roles.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { renderView, type PageChrome } from './views.ts';
@@ -21,7 +22,7 @@ export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: 
   return {
     title: `${title} - ${ctx.config.instanceTitle}`,
     instanceTitle: ctx.config.instanceTitle,
-    signedInAs: signedIn ? { username: signedIn.account.username, admin: signedIn.user.admin } : null,
+    signedInAs: signedIn ? { username: signedIn.account.username, admin: isStaff(signedIn.user.role?.permissions) } : null,
     csrfToken: reply.generateCsrf(),
     registrationsOpen: ctx.config.registrationsMode !== 'none',
     lang: ctx.config.instanceLanguages[0] ?? 'en',

@@ -5,6 +5,7 @@ import { expectEntity } from '../helpers/schema.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import { DEFAULT_ROLES, permissionBits } from '../../services/roles.ts';
 
 let s: TestServer;
 let client: RegisteredApp;
@@ -18,7 +19,7 @@ afterAll(async () => s?.close());
 /** Runs an operator command as `npm run cli -- …` would, against the test server's database and Redis; returns what it printed. */
 async function cli(server: TestServer, ...args: string[]): Promise<string[]> {
   const lines: string[] = [];
-  await runCli(args, server.ctx.db, (line) => lines.push(line), (what) => publishTokenInvalidation(server.ctx.redis, server.config.redisPrefix, what));
+  await runCli(args, server.ctx.db, (line) => lines.push(line), (what) => publishTokenInvalidation(server.ctx.redis, server.config.redisPrefix, what), { redis: server.ctx.redis, redisPrefix: server.config.redisPrefix });
   return lines;
 }
 
@@ -28,7 +29,7 @@ const verify = (token: string, server = s) =>
 async function tableCounts(server = s) {
   const { rows } = await server.ctx.db.query(
     `SELECT (SELECT count(*)::int FROM accounts) AS accounts, (SELECT count(*)::int FROM users) AS users,
-            (SELECT count(*)::int FROM users WHERE admin) AS admins,
+            (SELECT count(*)::int FROM users WHERE role_id IS NOT NULL) AS operators,
             (SELECT count(*)::int FROM oauth_access_tokens WHERE revoked_at IS NULL) AS live_tokens,
             (SELECT string_agg(password_hash, ',' ORDER BY id) FROM users) AS hashes`,
   );
@@ -61,13 +62,17 @@ describe('accounts create', () => {
     expect(rows[0].password_hash).toMatch(/^\$argon2id\$/);
   });
 
-  it('prints a generated password when none is given, and --admin makes an admin', async () => {
+  it('prints a generated password when none is given, and --admin makes the first operator the Owner', async () => {
     const out = await cli(s, 'accounts', 'create', 'root', '--email', 'root@example.com', '--admin');
     expect(out[0]).toMatch(/^\d+$/);
     const password = /^password: (\S{12,})$/.exec(out[1] ?? '')?.[1];
     expect(password).toBeTruthy();
     const token = await authorizationCodeToken(s.app, client, 'root@example.com', password!);
-    expect((await verify(token)).json().role).toMatchObject({ name: 'Admin', permissions: '1' });
+    expect((await verify(token)).json().role).toMatchObject({ name: 'Owner', permissions: '1' });
+    // The next operator made with --admin is an Admin.
+    await cli(s, 'accounts', 'create', 'deputy', '--email', 'deputy@example.com', '--admin', '--password', 'deputy-pass');
+    const deputy = await authorizationCodeToken(s.app, client, 'deputy@example.com', 'deputy-pass');
+    expect((await verify(deputy)).json().role).toMatchObject({ name: 'Admin', permissions: String(permissionBits(DEFAULT_ROLES[1]!.permissions)) });
   });
 
   it('refuses taken names and emails, bad input and missing arguments, creating nothing', async () => {
@@ -81,6 +86,7 @@ describe('accounts create', () => {
       [['accounts', 'create', 'bad name', '--email', 'robert@example.com', '--password', 'long-enough'], /username/],
       [['accounts', 'create', 'robert'], /--email/],
       [['accounts', 'create'], /username/],
+      [['accounts', 'create', 'robert', '--email', 'robert@example.com', '--role', 'Wizard'], /no role named Wizard/],
       [['accounts', 'frobnicate', 'bob'], /unknown command/],
       [['users', 'create', 'bob'], /unknown command/],
       [[], /unknown command/],
@@ -99,16 +105,16 @@ describe('accounts admin', () => {
     expect((await verify(token)).json().role).toMatchObject({ name: '', permissions: '0', highlighted: false });
 
     const out = await cli(s, 'accounts', 'admin', 'bob');
-    expect(out).toEqual(['bob is now an admin']);
+    expect(out).toEqual(['bob is now Admin']);
     const admin = await verify(token);
     expect(admin.statusCode).toBe(200);
     expectEntity('CredentialAccount', admin.json());
-    expect(admin.json().role).toMatchObject({ name: 'Admin', permissions: '1', highlighted: true });
+    expect(admin.json().role).toMatchObject({ name: 'Admin', permissions: String(permissionBits(DEFAULT_ROLES[1]!.permissions)), highlighted: true });
     // Idempotent.
     await cli(s, 'accounts', 'admin', 'bob');
     expect((await verify(token)).json().role.name).toBe('Admin');
 
-    expect(await cli(s, 'accounts', 'admin', 'bob', '--revoke')).toEqual(['bob is no longer an admin']);
+    expect(await cli(s, 'accounts', 'admin', 'bob', '--revoke')).toEqual(['bob has no role now']);
     expect((await verify(token)).json().role).toMatchObject({ name: '', permissions: '0' });
   });
 });

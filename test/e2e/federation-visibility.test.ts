@@ -65,7 +65,7 @@ beforeAll(async () => {
   const client = await createApp(ours.app, 'read write follow push admin:read');
   [alice, admin] = await Promise.all([registerUser(ours.app, client, 'alice', 'read write admin:read'), registerUser(ours.app, client, 'ozzie', 'read admin:read')]);
   // Made an administrator before its token is first used (the token cache would otherwise hold the old answer).
-  await ours.ctx.db.query('UPDATE users SET admin = true WHERE account_id = $1', [admin.id]);
+  await ours.ctx.db.query("UPDATE users SET role_id = (SELECT id FROM user_roles WHERE name = 'Admin') WHERE account_id = $1", [admin.id]);
 }, 60_000);
 afterAll(async () => {
   vi.restoreAllMocks();

@@ -245,11 +245,11 @@ describe('inbox', () => {
 
 
 describe('operators', () => {
-  it('shows queue depths and failures to administrators only', async () => {
+  it('shows queue depths and failures to operators who may view devops only (the Owner)', async () => {
     const client = await createApp(s.app, 'read write follow push admin:read');
     const admin = await registerUser(s.app, client, 'operator', 'read admin:read');
     const plain = await registerUser(s.app, client, 'plain', 'read admin:read');
-    await s.ctx.db.query('UPDATE users SET admin = true WHERE account_id = $1', [admin.id]);
+    await s.ctx.db.query("UPDATE users SET role_id = (SELECT id FROM user_roles WHERE name = 'Owner') WHERE account_id = $1", [admin.id]);
     const res = await get('/admin/queues', bearer(admin.token));
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ fanout: { waiting: expect.any(Number), failed: expect.any(Number) }, pull: { waiting: expect.any(Number), active: expect.any(Number), recent_failures: [] }, federation: { queued: expect.any(Number) } });

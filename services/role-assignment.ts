@@ -1,0 +1,42 @@
+import type { Db } from '../storage/db.ts';
+import type { CacheVersions } from '../storage/cache-versions.ts';
+import type { UserRoleSummary } from '../storage/users.ts';
+import { findRoleByName, setUserRole, type RoleRow } from '../storage/roles.ts';
+import type { TokenInvalidation } from './token-cache.ts';
+import { can } from './roles.ts';
+
+export interface RoleAssignmentDeps {
+  db: Db;
+  versions: Pick<CacheVersions, 'bump'>;
+  /** Tells every process's token cache (services/token-cache.ts): the user's permissions change at once everywhere. */
+  invalidate: (what: TokenInvalidation) => Promise<void>;
+}
+
+export class RoleRefused extends Error {}
+
+/**
+ * Gives a local user a role by name, or none (`null`). When an operator does it (`actor`: their role), it must be
+ * able to manage roles, and both the user's present role and the new one must be below its own, as Mastodon's
+ * UserPolicy#change_role? and its assignable roles have it; an administrator may give any role. Returns the role.
+ */
+export async function assignRole(
+  deps: RoleAssignmentDeps,
+  target: { userId: string; accountId: string; role: UserRoleSummary | null },
+  roleName: string | null,
+  actor?: UserRoleSummary | null,
+): Promise<RoleRow | null> {
+  const role = roleName === null ? null : await findRoleByName(deps.db, roleName);
+  if (roleName !== null && !role) throw new RoleRefused(`no role named ${roleName}`);
+  if (actor !== undefined) {
+    const admin = can(actor?.permissions, 'administrator');
+    const below = (r: { position: number } | null) => r === null || (actor !== null && r.position < actor.position);
+    if (!can(actor?.permissions, 'manage_roles') || (!admin && (!below(target.role) || !below(role)))) {
+      throw new RoleRefused('not allowed: that role is not yours to give');
+    }
+  }
+  await setUserRole(deps.db, target.userId, role?.id ?? null);
+  // Profiles show the role (the account's cached entity) and tokens carry its permissions (the token cache).
+  await deps.versions.bump({ accounts: [target.accountId] });
+  await deps.invalidate({ userId: target.userId });
+  return role;
+}

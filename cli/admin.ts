@@ -27,6 +27,7 @@ import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
 import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
 import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
+import { announcementsCommand, AnnouncementsUsageError, ANNOUNCEMENTS_USAGE } from './announcements.ts';
 import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -62,6 +63,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
       Stops featuring it.
   suggestions list
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
+${ANNOUNCEMENTS_USAGE}
 ${EMOJI_USAGE}
 ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
@@ -122,6 +124,14 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       throw err instanceof EmojiUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     } finally {
       if (!services.fileHost) fileHost.close?.();
+    }
+  }
+  if (argv[0] === 'announcements' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services) throw new Error('announcement commands need Redis');
+    try {
+      return await announcementsCommand(argv.slice(1), { db, redis: services.redis, redisPrefix: services.redisPrefix }, out);
+    } catch (err) {
+      throw err instanceof AnnouncementsUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   if (argv[0] === 'federation' && !argv.includes('--help') && !argv.includes('-h')) {

@@ -41,6 +41,8 @@ export type FanoutJob =
   | { kind: 'domainBlock'; outboxId: string; domain: string; createdAt: string }
   /** A poll's end (services/polls.ts), delayed until its `expires_at`. */
   | { kind: 'endPoll'; outboxId: string; pollId: string; runAt: string }
+  /** An operator's announcement published at its `scheduled_at` (services/announcements.ts). */
+  | { kind: 'publishAnnouncement'; outboxId: string; announcementId: string; scheduledAt: string; runAt: string }
   /** One mail (services/mail.ts, sent by jobs/mail.ts), retried as MAIL_RETRIES says. */
   | { kind: 'sendMail'; outboxId: string; mail: Mail }
   /** Publishes a scheduled status (jobs/scheduled-statuses.ts), delayed until its time; not from the outbox. */

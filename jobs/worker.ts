@@ -12,6 +12,7 @@ import { refusedDelivery } from '../federation/domain-policy.ts';
 import { publishScheduledStatus } from './scheduled-statuses.ts';
 import { sweepDueScheduledStatuses } from '../services/scheduled-statuses.ts';
 import { endPoll } from '../services/polls.ts';
+import { publishAnnouncement } from '../services/announcements.ts';
 import { removeLegacyKeys } from '../storage/legacy-keys.ts';
 import { closeMailTransport, sendMailJob } from './mail.ts';
 
@@ -97,6 +98,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);
     else if (data.kind === 'publishScheduledStatus') await publishScheduledStatus(ctx, data.scheduledStatusId);
     else if (data.kind === 'endPoll') await endPoll(ctx.actors.deps, data.pollId);
+    else if (data.kind === 'publishAnnouncement') await publishAnnouncement({ db: ctx.db, events: ctx.events, jobs: null }, data.announcementId, new Date(data.scheduledAt));
     else if (data.kind === 'sendMail') await sendMailJob(ctx, data, job, log);
     else if (data.kind === 'fetchLinkCard') await (await import('./link-cards.ts')).fetchLinkCard(ctx, data.statusId, log);
     else if (data.kind === 'verifyAccountLinks') await (await import('./profile-links.ts')).verifyAccountLinks(ctx, data.accountId, log);

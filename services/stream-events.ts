@@ -24,7 +24,13 @@ export type StreamMessage =
   /** A direct conversation of the channel's account changed (Mastodon's `conversation`, on the `direct` stream). */
   | { event: 'conversation'; conversationId: string }
   /** The account's filters changed: clients fetch them again (no payload). */
-  | { event: 'filters_changed' };
+  | { event: 'filters_changed' }
+  /** An operator's announcement was published (services/announcements.ts): the Announcement, as each receiver sees it. */
+  | { event: 'announcement'; announcementId: string }
+  /** A reaction to an announcement was added or taken back: its name and new count, the same for everyone. */
+  | { event: 'announcement.reaction'; reaction: { name: string; count: number; announcement_id: string } }
+  /** An announcement was unpublished or removed: its id. */
+  | { event: 'announcement.delete'; announcementId: string };
 
 /**
  * A new status as most of its receivers see it, rendered once by the fan-out job (http/serializers/stream-payloads.ts
@@ -68,6 +74,11 @@ export const streamChannels = {
   direct: (accountId: string) => `timeline:direct:${accountId}`,
   public: (scope: '' | ':local' | ':remote', media: boolean) => `timeline:public${scope}${media ? ':media' : ''}`,
   hashtag: (tag: string, local: boolean) => `timeline:hashtag:${tag.toLowerCase()}${local ? ':local' : ''}`,
+  /**
+   * Operators' announcements, for every user stream: one channel that each process holding user streams listens
+   * to, rather than one message per account (Mastodon sends one to each recently signed-in user's timeline).
+   */
+  announcements: 'timeline:announcements',
   /** A list's timeline: its members' posts as the list's feed takes them (actors/account.ts addToListFeeds). */
   list: (listId: string) => `timeline:list:${listId}`,
 };

@@ -11,6 +11,8 @@ import { renderNotifications } from './statuses.ts';
 import { conversationPayload } from './conversation.ts';
 import type { StreamMessage, StreamView } from '../../services/stream-events.ts';
 import { findConversation } from '../../storage/conversations.ts';
+import { findAnnouncement } from '../../storage/announcements.ts';
+import { renderAnnouncements } from './announcement.ts';
 
 /**
  * Streaming payloads (the JSON text Mastodon puts in `payload`), rendered for their receivers. An event reaches
@@ -84,6 +86,14 @@ export class StreamPayloads {
   /** A direct conversation for its owner (services/conversations.ts). */
   async conversation(conversationId: string, viewerId: string): Promise<string | null> {
     return conversationPayload(this.ctx, viewerId, await findConversation(this.ctx.db, viewerId, conversationId));
+  }
+
+  /** A newly published announcement, with the receiver's own `read` and reactions. */
+  async announcement(announcementId: string, viewerId: string): Promise<string | null> {
+    const row = await findAnnouncement(this.ctx.db, announcementId);
+    if (!row?.published) return null;
+    const [rendered] = await renderAnnouncements(this.ctx.db, this.ctx.render, [row], viewerId);
+    return rendered ? JSON.stringify(rendered) : null;
   }
 
   private flush(): void {

@@ -54,7 +54,7 @@ export function resolveStream(owner: StreamOwner, name: string, params: StreamPa
   const media = params.only_media === true || params.only_media === 'true' || params.only_media === '1';
   switch (name) {
     case 'user': {
-      const channels = [streamChannels.home(owner.accountId)];
+      const channels = [streamChannels.home(owner.accountId), streamChannels.announcements];
       // Notifications ride on the user stream only for tokens that may read them.
       if (grantsAny(owner.scopes, ['read:notifications'])) channels.push(streamChannels.notifications(owner.accountId));
       return { channels, stream: ['user'] };
@@ -159,6 +159,12 @@ export class StreamSession {
         return void this.payloads.notification(message.notificationId, this.owner.accountId).then(settle, () => settle(null));
       case 'conversation':
         return void this.payloads.conversation(message.conversationId, this.owner.accountId).then(settle, () => settle(null));
+      case 'announcement':
+        return void this.payloads.announcement(message.announcementId, this.owner.accountId).then(settle, () => settle(null));
+      case 'announcement.reaction':
+        return settle(JSON.stringify(message.reaction));
+      case 'announcement.delete':
+        return settle(message.announcementId);
       default:
         return settle(null);
     }

@@ -5,6 +5,10 @@ import type { RouteOptions } from '../route-options.ts';
 import { ApiError } from '../../errors.ts';
 import { can, permissionForRoute } from '../../services/roles.ts';
 import * as moderation from '../../services/moderation.ts';
+import * as announcements from '../../services/announcements.ts';
+import { ANNOUNCEMENT_TEXT_MAX } from '../../services/announcements.ts';
+import { listAnnouncements } from '../../storage/announcements.ts';
+import { announcementHtml } from '../serializers/announcement.ts';
 import { adminAccountIds, usersOfAccounts } from '../../storage/moderation.ts';
 import { findAccountById, findAccountsByIds } from '../../storage/accounts.ts';
 import { findReport, reportsPage } from '../../storage/reports.ts';
@@ -18,10 +22,24 @@ const NOTICES: Record<string, string> = {
   approved: 'The account is approved; its owner gets an e-mail.',
   rejected: 'The sign-up is rejected and removed; its owner gets an e-mail.',
   resolved: 'The report is resolved.',
+  announced: 'The announcement is saved.',
+  published: 'The announcement is published.',
+  unpublished: 'The announcement is taken down.',
+  removed: 'The announcement is removed.',
 };
 const ListQuery = Type.Object({ max_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const ACTIONS = ['none', 'sensitive', 'disable', 'silence', 'suspend'] as const;
+// A datetime-local field's value (no zone: read as UTC, as the form says), or empty.
+const LocalTime = Type.String({ maxLength: 30, pattern: '^$|^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$' });
+const AnnouncementForm = Type.Object({
+  text: Type.String({ maxLength: ANNOUNCEMENT_TEXT_MAX + 100 }),
+  starts_at: Type.Optional(LocalTime),
+  ends_at: Type.Optional(LocalTime),
+  scheduled_at: Type.Optional(LocalTime),
+  all_day: Type.Optional(Type.String({ maxLength: 5 })),
+});
+const utc = (v: string | undefined) => (v ? new Date(`${v}Z`) : null);
 
 /** The operators' pages: sign-ups waiting for approval and open reports, over the same services as the admin API. */
 export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
@@ -136,4 +154,49 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
     }
     return reply.redirect('/admin/reports?notice=resolved', 303);
   });
+
+  const announcementDeps: announcements.AnnouncementDeps = { db: ctx.db, events: ctx.events, jobs: ctx.jobs };
+
+  const announcementsPage = async (request: FastifyRequest, reply: FastifyReply, notice: string, error: string, status = 200) => {
+    const rows = await listAnnouncements(ctx.db);
+    return sendFormPage(ctx, request, reply, 'admin/announcements', 'Announcements', {
+      announcements: rows.map((a) => ({
+        id: a.id, html: announcementHtml(a.text), published: a.published, scheduledAt: a.scheduled_at,
+        startsAt: a.starts_at, endsAt: a.ends_at, allDay: a.all_day,
+      })),
+      notice, error,
+    }, status);
+  };
+
+  app.get('/admin/announcements', { schema: { querystring: ListQuery } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    return announcementsPage(request, reply, (request.query.notice && NOTICES[request.query.notice]) || '', '');
+  });
+
+  app.post('/admin/announcements', { schema: { body: AnnouncementForm } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    const b = request.body;
+    try {
+      await announcements.createAnnouncement(announcementDeps, {
+        text: b.text, startsAt: utc(b.starts_at), endsAt: utc(b.ends_at), scheduledAt: utc(b.scheduled_at), allDay: b.all_day === '1',
+      });
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode === 422) return announcementsPage(request, reply, '', err.message, 422);
+      throw err;
+    }
+    return reply.redirect('/admin/announcements?notice=announced', 303);
+  });
+
+  for (const [name, act, notice] of [
+    ['publish', announcements.publishAnnouncement, 'published'],
+    ['unpublish', announcements.unpublishAnnouncement, 'unpublished'],
+    ['remove', announcements.removeAnnouncement, 'removed'],
+  ] as const) {
+    app.post(`/admin/announcements/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
+      if (!(await operator(request, reply))) return;
+      if (!isId(request.params.id)) return refused(request, reply, new ApiError(404, 'Record not found'));
+      await act(announcementDeps, request.params.id);
+      return reply.redirect(`/admin/announcements?notice=${notice}`, 303);
+    });
+  }
 }

@@ -74,9 +74,21 @@ describe('roles', () => {
     expect((await web.signIn(reviewer.email, reviewer.password)).statusCode).toBe(303);
     expect((await web.get('/admin/approvals')).statusCode).toBe(403);
     expect((await web.get('/admin/reports')).statusCode).toBe(200);
+    expect((await web.get('/admin/announcements')).statusCode).toBe(403);
     const chief = new WebClient(s.app);
     await chief.signIn(owner.email, owner.password);
     expect((await chief.get('/admin/approvals')).statusCode).toBe(200);
+    // The Owner writes an announcement on the page; readers get it from the API.
+    const saved = await chief.submit('/admin/announcements', '/admin/announcements', { text: 'Tea at <five>', starts_at: '', ends_at: '', scheduled_at: '' });
+    expect(saved.statusCode).toBe(303);
+    const listed = (await get('/api/v1/announcements', plain)).json();
+    expect(listed).toMatchObject([{ content: '<p>Tea at &lt;five&gt;</p>', read: false }]);
+    expectEntity('Announcement', listed[0]);
+    const page = await chief.get('/admin/announcements');
+    expect(page.body).toContain('Tea at &lt;five&gt;');
+    expect((await chief.submit('/admin/announcements', '/admin/announcements', { text: '  ' })).statusCode).toBe(422);
+    expect((await chief.submit('/admin/announcements', `/admin/announcements/${listed[0].id}/remove`, {})).statusCode).toBe(303);
+    expect((await get('/api/v1/announcements', plain)).json()).toEqual([]);
   });
 
   it('so do CLI commands run for an operator, and role changes apply at once', async () => {

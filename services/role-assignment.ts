@@ -1,7 +1,7 @@
 import type { Db } from '../storage/db.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
 import type { UserRoleSummary } from '../storage/users.ts';
-import { findRoleByName, setUserRole, type RoleRow } from '../storage/roles.ts';
+import { findRoleByName, listRoles, setUserRole, type RoleRow } from '../storage/roles.ts';
 import type { TokenInvalidation } from './token-cache.ts';
 import { can } from './roles.ts';
 
@@ -26,7 +26,7 @@ export async function assignRole(
   actor?: UserRoleSummary | null,
 ): Promise<RoleRow | null> {
   const role = roleName === null ? null : await findRoleByName(deps.db, roleName);
-  if (roleName !== null && !role) throw new RoleRefused(`no role named ${roleName}`);
+  if (roleName !== null && !role) throw new RoleRefused(`no role named ${roleName} (roles: ${(await listRoles(deps.db)).map((r) => r.name).join(', ')})`);
   if (actor !== undefined) {
     const admin = can(actor?.permissions, 'administrator');
     const below = (r: { position: number } | null) => r === null || (actor !== null && r.position < actor.position);

@@ -26,11 +26,6 @@ export async function findRoleByName(db: Queryable, name: string): Promise<RoleR
   return rows[0] ?? null;
 }
 
-export async function findRoleById(db: Queryable, id: string): Promise<RoleRow | null> {
-  const { rows } = await db.query<RoleRow>(`SELECT ${COLUMNS} FROM user_roles WHERE id = $1`, [id]);
-  return rows[0] ?? null;
-}
-
 export async function insertRole(db: Queryable, r: { name: string; color?: string; position: number; permissions: number; highlighted: boolean }): Promise<RoleRow> {
   const { rows } = await db.query<RoleRow>(
     `INSERT INTO user_roles (name, color, position, permissions, highlighted) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,

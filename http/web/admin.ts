@@ -77,7 +77,8 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   app.get('/admin', async (request, reply) => {
     const me = await request.signedIn();
     const bits = me?.user.role?.permissions;
-    return reply.redirect(can(bits, 'manage_users') || !can(bits, 'manage_reports') ? '/admin/approvals' : '/admin/reports');
+    const first = (['/admin/approvals', '/admin/reports', '/admin/announcements'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
+    return reply.redirect(first ?? '/admin/approvals');
   });
 
   app.get('/admin/approvals', { schema: { querystring: ListQuery } }, async (request, reply) => {

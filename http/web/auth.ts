@@ -13,7 +13,7 @@ import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { endWebSession, startWebSession } from './session.ts';
-import { KEEPS_OPENER, sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
+import { KEEPS_OPENER, letFormsRedirectAway, sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
 
 const SignInForm = Type.Object({
   email: Type.Optional(Type.String({ maxLength: 320 })),
@@ -55,7 +55,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   const signInLimit = { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `sign-in:${request.ip}` };
 
   async function signUpPage(request: FastifyRequest, reply: FastifyReply, values: Record<string, string | boolean> = {}, errors: FieldErrors = {}, error = '', status = 200) {
-    const mode = ctx.config.registrationsMode;
+    // OMNIAUTH_ONLY: people join by signing in through the provider, never with a password of ours.
+    const mode = ctx.config.omniauthOnly ? 'none' : ctx.config.registrationsMode;
     return sendFormPage(ctx, request, reply, 'auth/sign_up', 'Create an account', {
       closed: mode === 'none',
       closedMessage: mode === 'none' ? operatorHtml(ctx.config.registrationsClosedMessage) : '',
@@ -65,6 +66,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
       values: { username: '', email: '', reason: '', agreement: false, ...values },
       errors,
       error,
+    }, status);
+  }
+
+  /** The sign-in form, with single sign-on's button when a provider is set (whose form leaves for the provider). */
+  function signInPage(request: FastifyRequest, reply: FastifyReply, values: { email: string; returnTo: string; error: string }, status = 200) {
+    if (ctx.config.oidc) letFormsRedirectAway(reply);
+    return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', {
+      ...values, notice: '', oidc: ctx.config.oidc?.displayName ?? '', omniauthOnly: ctx.config.omniauthOnly,
     }, status);
   }
 
@@ -79,7 +88,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const body = request.body;
     const values = { username: body.username ?? '', email: body.email ?? '', reason: body.reason ?? '', agreement: body.agreement === '1' };
-    if (ctx.config.registrationsMode === 'none') return signUpPage(request, reply, values, {}, '', 403);
+    if (ctx.config.registrationsMode === 'none' || ctx.config.omniauthOnly) return signUpPage(request, reply, values, {}, '', 403);
     const mismatch = passwordProblem(body.password ?? '', body.password_confirmation ?? '');
     if (mismatch === 'The two passwords do not match.') {
       return signUpPage(request, reply, values, { password_confirmation: [mismatch] }, '', 422);
@@ -156,15 +165,16 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const returnTo = safeReturnTo(request.query.return_to, ctx.config.publicUrl);
     if (await request.signedIn()) return reply.redirect(returnTo);
-    return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email: '', returnTo, error: '', notice: '' });
+    return signInPage(request, reply, { email: '', returnTo, error: '' });
   });
 
   app.post('/auth/sign_in', { ...KEEPS_OPENER, schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const { email = '', password = '' } = request.body;
     const returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
+    if (ctx.config.omniauthOnly) return signInPage(request, reply, { email, returnTo, error: `Sign in with ${ctx.config.oidc!.displayName}.` }, 403);
     const checked = await checkCredentials(ctx, email.trim(), password);
     if (!checked.ok) {
-      return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email, returnTo, error: checked.error, notice: '' }, checked.status);
+      return signInPage(request, reply, { email, returnTo, error: checked.error }, checked.status);
     }
     if (checked.user.otp_enabled_at) {
       // The password was right: the second step waits for the code, bound to this browser by a cookie of its own.

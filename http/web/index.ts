@@ -5,6 +5,7 @@ import sessionPlugin from './session.ts';
 import publicPageRoutes from './public-pages.ts';
 import authPageRoutes from './auth.ts';
 import authorizePageRoutes from './authorize.ts';
+import oidcPageRoutes from './oidc.ts';
 import settingsPageRoutes from './settings.ts';
 import importPageRoutes from './imports.ts';
 import adminPageRoutes from './admin.ts';
@@ -50,6 +51,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(publicPageRoutes, { ctx });
   await app.register(authPageRoutes, { ctx });
   await app.register(authorizePageRoutes, { ctx });
+  await app.register(oidcPageRoutes, { ctx });
   await app.register(clientPageRoutes, { ctx });
   await app.register(clientActionRoutes, { ctx });
   await app.register(settingsPageRoutes, { ctx });

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 // @ts-expect-error oidc-provider ships no types; the test uses its constructor and callback().
 import Provider from 'oidc-provider';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { bearer, createApp, hiddenFields, registerUser, REDIRECT_URI } from '../helpers/oauth.ts';
+import { appToken as clientToken, bearer, createApp, hiddenFields, registerUser, REDIRECT_URI } from '../helpers/oauth.ts';
 import { CookieJar, WebClient } from '../helpers/web.ts';
 import { pkcePair } from '../helpers/server.ts';
 
@@ -104,6 +104,8 @@ async function pressSsoButton(browser: WebClient, returnTo = '/'): Promise<URL> 
   expect(location.origin).toBe(issuer);
   return location;
 }
+
+const appTokenFor = async (server: TestServer) => clientToken(server.app, await createApp(server.app));
 
 const pathOf = (url: URL) => `${url.pathname}${url.search}`;
 
@@ -261,5 +263,37 @@ describe('single sign-on with an OpenID Connect provider', () => {
     const unlinked = await browser.post('/settings/account/identity/unlink', { current_password: gil.password }, page.body);
     expect(unlinked.statusCode).toBe(303);
     expect(await count(`SELECT count(*) AS n FROM user_identities WHERE uid = 'uid-fay'`)).toBe(0);
+  });
+});
+
+describe('single sign-on only (OMNIAUTH_ONLY), without accounts made on first sign-in', () => {
+  let only: TestServer;
+  beforeAll(async () => {
+    only = await startTestServer({
+      OIDC_ENABLED: 'true', OIDC_DISPLAY_NAME: 'Example ID', OIDC_ISSUER: issuer, OIDC_CLIENT_ID: 'fedi',
+      OIDC_CLIENT_SECRET: 'fedi-client-secret-at-the-provider', OMNIAUTH_ONLY: 'true', OIDC_CREATE_ACCOUNTS: 'false',
+    });
+  });
+  afterAll(async () => only?.close());
+
+  it('offers no password sign-in or sign-up, and lets in only people already linked', async () => {
+    const browser = new WebClient(only.app);
+    const page = await browser.get('/auth/sign_in');
+    expect(page.body).toContain('Sign in with Example ID');
+    expect(page.body).not.toContain('name="password"');
+    const password = await browser.post('/auth/sign_in', { email: 'x@example.com', password: 'whatever-it-is' }, page.body);
+    expect(password.statusCode).toBe(403);
+    expect((await browser.get('/auth/sign_up')).body).not.toContain('name="password"');
+    const signUp = await browser.post('/auth/sign_up', { username: 'nope', email: 'nope@example.com', password: 'long-password', password_confirmation: 'long-password', agreement: '1' }, page.body);
+    expect(signUp.statusCode).toBe(403);
+    const appToken = await appTokenFor(only);
+    const api = await only.app.inject({ method: 'POST', url: '/api/v1/accounts', headers: bearer(appToken), payload: { username: 'nope', email: 'nope@example.com', password: 'long-password', agreement: true } });
+    expect(api.statusCode).toBe(403);
+
+    const start = await browser.post('/auth/auth/openid_connect', { return_to: '/' }, page.body);
+    const res = await browser.get(pathOf(await atProvider(start.headers.location as string, 'uid-hal')));
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain('No account here is linked to your Example ID login');
+    expect(Number((await only.ctx.db.query(`SELECT count(*) AS n FROM accounts WHERE username = 'hal'`)).rows[0].n)).toBe(0);
   });
 });

@@ -6,7 +6,9 @@ import type { RouteOptions } from '../route-options.ts';
 import { LIMITS } from '../plugins/rate-limit.ts';
 import { ApiError, ValidationFailed } from '../../errors.ts';
 import { signUp } from '../../services/accounts.ts';
-import { checkCredentials, checkSecondFactor, clearFailures } from '../../services/sign-in.ts';
+import { checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
+import { authenticationOptions, hasSecurityKeys, securityKeyMatches } from '../../services/webauthn.ts';
+import type { UserRow } from '../../storage/users.ts';
 import { confirmAddress, passwordProblem, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
 import { operatorHtml } from '../../services/instance.ts';
 import { listRules } from '../../storage/rules.ts';
@@ -195,9 +197,51 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     return raw && token ? { token, ...(JSON.parse(raw) as { userId: string; returnTo: string; pw: string }) } : null;
   };
 
+  const twoFactorPage = async (request: FastifyRequest, reply: FastifyReply, user: UserRow | null, error = '', status = 200) =>
+    sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error, securityKeys: user ? await hasSecurityKeys(ctx, user) : false }, status);
+
+  /** The user of a pending sign-in, if the password it began with is still theirs. */
+  const pendingUser = async (pending: Awaited<ReturnType<typeof pendingSignIn>>) => {
+    const user = pending ? await findUserById(ctx.db, pending.userId) : null;
+    return pending && user && hashSecret(user.password_hash) === pending.pw ? user : null;
+  };
+
+  async function finishSecondStep(request: FastifyRequest, reply: FastifyReply, pending: NonNullable<Awaited<ReturnType<typeof pendingSignIn>>>, user: UserRow) {
+    await ctx.redis.del(pendingKey(pending.token));
+    reply.clearCookie(PENDING_COOKIE, { path: '/auth/sign_in' });
+    await clearFailures(ctx, user);
+    await startWebSession(ctx, request, reply, user);
+  }
+
   app.get('/auth/sign_in/two_factor', KEEPS_OPENER, async (request, reply) => {
-    if (!(await pendingSignIn(request))) return reply.redirect('/auth/sign_in');
-    return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: '' });
+    const pending = await pendingSignIn(request);
+    if (!pending) return reply.redirect('/auth/sign_in');
+    return twoFactorPage(request, reply, await pendingUser(pending));
+  });
+
+  // A security key instead of a code: the browser's script asks for a challenge, then sends the key's answer.
+  app.post('/auth/sign_in/webauthn/options', { ...KEEPS_OPENER, config: { rateLimit: signInLimit } }, async (request, reply) => {
+    const pending = await pendingSignIn(request);
+    const user = await pendingUser(pending);
+    if (!pending || !user || !(await hasSecurityKeys(ctx, user))) return reply.code(401).send({ error: 'Start signing in again.' });
+    return authenticationOptions(ctx, user, pending.token);
+  });
+
+  app.post('/auth/sign_in/webauthn', {
+    ...KEEPS_OPENER,
+    schema: { body: Type.Object({ credential: Type.Optional(Type.Unknown()) }) },
+    config: { rateLimit: signInLimit },
+  }, async (request, reply) => {
+    const pending = await pendingSignIn(request);
+    const user = await pendingUser(pending);
+    if (!pending || !user) return reply.code(401).send({ error: 'Start signing in again.' });
+    if (await tooManyFailures(ctx, user)) return reply.code(429).send({ error: TOO_MANY_ATTEMPTS });
+    if (!(await securityKeyMatches(ctx, user, pending.token, request.body.credential))) {
+      await countSecondFactorFailure(ctx, user);
+      return reply.code(401).send({ error: 'That security key was not accepted. Try again, or use a code.' });
+    }
+    await finishSecondStep(request, reply, pending, user);
+    return { redirect: pending.returnTo };
   });
 
   app.post('/auth/sign_in/two_factor', {
@@ -206,14 +250,11 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     config: { rateLimit: signInLimit },
   }, async (request, reply) => {
     const pending = await pendingSignIn(request);
-    const user = pending ? await findUserById(ctx.db, pending.userId) : null;
-    if (!pending || !user || hashSecret(user.password_hash) !== pending.pw) return reply.redirect('/auth/sign_in', 303);
+    const user = await pendingUser(pending);
+    if (!pending || !user) return reply.redirect('/auth/sign_in', 303);
     const checked = await checkSecondFactor(ctx, user, request.body.code ?? '');
-    if (!checked.ok) return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: checked.error }, checked.status);
-    await ctx.redis.del(pendingKey(pending.token));
-    reply.clearCookie(PENDING_COOKIE, { path: '/auth/sign_in' });
-    await clearFailures(ctx, user);
-    await startWebSession(ctx, request, reply, user);
+    if (!checked.ok) return twoFactorPage(request, reply, user, checked.error, checked.status);
+    await finishSecondStep(request, reply, pending, user);
     return reply.redirect(pending.returnTo, 303);
   });
 

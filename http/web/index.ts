@@ -6,6 +6,7 @@ import publicPageRoutes from './public-pages.ts';
 import authPageRoutes from './auth.ts';
 import authorizePageRoutes from './authorize.ts';
 import oidcPageRoutes from './oidc.ts';
+import securityKeyPageRoutes from './security-keys.ts';
 import settingsPageRoutes from './settings.ts';
 import importPageRoutes from './imports.ts';
 import adminPageRoutes from './admin.ts';
@@ -55,6 +56,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(clientPageRoutes, { ctx });
   await app.register(clientActionRoutes, { ctx });
   await app.register(settingsPageRoutes, { ctx });
+  await app.register(securityKeyPageRoutes, { ctx });
   await app.register((await import('./account-deletion.ts')).default, { ctx });
   await app.register(importPageRoutes, { ctx });
   await app.register(adminPageRoutes, { ctx });

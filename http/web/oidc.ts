@@ -57,6 +57,10 @@ export default async function oidcPageRoutes(fastify: FastifyInstance, { ctx }: 
     const pending = await takePendingSignIn(ctx, request.cookies[PENDING_COOKIE]);
     reply.clearCookie(PENDING_COOKIE, { path: START_PATH });
     if (!pending) return failure(request, reply, 400, `This sign-in with ${oidc.displayName} was not started in this browser, or took too long. Start again.`);
+    // A link is for the person who asked for it, still signed in here.
+    if (pending.linkUserId && (await request.signedIn())?.user.id !== pending.linkUserId) {
+      return failure(request, reply, 403, `Sign in again, then link ${oidc.displayName} from your account settings.`);
+    }
     const callbackUrl = new URL(oidc.redirectUri);
     callbackUrl.search = new URL(request.url, ctx.config.publicUrl).search;
     const outcome = await finishOidcSignIn(ctx, callbackUrl, pending, request.ip);

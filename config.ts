@@ -16,6 +16,30 @@ export type TranslationConfig =
   | { backend: 'deepl'; apiKey: string; apiUrl: string }
   | { backend: 'libretranslate'; endpoint: string; apiKey: string };
 
+/** The OpenID Connect provider people sign in with (OIDC_* settings; README lists them). */
+export interface OidcConfig {
+  /** The button's name: "Sign in with <displayName>". */
+  displayName: string;
+  issuer: string;
+  /** Read the provider's endpoints from its /.well-known/openid-configuration; false: the OIDC_*_ENDPOINT settings. */
+  discovery: boolean;
+  endpoints: { authorization: string; token: string; userinfo: string; jwks: string } | null;
+  clientId: string;
+  clientSecret: string;
+  scope: string[];
+  /** The claim whose value is a person's id at the provider (Mastodon's uid), `sub` unless set. */
+  uidField: string;
+  usePkce: boolean;
+  /** Take the provider's e-mail address as confirmed even without `email_verified: true`. */
+  assumeEmailIsVerified: boolean;
+  /** Ours (GoToSocial's oidc-link-existing): a first sign-in links to the account with the same confirmed address. */
+  linkExisting: boolean;
+  /** Ours: a first sign-in of someone unknown here creates their account; false: only linked people get in. */
+  createAccounts: boolean;
+  /** Where the provider sends people back: PUBLIC_URL/auth/auth/openid_connect/callback unless set. */
+  redirectUri: string;
+}
+
 export type RegistrationsMode = 'open' | 'approved' | 'none';
 export type Role = 'web' | 'worker' | 'streaming' | 'all';
 
@@ -174,6 +198,10 @@ export interface Config {
    * it); '' to use a key file made in DATA_DIR on first use (one machine).
    */
   otpSecret: string;
+  /** Single sign-on through one OpenID Connect provider (Mastodon's OIDC_* settings); null: off. */
+  oidc: OidcConfig | null;
+  /** Mastodon's OMNIAUTH_ONLY: sign-in and sign-up with a password are off, only the provider signs people in. */
+  omniauthOnly: boolean;
   /** Operators' texts for /privacy-policy and /terms-of-service (HTML, sanitised when shown); '' for the defaults. */
   privacyPolicy: string;
   termsOfService: string;
@@ -311,6 +339,47 @@ function replicaUrls(env: Env, databaseUrl: string): string[] {
   return urls;
 }
 
+/**
+ * An issuer over plain http only on loopback (a provider on the same machine, or a test's): anywhere else its tokens
+ * and keys would cross the network in the clear.
+ */
+function oidcUrl(env: Env, name: string, fallback = ''): string {
+  const raw = url(env, name, fallback, ['https:', 'http:']);
+  const { protocol, hostname } = new URL(raw);
+  if (protocol === 'http:' && !['localhost', '127.0.0.1', '[::1]'].includes(hostname)) throw new ConfigError(name, 'must be an https URL (http only on loopback)');
+  return raw;
+}
+
+function oidcConfig(env: Env, publicUrl: string): OidcConfig | null {
+  if (!bool(env, 'OIDC_ENABLED', false)) return null;
+  for (const name of ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET']) {
+    if (!env[name]) throw new ConfigError(name, 'is required when OIDC_ENABLED=true');
+  }
+  const discovery = bool(env, 'OIDC_DISCOVERY', true);
+  const scope = str(env, 'OIDC_SCOPE', 'openid,profile,email').split(/[\s,]+/).filter((s) => s !== '');
+  if (!scope.includes('openid')) throw new ConfigError('OIDC_SCOPE', 'must include openid');
+  return {
+    displayName: str(env, 'OIDC_DISPLAY_NAME', 'OpenID Connect'),
+    issuer: oidcUrl(env, 'OIDC_ISSUER'),
+    discovery,
+    endpoints: discovery ? null : {
+      authorization: oidcUrl(env, 'OIDC_AUTH_ENDPOINT'),
+      token: oidcUrl(env, 'OIDC_TOKEN_ENDPOINT'),
+      userinfo: oidcUrl(env, 'OIDC_USER_INFO_ENDPOINT'),
+      jwks: oidcUrl(env, 'OIDC_JWKS_URI'),
+    },
+    clientId: str(env, 'OIDC_CLIENT_ID', ''),
+    clientSecret: str(env, 'OIDC_CLIENT_SECRET', ''),
+    scope,
+    uidField: str(env, 'OIDC_UID_FIELD', 'sub'),
+    usePkce: bool(env, 'OIDC_USE_PKCE', true),
+    assumeEmailIsVerified: bool(env, 'OIDC_SECURITY_ASSUME_EMAIL_IS_VERIFIED', false),
+    linkExisting: bool(env, 'OIDC_LINK_EXISTING', false),
+    createAccounts: bool(env, 'OIDC_CREATE_ACCOUNTS', true),
+    redirectUri: url(env, 'OIDC_REDIRECT_URI', `${publicUrl}/auth/auth/openid_connect/callback`, ['https:', 'http:']),
+  };
+}
+
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/fedi_server';
 
 /** DeepL when DEEPL_API_KEY is set, else LibreTranslate when LIBRE_TRANSLATE_ENDPOINT is (Mastodon's order). */
@@ -362,6 +431,9 @@ export function loadConfig(env: Env = process.env): Config {
   const redisPrefix = str(env, 'REDIS_PREFIX', 'fedi:');
   // A key's first {…} is its hash tag on a cluster: a braced prefix would put every key in one slot.
   if (redisClusterNodes.length > 0 && /[{}]/.test(redisPrefix)) throw new ConfigError('REDIS_PREFIX', 'may not contain { or } on a Redis Cluster');
+  const oidc = oidcConfig(env, `${https ? 'https' : 'http'}://${localDomain}`);
+  const omniauthOnly = bool(env, 'OMNIAUTH_ONLY', false);
+  if (omniauthOnly && !oidc) throw new ConfigError('OMNIAUTH_ONLY', 'needs OIDC_ENABLED=true: nobody could sign in');
   const fileHost = oneOf(env, 'FILE_HOST', 'local', ['local', 's3'] as const);
   if (fileHost === 's3') {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PUBLIC_URL']) {
@@ -442,6 +514,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: metricsToken(env),
     smtp: smtpSettings(env, localDomain),
     otpSecret: otpSecret(env),
+    oidc,
+    omniauthOnly,
     privacyPolicy: textFile(env, 'PRIVACY_POLICY_FILE'),
     termsOfService: textFile(env, 'TERMS_OF_SERVICE_FILE'),
     // Mastodon signs with its contact email; without one, our https URL; on plain http (local trials), a placeholder.

@@ -17,7 +17,7 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 
 // Mastodon's rule for local usernames: letters, digits and underscores (dots and dashes occur only in remote ones).
 const USERNAME = /^[a-z0-9_]+$/i;
-const RESERVED = new Set(['admin', 'administrator', 'root', 'webmaster', 'support', 'help', 'mod', 'moderator', 'postmaster', 'hostmaster', 'abuse', 'security', 'instance', 'actor', 'system']);
+export const RESERVED_USERNAMES = new Set(['admin', 'administrator', 'root', 'webmaster', 'support', 'help', 'mod', 'moderator', 'postmaster', 'hostmaster', 'abuse', 'security', 'instance', 'actor', 'system']);
 export const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** What a person gives to join, through an app (POST /api/v1/accounts) or the sign-up page. */
@@ -38,6 +38,8 @@ export interface Registration extends SignUp {
   /** The time before roles: true means the Admin role (kept for callers that still say it). */
   admin?: boolean;
   applicationId?: string | null;
+  /** The new account's display name (a single sign-on provider's `name`); empty unless given. */
+  displayName?: string;
   /** Operators may take reserved names; the public cannot. */
   allowReserved?: boolean;
   /** Whether the address counts as confirmed at once (mail is off, or an operator made the account). */
@@ -70,7 +72,7 @@ export async function registerLocalAccount<T = undefined>(
   if (blank(r.username)) add(details, 'username', 'ERR_BLANK', "can't be blank");
   if (r.username !== '' && !USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
   if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
-  if (!r.allowReserved && RESERVED.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
+  if (!r.allowReserved && RESERVED_USERNAMES.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
   if (blank(r.email)) add(details, 'email', 'ERR_BLANK', "can't be blank");
   if (!EMAIL_FORMAT.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
   else if (r.emailBlocks) for (const e of await emailBlockErrors(r.emailBlocks, r.email, r.emailBlocks.ip)) add(details, 'email', e.error, e.description);
@@ -94,7 +96,7 @@ export async function registerLocalAccount<T = undefined>(
   ]);
   try {
     return await transaction(db, async (tx) => {
-      const account = await insertLocalAccount(tx, { username: r.username, publicKeyPem: keys.publicKey, privateKeyPem: keys.privateKey });
+      const account = await insertLocalAccount(tx, { username: r.username, displayName: r.displayName ?? '', publicKeyPem: keys.publicKey, privateKeyPem: keys.privateKey });
       const user = await insertUser(tx, {
         accountId: account.id,
         email: r.email,
@@ -144,7 +146,8 @@ export async function signUp<T = undefined>(
   opts: { applicationId?: string | null; ip?: string | null | undefined; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
 ): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
   const mode = ctx.config.registrationsMode;
-  if (mode === 'none') throw forbidden('Registrations are closed');
+  // OMNIAUTH_ONLY: people join by signing in through the provider (services/oidc.ts), never with a password.
+  if (mode === 'none' || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
   // The operator's IP blocks (Mastodon's allowed_registration? and requires_approval?): sign_up_block refuses as a
   // closed server does (403), sign_up_requires_approval holds the account for approval even while sign-ups are open.
   const ipPolicy = await signUpIpPolicy(ctx.db, opts.ip);

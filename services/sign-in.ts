@@ -19,9 +19,14 @@ export type CredentialCheck =
  */
 const failuresKey = (ctx: AppContext, email: string) => `${ctx.config.redisPrefix}sign-in-failures:{${hashSecret(email.trim().toLowerCase())}}`;
 
-async function tooManyFailures(ctx: AppContext, email: string): Promise<boolean> {
+async function tooManyFailuresOf(ctx: AppContext, email: string): Promise<boolean> {
   return Number(await ctx.redis.get(failuresKey(ctx, email))) >= MAX_FAILURES;
 }
+
+/** Whether this account is locked for now by failed attempts (a security key's second step checks it too). */
+export const tooManyFailures = (ctx: AppContext, user: UserRow) => tooManyFailuresOf(ctx, user.email);
+/** A failed second step by another means (a security key): counted as a wrong code is. */
+export const countSecondFactorFailure = (ctx: AppContext, user: UserRow) => countFailure(ctx, user.email);
 
 async function countFailure(ctx: AppContext, email: string): Promise<void> {
   const key = failuresKey(ctx, email);
@@ -36,7 +41,7 @@ const INVALID = 'Invalid e-mail address or password.';
  * then whether this login may be used at all. Unknown addresses cost the same time as known ones.
  */
 export async function checkCredentials(ctx: AppContext, email: string, password: string): Promise<CredentialCheck> {
-  if (email && (await tooManyFailures(ctx, email))) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
+  if (email && (await tooManyFailuresOf(ctx, email))) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
   const user = email ? await findUserByEmail(ctx.db, email) : null;
   if (!(await verifyPassword(user?.password_hash ?? null, password)) || !user) {
     if (email) await countFailure(ctx, email);
@@ -50,7 +55,7 @@ export async function checkCredentials(ctx: AppContext, email: string, password:
 
 /** The second step when two-factor sign-in is on; failures count against the same per-account limit. */
 export async function checkSecondFactor(ctx: AppContext, user: UserRow, code: string): Promise<{ ok: true } | { ok: false; error: string; status: 401 | 429 }> {
-  if (await tooManyFailures(ctx, user.email)) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
+  if (await tooManyFailuresOf(ctx, user.email)) return { ok: false, error: TOO_MANY_ATTEMPTS, status: 429 };
   if (await secondFactorMatches(ctx, user, code)) return { ok: true };
   await countFailure(ctx, user.email);
   return { ok: false, error: 'Invalid two-factor code or recovery code.', status: 401 };
@@ -66,7 +71,7 @@ export async function clearFailures(ctx: AppContext, user: UserRow): Promise<voi
  * against the same per-account limit as sign-in, so a borrowed session cannot be used to guess it.
  */
 export async function checkCurrentPassword(ctx: AppContext, user: UserRow, password: string): Promise<string | null> {
-  if (await tooManyFailures(ctx, user.email)) return TOO_MANY_ATTEMPTS;
+  if (await tooManyFailuresOf(ctx, user.email)) return TOO_MANY_ATTEMPTS;
   if (await verifyPassword(user.password_hash, password)) return null;
   await countFailure(ctx, user.email);
   return 'The current password is wrong.';

@@ -19,6 +19,31 @@ describe('settings', () => {
       .toEqual({ url: 'smtp://me%40x:p%3Aw@mail.example:587', from: 'Social <hi@social.example>' });
   });
 
+  it('reads single sign-on by Mastodon\'s OIDC_* names, with our defaults, and refuses what cannot work', () => {
+    expect(loadConfig({}).oidc).toBeNull();
+    const oidc = { OIDC_ENABLED: 'true', OIDC_ISSUER: 'https://id.example', OIDC_CLIENT_ID: 'c', OIDC_CLIENT_SECRET: 's' };
+    expect(loadConfig({ ...oidc, LOCAL_DOMAIN: 'social.example', LOCAL_HTTPS: 'true' }).oidc).toMatchObject({
+      issuer: 'https://id.example', discovery: true, scope: ['openid', 'profile', 'email'], uidField: 'sub', usePkce: true,
+      assumeEmailIsVerified: false, linkExisting: false, createAccounts: true,
+      redirectUri: 'https://social.example/auth/auth/openid_connect/callback',
+    });
+    expect(loadConfig({ ...oidc, OIDC_ISSUER: 'http://127.0.0.1:9000' }).oidc!.issuer).toBe('http://127.0.0.1:9000');
+    const refused = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        return (err as ConfigError).setting;
+      }
+      return null;
+    };
+    expect(refused({ ...oidc, OIDC_ISSUER: 'http://id.example' })).toBe('OIDC_ISSUER');
+    expect(refused({ ...oidc, OIDC_CLIENT_SECRET: '' })).toBe('OIDC_CLIENT_SECRET');
+    expect(refused({ ...oidc, OIDC_SCOPE: 'profile,email' })).toBe('OIDC_SCOPE');
+    expect(refused({ ...oidc, OIDC_DISCOVERY: 'false' })).toBe('OIDC_AUTH_ENDPOINT');
+    expect(refused({ OMNIAUTH_ONLY: 'true' })).toBe('OMNIAUTH_ONLY');
+    expect(loadConfig({ ...oidc, OMNIAUTH_ONLY: 'true' }).omniauthOnly).toBe(true);
+  });
+
   it('builds https URLs behind a TLS proxy', () => {
     expect(loadConfig({ LOCAL_DOMAIN: 'social.example', LOCAL_HTTPS: 'true' }).publicUrl).toBe('https://social.example');
   });

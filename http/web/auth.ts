@@ -6,14 +6,16 @@ import type { RouteOptions } from '../route-options.ts';
 import { LIMITS } from '../plugins/rate-limit.ts';
 import { ApiError, ValidationFailed } from '../../errors.ts';
 import { signUp } from '../../services/accounts.ts';
-import { checkCredentials, checkSecondFactor, clearFailures } from '../../services/sign-in.ts';
+import { checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
+import { authenticationOptions, hasSecurityKeys, securityKeyMatches } from '../../services/webauthn.ts';
+import type { UserRow } from '../../storage/users.ts';
 import { confirmAddress, passwordProblem, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
 import { operatorHtml } from '../../services/instance.ts';
 import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { endWebSession, startWebSession } from './session.ts';
-import { KEEPS_OPENER, sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
+import { KEEPS_OPENER, letFormsRedirectAway, sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
 
 const SignInForm = Type.Object({
   email: Type.Optional(Type.String({ maxLength: 320 })),
@@ -55,7 +57,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   const signInLimit = { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `sign-in:${request.ip}` };
 
   async function signUpPage(request: FastifyRequest, reply: FastifyReply, values: Record<string, string | boolean> = {}, errors: FieldErrors = {}, error = '', status = 200) {
-    const mode = ctx.config.registrationsMode;
+    // OMNIAUTH_ONLY: people join by signing in through the provider, never with a password of ours.
+    const mode = ctx.config.omniauthOnly ? 'none' : ctx.config.registrationsMode;
     return sendFormPage(ctx, request, reply, 'auth/sign_up', 'Create an account', {
       closed: mode === 'none',
       closedMessage: mode === 'none' ? operatorHtml(ctx.config.registrationsClosedMessage) : '',
@@ -65,6 +68,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
       values: { username: '', email: '', reason: '', agreement: false, ...values },
       errors,
       error,
+    }, status);
+  }
+
+  /** The sign-in form, with single sign-on's button when a provider is set (whose form leaves for the provider). */
+  function signInPage(request: FastifyRequest, reply: FastifyReply, values: { email: string; returnTo: string; error: string }, status = 200) {
+    if (ctx.config.oidc) letFormsRedirectAway(reply);
+    return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', {
+      ...values, notice: '', oidc: ctx.config.oidc?.displayName ?? '', omniauthOnly: ctx.config.omniauthOnly,
     }, status);
   }
 
@@ -79,7 +90,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const body = request.body;
     const values = { username: body.username ?? '', email: body.email ?? '', reason: body.reason ?? '', agreement: body.agreement === '1' };
-    if (ctx.config.registrationsMode === 'none') return signUpPage(request, reply, values, {}, '', 403);
+    if (ctx.config.registrationsMode === 'none' || ctx.config.omniauthOnly) return signUpPage(request, reply, values, {}, '', 403);
     const mismatch = passwordProblem(body.password ?? '', body.password_confirmation ?? '');
     if (mismatch === 'The two passwords do not match.') {
       return signUpPage(request, reply, values, { password_confirmation: [mismatch] }, '', 422);
@@ -156,15 +167,16 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const returnTo = safeReturnTo(request.query.return_to, ctx.config.publicUrl);
     if (await request.signedIn()) return reply.redirect(returnTo);
-    return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email: '', returnTo, error: '', notice: '' });
+    return signInPage(request, reply, { email: '', returnTo, error: '' });
   });
 
   app.post('/auth/sign_in', { ...KEEPS_OPENER, schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const { email = '', password = '' } = request.body;
     const returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
+    if (ctx.config.omniauthOnly) return signInPage(request, reply, { email, returnTo, error: `Sign in with ${ctx.config.oidc!.displayName}.` }, 403);
     const checked = await checkCredentials(ctx, email.trim(), password);
     if (!checked.ok) {
-      return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', { email, returnTo, error: checked.error, notice: '' }, checked.status);
+      return signInPage(request, reply, { email, returnTo, error: checked.error }, checked.status);
     }
     if (checked.user.otp_enabled_at) {
       // The password was right: the second step waits for the code, bound to this browser by a cookie of its own.
@@ -185,9 +197,51 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     return raw && token ? { token, ...(JSON.parse(raw) as { userId: string; returnTo: string; pw: string }) } : null;
   };
 
+  const twoFactorPage = async (request: FastifyRequest, reply: FastifyReply, user: UserRow | null, error = '', status = 200) =>
+    sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error, securityKeys: user ? await hasSecurityKeys(ctx, user) : false }, status);
+
+  /** The user of a pending sign-in, if the password it began with is still theirs. */
+  const pendingUser = async (pending: Awaited<ReturnType<typeof pendingSignIn>>) => {
+    const user = pending ? await findUserById(ctx.db, pending.userId) : null;
+    return pending && user && hashSecret(user.password_hash) === pending.pw ? user : null;
+  };
+
+  async function finishSecondStep(request: FastifyRequest, reply: FastifyReply, pending: NonNullable<Awaited<ReturnType<typeof pendingSignIn>>>, user: UserRow) {
+    await ctx.redis.del(pendingKey(pending.token));
+    reply.clearCookie(PENDING_COOKIE, { path: '/auth/sign_in' });
+    await clearFailures(ctx, user);
+    await startWebSession(ctx, request, reply, user);
+  }
+
   app.get('/auth/sign_in/two_factor', KEEPS_OPENER, async (request, reply) => {
-    if (!(await pendingSignIn(request))) return reply.redirect('/auth/sign_in');
-    return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: '' });
+    const pending = await pendingSignIn(request);
+    if (!pending) return reply.redirect('/auth/sign_in');
+    return twoFactorPage(request, reply, await pendingUser(pending));
+  });
+
+  // A security key instead of a code: the browser's script asks for a challenge, then sends the key's answer.
+  app.post('/auth/sign_in/webauthn/options', { ...KEEPS_OPENER, config: { rateLimit: signInLimit } }, async (request, reply) => {
+    const pending = await pendingSignIn(request);
+    const user = await pendingUser(pending);
+    if (!pending || !user || !(await hasSecurityKeys(ctx, user))) return reply.code(401).send({ error: 'Start signing in again.' });
+    return authenticationOptions(ctx, user, pending.token);
+  });
+
+  app.post('/auth/sign_in/webauthn', {
+    ...KEEPS_OPENER,
+    schema: { body: Type.Object({ credential: Type.Optional(Type.Unknown()) }) },
+    config: { rateLimit: signInLimit },
+  }, async (request, reply) => {
+    const pending = await pendingSignIn(request);
+    const user = await pendingUser(pending);
+    if (!pending || !user) return reply.code(401).send({ error: 'Start signing in again.' });
+    if (await tooManyFailures(ctx, user)) return reply.code(429).send({ error: TOO_MANY_ATTEMPTS });
+    if (!(await securityKeyMatches(ctx, user, pending.token, request.body.credential))) {
+      await countSecondFactorFailure(ctx, user);
+      return reply.code(401).send({ error: 'That security key was not accepted. Try again, or use a code.' });
+    }
+    await finishSecondStep(request, reply, pending, user);
+    return { redirect: pending.returnTo };
   });
 
   app.post('/auth/sign_in/two_factor', {
@@ -196,14 +250,11 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     config: { rateLimit: signInLimit },
   }, async (request, reply) => {
     const pending = await pendingSignIn(request);
-    const user = pending ? await findUserById(ctx.db, pending.userId) : null;
-    if (!pending || !user || hashSecret(user.password_hash) !== pending.pw) return reply.redirect('/auth/sign_in', 303);
+    const user = await pendingUser(pending);
+    if (!pending || !user) return reply.redirect('/auth/sign_in', 303);
     const checked = await checkSecondFactor(ctx, user, request.body.code ?? '');
-    if (!checked.ok) return sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error: checked.error }, checked.status);
-    await ctx.redis.del(pendingKey(pending.token));
-    reply.clearCookie(PENDING_COOKIE, { path: '/auth/sign_in' });
-    await clearFailures(ctx, user);
-    await startWebSession(ctx, request, reply, user);
+    if (!checked.ok) return twoFactorPage(request, reply, user, checked.error, checked.status);
+    await finishSecondStep(request, reply, pending, user);
     return reply.redirect(pending.returnTo, 303);
   });
 

@@ -62,3 +62,12 @@ export async function signedInOrRedirect(request: FastifyRequest, reply: Fastify
   }
   return me;
 }
+
+/**
+ * Drops `form-action` from this page's policy: a form here (single sign-on's button) is answered with a redirect to
+ * another origin, which browsers that apply `form-action` to redirects would otherwise block.
+ */
+export function letFormsRedirectAway(reply: FastifyReply): void {
+  const policy = reply.getHeader('content-security-policy');
+  if (typeof policy === 'string') reply.header('content-security-policy', policy.split(';').filter((d) => !/^\s*form-action\b/.test(d)).join(';'));
+}

@@ -15,7 +15,9 @@ import { userWebSessions } from '../../storage/web-sessions.ts';
 import { findAccountById } from '../../storage/accounts.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { endWebSession, SESSION_COOKIE, type SignedIn } from './session.ts';
-import { sendFormPage, signedInOrRedirect } from './page.ts';
+import { letFormsRedirectAway, sendFormPage, signedInOrRedirect } from './page.ts';
+import { findUserIdentity } from '../../storage/identities.ts';
+import { OIDC_PROVIDER } from '../../services/oidc.ts';
 
 const MAX_FIELDS = 4;
 const VISIBILITIES = ['public', 'unlisted', 'private', 'direct'] as const;
@@ -27,6 +29,8 @@ const NOTICES: Record<string, string> = {
   two_factor_on: 'Two-factor authentication is on.',
   two_factor_off: 'Two-factor authentication is off.',
   revoked: 'The app can no longer use your account.',
+  oidc_linked: 'Single sign-on is linked: you can sign in through it.',
+  oidc_unlinked: 'Single sign-on is unlinked.',
 };
 const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) });
 const checkbox = (v: unknown) => v === '1' || v === 'on' || v === 'true';
@@ -118,7 +122,11 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
   async function accountPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
     const sessions = (await userWebSessions(ctx.db, user.id)).map((s) => ({ ...s, current: s.id === me.session.id }));
-    return sendFormPage(ctx, request, reply, 'settings/account', 'Account', { user, sessions, notice: extra.notice ?? '', error: extra.error ?? '' }, status);
+    const oidc = ctx.config.oidc
+      ? { displayName: ctx.config.oidc.displayName, linked: (await findUserIdentity(ctx.db, user.id, OIDC_PROVIDER)) !== null }
+      : null;
+    if (oidc) letFormsRedirectAway(reply);
+    return sendFormPage(ctx, request, reply, 'settings/account', 'Account', { user, sessions, oidc, notice: extra.notice ?? '', error: extra.error ?? '' }, status);
   }
 
   app.get('/settings/account', { schema: { querystring: Notice } }, async (request, reply) => {

@@ -101,7 +101,8 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     // Mastodon's before_actions: after the token and scope check (onRequest), before the body is validated.
     preValidation: async (request) => {
       if (request.token?.user_id) throw forbidden('This method requires an client credentials authentication');
-      if (ctx.config.registrationsMode === 'none') throw forbidden('Registrations are closed');
+      // OMNIAUTH_ONLY (Mastodon's omniauth_only?): people join through the single sign-on provider only.
+      if (ctx.config.registrationsMode === 'none' || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
     },
   }, async (request) => {
     const body = request.body;

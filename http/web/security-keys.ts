@@ -1,0 +1,62 @@
+import { Type } from '../schema.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../route-options.ts';
+import { addSecurityKey, registrationOptions } from '../../services/webauthn.ts';
+import { checkCurrentPassword } from '../../services/sign-in.ts';
+import { findUserById } from '../../storage/users.ts';
+import { deleteWebauthnCredential, userWebauthnCredentials } from '../../storage/webauthn-credentials.ts';
+import { isId } from '../../storage/ids.ts';
+import type { SignedIn } from './session.ts';
+import { sendFormPage, signedInOrRedirect } from './page.ts';
+
+const NOTICES: Record<string, string> = { key_added: 'The security key is added.', key_removed: 'The security key is removed.' };
+
+/** A person's security keys (WebAuthn second factor): named, with their last use; added by the page's script, removed with the password. */
+export default async function securityKeyPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  async function keysPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
+    const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
+    return sendFormPage(ctx, request, reply, 'settings/security_keys', 'Security keys', {
+      twoFactorOn: user.otp_enabled_at !== null, keys: await userWebauthnCredentials(ctx.db, user.id), notice: extra.notice ?? '', error: extra.error ?? '',
+    }, status);
+  }
+
+  app.get('/settings/security_keys', { schema: { querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) }) } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    return me && keysPage(request, reply, me, { notice: (request.query.notice && NOTICES[request.query.notice]) || '' });
+  });
+
+  app.post('/settings/security_keys/options', async (request, reply) => {
+    const me = await request.signedIn();
+    if (!me) return reply.code(401).send({ error: 'Sign in again.' });
+    if (!me.user.otp_enabled_at) return reply.code(422).send({ error: 'Turn on two-factor authentication with an app first.' });
+    return registrationOptions(ctx, me.user, me.account.username);
+  });
+
+  // The script sends JSON; a form posted without it (no JavaScript) is told what is missing.
+  app.post('/settings/security_keys', {
+    schema: { body: Type.Object({ nickname: Type.Optional(Type.String({ maxLength: 200 })), credential: Type.Optional(Type.Unknown()) }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const json = request.headers['content-type']?.startsWith('application/json');
+    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a security key needs JavaScript in this browser.' }, 422);
+    const error = await addSecurityKey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
+    return error ? reply.code(422).send({ error }) : { ok: true };
+  });
+
+  app.post('/settings/security_keys/:id/delete', {
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 30 }) }), body: Type.Object({ current_password: Type.Optional(Type.String({ maxLength: 200 })) }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
+    if (wrongPassword) return keysPage(request, reply, me, { error: wrongPassword }, 422);
+    if (!isId(request.params.id) || !(await deleteWebauthnCredential(ctx.db, me.user.id, request.params.id))) {
+      return keysPage(request, reply, me, { error: 'No such key.' }, 404);
+    }
+    return reply.redirect('/settings/security_keys?notice=key_removed', 303);
+  });
+}

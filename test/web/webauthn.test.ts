@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import { generate } from 'otplib';
+import { freePort } from '../helpers/listen.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { launchBrowser } from '../helpers/browser.ts';
+import { WebClient } from '../helpers/web.ts';
+import { registerLocalAccount } from '../../services/accounts.ts';
+import { enableTwoFactor, newTotpSecret } from '../../services/two-factor.ts';
+
+// Security keys in Chromium with its virtual authenticator (DevTools' WebAuthn domain): the page's own script talks
+// to the key, the server checks with @simplewebauthn/server. `localhost` because an RP ID cannot be an IP address.
+const EMAIL = 'keyholder@example.com';
+const PASSWORD = 'keyholder-password-long';
+
+let s: TestServer;
+let origin: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let cdp: CDPSession;
+let totpSecret: string;
+let recoveryCodes: string[];
+
+const addAuthenticator = async () => (await cdp.send('WebAuthn.addVirtualAuthenticator', {
+  options: { protocol: 'ctap2', transport: 'usb', hasResidentKey: false, hasUserVerification: false, automaticPresenceSimulation: true },
+})).authenticatorId;
+
+beforeAll(async () => {
+  const port = await freePort();
+  origin = `http://localhost:${port}`;
+  [s, browser] = await Promise.all([startTestServer({ LOCAL_DOMAIN: `localhost:${port}` }), launchBrowser()]);
+  await s.app.listen({ port, host: '127.0.0.1' });
+  const { user } = await registerLocalAccount(s.ctx.db, { username: 'keyholder', email: EMAIL, password: PASSWORD, agreement: true, confirmed: true, approved: true });
+  totpSecret = await newTotpSecret();
+  recoveryCodes = await enableTwoFactor(s.ctx, user.id, totpSecret);
+  context = await browser.newContext();
+  page = await context.newPage();
+  page.setDefaultTimeout(8000);
+  cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+});
+afterAll(async () => {
+  await browser?.close();
+  await s?.close();
+});
+
+const count = async (sql: string) => Number((await s.ctx.db.query(sql)).rows[0].n);
+
+/** The password step; the answer is the second step's page. */
+async function password(): Promise<void> {
+  await context.clearCookies();
+  await page.goto(`${origin}/auth/sign_in`);
+  await page.fill('#email', EMAIL);
+  await page.fill('#password', PASSWORD);
+  await Promise.all([page.waitForURL(`${origin}/auth/sign_in/two_factor`), page.click('form[action="/auth/sign_in"] button[type=submit]')]);
+}
+
+async function addKey(name: string): Promise<void> {
+  await page.goto(`${origin}/settings/security_keys`);
+  await page.fill('#nickname', name);
+  await Promise.all([page.waitForURL(/notice=key_added/), page.click('#security-key-register button')]);
+}
+
+describe('security keys as a second factor', () => {
+  it('adds several named keys, signs in with one, and recovery codes keep working', async () => {
+    await password();
+    expect(await page.locator('#security-key-sign-in').count()).toBe(0); // no keys yet: codes only
+    await page.fill('#code', await generate({ secret: totpSecret }));
+    await Promise.all([page.waitForURL(`${origin}/home`), page.click('form:not(#security-key-sign-in) button[type=submit]')]);
+
+    const first = await addAuthenticator();
+    await addKey('Blue key');
+    await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: first });
+    await addAuthenticator();
+    await addKey('Red key');
+    const rows = await page.locator('tbody tr td:first-child').allTextContents();
+    expect(rows).toEqual(['Blue key', 'Red key']);
+    expect(await page.locator('tbody tr').first().textContent()).toContain('never');
+
+    // Signing in again: the second step offers the key, and the page's script uses it.
+    await password();
+    await Promise.all([page.waitForURL(`${origin}/home`), page.click('#security-key-sign-in button')]);
+    const settings = await page.goto(`${origin}/settings/security_keys`);
+    expect(settings!.status()).toBe(200);
+    const { rows: used } = await s.ctx.db.query(`SELECT nickname, last_used_at, sign_count FROM webauthn_credentials ORDER BY id`);
+    expect(used[0].last_used_at).toBeNull();
+    expect(used[1].last_used_at).not.toBeNull();
+    expect(await page.locator('tbody tr').nth(1).textContent()).not.toContain('never');
+
+    // A recovery code still works in place of the key.
+    await password();
+    await page.fill('#code', recoveryCodes[0]!);
+    await Promise.all([page.waitForURL(`${origin}/home`), page.click('form:not(#security-key-sign-in) button[type=submit]')]);
+  });
+
+  it('refuses an answer no key of the person gave, and signs nobody in', async () => {
+    const web = new WebClient(s.app);
+    const signedIn = await web.signIn(EMAIL, PASSWORD);
+    expect(signedIn.headers.location).toBe('/auth/sign_in/two_factor');
+    const step = await web.get('/auth/sign_in/two_factor');
+    expect(step.body).toContain('Use a security key');
+    const csrf = /name="_csrf" value="([^"]*)"/.exec(step.body)![1]!;
+    const headers = { 'content-type': 'application/json', 'x-csrf-token': csrf, cookie: web.jar.header(), accept: 'application/json' };
+    const options = await s.app.inject({ method: 'POST', url: '/auth/sign_in/webauthn/options', headers, payload: {} });
+    expect(options.statusCode, options.body).toBe(200);
+    expect(options.json().allowCredentials).toHaveLength(2);
+    const forged = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' }, clientExtensionResults: {} };
+    const res = await s.app.inject({ method: 'POST', url: '/auth/sign_in/webauthn', headers, payload: { credential: forged } });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error).toContain('not accepted');
+    expect([res.headers['set-cookie']].flat().some((c) => c?.startsWith('_session='))).toBe(false);
+  });
+
+  it('removes a key only with the password', async () => {
+    await password();
+    await Promise.all([page.waitForURL(`${origin}/home`), page.click('#security-key-sign-in button')]);
+    await page.goto(`${origin}/settings/security_keys`);
+    const blue = page.locator('tbody tr', { hasText: 'Blue key' });
+    await blue.locator('input[type=password]').fill('wrong password');
+    await blue.locator('button').click();
+    await page.waitForLoadState();
+    expect(await page.locator('.flash.error:not(.webauthn-error)').textContent()).toContain('current password is wrong');
+    expect(await count('SELECT count(*) AS n FROM webauthn_credentials')).toBe(2);
+    const again = page.locator('tbody tr', { hasText: 'Blue key' });
+    await again.locator('input[type=password]').fill(PASSWORD);
+    await Promise.all([page.waitForURL(/notice=key_removed/), again.locator('button').click()]);
+    expect(await page.locator('tbody tr td:first-child').allTextContents()).toEqual(['Red key']);
+
+    // Two-factor off (from its page, with the password) takes the keys with it: they never stand alone.
+    await page.goto(`${origin}/settings/two_factor`);
+    await page.fill('#disable_password', PASSWORD);
+    await Promise.all([page.waitForURL(/notice=two_factor_off/), page.click('form[action="/settings/two_factor/disable"] button')]);
+    expect(await count('SELECT count(*) AS n FROM webauthn_credentials')).toBe(0);
+  });
+});

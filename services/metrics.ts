@@ -71,6 +71,10 @@ export class Metrics {
       name: 'fedi_home_page_cache_requests_total', help: 'Home timeline pages in this process, served from the page cache (hit) or rendered (miss)', labelNames: ['result'], registers,
       collect() { this.reset(); this.inc({ result: 'hit' }, pages().hits); this.inc({ result: 'miss' }, pages().misses); },
     });
+    new Counter({
+      name: 'fedi_home_page_cache_tracked_hits_total', help: 'Of the home timeline pages served from this process\'s page cache, those served without reading Redis (tracked: dropped as soon as what they were made from changes); the other hits were checked by a feed read', registers,
+      collect() { this.reset(); this.inc(pages().trackedHits); },
+    });
     new Gauge({
       name: 'fedi_home_page_cache_hit_ratio', help: 'Share of home timeline pages served from this process\'s page cache since it started', registers,
       collect() { const { hits, misses } = pages(); this.set(hits + misses === 0 ? 0 : hits / (hits + misses)); },

@@ -33,6 +33,8 @@ export class RenderedPageCache {
   /** Pages served from here and pages rendered instead, counted by the caller (GET /metrics shows the ratio). */
   hits = 0;
   misses = 0;
+  /** Of the hits, those served without asking Redis (the page was tracked); the rest were checked by a feed read. */
+  trackedHits = 0;
   private readonly ttlMs: number;
 
   constructor(maxBytes: number, ttlMs: number) {

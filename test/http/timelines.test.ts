@@ -9,6 +9,8 @@ import { createContext, closeContext } from '../../server.ts';
 import { buildApp } from '../../http/app.ts';
 import type { AppContext } from '../../context.ts';
 import type { KeyTracking } from '../../storage/key-tracking.ts';
+import sharp from 'sharp';
+import { addLocalEmoji, setLocalEmojiEnabled } from '../../services/custom-emojis.ts';
 
 let s: TestServer;
 let ida: TestUser;
@@ -282,6 +284,39 @@ describe('rendered home pages served from memory', () => {
       await homeOnB(ida);
       reads.mockClear();
       await homeOnB(ida);
+      expect(reads).not.toHaveBeenCalled();
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
+  it('with custom emoji are served from memory too, and show an emoji disabled through another process at once', async () => {
+    const deps = { db: s.ctx.db, fileHost: s.ctx.fileHost, versions: s.ctx.versions };
+    const image = await sharp({ create: { width: 32, height: 32, channels: 4, background: '#f80' } }).png().toBuffer();
+    for (const shortcode of ['tl_wave', 'tl_star']) {
+      expect((await addLocalEmoji(deps, { shortcode, image, category: null, visibleInPicker: true, overwrite: true })).row).not.toBeNull();
+    }
+    const follow = await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${jon.id}/follow`, headers: bearer(ida.token) });
+    expect(follow.statusCode).toBe(200);
+    const st = await post(jon, { status: 'hello :tl_wave: :tl_star:' });
+    await fannedOut();
+    const shortcodes = async () => ((await homeOnB(ida)).find((x) => x.id === st.id) as unknown as { emojis: { shortcode: string }[] }).emojis.map((e) => e.shortcode).sort();
+    expect(await shortcodes()).toEqual(['tl_star', 'tl_wave']);
+    const reads = vi.spyOn(b.ctx.feeds, 'page');
+    try {
+      // Rendered once more (the first read may have come before the page could be tracked), then kept.
+      await homeOnB(ida);
+      reads.mockClear();
+      const tracked = b.ctx.homePages.trackedHits;
+      for (let i = 0; i < 3; i++) expect(await shortcodes()).toEqual(['tl_star', 'tl_wave']);
+      expect(reads).not.toHaveBeenCalled();
+      expect(b.ctx.homePages.trackedHits - tracked).toBe(3);
+
+      expect(await setLocalEmojiEnabled(deps, 'tl_star', false)).not.toBeNull();
+      expect(await shortcodes()).toEqual(['tl_wave']);
+      expect(reads).toHaveBeenCalled();
+      reads.mockClear();
+      expect(await shortcodes()).toEqual(['tl_wave']);
       expect(reads).not.toHaveBeenCalled();
     } finally {
       reads.mockRestore();

@@ -34,6 +34,7 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
     const page = ctx.homePages.getTracked(key);
     if (page) {
       ctx.homePages.hits++;
+      ctx.homePages.trackedHits++;
       return page;
     }
   }

@@ -1,8 +1,10 @@
 // `npm run bench:emoji`: the home timeline of 20 posts that each use 10 custom emoji against the same timeline of 20
 // plain posts, alternating rounds on one server, so that the cost of emoji on the read path is seen as a ratio.
-// Figures are printed, never asserted.
+// Each page is also sent by bare Fastify (the same bytes), and by bare Fastify waiting first for the client tracking's
+// sync as a page served from memory does (storage/key-tracking.ts); each process's CPU time per request is measured
+// as well as requests per second, which on a shared machine swing with others' load. Figures are printed, never asserted.
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -24,9 +26,18 @@ const { env, config, base } = benchSettings(PORT, { METRICS_TOKEN: 'bench-metric
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function load(token: string, origin = base) {
+/** A process's CPU time so far (user and system, ms): unlike requests per second, hardly moved by others' load. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ
+}
+
+/** `pid`: the process answering, whose CPU time per answered request is measured. */
+async function load(token: string, pid: number, origin = base) {
+  const cpuBefore = cpuMs(pid);
   const result = await autocannon({ url: `${origin}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers: { authorization: `Bearer ${token}` } });
-  return { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx };
+  const cpuUs = ((cpuMs(pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
+  return { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
 async function main() {
@@ -68,20 +79,27 @@ async function main() {
       const child = fork(fileURLToPath(new URL('./bare-server.ts', import.meta.url)), [], { env: { ...process.env, PORT: String(port), BODY_FILE: file }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       bare.push(child);
       await new Promise((r) => child.once('message', r));
+      const barrierPort = PORT + 3 + i;
+      const barrierChild = fork(fileURLToPath(new URL('./bare-server.ts', import.meta.url)), [], { env: { ...process.env, PORT: String(barrierPort), BODY_FILE: file, BARRIER: '1' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      bare.push(barrierChild);
+      await new Promise((r) => barrierChild.once('message', r));
       const entries = (JSON.parse(body.toString()) as { emojis: unknown[] }[]).reduce((n, s) => n + s.emojis.length, 0);
-      return { bytes: body.length, entries, bare: `http://127.0.0.1:${port}` };
+      return { bytes: body.length, entries, bare: `http://127.0.0.1:${port}`, barePid: child.pid!, barrier: `http://127.0.0.1:${barrierPort}`, barrierPid: barrierChild.pid! };
     }));
     // Warm-up: both pages rendered and cached before measuring.
-    await load(plainReader!);
-    await load(emojiReader!);
+    const pid = server.pid!;
+    await load(plainReader!, pid);
+    await load(emojiReader!, pid);
     type Load = Awaited<ReturnType<typeof load>>;
-    const rounds: { plain: Load; emoji: Load; plainBare: Load; emojiBare: Load }[] = [];
+    const rounds: { plain: Load; emoji: Load; plainBare: Load; emojiBare: Load; plainBarrier: Load; emojiBarrier: Load }[] = [];
     for (let i = 0; i < ROUNDS; i++) {
-      const plain = await load(plainReader!);
-      const plainBare = await load(plainReader!, pages[0]!.bare);
-      const emoji = await load(emojiReader!);
-      const emojiBare = await load(emojiReader!, pages[1]!.bare);
-      rounds.push({ plain, emoji, plainBare, emojiBare });
+      const plain = await load(plainReader!, pid);
+      const plainBare = await load(plainReader!, pages[0]!.barePid, pages[0]!.bare);
+      const plainBarrier = await load(plainReader!, pages[0]!.barrierPid, pages[0]!.barrier);
+      const emoji = await load(emojiReader!, pid);
+      const emojiBare = await load(emojiReader!, pages[1]!.barePid, pages[1]!.bare);
+      const emojiBarrier = await load(emojiReader!, pages[1]!.barrierPid, pages[1]!.barrier);
+      rounds.push({ plain, emoji, plainBare, emojiBare, plainBarrier, emojiBarrier });
     }
     const metrics = await (await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token-0123456789' } })).text();
     const pageCache = metrics.split('\n').filter((l) => /page_cache|home_page/.test(l) && !l.startsWith('#'));
@@ -95,6 +113,12 @@ async function main() {
     }
     console.log(`  emoji/plain: ${spread(ratios)}`);
     console.log(`  home/bare with the same bytes: plain ${spread(plainFloor)}; emoji ${spread(emojiFloor)}`);
+    console.log(`  bare with the tracking barrier (req/s): plain ${rounds.map((r) => r.plainBarrier.rps).join(', ')}; emoji ${rounds.map((r) => r.emojiBarrier.rps).join(', ')}`);
+    // Requests per second swing with whatever else the machine runs; the CPU time each process spent per answer hardly does.
+    const cpu = (pick: (r: (typeof rounds)[number]) => Load) => { const xs = rounds.map((r) => pick(r).cpuUs); return `${median(xs).toFixed(0)} µs (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`; };
+    const cpuRatio = (a: (r: (typeof rounds)[number]) => Load, b: (r: (typeof rounds)[number]) => Load) => spread(rounds.map((r) => a(r).cpuUs / b(r).cpuUs));
+    console.log(`  CPU per request, median (spread): plain home ${cpu((r) => r.plain)}, bare ${cpu((r) => r.plainBare)}, bare with barrier ${cpu((r) => r.plainBarrier)}; emoji home ${cpu((r) => r.emoji)}, bare ${cpu((r) => r.emojiBare)}, bare with barrier ${cpu((r) => r.emojiBarrier)}`);
+    console.log(`  CPU per request, home/bare: plain ${cpuRatio((r) => r.plain, (r) => r.plainBare)}; emoji ${cpuRatio((r) => r.emoji, (r) => r.emojiBare)}; home/bare with barrier: plain ${cpuRatio((r) => r.plain, (r) => r.plainBarrier)}; emoji ${cpuRatio((r) => r.emoji, (r) => r.emojiBarrier)}; emoji/plain home ${cpuRatio((r) => r.emoji, (r) => r.plain)}`);
     console.log(`  home page cache (GET /metrics): ${pageCache.join('; ')}`);
   } finally {
     await db.end();

@@ -46,6 +46,9 @@ const STATUS_ACTIONS = {
   unreblog: 'unreblog',
   bookmark: 'bookmark',
   unbookmark: 'unbookmark',
+  // A boost's id is not the post's here: a boost cannot be pinned (as the API refuses it).
+  pin: 'pin',
+  unpin: 'unpin',
 } as const;
 
 /** The signed-in person of a form, or a redirect to sign in (and back to where the form was). */
@@ -126,7 +129,7 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       if (!me) return reply;
       const viewerId = me.account.id;
       try {
-        const status = await visibleStatus(ctx.db, viewerId, request.params.id, true);
+        const status = await visibleStatus(ctx.db, viewerId, request.params.id, type !== 'pin' && type !== 'unpin');
         if (type === 'reblog') await ctx.actors.ask(viewerId, { type, status, visibility: 'public' });
         else await ctx.actors.ask(viewerId, { type, status });
       } catch (err) {
@@ -148,6 +151,41 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
     }
     return reply.redirect(returnTo, 303);
   });
+
+  // A poll's form: one radio (or several boxes) named `choices`, as POST /api/v1/polls/:id/votes takes them.
+  app.post('/polls/:id/votes', {
+    schema: { params: IdParams, body: Type.Object({ choices: Type.Optional(Type.Union([Type.String({ maxLength: 4 }), Type.Array(Type.String({ maxLength: 4 }), { maxItems: 50 })])), return_to: Back.properties.return_to }) },
+  }, async (request, reply) => {
+    const returnTo = back(request.body.return_to);
+    const me = await signedInForForm(request, reply, returnTo);
+    if (!me) return reply;
+    const raw = request.body.choices;
+    const choices = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).filter((c) => /^[0-9]{1,3}$/.test(c)).map(Number);
+    try {
+      if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
+      if (choices.length === 0) throw new ApiError(422, 'Choose an option before voting.');
+      await ctx.actors.ask(me.account.id, { type: 'votePoll', pollId: request.params.id, choices });
+    } catch (err) {
+      return refused(ctx, request, reply, err, returnTo);
+    }
+    return reply.redirect(returnTo, 303);
+  });
+
+  for (const [action, type] of [['authorize', 'authorizeFollowRequest'], ['reject', 'rejectFollowRequest']] as const) {
+    app.post(`/follow_requests/:id/${action}`, { schema: { params: IdParams, body: Back } }, async (request, reply) => {
+      const returnTo = back(request.body.return_to, '/follow_requests');
+      const me = await signedInForForm(request, reply, returnTo);
+      if (!me) return reply;
+      try {
+        // As POST /api/v1/follow_requests/:id/authorize: the request must be there, to this person.
+        const found = isId(request.params.id) && await ctx.actors.ask(me.account.id, { type, requesterId: request.params.id });
+        if (!found) throw new ApiError(404, 'Record not found');
+      } catch (err) {
+        return refused(ctx, request, reply, err, returnTo);
+      }
+      return reply.redirect(returnTo, 303);
+    });
+  }
 
   for (const action of ['follow', 'unfollow'] as const) {
     app.post(`/accounts/:id/${action}`, { schema: { params: IdParams, body: Back } }, async (request, reply) => {

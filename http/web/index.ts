@@ -60,6 +60,8 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./client-filters.ts')).default, { ctx });
   await app.register(settingsPageRoutes, { ctx });
   await app.register(securityKeyPageRoutes, { ctx });
+  await app.register((await import('./settings-appearance.ts')).default, { ctx });
+  await app.register((await import('./settings-development.ts')).default, { ctx });
   await app.register((await import('./account-deletion.ts')).default, { ctx });
   await app.register(importPageRoutes, { ctx });
   await app.register(adminPageRoutes, { ctx });

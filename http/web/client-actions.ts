@@ -15,7 +15,7 @@ import { safeReturnTo } from './auth.ts';
 import { interactionPath } from './interaction.ts';
 import { sendMessagePage } from './page.ts';
 import { clientThread } from './client-pages.ts';
-import { composeView } from './client-compose.ts';
+import { composeView, POLL_BOXES } from './client-compose.ts';
 import { sendClientPage } from './client-page.ts';
 import type { SignedIn } from './session.ts';
 
@@ -31,6 +31,10 @@ const Compose = Type.Object({
   return_to: Type.Optional(Type.String({ maxLength: 4000 })),
   // The image's description (the file itself comes in request.uploads, from a multipart form).
   description: Type.Optional(Type.String({ maxLength: 1500 })),
+  // A poll: its choices (empty boxes are no choice), how long it runs, whether several answers may be chosen.
+  poll_options: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Array(Type.String({ maxLength: 500 }), { maxItems: POLL_BOXES })])),
+  poll_expires_in: Type.Optional(Type.String({ maxLength: 10 })),
+  poll_multiple: Type.Optional(Type.String({ maxLength: 10 })),
 });
 const VISIBILITIES = new Set(['public', 'unlisted', 'private', 'direct']);
 
@@ -87,7 +91,15 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       status: body.status ?? '', spoiler_text: body.spoiler_text ?? '', in_reply_to_id: inReplyToId ?? '',
       visibility: body.visibility && VISIBILITIES.has(body.visibility) ? body.visibility : undefined,
       language: body.language && isLanguage(body.language) ? body.language : undefined,
+      poll_options: [body.poll_options ?? []].flat(),
+      poll_expires_in: body.poll_expires_in ?? '86400',
+      poll_multiple: body.poll_multiple === '1',
     };
+    // A poll when any choice is written; its rules (two choices at least, lengths, duration) are the service's.
+    const choices = values.poll_options.map((o) => o.trim()).filter(Boolean);
+    const poll = choices.length > 0
+      ? { options: choices, expiresIn: /^\d{1,10}$/.test(values.poll_expires_in) ? Number(values.poll_expires_in) : NaN, multiple: values.poll_multiple, hideTotals: false }
+      : null;
     let id: string;
     try {
       // An image with its description, taken as POST /api/v2/media takes it (processed by a job, shown once ready).
@@ -105,7 +117,7 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
         params: {
           text: values.status, spoilerText: values.spoiler_text, sensitive: false,
           visibility: values.visibility as Visibility | undefined, language: values.language ?? null,
-          inReplyToId, mediaIds, poll: null, idempotencyKey: body.idempotency_key || null, applicationId: null,
+          inReplyToId, mediaIds, poll, idempotencyKey: body.idempotency_key || null, applicationId: null,
         },
       });
     } catch (err) {

@@ -256,3 +256,25 @@ describe('every page of these', () => {
     }
   });
 });
+
+describe('a poll from the compose form', () => {
+  it('posts a poll with its choices and duration, and keeps a refused one in the form', async () => {
+    const home = await web.get('/home');
+    expect(home.body).toContain('name="poll_options[]"');
+    const fields: [string, string][] = [
+      ['status', 'Which day?'], ['idempotency_key', 'poll-form-1'], ['return_to', '/home'],
+      ['poll_options[]', 'Saturday'], ['poll_options[]', 'Sunday'], ['poll_options[]', ''], ['poll_options[]', ''], ['poll_expires_in', '3600'], ['poll_multiple', '1'],
+    ];
+    const made = await postForm(web, '/statuses', fields, home.body);
+    expect(made.statusCode).toBe(303);
+    const id = /#s-(\d+)$/.exec(made.headers.location as string)![1]!;
+    const seen = (await api(alice, 'GET', `/api/v1/statuses/${id}`)).body!;
+    expect(seen.poll).toMatchObject({ multiple: true, options: [{ title: 'Saturday' }, { title: 'Sunday' }] });
+    expect(Date.parse(seen.poll.expires_at) - Date.now()).toBeGreaterThan(3_500_000);
+
+    const one = await postForm(web, '/statuses', [['status', 'Only one choice'], ['idempotency_key', 'poll-form-2'], ['return_to', '/home'], ['poll_options[]', 'Alone'], ['poll_expires_in', '3600']], home.body);
+    expect(one.statusCode).toBe(422);
+    expect(one.body).toContain('Poll must have at least 2 options');
+    expect(one.body).toContain('value="Alone"');
+  });
+});

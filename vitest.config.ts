@@ -16,6 +16,7 @@ const BROWSER_TESTS = [
   'test/e2e/web-journey.test.ts',
   'test/e2e/web-client.test.ts',
   'test/e2e/web-reading.test.ts',
+  'test/e2e/web-collections.test.ts',
   'test/web/public-a11y.test.ts',
   'test/web/webauthn.test.ts',
 ];

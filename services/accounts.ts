@@ -28,6 +28,8 @@ export interface SignUp {
   agreement: boolean;
   locale?: string | null | undefined;
   reason?: string | null | undefined;
+  /** The password typed again (the sign-up page asks for it; the API does not). */
+  passwordConfirmation?: string | undefined;
 }
 
 /** A local account to create, by a sign-up or an operator. */
@@ -64,8 +66,10 @@ export async function registerLocalAccount<T = undefined>(
   db: Db,
   r: Registration,
   alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T>,
+  /** Refusals found before (a reason the operators need): reported with the account's own, all at once. */
+  earlier: Details = {},
 ): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
-  const details: Details = {};
+  const details: Details = structuredClone(earlier);
   // The codes and their order follow Mastodon's validations: presence first. A username's format is checked only
   // when it differs from the column's default '' (Rails' will_save_change_to_username?), so '' is only blank;
   // the email validator calls '' invalid as well; Devise skips a blank password's length check.
@@ -79,11 +83,12 @@ export async function registerLocalAccount<T = undefined>(
   if (blank(r.password)) add(details, 'password', 'ERR_BLANK', "can't be blank");
   else if (r.password.length < PASSWORD_LENGTH.min) add(details, 'password', 'ERR_TOO_SHORT', `is too short (minimum is ${PASSWORD_LENGTH.min} characters)`);
   if (r.password.length > PASSWORD_LENGTH.max) add(details, 'password', 'ERR_TOO_LONG', `is too long (maximum is ${PASSWORD_LENGTH.max} characters)`);
+  if (r.passwordConfirmation !== undefined && r.passwordConfirmation !== r.password) add(details, 'password_confirmation', 'ERR_CONFIRMATION', "doesn't match Password");
   if (!r.agreement) add(details, 'agreement', 'ERR_ACCEPTED', 'must be accepted');
-  if (Object.keys(details).length === 0) {
-    if (await usernameTaken(db, r.username)) add(details, 'username', 'ERR_TAKEN', 'is already taken');
-    if (await emailTaken(db, r.email)) add(details, 'email', 'ERR_TAKEN', 'is already taken');
-  }
+  // Uniqueness is checked with the rest (as Rails validates every attribute at once), for a name or address that is
+  // otherwise valid, so that a form shows every refusal in one answer.
+  if (!details.username && await usernameTaken(db, r.username)) add(details, 'username', 'ERR_TAKEN', 'is already taken');
+  if (!details.email && await emailTaken(db, r.email)) add(details, 'email', 'ERR_TAKEN', 'is already taken');
   if (Object.keys(details).length > 0) throw new ValidationFailed(details);
 
   const [passwordHash, keys] = await Promise.all([
@@ -143,7 +148,7 @@ export async function visibleAccount(db: Db, id: string): Promise<AccountRow> {
 export async function signUp<T = undefined>(
   ctx: AppContext,
   input: SignUp,
-  opts: { applicationId?: string | null; ip?: string | null | undefined; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
+  opts: { applicationId?: string | null; ip?: string | null | undefined; allErrors?: boolean; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
 ): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
   const mode = ctx.config.registrationsMode;
   // OMNIAUTH_ONLY: people join by signing in through the provider (services/oidc.ts), never with a password.
@@ -152,14 +157,18 @@ export async function signUp<T = undefined>(
   // closed server does (403), sign_up_requires_approval holds the account for approval even while sign-ups are open.
   const ipPolicy = await signUpIpPolicy(ctx.db, opts.ip);
   if (ipPolicy === 'block') throw forbidden();
+  const earlier: Details = {};
   if (mode === 'approved' && !input.reason?.trim()) {
-    throw unprocessable('Validation failed: reason must be given while registrations need approval');
+    // The page shows it with the other refusals; the API answers it alone, as it always has.
+    if (!opts.allErrors) throw unprocessable('Validation failed: reason must be given while registrations need approval');
+    add(earlier, 'reason', 'ERR_BLANK', "can't be blank");
   }
   const queued: OutboxRow[] = [];
   const result = await registerLocalAccount(ctx.db, {
     username: input.username,
     email: input.email,
     password: input.password,
+    passwordConfirmation: input.passwordConfirmation,
     agreement: input.agreement,
     locale: input.locale ?? null,
     reason: mode === 'approved' || ipPolicy === 'approval' ? input.reason?.trim() || null : null,
@@ -174,7 +183,7 @@ export async function signUp<T = undefined>(
     // confirmation, else when the link is followed (services/account-security.ts).
     if (created.user.confirmed_at) queued.push(...(await alertOperatorsOfSignUp(tx, ctx, { userId: created.user.id, accountId: created.account.id })));
     return opts.alsoInTransaction ? opts.alsoInTransaction(tx, created) : undefined;
-  });
+  }, earlier);
   // After the commit; a crash before this leaves the rows for the outbox sweeper.
   await ctx.jobs.enqueueMany(queued).catch(() => {});
   return result;

@@ -1,6 +1,9 @@
-import type { Queryable } from '../storage/db.ts';
+import { transaction, type Db, type Queryable } from '../storage/db.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
-import { filtersOf, type FilterContext, type FilterRow } from '../storage/filters.ts';
+import * as filterRows from '../storage/filters.ts';
+import { filtersOf, type FilterAction, type FilterContext, type FilterRow } from '../storage/filters.ts';
+import { isId } from '../storage/ids.ts';
+import { notFound, unprocessable } from '../errors.ts';
 import type { StatusRow } from '../storage/statuses.ts';
 import type { StatusBundle } from './hydrate.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
@@ -138,4 +141,68 @@ export interface FilterChangeDeps {
 export async function filtersChanged(deps: FilterChangeDeps, accountId: string): Promise<void> {
   await deps.versions.bump({ filters: [accountId] });
   await deps.events.publish(streamChannels.home(accountId), { event: 'filters_changed' });
+}
+
+/** A change to a filter's keywords: a new one (no id), a change to one of its own, or its removal (`destroy`). */
+export interface KeywordChange {
+  id?: string | undefined;
+  keyword?: string | undefined;
+  wholeWord?: boolean | undefined;
+  destroy: boolean;
+}
+
+export interface FilterFields {
+  title: string;
+  context: FilterContext[];
+  action: FilterAction;
+  /** Null: never expires. */
+  expiresAt: Date | null;
+}
+
+type FilterDeps = FilterChangeDeps & { db: Db };
+
+/** POST /api/v2/filters and the filters page: a new filter with its keywords, within the account's limits. */
+export async function createFilter(deps: FilterDeps, accountId: string, f: FilterFields, changes: KeywordChange[]): Promise<string> {
+  const keywords = changes.filter((k) => !k.destroy);
+  if (keywords.some((k) => k.keyword === undefined || k.keyword.trim() === '')) throw unprocessable("Validation failed: Keywords keyword can't be blank");
+  if (keywords.length > filterRows.FILTER_LIMITS.keywordsPerFilter) throw unprocessable(`Validation failed: a filter may have at most ${filterRows.FILTER_LIMITS.keywordsPerFilter} keywords`);
+  const id = await transaction(deps.db, async (tx) => {
+    if ((await filterRows.countFilters(tx, accountId)) >= filterRows.FILTER_LIMITS.filters) throw unprocessable(`Validation failed: you may keep at most ${filterRows.FILTER_LIMITS.filters} filters`);
+    const id = await filterRows.insertFilter(tx, accountId, f);
+    for (const k of keywords) await filterRows.insertKeyword(tx, id, k.keyword!, k.wholeWord ?? true);
+    return id;
+  });
+  await filtersChanged(deps, accountId);
+  return id;
+}
+
+/** PUT /api/v2/filters/:id and the filters page: the fields given change, and the keywords as `changes` say. */
+export async function updateFilter(deps: FilterDeps, accountId: string, filterId: string, f: Partial<FilterFields>, changes: KeywordChange[]): Promise<void> {
+  const filter = isId(filterId) ? await filterRows.findFilter(deps.db, accountId, filterId) : null;
+  if (!filter) throw notFound();
+  await transaction(deps.db, async (tx) => {
+    await filterRows.updateFilter(tx, accountId, filter.id, f);
+    for (const c of changes) {
+      if (c.id !== undefined) {
+        // A keyword named by id must be this filter's; Mastodon ignores others, and so do we.
+        const existing = isId(c.id) ? await filterRows.findKeyword(tx, accountId, c.id) : null;
+        if (!existing || existing.custom_filter_id !== filter.id) continue;
+        if (c.destroy) await filterRows.deleteKeyword(tx, existing.id);
+        else await filterRows.updateKeyword(tx, existing.id, c.keyword, c.wholeWord);
+      } else if (!c.destroy) {
+        if (c.keyword === undefined || c.keyword.trim() === '') throw unprocessable("Validation failed: Keywords keyword can't be blank");
+        await filterRows.insertKeyword(tx, filter.id, c.keyword, c.wholeWord ?? true);
+      }
+    }
+    if ((await filterRows.countKeywords(tx, filter.id)) > filterRows.FILTER_LIMITS.keywordsPerFilter) {
+      throw unprocessable(`Validation failed: a filter may have at most ${filterRows.FILTER_LIMITS.keywordsPerFilter} keywords`);
+    }
+  });
+  await filtersChanged(deps, accountId);
+}
+
+/** DELETE /api/v2/filters/:id and the filters page. */
+export async function deleteFilter(deps: FilterDeps, accountId: string, filterId: string): Promise<void> {
+  if (!isId(filterId) || !(await filterRows.deleteFilter(deps.db, accountId, filterId))) throw notFound();
+  await filtersChanged(deps, accountId);
 }

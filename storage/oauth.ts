@@ -21,19 +21,38 @@ export interface ApplicationRow {
   scopes: string;
   client_id: string;
   client_secret_hash: string;
+  /** The user who made it in Settings, Development; null for an app registered through the API. */
+  owner_user_id: string | null;
   created_at: Date;
 }
 
 export async function insertApplication(
   db: Queryable,
-  a: { name: string; website: string | null; redirectUris: string[]; scopes: string; clientId: string; clientSecret: string },
+  a: { name: string; website: string | null; redirectUris: string[]; scopes: string; clientId: string; clientSecret: string; ownerUserId?: string | null },
 ): Promise<ApplicationRow> {
   const { rows } = await db.query<ApplicationRow>(
-    `INSERT INTO oauth_applications (name, website, redirect_uris, scopes, client_id, client_secret_hash)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [a.name, a.website, a.redirectUris, a.scopes, a.clientId, hashSecret(a.clientSecret)],
+    `INSERT INTO oauth_applications (name, website, redirect_uris, scopes, client_id, client_secret_hash, owner_user_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [a.name, a.website, a.redirectUris, a.scopes, a.clientId, hashSecret(a.clientSecret), a.ownerUserId ?? null],
   );
   return rows[0]!;
+}
+
+/** The applications a user made (Settings, Development), newest first; bounded (see OWNED_APPLICATIONS_LIMIT). */
+export async function ownedApplications(db: Queryable, userId: string, limit = 100): Promise<ApplicationRow[]> {
+  const { rows } = await db.query<ApplicationRow>(`SELECT * FROM oauth_applications WHERE owner_user_id = $1 ORDER BY id DESC LIMIT $2`, [userId, limit]);
+  return rows;
+}
+
+export async function countOwnedApplications(db: Queryable, userId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM oauth_applications WHERE owner_user_id = $1`, [userId]);
+  return rows[0]!.n;
+}
+
+/** Deletes an application its owner made, with its tokens and codes (by cascade); false when it is not theirs. */
+export async function deleteOwnedApplication(db: Queryable, userId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM oauth_applications WHERE id = $1 AND owner_user_id = $2`, [id, userId]);
+  return rowCount === 1;
 }
 
 export async function findApplicationByClientId(db: Queryable, clientId: string): Promise<ApplicationRow | null> {

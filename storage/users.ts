@@ -36,6 +36,10 @@ export interface UserRow {
   otp_secret: string | null;
   otp_enabled_at: Date | null;
   reason: string | null;
+  /** How the pages look: 'system', 'light' or 'dark'; less motion; larger text. */
+  theme: 'system' | 'light' | 'dark';
+  reduce_motion: boolean;
+  larger_text: boolean;
 }
 
 // The role as JSON (permissions as text: a bigint), so that every read of a user knows what it may do.
@@ -44,7 +48,7 @@ const ROLE = `(SELECT jsonb_build_object('id', r.id::text, 'name', r.name, 'colo
 
 const COLUMNS = `id, account_id, email, password_hash, ${ROLE}, approved, disabled, locale,
   default_privacy, default_sensitive, default_language, default_quote_policy, created_at, confirmed_at, unconfirmed_email,
-  otp_secret, otp_enabled_at, reason`;
+  otp_secret, otp_enabled_at, reason, theme, reduce_motion, larger_text`;
 
 export async function findUserByEmail(db: Queryable, email: string): Promise<UserRow | null> {
   const { rows } = await db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE lower(email) = lower($1)`, [email]);
@@ -241,4 +245,12 @@ export async function otpBackupCodesLeft(db: Queryable, userId: string): Promise
 
 export async function recordSignIn(db: Queryable, userId: string, ip: string | null): Promise<void> {
   await db.query(`UPDATE users SET last_sign_in_at = now(), last_sign_in_ip = $2 WHERE id = $1`, [userId, ip]);
+}
+
+/** The pages' look and the interface's language of a user (Settings, Appearance). */
+export async function updateAppearance(db: Queryable, userId: string, a: { locale: string | null; theme: UserRow['theme']; reduceMotion: boolean; largerText: boolean }): Promise<void> {
+  await db.query(
+    `UPDATE users SET locale = $2, theme = $3, reduce_motion = $4, larger_text = $5 WHERE id = $1`,
+    [userId, a.locale, a.theme, a.reduceMotion, a.largerText],
+  );
 }

@@ -34,7 +34,6 @@ export default async function accountDeletionPageRoutes(fastify: FastifyInstance
     // 429 when too many wrong passwords were tried, as sign-in answers; 422 for a wrong one.
     if (error) return page(request, reply, me, error, /Too many/.test(error) ? 429 : 422);
     await endWebSession(ctx, request, reply);
-    return sendMessagePage(ctx, request, reply, 'Your account is being deleted',
-      'You are signed out. Your account is suspended and its data is being removed; servers that know it are told it is gone.');
+    return reply.redirect('/auth/done/account_deleted', 303);
   });
 }

@@ -9,7 +9,7 @@ import { signUp } from '../../services/accounts.ts';
 import { checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
 import { authenticationOptions, hasSecurityKeys, securityKeyMatches } from '../../services/webauthn.ts';
 import type { UserRow } from '../../storage/users.ts';
-import { confirmAddress, passwordProblem, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
+import { confirmAddress, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
 import { operatorHtml } from '../../services/instance.ts';
 import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
@@ -50,6 +50,28 @@ export function safeReturnTo(value: string | undefined, base: string): string {
   }
 }
 
+/** How the sign-up page names its fields in a refusal, and refusals it words its own way. */
+const FIELD_NAMES: Record<string, string> = { agreement: 'The agreement', password_confirmation: 'The password typed again', reason: 'The reason' };
+const FIELD_MESSAGES: Record<string, string> = {
+  'password_confirmation:ERR_CONFIRMATION': 'The two passwords do not match.',
+  'reason:ERR_BLANK': 'Please tell the operators why you want to join.',
+};
+
+/**
+ * What a form that succeeded leads to (Post/Redirect/Get): a page by key, its words fixed here, so a reload asks
+ * nothing again and the address carries no text to show.
+ */
+const DONE_PAGES: Record<string, { title: string; message: string; link?: { href: string; text: string } }> = {
+  signed_up_confirm: { title: 'Almost there', message: 'We sent a link to your e-mail address: follow it to confirm your address.' },
+  signed_up_approval: { title: 'Almost there', message: 'The operators will review your request; you will get an e-mail once they have.' },
+  signed_up_both: { title: 'Almost there', message: 'We sent a link to your e-mail address: follow it to confirm your address. The operators will review your request; you will get an e-mail once they have.' },
+  confirmation_sent: { title: 'Check your mail', message: 'If an account waits for that address to be confirmed, a new link is on its way.' },
+  reset_sent: { title: 'Check your mail', message: 'If an account uses that address, you will get a link to choose a new password within a few minutes. It works for an hour.' },
+  reset_no_mail: { title: 'Check your mail', message: 'This server sends no e-mail. Ask its operators to reset your password.' },
+  password_changed: { title: 'Password changed', message: 'Your password is changed, and every browser and app was signed out. Sign in with the new password.', link: { href: '/auth/sign_in', text: 'Sign in' } },
+  account_deleted: { title: 'Your account is being deleted', message: 'You are signed out. Your account is suspended and its data is being removed; servers that know it are told it is gone.' },
+};
+
 /** Joining, confirming an address, signing in (with a second factor), signing out and resetting a password. */
 export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -79,6 +101,12 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     }, status);
   }
 
+  app.get<{ Params: { key: string } }>('/auth/done/:key', async (request, reply) => {
+    const page = Object.hasOwn(DONE_PAGES, request.params.key) ? DONE_PAGES[request.params.key]! : null;
+    if (!page) return reply.redirect('/');
+    return sendMessagePage(ctx, request, reply, page.title, page.message, page.link ? { link: page.link } : {});
+  });
+
   app.get('/auth/sign_up', async (request, reply) => {
     if (await request.signedIn()) return reply.redirect('/');
     return signUpPage(request, reply);
@@ -91,10 +119,6 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     const body = request.body;
     const values = { username: body.username ?? '', email: body.email ?? '', reason: body.reason ?? '', agreement: body.agreement === '1' };
     if (ctx.config.registrationsMode === 'none' || ctx.config.omniauthOnly) return signUpPage(request, reply, values, {}, '', 403);
-    const mismatch = passwordProblem(body.password ?? '', body.password_confirmation ?? '');
-    if (mismatch === 'The two passwords do not match.') {
-      return signUpPage(request, reply, values, { password_confirmation: [mismatch] }, '', 422);
-    }
     let created;
     try {
       created = await signUp(ctx, {
@@ -104,12 +128,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
         agreement: values.agreement,
         locale: ctx.config.instanceLanguages[0] ?? 'en',
         reason: values.reason,
-      }, { ip: request.ip });
+        passwordConfirmation: body.password_confirmation ?? '',
+        // Every refusal at once (the reason the operators need too), each by its field.
+      }, { ip: request.ip, allErrors: true });
     } catch (err) {
       if (err instanceof ValidationFailed) {
         const errors: FieldErrors = {};
         for (const [field, list] of Object.entries(err.details)) {
-          errors[field] = list.map((e) => `${field === 'agreement' ? 'The agreement' : field[0]!.toUpperCase() + field.slice(1)} ${e.description}.`);
+          errors[field] = list.map((e) => FIELD_MESSAGES[`${field}:${e.error}`] ?? `${FIELD_NAMES[field] ?? field[0]!.toUpperCase() + field.slice(1)} ${e.description}.`);
         }
         return signUpPage(request, reply, values, errors, 'Please correct the fields marked below.', 422);
       }
@@ -124,11 +150,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
       await startWebSession(ctx, request, reply, user);
       return reply.redirect(`/@${encodeURIComponent(created.account.username)}`, 303);
     }
-    const steps = [
-      !user.confirmed_at ? `We sent a link to ${user.email}: follow it to confirm your address.` : '',
-      !user.approved ? 'The operators will review your request; you will get an e-mail once they have.' : '',
-    ].filter(Boolean).join(' ');
-    return sendMessagePage(ctx, request, reply, 'Almost there', steps);
+    const done = !user.confirmed_at && !user.approved ? 'signed_up_both' : !user.confirmed_at ? 'signed_up_confirm' : 'signed_up_approval';
+    return reply.redirect(`/auth/done/${done}`, 303);
   });
 
   app.get<{ Querystring: { confirmation_token?: string } }>('/auth/confirmation', {
@@ -158,7 +181,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     await resendConfirmationTo(ctx, request.body.email ?? '');
     // The same answer whether or not the address has an account waiting here.
-    return sendMessagePage(ctx, request, reply, 'Check your mail', 'If an account waits for that address to be confirmed, a new link is on its way.');
+    return reply.redirect('/auth/done/confirmation_sent', 303);
   });
 
   app.get<{ Querystring: { return_to?: string } }>('/auth/sign_in', {
@@ -277,10 +300,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     await requestPasswordReset(ctx, request.body.email ?? '');
     // The same answer whether or not the address has an account here.
-    return sendMessagePage(ctx, request, reply, 'Check your mail',
-      ctx.config.smtp
-        ? 'If an account uses that address, you will get a link to choose a new password within a few minutes. It works for an hour.'
-        : 'This server sends no e-mail. Ask its operators to reset your password.');
+    return reply.redirect(`/auth/done/${ctx.config.smtp ? 'reset_sent' : 'reset_no_mail'}`, 303);
   });
 
   app.get<{ Querystring: { reset_password_token?: string } }>('/auth/password/edit', {
@@ -307,6 +327,6 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
       if (result.tokenBad) return sendMessagePage(ctx, request, reply, 'Link not valid', result.error, { status: 404, kind: 'error', link: { href: '/auth/password/new', text: 'Ask for a new link' } });
       return sendFormPage(ctx, request, reply, 'auth/password_edit', 'Choose a new password', { token, error: result.error }, 422);
     }
-    return sendMessagePage(ctx, request, reply, 'Password changed', 'Your password is changed, and every browser and app was signed out. Sign in with the new password.', { link: { href: '/auth/sign_in', text: 'Sign in' } });
+    return reply.redirect('/auth/done/password_changed', 303);
   });
 }

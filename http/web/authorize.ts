@@ -67,6 +67,13 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
   const signInFirst = (reply: FastifyReply, params: Record<string, string>) =>
     reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(`/oauth/authorize?${new URLSearchParams(params)}`)}`, 302);
 
+  // An out-of-band app's code, to be copied by hand into the app (it is worth nothing without the app's secret).
+  app.get('/oauth/authorize/native', {
+    ...KEEPS_OPENER, schema: { querystring: Type.Object({ code: Type.Optional(Type.String({ maxLength: 200 })) }) },
+  }, async (request, reply) => {
+    return sendFormPage(ctx, request, reply, 'oauth/code', 'Authorization code', { code: request.query.code ?? '' });
+  });
+
   app.get('/oauth/authorize', { ...KEEPS_OPENER, schema: { querystring: AuthorizeParams } }, async (request, reply) => {
     reply.header('content-security-policy', AUTHORIZE_CSP);
     const checked = await checkAuthorizeRequest(ctx, request.query);
@@ -114,7 +121,8 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
     }
     const location = new URL(String(oauthResponse.headers?.location));
     if (checked.redirectUri === OOB_REDIRECT_URI) {
-      return sendFormPage(ctx, request, reply, 'oauth/code', 'Authorization code', { appName: checked.app.name, code: location.searchParams.get('code') ?? '' });
+      // Post/Redirect/Get, as Mastodon's `/oauth/authorize/native`: the code is on a page of its own.
+      return reply.redirect(`/oauth/authorize/native?${new URLSearchParams({ code: location.searchParams.get('code') ?? '' })}`, 303);
     }
     return reply.redirect(location.toString(), 302);
   });

@@ -15,7 +15,7 @@ import { safeReturnTo } from './auth.ts';
 import { interactionPath } from './interaction.ts';
 import { sendMessagePage } from './page.ts';
 import { clientThread } from './client-pages.ts';
-import { composeView } from './client-compose.ts';
+import { composeView, POLL_BOXES } from './client-compose.ts';
 import { sendClientPage } from './client-page.ts';
 import type { SignedIn } from './session.ts';
 
@@ -31,6 +31,10 @@ const Compose = Type.Object({
   return_to: Type.Optional(Type.String({ maxLength: 4000 })),
   // The image's description (the file itself comes in request.uploads, from a multipart form).
   description: Type.Optional(Type.String({ maxLength: 1500 })),
+  // A poll: its choices (empty boxes are no choice), how long it runs, whether several answers may be chosen.
+  poll_options: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Array(Type.String({ maxLength: 500 }), { maxItems: POLL_BOXES })])),
+  poll_expires_in: Type.Optional(Type.String({ maxLength: 10 })),
+  poll_multiple: Type.Optional(Type.String({ maxLength: 10 })),
 });
 const VISIBILITIES = new Set(['public', 'unlisted', 'private', 'direct']);
 
@@ -46,6 +50,9 @@ const STATUS_ACTIONS = {
   unreblog: 'unreblog',
   bookmark: 'bookmark',
   unbookmark: 'unbookmark',
+  // A boost's id is not the post's here: a boost cannot be pinned (as the API refuses it).
+  pin: 'pin',
+  unpin: 'unpin',
 } as const;
 
 /** The signed-in person of a form, or a redirect to sign in (and back to where the form was). */
@@ -84,7 +91,15 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       status: body.status ?? '', spoiler_text: body.spoiler_text ?? '', in_reply_to_id: inReplyToId ?? '',
       visibility: body.visibility && VISIBILITIES.has(body.visibility) ? body.visibility : undefined,
       language: body.language && isLanguage(body.language) ? body.language : undefined,
+      poll_options: [body.poll_options ?? []].flat(),
+      poll_expires_in: body.poll_expires_in ?? '86400',
+      poll_multiple: body.poll_multiple === '1',
     };
+    // A poll when any choice is written; its rules (two choices at least, lengths, duration) are the service's.
+    const choices = values.poll_options.map((o) => o.trim()).filter(Boolean);
+    const poll = choices.length > 0
+      ? { options: choices, expiresIn: /^\d{1,10}$/.test(values.poll_expires_in) ? Number(values.poll_expires_in) : NaN, multiple: values.poll_multiple, hideTotals: false }
+      : null;
     let id: string;
     try {
       // An image with its description, taken as POST /api/v2/media takes it (processed by a job, shown once ready).
@@ -102,7 +117,7 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
         params: {
           text: values.status, spoilerText: values.spoiler_text, sensitive: false,
           visibility: values.visibility as Visibility | undefined, language: values.language ?? null,
-          inReplyToId, mediaIds, poll: null, idempotencyKey: body.idempotency_key || null, applicationId: null,
+          inReplyToId, mediaIds, poll, idempotencyKey: body.idempotency_key || null, applicationId: null,
         },
       });
     } catch (err) {
@@ -126,7 +141,7 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       if (!me) return reply;
       const viewerId = me.account.id;
       try {
-        const status = await visibleStatus(ctx.db, viewerId, request.params.id, true);
+        const status = await visibleStatus(ctx.db, viewerId, request.params.id, type !== 'pin' && type !== 'unpin');
         if (type === 'reblog') await ctx.actors.ask(viewerId, { type, status, visibility: 'public' });
         else await ctx.actors.ask(viewerId, { type, status });
       } catch (err) {
@@ -148,6 +163,41 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
     }
     return reply.redirect(returnTo, 303);
   });
+
+  // A poll's form: one radio (or several boxes) named `choices`, as POST /api/v1/polls/:id/votes takes them.
+  app.post('/polls/:id/votes', {
+    schema: { params: IdParams, body: Type.Object({ choices: Type.Optional(Type.Union([Type.String({ maxLength: 4 }), Type.Array(Type.String({ maxLength: 4 }), { maxItems: 50 })])), return_to: Back.properties.return_to }) },
+  }, async (request, reply) => {
+    const returnTo = back(request.body.return_to);
+    const me = await signedInForForm(request, reply, returnTo);
+    if (!me) return reply;
+    const raw = request.body.choices;
+    const choices = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).filter((c) => /^[0-9]{1,3}$/.test(c)).map(Number);
+    try {
+      if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
+      if (choices.length === 0) throw new ApiError(422, 'Choose an option before voting.');
+      await ctx.actors.ask(me.account.id, { type: 'votePoll', pollId: request.params.id, choices });
+    } catch (err) {
+      return refused(ctx, request, reply, err, returnTo);
+    }
+    return reply.redirect(returnTo, 303);
+  });
+
+  for (const [action, type] of [['authorize', 'authorizeFollowRequest'], ['reject', 'rejectFollowRequest']] as const) {
+    app.post(`/follow_requests/:id/${action}`, { schema: { params: IdParams, body: Back } }, async (request, reply) => {
+      const returnTo = back(request.body.return_to, '/follow_requests');
+      const me = await signedInForForm(request, reply, returnTo);
+      if (!me) return reply;
+      try {
+        // As POST /api/v1/follow_requests/:id/authorize: the request must be there, to this person.
+        const found = isId(request.params.id) && await ctx.actors.ask(me.account.id, { type, requesterId: request.params.id });
+        if (!found) throw new ApiError(404, 'Record not found');
+      } catch (err) {
+        return refused(ctx, request, reply, err, returnTo);
+      }
+      return reply.redirect(returnTo, 303);
+    });
+  }
 
   for (const action of ['follow', 'unfollow'] as const) {
     app.post(`/accounts/:id/${action}`, { schema: { params: IdParams, body: Back } }, async (request, reply) => {

@@ -12,7 +12,16 @@ export interface ComposeValues {
   in_reply_to_id: string;
   /** The description of an image sent with a post that was refused (the file itself must be chosen again). */
   description: string;
+  /** A poll's choices (as many boxes as POLL_BOXES; empty ones are no choice), its length in seconds, several answers. */
+  poll_options: string[];
+  poll_expires_in: string;
+  poll_multiple: boolean;
 }
+
+/** Boxes for a poll's choices in the form (Mastodon allows four by default). */
+export const POLL_BOXES = 4;
+/** How long a poll may run, as the form offers it (seconds, with words). */
+export const POLL_DURATIONS: [string, string][] = [['300', '5 minutes'], ['1800', '30 minutes'], ['3600', '1 hour'], ['21600', '6 hours'], ['86400', '1 day'], ['259200', '3 days'], ['604800', '7 days']];
 
 export interface ComposeView {
   values: ComposeValues;
@@ -25,6 +34,7 @@ export interface ComposeView {
   heading: string;
   label: string;
   languages: [string, string][];
+  pollDurations: [string, string][];
 }
 
 /** The instance's languages first, then every other by name. */
@@ -46,6 +56,9 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
       language: o.language ?? me.user.default_language ?? ctx.config.instanceLanguages[0] ?? 'en',
       in_reply_to_id: o.in_reply_to_id ?? '',
       description: o.description ?? '',
+      poll_options: [...(o.poll_options ?? []), ...Array<string>(POLL_BOXES).fill('')].slice(0, POLL_BOXES),
+      poll_expires_in: o.poll_expires_in ?? '86400',
+      poll_multiple: o.poll_multiple ?? false,
     },
     error: o.error ?? '',
     length: o.length ?? null,
@@ -56,5 +69,6 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
     heading: o.heading ?? (reply ? 'Reply' : 'New post'),
     label: o.label ?? (reply ? 'Your reply' : "What's on your mind?"),
     languages: languagesFor(ctx.config),
+    pollDurations: POLL_DURATIONS,
   };
 }

@@ -163,7 +163,7 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     const p = pagingOf(request);
     const page = pageOf(await homeIds(ctx, me.account.id, p), p, '/home');
     return sendClientPage(ctx, request, reply, 'client/timeline', 'Home', {
-      heading: 'Home', intro: '', entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
+      heading: 'Home', intro: '', more: true, entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
       compose: p.maxId || p.minId ? null : composeView(ctx, me, { returnTo: '/home' }),
       empty: p.maxId ? 'No older posts.' : 'Your home timeline is empty. Follow people (find them with Search) and their posts will show here.',
     });

@@ -12,6 +12,8 @@ export interface ViewerMarks {
   favourited: boolean;
   reblogged: boolean;
   bookmarked: boolean;
+  /** Pinned to the viewer's profile (their own posts only). */
+  pinned: boolean;
   /** The viewer wrote it: they may delete it. */
   own: boolean;
   /** Public and unlisted posts may be boosted, and one's own followers-only ones (as Mastodon allows). */
@@ -30,6 +32,7 @@ interface Flags {
   favourited?: boolean;
   reblogged?: boolean;
   bookmarked?: boolean;
+  pinned?: boolean;
   filtered?: { filter: { title: string } }[];
 }
 
@@ -46,6 +49,7 @@ export function clientEntry(ctx: AppContext, viewerId: string, entity: Record<st
       favourited: flags.favourited === true,
       reblogged: flags.reblogged === true,
       bookmarked: flags.bookmarked === true,
+      pinned: flags.pinned === true,
       own,
       canBoost: p.visibility === 'public' || p.visibility === 'unlisted' || (own && p.visibility === 'private'),
       filteredBy: (flags.filtered ?? []).map((f) => f.filter.title),
@@ -57,7 +61,7 @@ export function clientEntry(ctx: AppContext, viewerId: string, entity: Record<st
  * Statuses by id for the viewer, in the order given, rendered as the API renders them in `context` (what the viewer
  * may not see, blocks, mutes and `hide` filters leave out).
  */
-export async function clientEntries(ctx: AppContext, viewerId: string, ids: string[], context: FilterContext | 'search' | null): Promise<ClientEntry[]> {
+export async function clientEntries(ctx: AppContext, viewerId: string, ids: string[], context: FilterContext | 'search' | 'list' | null): Promise<ClientEntry[]> {
   if (ids.length === 0) return [];
   const { rows, bundle } = await loadForViewer(ctx, viewerId, ids, context);
   return rows.map((row) => clientEntry(ctx, viewerId, renderStatus(ctx.render, bundle, row)));

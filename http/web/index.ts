@@ -55,8 +55,13 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register(oidcPageRoutes, { ctx });
   await app.register(clientPageRoutes, { ctx });
   await app.register(clientActionRoutes, { ctx });
+  await app.register((await import('./client-saved.ts')).default, { ctx });
+  await app.register((await import('./client-lists.ts')).default, { ctx });
+  await app.register((await import('./client-filters.ts')).default, { ctx });
   await app.register(settingsPageRoutes, { ctx });
   await app.register(securityKeyPageRoutes, { ctx });
+  await app.register((await import('./settings-appearance.ts')).default, { ctx });
+  await app.register((await import('./settings-development.ts')).default, { ctx });
   await app.register((await import('./account-deletion.ts')).default, { ctx });
   await app.register(importPageRoutes, { ctx });
   await app.register(adminPageRoutes, { ctx });

@@ -40,6 +40,9 @@ interface MediaEntity {
 }
 
 interface PollEntity {
+  id: string;
+  voted?: boolean;
+  own_votes?: number[];
   expires_at: string | null;
   expired: boolean;
   multiple: boolean;
@@ -94,6 +97,9 @@ export interface MediaView {
 }
 
 export interface PollView {
+  id: string;
+  /** The viewer voted in it (or may not: it is theirs); absent for a stranger. */
+  voted: boolean;
   options: { title: string; votes: number | null; percent: number | null }[];
   hidden: boolean;
   expired: boolean;
@@ -221,6 +227,8 @@ function pollView(p: PollEntity): PollView {
   const whole = p.multiple ? (p.voters_count ?? p.votes_count) : p.votes_count;
   const hidden = p.options.some((o) => o.votes_count === null);
   return {
+    id: p.id,
+    voted: p.voted === true,
     options: p.options.map((o) => ({
       title: o.title,
       votes: o.votes_count,

@@ -16,6 +16,12 @@ function privatePage(reply: FastifyReply, status: number) {
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store');
 }
 
+/** The classes on <html> that apply a person's Appearance settings (the stylesheet reads them). */
+export function appearanceClasses(user: Pick<SignedIn['user'], 'theme' | 'reduce_motion' | 'larger_text'>): string {
+  return [user.theme === 'light' || user.theme === 'dark' ? `theme-${user.theme}` : '', user.reduce_motion ? 'reduce-motion' : '', user.larger_text ? 'larger-text' : '']
+    .filter(Boolean).join(' ');
+}
+
 /** The layout's data for a page with forms: who is signed in, and a CSRF token for its forms. */
 export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, title: string): Promise<PageChrome> {
   const signedIn = await request.signedIn();
@@ -26,6 +32,7 @@ export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: 
     csrfToken: reply.generateCsrf(),
     registrationsOpen: ctx.config.registrationsMode !== 'none',
     lang: ctx.config.instanceLanguages[0] ?? 'en',
+    htmlClass: signedIn ? appearanceClasses(signedIn.user) : '',
   };
 }
 

@@ -129,7 +129,15 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
   });
 
   // Someone of ours, sent by another server: signed in first, then the account or post, with what may be done here.
-  const AuthorizeQuery = Type.Object({ uri: Type.Optional(Uri), acct: Type.Optional(Uri) });
+  const AuthorizeQuery = Type.Object({ uri: Type.Optional(Uri), acct: Type.Optional(Uri), done: Type.Optional(Type.String({ maxLength: 20 })) });
+  /** What was done, said on the page the form leads back to (by key: the address carries no text to show). */
+  const DONE: Record<string, (handle: string) => string> = {
+    follow: (h) => `You follow @${h}.`,
+    requested: (h) => `You asked to follow @${h}.`,
+    unfollow: (h) => `You no longer follow @${h}.`,
+    reblog: () => 'You boosted this post.',
+    favourite: () => 'You favourited this post.',
+  };
   app.get('/authorize_interaction', { schema: { querystring: AuthorizeQuery } }, async (request, reply) => {
     const me = await request.signedIn();
     if (!me) return reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(request.url)}`, 303);
@@ -138,7 +146,8 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
     if (!resolved || (resolved.status && !(await canSee(ctx.db, me.account.id, resolved.status)))) {
       return sendMessagePage(ctx, request, reply, 'Not found', 'That account or post could not be found, here or on its server.', { status: 404, kind: 'error' });
     }
-    return authorizePage(request, reply, me.account, resolved, null);
+    const done = request.query.done && Object.hasOwn(DONE, request.query.done) ? DONE[request.query.done]!(handleOf(ctx, resolved.account)) : null;
+    return authorizePage(request, reply, me.account, resolved, done);
   });
 
   app.post('/authorize_interaction', {
@@ -151,15 +160,14 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
       return sendMessagePage(ctx, request, reply, 'Not found', 'That account or post could not be found, here or on its server.', { status: 404, kind: 'error' });
     }
     const { action } = request.body;
-    let done: string;
+    let done: string = action;
     if (action === 'follow' || action === 'unfollow') {
       if (resolved.account.id === me.account.id) return sendMessagePage(ctx, request, reply, 'Not possible', 'You cannot follow yourself.', { status: 422, kind: 'error' });
       if (action === 'follow') {
         const outcome = await ctx.actors.ask(me.account.id, { type: 'follow', targetId: resolved.account.id, options: {} });
-        done = outcome === 'requested' ? `You asked to follow @${handleOf(ctx, resolved.account)}.` : `You follow @${handleOf(ctx, resolved.account)}.`;
+        if (outcome === 'requested') done = 'requested';
       } else {
         await ctx.actors.ask(me.account.id, { type: 'unfollow', targetId: resolved.account.id });
-        done = `You no longer follow @${handleOf(ctx, resolved.account)}.`;
       }
     } else {
       const status = resolved.status;
@@ -168,9 +176,9 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
       }
       if (action === 'reblog') await ctx.actors.ask(me.account.id, { type: 'reblog', status, visibility: 'public' });
       else await ctx.actors.ask(me.account.id, { type: 'favourite', status });
-      done = action === 'reblog' ? 'You boosted this post.' : 'You favourited this post.';
     }
-    return authorizePage(request, reply, me.account, resolved, done);
+    // Post/Redirect/Get: back to the same page, saying what was done.
+    return reply.redirect(`/authorize_interaction?${new URLSearchParams({ uri: request.body.uri, done })}`, 303);
   });
 
   async function authorizePage(request: FastifyRequest, reply: FastifyReply, me: AccountRow, resolved: Resolved, done: string | null) {

@@ -7,11 +7,15 @@ import { updateAccountProfile } from '../../services/profile.ts';
 import { changeEmail, changePassword, signOutEverywhere } from '../../services/account-security.ts';
 import { disableTwoFactor, enableTwoFactor, newTotpSecret, regenerateRecoveryCodes, totpEnrolment, totpMatches } from '../../services/two-factor.ts';
 import { checkCurrentPassword } from '../../services/sign-in.ts';
-import { isLanguage } from '../../services/languages.ts';
+import { isLanguage, LANGUAGES } from '../../services/languages.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { authorizedApplications, revokeApplicationForUser } from '../../storage/oauth.ts';
 import { findUserById, otpBackupCodesLeft } from '../../storage/users.ts';
-import { userWebSessions } from '../../storage/web-sessions.ts';
+import { deleteUserWebSession, userWebSessions } from '../../storage/web-sessions.ts';
+import { isId } from '../params.ts';
+import { browserInWords } from './browser-names.ts';
+import { notFoundPage } from './error-pages.ts';
+import { dateView } from './page-view.ts';
 import { findAccountById } from '../../storage/accounts.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { endWebSession, SESSION_COOKIE, type SignedIn } from './session.ts';
@@ -28,11 +32,16 @@ const NOTICES: Record<string, string> = {
   email_changed: 'Your e-mail address is changed.',
   two_factor_on: 'Two-factor authentication is on.',
   two_factor_off: 'Two-factor authentication is off.',
+  new_codes: 'New recovery codes made; the old ones no longer work.',
   revoked: 'The app can no longer use your account.',
   oidc_linked: 'Single sign-on is linked: you can sign in through it.',
   oidc_unlinked: 'Single sign-on is unlinked.',
+  session_ended: 'That browser is signed out.',
 };
 const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) });
+/** Every language the server knows, by name, for a select. */
+let languageList: [string, string][] | undefined;
+export const languageChoices = () => (languageList ??= [...LANGUAGES].sort((a, b) => a[1].localeCompare(b[1])));
 const checkbox = (v: unknown) => v === '1' || v === 'on' || v === 'true';
 const str = (v: unknown, max: number) => (typeof v === 'string' ? v.slice(0, max) : '');
 
@@ -40,6 +49,9 @@ const str = (v: unknown, max: number) => (typeof v === 'string' ? v.slice(0, max
 export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const setupKey = (userId: string) => `${ctx.config.redisPrefix}otp-setup:{${userId}}`;
+  // New recovery codes wait here for the one page (after the redirect) that shows them, then are gone.
+  const codesKey = (userId: string) => `${ctx.config.redisPrefix}otp-new-codes:{${userId}}`;
+  const showCodesOnce = (userId: string, codes: string[]) => ctx.redis.set(codesKey(userId), JSON.stringify(codes), 'EX', 600);
 
   const notice = (q: { notice?: string | undefined }) => (q.notice && NOTICES[q.notice]) || '';
 
@@ -94,7 +106,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   app.get('/settings/preferences', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, notice: notice(request.query), error: '' });
+    return me && sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, languages: languageChoices(), notice: notice(request.query), error: '' });
   });
 
   app.post('/settings/preferences', {
@@ -102,6 +114,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
       body: Type.Object({
         privacy: Type.Optional(Type.String({ maxLength: 20 })), language: Type.Optional(Type.String({ maxLength: 10 })),
         sensitive: Type.Optional(Type.String({ maxLength: 10 })), show_application: Type.Optional(Type.String({ maxLength: 10 })),
+        indexable: Type.Optional(Type.String({ maxLength: 10 })),
       }),
     },
   }, async (request, reply) => {
@@ -111,9 +124,11 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const lang = language.trim().toLowerCase();
     const error = !(VISIBILITIES as readonly string[]).includes(privacy) ? 'Choose who sees new posts.'
       : lang !== '' && !isLanguage(lang) ? `"${lang}" is not a language code this server knows.` : '';
-    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, notice: '', error }, 422);
+    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, languages: languageChoices(), notice: '', error }, 422);
+    // The same service as PATCH /api/v1/accounts/update_credentials (its `indexable` and `source[...]`).
     await updateAccountProfile(ctx, me.account, {
       showApplication: checkbox(request.body.show_application),
+      indexable: checkbox(request.body.indexable),
       source: { privacy, sensitive: checkbox(request.body.sensitive), language: lang === '' ? null : lang },
     });
     return reply.redirect('/settings/preferences?notice=saved', 303);
@@ -121,7 +136,9 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   async function accountPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
-    const sessions = (await userWebSessions(ctx.db, user.id)).map((s) => ({ ...s, current: s.id === me.session.id }));
+    const sessions = (await userWebSessions(ctx.db, user.id)).map((s) => ({
+      id: s.id, browser: browserInWords(s.user_agent), ip: s.ip, lastActive: dateView(s.last_active_at), current: s.id === me.session.id,
+    }));
     const oidc = ctx.config.oidc
       ? { displayName: ctx.config.oidc.displayName, linked: (await findUserIdentity(ctx.db, user.id, OIDC_PROVIDER)) !== null }
       : null;
@@ -158,6 +175,18 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     return reply.redirect('/auth/sign_in', 303);
   });
 
+  // One browser signed out (a lost phone, a shared computer); this one signs out on its own page.
+  app.post<{ Params: { id: string } }>('/settings/sessions/:id/sign_out', {
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 40 }) }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const { id } = request.params;
+    if (id === me.session.id) return reply.redirect('/auth/sign_out', 303);
+    if (!isId(id) || !(await deleteUserWebSession(ctx.db, me.user.id, id))) return notFoundPage(request, reply);
+    return reply.redirect('/settings/account?notice=session_ended', 303);
+  });
+
   app.post('/settings/account/sign_out_everywhere', async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
@@ -181,7 +210,9 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   app.get('/settings/two_factor', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && twoFactorPage(request, reply, me, { notice: notice(request.query) });
+    if (!me) return;
+    const codes = await ctx.redis.getdel(codesKey(me.user.id));
+    return twoFactorPage(request, reply, me, { notice: notice(request.query), recoveryCodes: codes ? (JSON.parse(codes) as string[]) : undefined });
   });
 
   // A new secret waits (15 minutes) for the person to prove their app has it; only then is it the account's.
@@ -206,7 +237,8 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     }
     const codes = await enableTwoFactor(ctx, me.user.id, secret);
     await ctx.redis.del(setupKey(me.user.id));
-    return twoFactorPage(request, reply, me, { notice: NOTICES.two_factor_on, recoveryCodes: codes });
+    await showCodesOnce(me.user.id, codes);
+    return reply.redirect('/settings/two_factor?notice=two_factor_on', 303);
   });
 
   app.post('/settings/two_factor/recovery_codes', { schema: { body: Type.Object(Password) } }, async (request, reply) => {
@@ -215,8 +247,8 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!me.user.otp_enabled_at) return reply.redirect('/settings/two_factor', 303);
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
-    const codes = await regenerateRecoveryCodes(ctx, me.user);
-    return twoFactorPage(request, reply, me, { notice: 'New recovery codes made; the old ones no longer work.', recoveryCodes: codes });
+    await showCodesOnce(me.user.id, await regenerateRecoveryCodes(ctx, me.user));
+    return reply.redirect('/settings/two_factor?notice=new_codes', 303);
   });
 
   app.post('/settings/two_factor/disable', { schema: { body: Type.Object(Password) } }, async (request, reply) => {

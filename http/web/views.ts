@@ -26,6 +26,8 @@ export interface PageChrome {
   registrationsOpen: boolean;
   /** The page's language (the instance's first language by default). */
   lang: string;
+  /** Classes on <html> from the signed-in person's Appearance settings (theme, less motion, larger text); '' otherwise. */
+  htmlClass?: string;
   /** A signed-in page: it loads the script that lets its forms act without a reload. */
   enhance?: boolean;
 }

@@ -85,7 +85,7 @@ describe('joining from a browser', () => {
     await page.getByLabel(/I agree/).check();
     await look(page, 'sign-up');
     await page.getByRole('button', { name: 'Sign up' }).click();
-    await expect.poll(() => page.textContent('main')).toContain('We sent a link to newcomer@example.com');
+    await expect.poll(() => page.textContent('main')).toContain('We sent a link to your e-mail address');
     await look(page, 'signed-up');
 
     const mail = await smtp.waitFor((m) => m.envelopeTo.includes('newcomer@example.com') && /confirm/i.test(m.subject));

@@ -68,7 +68,10 @@ describe('authorization code flow', () => {
   });
 
   it('shows the code for out-of-band apps', async () => {
-    const res = await submitAuthorizeForm(s.app, { client_id: client.client_id, redirect_uri: 'urn:ietf:wg:oauth:2.0:oob', response_type: 'code', scope: 'read' }, alice.email, alice.password);
+    const approved = await submitAuthorizeForm(s.app, { client_id: client.client_id, redirect_uri: 'urn:ietf:wg:oauth:2.0:oob', response_type: 'code', scope: 'read' }, alice.email, alice.password);
+    expect(approved.statusCode).toBe(303);
+    expect(approved.headers.location).toMatch(/^\/oauth\/authorize\/native\?code=/);
+    const res = await s.app.inject({ method: 'GET', url: approved.headers.location as string, headers: { accept: 'text/html' } });
     expect(res.statusCode).toBe(200);
     const code = /<code id="code">([^<]+)<\/code>/.exec(res.body)?.[1];
     expect(code).toBeTruthy();

@@ -134,8 +134,8 @@ describe('deleting one\'s own account at /settings/delete', () => {
     const browser = await browserOf(gone);
     const page = await browser.get('/settings/delete');
     const done = await browser.post('/settings/delete', { current_password: gone.password }, page.body);
-    expect(done.statusCode, done.body).toBe(200);
-    expect(done.body).toContain('Your account is being deleted');
+    expect([done.statusCode, done.headers.location]).toEqual([303, '/auth/done/account_deleted']);
+    expect((await browser.get(done.headers.location as string)).body).toContain('Your account is being deleted');
     // Signed out: the page's session and the app's token are both refused at once.
     const after = await browser.get('/settings/profile');
     expect(after.statusCode).toBe(303);
@@ -207,8 +207,8 @@ describe('deleting one\'s own account at /settings/delete', () => {
     await browser.submit('/settings/two_factor', '/settings/two_factor/new', {});
     const setup = await browser.get('/settings/two_factor');
     const secret = /id="otp-secret">([A-Z2-7]+)</.exec(setup.body)![1]!;
-    const on = await browser.post('/settings/two_factor', { code: await generate({ secret }), current_password: careful.password }, setup.body);
-    expect(on.statusCode).toBe(200);
+    expect((await browser.post('/settings/two_factor', { code: await generate({ secret }), current_password: careful.password }, setup.body)).statusCode).toBe(303);
+    const on = await browser.get('/settings/two_factor');
 
     const page = await browser.get('/settings/delete');
     expect(page.body).toContain('name="otp_code"');
@@ -220,7 +220,7 @@ describe('deleting one\'s own account at /settings/delete', () => {
     // A recovery code stands for the app's code, as at sign-in (the enrolment code's time step is spent).
     const recovery = /<li>([0-9a-f]{10})<\/li>/.exec(on.body)![1]!;
     const done = await browser.post('/settings/delete', { current_password: careful.password, otp_code: recovery }, page.body);
-    expect(done.statusCode, done.body).toBe(200);
+    expect(done.statusCode, done.body).toBe(303);
     expect((await accountRow(careful.id)).deleted_at).not.toBeNull();
   });
 });

@@ -64,6 +64,10 @@ describe('joining from the browser', () => {
     const mismatch = await signUp(browser, 'mismatch', { password_confirmation: 'something-else' });
     expect(mismatch.statusCode).toBe(422);
     expect(mismatch.body).toContain('do not match');
+    // Every refusal at once, each by its field: a taken name with a short password, mismatched copies and no agreement.
+    const all = await signUp(browser, 'walker', { email: 'walker@example.com', password: 'abc', password_confirmation: 'abd', agreement: '' });
+    expect(all.statusCode).toBe(422);
+    for (const text of ['Username is already taken', 'Email is already taken', 'too short', 'do not match', 'The agreement must be accepted']) expect(all.body).toContain(text);
     expect(await count(`SELECT count(*)::int AS n FROM accounts WHERE username IN ('shorty', 'nodeal', 'mismatch')`)).toBe(0);
   });
 
@@ -212,10 +216,13 @@ describe('two-factor sign-in', () => {
     const secret = /id="otp-secret">([A-Z2-7]+)</.exec(setup.body)![1]!;
     const badCode = await browser.post('/settings/two_factor', { code: '000000', current_password: 'pw-careful-long' }, setup.body);
     expect(badCode.statusCode).toBe(422);
-    const on = await browser.post('/settings/two_factor', { code: await generate({ secret }), current_password: 'pw-careful-long' }, setup.body);
-    expect(on.statusCode).toBe(200);
+    const turnedOn = await browser.post('/settings/two_factor', { code: await generate({ secret }), current_password: 'pw-careful-long' }, setup.body);
+    // Post/Redirect/Get: the codes are on the page the form leads to, once; a reload shows them no more.
+    expect([turnedOn.statusCode, turnedOn.headers.location]).toEqual([303, '/settings/two_factor?notice=two_factor_on']);
+    const on = await browser.get(turnedOn.headers.location as string);
     const codes = [...on.body.matchAll(/<li>([0-9a-f]{10})<\/li>/g)].map((m) => m[1]!);
     expect(codes).toHaveLength(10);
+    expect((await browser.get('/settings/two_factor')).body).not.toContain(codes[0]);
     const row = (await s.ctx.db.query(`SELECT otp_secret, otp_backup_code_hashes FROM users WHERE email = 'careful@example.com'`)).rows[0];
     expect(row.otp_backup_code_hashes).not.toContain(codes[0]);
     // The TOTP secret is kept encrypted (AES-GCM, a key outside the database).

@@ -21,8 +21,8 @@ async function applyToJoin(username: string) {
   const res = await browser.submit('/auth/sign_up', '/auth/sign_up', {
     username, email: `${username}@example.com`, password: `pw-${username}-long`, password_confirmation: `pw-${username}-long`, agreement: '1', reason: `I am ${username} and I like this place`,
   });
-  expect(res.statusCode, res.body).toBe(200);
-  expect(res.body).toContain('operators will review');
+  expect([res.statusCode, res.headers.location]).toEqual([303, '/auth/done/signed_up_approval']);
+  expect((await browser.get(res.headers.location as string)).body).toContain('operators will review');
   return browser;
 }
 

@@ -219,8 +219,8 @@ describe('moving an account from /settings/migration', () => {
     const setup = await browser.get('/settings/two_factor');
     const secret = /id="otp-secret">([A-Z2-7]+)</.exec(setup.body)![1]!;
     const { generate } = await import('otplib');
-    const on = await browser.post('/settings/two_factor', { code: await generate({ secret }), current_password: safe.password }, setup.body);
-    expect(on.statusCode).toBe(200);
+    expect((await browser.post('/settings/two_factor', { code: await generate({ secret }), current_password: safe.password }, setup.body)).statusCode).toBe(303);
+    const on = await browser.get('/settings/two_factor');
     const recovery = /<ul class="codes" id="recovery-codes">\s*<li>([0-9a-f]+)</.exec(on.body)![1]!;
     // fan lists safe, so only the second factor stands in the way.
     const fanBrowser = await browserOf(fan);

@@ -123,7 +123,9 @@ describe('/authorize_interaction', () => {
     expect(page.statusCode, page.body).toBe(200);
     expect(page.body).toContain(`@gus@${peer.domain}`);
     const followed = await browser.post('/authorize_interaction', { uri: gus, action: 'follow' }, page.body);
-    expect(followed.statusCode).toBe(200);
+    expect(followed.statusCode).toBe(303);
+    expect(followed.headers.location).toMatch(/^\/authorize_interaction\?uri=.+&done=(follow|requested)$/);
+    expect((await browser.get(followed.headers.location as string)).body).toMatch(new RegExp(`You (follow|asked to follow) @gus@${peer.domain.replace(/\./g, '\\.')}`));
     const follow = await peer.waitFor((d) => d.activity.type === 'Follow' && d.activity.actor === `${ours.url}/users/bob`);
     expect(follow.verified, follow.reason).toBe(true);
     const found = (await ours.app.inject({ method: 'GET', url: `/api/v1/accounts/lookup?acct=gus@${peer.domain}`, headers: bearer(bob.token) })).json();

@@ -9,7 +9,7 @@ import { transaction } from '../../../storage/db.ts';
 import * as filters from '../../../storage/filters.ts';
 import { findStatus } from '../../../storage/statuses.ts';
 import { canSee } from '../../../services/visibility.ts';
-import { filtersChanged } from '../../../services/filters.ts';
+import { createFilter, deleteFilter, filtersChanged, updateFilter, type KeywordChange } from '../../../services/filters.ts';
 import { renderFilter, renderFilterKeyword, renderFilterStatus } from '../../serializers/filter.ts';
 
 export const FilterContextSchema = Type.Union(['home', 'notifications', 'public', 'thread', 'account'].map((c) => Type.Literal(c)));
@@ -38,8 +38,6 @@ const FilterBody = {
 };
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const FilterIdParams = Type.Object({ filter_id: Type.String({ maxLength: 40 }) });
-
-type KeywordChange = { id?: string; keyword?: string; wholeWord?: boolean; destroy: boolean };
 
 /** The rows of keywords_attributes, however the client sent them. */
 function keywordChanges(value: Static<typeof KeywordRows> | undefined): KeywordChange[] {
@@ -80,15 +78,9 @@ export default async function filtersRoutes(fastify: FastifyInstance, { ctx }: R
   app.post('/api/v2/filters', { schema: { body: Type.Object(FilterBody) }, config: write }, async (request) => {
     const viewerId = requireViewer(request);
     const b = request.body;
-    const keywords = keywordChanges(b.keywords_attributes).filter((k) => !k.destroy);
-    if (keywords.some((k) => k.keyword === undefined)) throw unprocessable("Validation failed: Keywords keyword can't be blank");
-    const id = await transaction(ctx.db, async (tx) => {
-      if ((await filters.countFilters(tx, viewerId)) >= filters.FILTER_LIMITS.filters) throw unprocessable(`Validation failed: you may keep at most ${filters.FILTER_LIMITS.filters} filters`);
-      const id = await filters.insertFilter(tx, viewerId, { title: b.title, context: b.context as filters.FilterContext[], action: b.filter_action ?? 'warn', expiresAt: expiresAt(b.expires_in) ?? null });
-      for (const k of keywords) await filters.insertKeyword(tx, id, k.keyword!, k.wholeWord ?? true);
-      return id;
-    });
-    await filtersChanged(ctx, viewerId);
+    const id = await createFilter(ctx, viewerId, {
+      title: b.title, context: b.context as filters.FilterContext[], action: b.filter_action ?? 'warn', expiresAt: expiresAt(b.expires_in) ?? null,
+    }, keywordChanges(b.keywords_attributes));
     return renderFilter((await filters.findFilter(ctx.db, viewerId, id))!);
   });
 
@@ -96,34 +88,15 @@ export default async function filtersRoutes(fastify: FastifyInstance, { ctx }: R
     const viewerId = requireViewer(request);
     const filter = await ownFilter(viewerId, request.params.id);
     const b = request.body;
-    const changes = keywordChanges(b.keywords_attributes);
-    await transaction(ctx.db, async (tx) => {
-      await filters.updateFilter(tx, viewerId, filter.id, { title: b.title, context: b.context as filters.FilterContext[] | undefined, action: b.filter_action, expiresAt: expiresAt(b.expires_in) });
-      for (const c of changes) {
-        if (c.id !== undefined) {
-          // A keyword named by id must be this filter's; Mastodon ignores others, and so do we.
-          const existing = isId(c.id) ? await filters.findKeyword(tx, viewerId, c.id) : null;
-          if (!existing || existing.custom_filter_id !== filter.id) continue;
-          if (c.destroy) await filters.deleteKeyword(tx, existing.id);
-          else await filters.updateKeyword(tx, existing.id, c.keyword, c.wholeWord);
-        } else if (!c.destroy) {
-          if (c.keyword === undefined) throw unprocessable("Validation failed: Keywords keyword can't be blank");
-          await filters.insertKeyword(tx, filter.id, c.keyword, c.wholeWord ?? true);
-        }
-      }
-      if ((await filters.countKeywords(tx, filter.id)) > filters.FILTER_LIMITS.keywordsPerFilter) {
-        throw unprocessable(`Validation failed: a filter may have at most ${filters.FILTER_LIMITS.keywordsPerFilter} keywords`);
-      }
-    });
-    await filtersChanged(ctx, viewerId);
+    await updateFilter(ctx, viewerId, filter.id, {
+      title: b.title, context: b.context as filters.FilterContext[] | undefined, action: b.filter_action, expiresAt: expiresAt(b.expires_in),
+    }, keywordChanges(b.keywords_attributes));
     return renderFilter((await filters.findFilter(ctx.db, viewerId, filter.id))!);
   });
 
   app.delete('/api/v2/filters/:id', { schema: { params: IdParams }, config: write }, async (request) => {
     const viewerId = requireViewer(request);
-    const filter = await ownFilter(viewerId, request.params.id);
-    await filters.deleteFilter(ctx.db, viewerId, filter.id);
-    await filtersChanged(ctx, viewerId);
+    await deleteFilter(ctx, viewerId, request.params.id);
     return {};
   });
 

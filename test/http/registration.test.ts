@@ -74,7 +74,7 @@ describe('a successful registration', () => {
     });
 
     const { rows } = await s.ctx.db.query(
-      `SELECT u.email, u.locale, u.approved, u.admin, u.agreement_at, u.password_hash, u.created_by_application_id::text AS app_id, a.username, a.domain
+      `SELECT u.email, u.locale, u.approved, u.role_id IS NOT NULL AS admin, u.agreement_at, u.password_hash, u.created_by_application_id::text AS app_id, a.username, a.domain
          FROM users u JOIN accounts a ON a.id = u.account_id WHERE a.id = $1`, [account.id]);
     expect(rows[0]).toMatchObject({ email: 'gwen@example.com', locale: 'en', approved: true, admin: false, username: 'gwen', domain: null, app_id: client.id });
     expect(rows[0].agreement_at).toBeInstanceOf(Date);

@@ -124,5 +124,15 @@ describe('notification mail', () => {
     expect(digest.text).toContain('hal (@hal) is now following you');
     expect(digest.headers.get('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
     expect(await queueDigests(s.ctx)).toBe(0);
+
+    // One-click as multipart/form-data, the other form RFC 8058 allows.
+    const url = /^<http:\/\/notify\.test(\/unsubscribe\?token=[^>]+)>$/.exec(digest.headers.get('list-unsubscribe') ?? '')![1]!;
+    const boundary = 'one-click-boundary';
+    const res = await s.app.inject({
+      method: 'POST', url, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload: `--${boundary}\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\nOne-Click\r\n--${boundary}--\r\n`,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await s.ctx.db.query(`SELECT notification_digest FROM users WHERE id = $1`, [gina.userId])).rows[0].notification_digest).toBe(false);
   });
 });

@@ -33,11 +33,23 @@ export default async function unsubscribePageRoutes(fastify: FastifyInstance, { 
   app.post('/unsubscribe', {
     config: { signedLink: true },
     // The page's form sends the token in the body; a mail client posts to the header's URL, the token in its query.
-    schema: { querystring: Token, body: Type.Optional(Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) })) },
+    schema: {
+      querystring: Token,
+      body: Type.Optional(Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })), 'List-Unsubscribe': Type.Optional(Type.String({ maxLength: 20 })) })),
+    },
   }, async (request, reply) => {
-    const done = await unsubscribe(ctx, request.body?.token ?? request.query.token ?? '');
+    const body = request.body as Record<string, string | undefined> | undefined;
+    const done = await unsubscribe(ctx, body?.token ?? request.query.token ?? '');
     if (!done) return refused(request, reply);
-    return sendMessagePage(ctx, request, reply, 'Unsubscribed', `You will no longer get ${WHAT[done.kind]}.`, {
+    // A mail client's one-click request is answered at once; the page's form, as every form, with a redirect.
+    if (body?.['List-Unsubscribe'] === 'One-Click') return reply.code(200).type('text/plain; charset=utf-8').send('Unsubscribed.');
+    return reply.redirect(`/unsubscribe/done/${done.kind}`, 303);
+  });
+
+  app.get<{ Params: { kind: string } }>('/unsubscribe/done/:kind', async (request, reply) => {
+    const kind = request.params.kind as UnsubscribeKind;
+    if (!Object.hasOwn(WHAT, kind)) return refused(request, reply);
+    return sendMessagePage(ctx, request, reply, 'Unsubscribed', `You will no longer get ${WHAT[kind]}.`, {
       link: { href: '/settings/preferences/notifications', text: 'Choose which mails you get' },
     });
   });

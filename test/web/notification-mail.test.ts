@@ -69,6 +69,11 @@ describe('notification mail', () => {
     const oneClick = await s.app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'List-Unsubscribe=One-Click' });
     expect(oneClick.statusCode).toBe(200);
     expect(await choice()).toBe(false);
+    // The page's own button (no session either) answers with a redirect to fixed words.
+    const token = new URL(url!).searchParams.get('token')!;
+    const form = await s.app.inject({ method: 'POST', url: '/unsubscribe', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ token }).toString() });
+    expect(form.statusCode).toBe(303);
+    expect((await s.app.inject({ method: 'GET', url: form.headers.location as string })).body).toContain('You will no longer get mails about mentions.');
 
     await post(bob, '@alice and dinner?');
     await settled();

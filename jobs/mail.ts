@@ -12,6 +12,11 @@ import { findReport } from '../storage/reports.ts';
 import { removeFromOutbox } from '../storage/outbox.ts';
 import { hashSecret } from '../storage/oauth.ts';
 import { CONFIRMATION_TOKEN_TTL_SECONDS, RESET_PASSWORD_TOKEN_TTL_SECONDS, type Mail } from '../services/mail.ts';
+import { findNotification } from '../storage/notifications.ts';
+import { findStatus } from '../storage/statuses.ts';
+import { digestSummary, mailableUser } from '../storage/notification-emails.ts';
+import { emailChoices, unsubscribeToken, type UnsubscribeKind } from '../services/notification-emails.ts';
+import { plainText, TITLES, truncate } from '../services/web-push.ts';
 
 // The sendMail job: reads what a mail is about as it is now, renders it (plain text and HTML, from the Eta templates
 // in mail-templates/), and hands it to the SMTP server. Failures throw for BullMQ to retry (jobs/queues.ts,
@@ -40,6 +45,8 @@ export interface Message {
   subject: string;
   text: string;
   html: string;
+  /** Extra header fields (List-Unsubscribe of notification mail). */
+  headers?: Record<string, string>;
 }
 
 /** sent; off: mail is off; skipped: nothing to send any more (the user is gone, already confirmed, …). */
@@ -149,7 +156,7 @@ async function deliver(ctx: AppContext, smtp: SmtpSettings, m: Message): Promise
     html: m.html,
     messageId: `<${randomUUID()}@${hostOf(ctx.config)}>`,
     // RFC 3834: no vacation replies to a machine.
-    headers: { 'Auto-Submitted': 'auto-generated' },
+    headers: { 'Auto-Submitted': 'auto-generated', ...m.headers },
   });
 }
 
@@ -278,7 +285,86 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
         link: link('/auth/sign_in'),
       });
     }
+    case 'notification':
+      return notificationMessage(ctx, mail);
+    case 'notification_digest':
+      return digestMessage(ctx, mail);
   }
+}
+
+/** Notification types as a digest counts them. */
+const DIGEST_LABELS: Record<string, [string, string]> = {
+  mention: ['mention', 'mentions'], reblog: ['boost', 'boosts'], favourite: ['favourite', 'favourites'], follow: ['new follower', 'new followers'],
+  follow_request: ['follow request', 'follow requests'], poll: ['poll ended', 'polls ended'], status: ['new post', 'new posts'],
+  update: ['edited post', 'edited posts'], quote: ['quote', 'quotes'],
+};
+const DIGEST_LATEST = 5;
+const DIGEST_COUNT_CAP = 10_000;
+
+/**
+ * The unsubscribe link of a mail (a signed token naming the person and the kind; the page asks before it acts, and a
+ * POST to it unsubscribes at once) and the headers of RFC 2369 and RFC 8058 that let a mail client do the same.
+ */
+function unsubscribing(ctx: AppContext, userId: string, kind: UnsubscribeKind): { url: string; headers: Record<string, string> } {
+  const url = `${ctx.config.publicUrl}/unsubscribe?token=${encodeURIComponent(unsubscribeToken(ctx.config, userId, kind))}`;
+  return { url, headers: { 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } };
+}
+
+/** A notification's mail, or null when it no longer calls for one (dismissed, its post gone, the choice turned off, the person not mailable). */
+async function notificationMessage(ctx: AppContext, mail: Extract<Mail, { type: 'notification' }>): Promise<Message | null> {
+  const user = await findUserById(ctx.db, mail.userId);
+  if (!user || !(await mailableUser(ctx.db, user.account_id))) return null;
+  if (!(await emailChoices(ctx.db, user.id)).kinds[mail.kind]) return null;
+  const n = await findNotification(ctx.db, user.account_id, mail.notificationId);
+  if (!n || n.filtered) return null;
+  const [recipient, from, status] = await Promise.all([
+    findAccountById(ctx.db, user.account_id), findAccountById(ctx.db, n.from_account_id), n.status_id ? findStatus(ctx.db, n.status_id) : null,
+  ]);
+  if (!recipient || !from || (n.status_id && !status)) return null;
+  const name = from.display_name?.trim() || from.username;
+  const subject = mail.kind === 'direct' ? `New direct message from ${name}` : TITLES[n.type](name);
+  const statusAuthor = status ? (status.account_id === from.id ? from : await findAccountById(ctx.db, status.account_id)) : null;
+  const link = status && statusAuthor
+    ? `${ctx.config.publicUrl}/@${acctOf(statusAuthor)}/${status.id}`
+    : `${ctx.config.publicUrl}/@${acctOf(from)}`;
+  const { url, headers } = unsubscribing(ctx, user.id, mail.kind);
+  const message = await render(ctx, 'notification', user.email, subject, {
+    username: recipient.username,
+    summary: subject,
+    from: `${name} (@${acctOf(from)})`,
+    excerpt: status ? truncate(plainText(status.spoiler_text || status.content), 500) : '',
+    link,
+    linkLabel: status ? 'View the post' : 'View the profile',
+    unsubscribe: url,
+    kindLabel: { mention: 'mentions', direct: 'direct messages', follow: 'new followers', follow_request: 'follow requests', favourite: 'favourites', reblog: 'boosts' }[mail.kind],
+    settings: `${ctx.config.publicUrl}/settings/preferences/notifications`,
+  });
+  return { ...message, headers };
+}
+
+async function digestMessage(ctx: AppContext, mail: Extract<Mail, { type: 'notification_digest' }>): Promise<Message | null> {
+  const user = await findUserById(ctx.db, mail.userId);
+  if (!user || !(await mailableUser(ctx.db, user.account_id)) || !(await emailChoices(ctx.db, user.id)).digest) return null;
+  const recipient = await findAccountById(ctx.db, user.account_id);
+  if (!recipient) return null;
+  const summary = await digestSummary(ctx.db, user.account_id, mail.afterId, mail.upToId, DIGEST_LATEST, DIGEST_COUNT_CAP);
+  const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
+  if (total === 0) return null;
+  const counts = Object.entries(summary.counts).sort((a, b) => b[1] - a[1])
+    .map(([type, count]) => { const [one, many] = DIGEST_LABELS[type] ?? ['other notification', 'other notifications']; return `${count} ${count === 1 ? one : many}`; });
+  const latest: string[] = [];
+  for (const n of summary.latest) {
+    const from = await findAccountById(ctx.db, n.from_account_id);
+    const title = TITLES[n.type as keyof typeof TITLES];
+    if (from && title) latest.push(title(`${from.display_name?.trim() || from.username} (@${acctOf(from)})`));
+  }
+  const { url, headers } = unsubscribing(ctx, user.id, 'digest');
+  const message = await render(ctx, 'notification_digest', user.email,
+    `${total === 1 ? '1 new notification' : `${total} new notifications`} since your last visit to ${ctx.config.instanceTitle}`, {
+      username: recipient.username, counts, latest, link: `${ctx.config.publicUrl}/notifications`, unsubscribe: url,
+      settings: `${ctx.config.publicUrl}/settings/preferences/notifications`,
+    });
+  return { ...message, headers };
 }
 
 async function render(ctx: AppContext, name: Mail['type'], to: string, subject: string, data: Record<string, unknown>): Promise<Message> {

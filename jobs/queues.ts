@@ -52,6 +52,8 @@ export type FanoutJob =
   | { kind: 'receiveCollectionActivity'; outboxId: string; senderId: string; activity: Record<string, unknown> }
   /** Trend scores computed anew (jobs/trends.ts), every five minutes as Mastodon's RefreshScheduler. */
   | { kind: 'refreshTrends'; outboxId?: undefined }
+  /** The daily notification digests due (services/notification-emails.ts), queued as mail; hourly. */
+  | { kind: 'queueNotificationDigests'; outboxId?: undefined }
   /** A status's link preview card (jobs/link-cards.ts), queued with a status that has a link. */
   | { kind: 'fetchLinkCard'; outboxId: string; statusId: string }
   /** An account's profile links checked for rel="me" (jobs/profile-links.ts), queued when its fields are set. */
@@ -162,11 +164,12 @@ export class JobQueues {
     await Promise.all([add(this.fanout, fanout), add(this.pull, pull), add(this.media, media)]);
   }
 
-  /** The repeating jobs: the clean-up of abandoned uploads and of old copies of remote media, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
+  /** The repeating jobs: the clean-up of abandoned uploads and of old copies of remote media, and the notification digests due, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
   async scheduleRepeating(): Promise<void> {
     await this.fanout.upsertJobScheduler('clean-media', { every: 3_600_000 }, { name: 'cleanMedia', data: { kind: 'cleanMedia' } });
     await this.fanout.upsertJobScheduler('refresh-trends', { every: 300_000 }, { name: 'refreshTrends', data: { kind: 'refreshTrends' } });
     await this.fanout.upsertJobScheduler('prune-media-cache', { every: 3_600_000 }, { name: 'pruneMediaCache', data: { kind: 'pruneMediaCache' } });
+    await this.fanout.upsertJobScheduler('notification-digests', { every: 3_600_000 }, { name: 'queueNotificationDigests', data: { kind: 'queueNotificationDigests' } });
   }
 
   async close(): Promise<void> {

@@ -93,6 +93,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'processMedia' || data.kind === 'transcodeMedia') await processMedia(ctx, data.mediaId);
     else if (data.kind === 'cleanMedia') await removeAbandonedMedia(ctx);
     else if (data.kind === 'receiveCollectionActivity') await (await import('../federation/collections.ts')).receiveCollectionActivityJob(ctx, data.senderId, data.activity);
+    else if (data.kind === 'queueNotificationDigests') await (await import('../services/notification-emails.ts')).queueDigests(ctx);
     else if (data.kind === 'refreshTrends') await (await import('./trends.ts')).refreshTrendsJob(ctx);
     else if (data.kind === 'webPush') await (await import('./web-push.ts')).deliverWebPush(ctx, data, log);
     else if (data.kind === 'domainBlock') await applyDomainBlock(ctx, data.domain, data.createdAt);

@@ -4,6 +4,7 @@ import { emailTaken, findUserById, setUnconfirmedEmail } from '../storage/users.
 import type { Config } from '../config.ts';
 import { forbidden, notFound, ValidationFailed } from '../errors.ts';
 import { EMAIL_FORMAT } from './accounts.ts';
+import type { EmailKind } from './notification-emails.ts';
 
 /**
  * The mail this server sends. A payload names what the mail is about by id, never by row, and never carries a
@@ -27,7 +28,11 @@ export type Mail =
    * To the old address: a change to `newEmail` was asked for. `oldEmail` (the address in use when the change was
    * asked) is where it goes; without it, the user's current address, unless that is already the new one.
    */
-  | { type: 'email_changed'; userId: string; newEmail: string; oldEmail?: string };
+  | { type: 'email_changed'; userId: string; newEmail: string; oldEmail?: string }
+  /** A notification of a kind the person takes mail of (services/notification-emails.ts), with an unsubscribe link. */
+  | { type: 'notification'; userId: string; notificationId: string; kind: EmailKind }
+  /** The daily digest: the notifications after `afterId` up to `upToId`, counted, and the latest few. */
+  | { type: 'notification_digest'; userId: string; afterId: string; upToId: string };
 
 export type MailType = Mail['type'];
 

@@ -8,14 +8,16 @@ import { streamChannels, type StreamEvents } from './stream-events.ts';
 import { queueWebPush } from './web-push.ts';
 import { FILTERABLE_TYPES, policyVerdict } from './notification-policy.ts';
 import { recordFiltered } from '../storage/notification-policy.ts';
+import { queueNotificationMail } from './notification-emails.ts';
 
 /**
  * Notifies a local account of what another did, in the transaction of the change, and tells its streaming sockets
  * once that transaction has committed (never of a change that was rolled back). Its Web Push subscriptions that take
- * the notification get a push, queued through the outbox of the same transaction. Nothing is made when either blocks
+ * the notification get a push, and its recipient a mail if they chose mail of its kind (services/notification-emails.ts),
+ * both queued through the outbox of the same transaction. Nothing is made when either blocks
  * the other, or the recipient mutes the sender's notifications or blocks their server (Mastodon's NotifyService).
  * The recipient's notification policy then accepts it, drops it, or files it as filtered under a notification
- * request (told to no socket and pushed nowhere).
+ * request (told to no socket, pushed and mailed nowhere).
  */
 export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueues }, tx: Queryable, accountId: string, fromAccountId: string, type: NotificationType, statusId: string | null = null, reportId: string | null = null, collectionId: string | null = null): Promise<void> {
   if (await notificationsBlocked(tx, accountId, fromAccountId, { limitedAccounts: !FILTERABLE_TYPES.has(type) })) return;
@@ -28,5 +30,6 @@ export async function notifyAccount(deps: { events: StreamEvents; jobs: JobQueue
   else if (row) {
     afterCommit(tx, () => deps.events.publish(streamChannels.notifications(accountId), { event: 'notification', notificationId: row.id }));
     await queueWebPush(deps, tx, row);
+    await queueNotificationMail(deps, tx, row);
   }
 }

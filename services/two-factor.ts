@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppContext } from '../context.ts';
@@ -67,6 +67,14 @@ function otpKey(config: Pick<Config, 'otpSecret' | 'dataDir'>): Buffer {
   }
   keys.set(id, key);
   return key;
+}
+
+/**
+ * A key of this server for one purpose (`label`), derived from the same secret as the two-factor key (HMAC-SHA256 of
+ * the label), so that one secret serves every signed link without one purpose's signatures counting for another.
+ */
+export function serverKey(config: Pick<Config, 'otpSecret' | 'dataDir'>, label: string): Buffer {
+  return createHmac('sha256', otpKey(config)).update(label).digest();
 }
 
 /** AES-256-GCM, stored as `v1:` and base64 of IV, tag and ciphertext. */

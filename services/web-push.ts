@@ -55,8 +55,8 @@ export async function queueWebPush(deps: { jobs: JobQueues }, tx: Queryable, n: 
   afterCommit(tx, () => Promise.all(rows.map((r) => deps.jobs.enqueue(r).catch(() => {}))));
 }
 
-// Mastodon's English notification_mailer subjects, which its push titles are.
-const TITLES: Record<NotificationType, (name: string) => string> = {
+// Mastodon's English notification_mailer subjects, which its push titles are (and our notification mails' subjects).
+export const TITLES: Record<NotificationType, (name: string) => string> = {
   mention: (name) => `You were mentioned by ${name}`,
   status: (name) => `${name} just posted`,
   reblog: (name) => `${name} boosted your post`,
@@ -76,7 +76,7 @@ const TITLES: Record<NotificationType, (name: string) => string> = {
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 
 /** HTML to plain text: tags dropped (line and paragraph breaks kept as line breaks), entities decoded. */
-function plainText(html: string): string {
+export function plainText(html: string): string {
   const text = sanitize(html.replace(/<br\s*\/?>/gi, '\n').replace(/<\/p>\s*<p[^>]*>/gi, '\n\n'), { allowedTags: [], allowedAttributes: {} });
   return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
     if (name[0] === '#') {
@@ -88,7 +88,7 @@ function plainText(html: string): string {
 }
 
 /** Rails' `truncate(length: 140)`: at most 140 characters, the last three "..." when cut. */
-function truncate(text: string, length = 140): string {
+export function truncate(text: string, length = 140): string {
   const chars = [...text];
   return chars.length <= length ? text : `${chars.slice(0, length - 3).join('')}...`;
 }

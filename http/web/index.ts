@@ -8,6 +8,7 @@ import authorizePageRoutes from './authorize.ts';
 import oidcPageRoutes from './oidc.ts';
 import securityKeyPageRoutes from './security-keys.ts';
 import settingsPageRoutes from './settings.ts';
+import unsubscribePageRoutes from './unsubscribe.ts';
 import importPageRoutes from './imports.ts';
 import adminPageRoutes from './admin.ts';
 import exportPageRoutes from './exports.ts';
@@ -59,6 +60,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./client-lists.ts')).default, { ctx });
   await app.register((await import('./client-filters.ts')).default, { ctx });
   await app.register(settingsPageRoutes, { ctx });
+  await app.register(unsubscribePageRoutes, { ctx });
   await app.register(securityKeyPageRoutes, { ctx });
   await app.register((await import('./settings-appearance.ts')).default, { ctx });
   await app.register((await import('./settings-development.ts')).default, { ctx });

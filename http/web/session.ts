@@ -78,8 +78,16 @@ export async function endWebSession(ctx: AppContext, request: FastifyRequest, re
 
 /**
  * Cookies, web sessions and CSRF protection for the pages (registered inside the pages' scope only: the API
- * never reads a cookie). Every POST of a page must carry the form's `_csrf` token, checked before validation.
+ * never reads a cookie). Every POST of a page must carry the form's `_csrf` token, checked before validation, but
+ * those of routes configured `signedLink: true`, which take a signed token of their own.
  */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A page route whose POST carries a signed token of its own (an unsubscribe link): no CSRF form token asked. */
+    signedLink?: boolean;
+  }
+}
+
 async function sessionPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
   await app.register(cookie);
   await app.register(csrf, {
@@ -96,6 +104,9 @@ async function sessionPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext })
   });
   app.addHook('preValidation', (request, reply, done) => {
     if (request.method === 'GET' || request.method === 'HEAD') return done();
+    // A route whose form carries its own proof (a signed token in the link a mail gave) opts out: a mail client's
+    // one-click unsubscribe (RFC 8058) has no cookie and no form token.
+    if (request.routeOptions.config?.signedLink) return done();
     app.csrfProtection(request, reply, done);
   });
 }

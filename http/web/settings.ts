@@ -22,6 +22,7 @@ import { endWebSession, SESSION_COOKIE, type SignedIn } from './session.ts';
 import { letFormsRedirectAway, sendFormPage, signedInOrRedirect } from './page.ts';
 import { findUserIdentity } from '../../storage/identities.ts';
 import { OIDC_PROVIDER } from '../../services/oidc.ts';
+import { EMAIL_KINDS, emailChoices, saveEmailChoices, type EmailKind } from '../../services/notification-emails.ts';
 
 const MAX_FIELDS = 4;
 const VISIBILITIES = ['public', 'unlisted', 'private', 'direct'] as const;
@@ -132,6 +133,32 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
       source: { privacy, sensitive: checkbox(request.body.sensitive), language: lang === '' ? null : lang },
     });
     return reply.redirect('/settings/preferences?notice=saved', 303);
+  });
+
+  // Mail about notifications, as Mastodon's /settings/preferences/notifications: one box per kind, and the digest.
+  const EMAIL_LABELS: Record<EmailKind, string> = {
+    mention: 'Someone mentions me', direct: 'Someone sends me a direct message', follow: 'Someone follows me',
+    follow_request: 'Someone asks to follow me', favourite: 'Someone favourites my post', reblog: 'Someone boosts my post',
+  };
+  app.get('/settings/preferences/notifications', { schema: { querystring: Notice } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const choices = await emailChoices(ctx.db, me.user.id);
+    return sendFormPage(ctx, request, reply, 'settings/notifications', 'Mail about notifications', {
+      kinds: EMAIL_KINDS.map((k) => ({ name: k, label: EMAIL_LABELS[k], on: choices.kinds[k] })),
+      digest: choices.digest, mailOn: ctx.config.smtp !== null, notice: notice(request.query), error: '',
+    });
+  });
+
+  app.post('/settings/preferences/notifications', {
+    schema: { body: Type.Object(Object.fromEntries([...EMAIL_KINDS, 'digest'].map((k) => [k, Type.Optional(Type.String({ maxLength: 10 }))]))) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const body = request.body as Record<string, unknown>;
+    const kinds = Object.fromEntries(EMAIL_KINDS.map((k) => [k, checkbox(body[k])])) as Record<EmailKind, boolean>;
+    await saveEmailChoices(ctx.db, me.user.id, kinds, checkbox(body.digest));
+    return reply.redirect('/settings/preferences/notifications?notice=saved', 303);
   });
 
   async function accountPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {

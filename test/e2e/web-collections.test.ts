@@ -72,7 +72,7 @@ describe('collections and settings on a phone', () => {
 
     // Every page in light colours; in dark, those whose parts differ most (the axe runs are the test's cost).
     const pages = {
-      light: ['/bookmarks', '/favourites', '/follow_requests', '/lists', listPath, '/filters', filterPath, '/settings/development', '/settings/account', '/settings/appearance', '/settings/preferences', '/settings/two_factor'],
+      light: ['/bookmarks', '/favourites', '/follow_requests', '/lists', listPath, '/filters', filterPath, '/settings/development', '/settings/account', '/settings/appearance', '/settings/preferences', '/settings/preferences/notifications', '/settings/two_factor'],
       dark: [listPath, filterPath, '/settings/account', '/settings/appearance'],
     };
     for (const theme of ['light', 'dark'] as const) {

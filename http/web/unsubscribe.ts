@@ -1,0 +1,56 @@
+import { Type } from '../schema.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../route-options.ts';
+import { readUnsubscribeToken, unsubscribe, type UnsubscribeKind } from '../../services/notification-emails.ts';
+import { sendFormPage, sendMessagePage } from './page.ts';
+
+const WHAT: Record<UnsubscribeKind, string> = {
+  mention: 'mails about mentions', direct: 'mails about direct messages', follow: 'mails about new followers',
+  follow_request: 'mails about follow requests', favourite: 'mails about favourites', reblog: 'mails about boosts', digest: 'the daily digest',
+};
+
+const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) });
+
+/**
+ * The link in every notification mail, working without signing in (Mastodon's UnsubscriptionsController): GET asks
+ * before it acts (a link scanner that follows links must not unsubscribe anyone), POST unsubscribes, from the page's
+ * button or from a mail client's one-click request (RFC 8058: `List-Unsubscribe=One-Click` posted to the header's URL).
+ */
+export default async function unsubscribePageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const refused = (request: FastifyRequest, reply: FastifyReply) => sendMessagePage(ctx, request, reply, 'Unsubscribe', 'This unsubscribe link is not valid. You can choose which mails you get on your settings page.', {
+    status: 404, kind: 'error', link: { href: '/settings/preferences/notifications', text: 'Mail settings' },
+  });
+
+  app.get('/unsubscribe', { schema: { querystring: Token } }, async (request, reply) => {
+    const token = request.query.token ?? '';
+    const found = readUnsubscribeToken(ctx.config, token);
+    if (!found) return refused(request, reply);
+    return sendFormPage(ctx, request, reply, 'unsubscribe', 'Unsubscribe', { token, what: WHAT[found.kind] });
+  });
+
+  app.post('/unsubscribe', {
+    config: { signedLink: true },
+    // The page's form sends the token in the body; a mail client posts to the header's URL, the token in its query.
+    schema: {
+      querystring: Token,
+      body: Type.Optional(Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })), 'List-Unsubscribe': Type.Optional(Type.String({ maxLength: 20 })) })),
+    },
+  }, async (request, reply) => {
+    const body = request.body as Record<string, string | undefined> | undefined;
+    const done = await unsubscribe(ctx, body?.token ?? request.query.token ?? '');
+    if (!done) return refused(request, reply);
+    // A mail client's one-click request is answered at once; the page's form, as every form, with a redirect.
+    if (body?.['List-Unsubscribe'] === 'One-Click') return reply.code(200).type('text/plain; charset=utf-8').send('Unsubscribed.');
+    return reply.redirect(`/unsubscribe/done/${done.kind}`, 303);
+  });
+
+  app.get<{ Params: { kind: string } }>('/unsubscribe/done/:kind', async (request, reply) => {
+    const kind = request.params.kind as UnsubscribeKind;
+    if (!Object.hasOwn(WHAT, kind)) return refused(request, reply);
+    return sendMessagePage(ctx, request, reply, 'Unsubscribed', `You will no longer get ${WHAT[kind]}.`, {
+      link: { href: '/settings/preferences/notifications', text: 'Choose which mails you get' },
+    });
+  });
+}

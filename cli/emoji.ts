@@ -26,7 +26,7 @@ export const EMOJI_USAGE = `  emoji add <shortcode> <file> [--category <name>] [
   emoji disable <shortcode[@domain]> | emoji enable <shortcode[@domain]>
       A disabled emoji shows nowhere (posts keep their :shortcode: as text) until enabled again; with @domain,
       another server's emoji as seen here.
-  emoji copy <shortcode@domain> [--as <shortcode>] [--category <name>] [--unlisted] [--overwrite]
+  emoji copy <shortcode@domain> [--name <shortcode>] [--category <name>] [--unlisted] [--overwrite]
       Adds another server's emoji to this server's own (its image fetched and checked as an upload is).
   emoji remove <shortcode>
       Removes an emoji and its image files.`;
@@ -47,7 +47,7 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
       prefix: { type: 'string', default: '' },
       suffix: { type: 'string', default: '' },
       overwrite: { type: 'boolean', default: false },
-      as: { type: 'string' },
+      name: { type: 'string' },
       unlisted: { type: 'boolean', default: false },
     },
   });
@@ -98,9 +98,9 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
       const copied = await findRemoteEmoji(deps.db, remote.id);
       const image = copied?.image_key ? await deps.fileHost.get(copied.image_key) : null;
       if (!image) throw new Error(`the image of :${shortcode}@${domain}: could not be had (${outcome})`);
-      const as = values.as ?? shortcode;
+      const as = values.name ?? shortcode;
       const added = await addLocalEmoji(deps, { shortcode: as, image, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite });
-      if (added.outcome === 'exists') throw new Error(`:${as}: already exists (use --overwrite to replace its image, or --as to name the copy)`);
+      if (added.outcome === 'exists') throw new Error(`:${as}: already exists (use --overwrite to replace its image, or --name to name the copy)`);
       out(`:${as}: ${added.outcome === 'replaced' ? 'replaced' : 'added'} from :${shortcode}@${normalized}:`);
       return;
     }

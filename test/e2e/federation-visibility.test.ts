@@ -64,8 +64,8 @@ beforeAll(async () => {
   [ours, peer, ghostKey] = await Promise.all([startHttpsInstance({ LOG_LEVEL: 'info', METRICS_TOKEN: 'scrape-token-0123456789' }), peerWithActors(), rsaKeyPair()]);
   const client = await createApp(ours.app, 'read write follow push admin:read');
   [alice, admin] = await Promise.all([registerUser(ours.app, client, 'alice', 'read write admin:read'), registerUser(ours.app, client, 'ozzie', 'read admin:read')]);
-  // Made an administrator before its token is first used (the token cache would otherwise hold the old answer).
-  await ours.ctx.db.query("UPDATE users SET role_id = (SELECT id FROM user_roles WHERE name = 'Admin') WHERE account_id = $1", [admin.id]);
+  // Made the Owner (the queues page and /metrics need view_devops) before its token is first used (the token cache would otherwise hold the old answer).
+  await ours.ctx.db.query("UPDATE users SET role_id = (SELECT id FROM user_roles WHERE name = 'Owner') WHERE account_id = $1", [admin.id]);
 }, 60_000);
 afterAll(async () => {
   vi.restoreAllMocks();

@@ -138,7 +138,7 @@ describe('deleting an account that another server knows', () => {
 
     const browser = await browserOf(a, del);
     const res = await browser.submit('/settings/delete', '/settings/delete', { current_password: del.password });
-    expect(res.statusCode, res.body.slice(0, 1000)).toBe(200);
+    expect([res.statusCode, res.headers.location], res.body.slice(0, 1000)).toEqual([303, '/auth/done/account_deleted']);
 
     // b hears of it: the post leaves fan's home, the status and the account's posts are gone, the account suspended.
     await until(async () => (await api(b, fan, 'GET', '/api/v1/timelines/home')) as Json[], (l) => !l.some((s) => s.uri === post.uri), 'b: the post gone from fan\'s home', 30_000);

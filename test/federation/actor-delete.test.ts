@@ -63,7 +63,7 @@ describe('a local account deleted', () => {
     const browser = new WebClient(ours.app);
     expect((await browser.signIn(leaving.email, leaving.password)).statusCode).toBe(303);
     const page = await browser.get('/settings/delete');
-    expect((await browser.post('/settings/delete', { current_password: leaving.password }, page.body)).statusCode).toBe(200);
+    expect((await browser.post('/settings/delete', { current_password: leaving.password }, page.body)).headers.location).toBe('/auth/done/account_deleted');
 
     const del = await peer.waitFor((d) => d.activity.type === 'Delete' && d.activity.actor === leavingId);
     // Verified by the peer with the key it had from the Follows: the actor itself no longer answers.

@@ -206,7 +206,7 @@ describe("other servers' media, copied here", () => {
     expect(usage.find((l) => l.startsWith('emojis:'))).toMatch(/^emojis: 2 files/);
 
     // An operator takes it into this server's own set, then hides the other server's.
-    expect(await cli('emoji', 'copy', `blobcat@${peer.domain}`, '--as', 'gus_blobcat')).toEqual([`:gus_blobcat: added from :blobcat@${peer.domain.toLowerCase()}:`]);
+    expect(await cli('emoji', 'copy', `blobcat@${peer.domain}`, '--name', 'gus_blobcat')).toEqual([`:gus_blobcat: added from :blobcat@${peer.domain.toLowerCase()}:`]);
     const picker = (await ours.app.inject({ method: 'GET', url: '/api/v1/custom_emojis' })).json() as Json[];
     expect(picker.map((e) => e.shortcode)).toContain('gus_blobcat');
     expect(picker.find((e) => e.shortcode === 'gus_blobcat')!.url.startsWith(`${ours.url}/system/custom_emojis/`)).toBe(true);

@@ -139,7 +139,14 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   app.post('/admin/reports/:id/action', {
-    schema: { params: IdParams, body: Type.Object({ type: Type.Optional(Type.String({ maxLength: 20 })) }) },
+    schema: {
+      params: IdParams,
+      body: Type.Object({
+        type: Type.Optional(Type.String({ maxLength: 20 })),
+        text: Type.Optional(Type.String({ maxLength: 5000 })),
+        send_email_notification: Type.Optional(Type.String({ maxLength: 5 })),
+      }),
+    },
   }, async (request, reply) => {
     const me = await operator(request, reply);
     if (!me) return;
@@ -149,7 +156,9 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
     if (!report || !target) return refused(request, reply, new ApiError(404, 'Record not found'));
     try {
       // The same action as POST /api/v1/admin/accounts/:id/action with report_id: it resolves the report.
-      await moderation.takeAccountAction(deps, me.account.id, target, type, report.id);
+      await moderation.takeAccountAction(deps, me.account.id, target, type, {
+        reportId: report.id, text: request.body.text, sendEmail: request.body.send_email_notification === '1',
+      });
     } catch (err) {
       return refused(request, reply, err);
     }

@@ -51,9 +51,9 @@ export async function appealStrike(deps: ModerationDeps, accountId: string, stri
 /**
  * Mastodon's ApproveAppealService: the strike's action is undone (unsuspended, unsilenced, no longer sensitive,
  * enabled), the strike overruled, the appeal approved and its mail queued, in one transaction. An appeal decided
- * already is a 422; one whose account is deleted cannot be undone (403).
+ * already is a 422; one whose account is deleted cannot be undone (403). No operator account: the shell's (the CLI).
  */
-export async function approveAppeal(deps: ModerationDeps, operatorAccountId: string, appealId: string): Promise<void> {
+export async function approveAppeal(deps: ModerationDeps, operatorAccountId: string | null, appealId: string): Promise<void> {
   const appeal = await findAppeal(deps.db, appealId);
   const strike = appeal ? await findStrike(deps.db, appeal.account_warning_id) : null;
   const target = strike ? await findAccountById(deps.db, strike.target_account_id) : null;
@@ -87,7 +87,7 @@ export async function approveAppeal(deps: ModerationDeps, operatorAccountId: str
 }
 
 /** The appeal is rejected: the strike and its action stay; the person is told by mail. */
-export async function rejectAppeal(deps: ModerationDeps, operatorAccountId: string, appealId: string): Promise<void> {
+export async function rejectAppeal(deps: ModerationDeps, operatorAccountId: string | null, appealId: string): Promise<void> {
   if (!(await findAppeal(deps.db, appealId))) throw notFound();
   const row = await transaction(deps.db, async (tx) => {
     const decided = await decideAppeal(tx, appealId, 'rejected', operatorAccountId);

@@ -9,6 +9,9 @@ import { findReport, reopenReport, reportsPage, resolveReport } from '../storage
 import { isId } from '../storage/ids.ts';
 import type { TokenInvalidation } from '../services/token-cache.ts';
 import * as moderation from '../services/moderation.ts';
+import { approveAppeal, rejectAppeal } from '../services/strikes.ts';
+import { findStrike, pendingAppeals } from '../storage/strikes.ts';
+import { ApiError } from '../errors.ts';
 
 export const MODERATION_USAGE = `  accounts suspend|unsuspend <username | username@domain>
       Suspends an account (its tokens refused, its posts hidden everywhere, a local one sent to its followers'
@@ -24,13 +27,18 @@ export const MODERATION_USAGE = `  accounts suspend|unsuspend <username | userna
   reports list [--resolved] [--limit=<n>]
       Prints open (or resolved) reports, newest first: id, reporter, reported account, category, comment.
   reports resolve <id> / reports reopen <id>
-      Marks a report resolved, or open again.`;
+      Marks a report resolved, or open again.
+  appeals list [--limit=<n>]
+      Prints appeals waiting for a decision, oldest first: id, account, what the strike did, the appeal's text.
+  appeals approve <id> / appeals reject <id>
+      Approves an appeal (the strike's action is undone and the strike overruled) or rejects it; either way the
+      person is mailed (by the running server's outbox sweeper).`;
 
 const ACCOUNT_COMMANDS = new Set(['suspend', 'unsuspend', 'silence', 'unsilence', 'sensitive', 'unsensitive', 'disable', 'enable', 'reject']);
 
 /** Whether `argv` is one of these commands (cli/admin.ts hands it over before its own parsing). */
 export function isModerationCommand(argv: string[]): boolean {
-  return argv[0] === 'reports' || (argv[0] === 'accounts' && ACCOUNT_COMMANDS.has(argv[1] ?? ''));
+  return argv[0] === 'reports' || argv[0] === 'appeals' || (argv[0] === 'accounts' && ACCOUNT_COMMANDS.has(argv[1] ?? ''));
 }
 
 export class ModerationUsageError extends Error {}
@@ -63,6 +71,7 @@ export async function moderationCommand(argv: string[], deps: ModerationCliDeps,
   // No job queue here: what is to be sent out waits in the outbox for a running server's sweeper.
   const services: moderation.ModerationDeps = { db: deps.db, versions: new CacheVersions(deps.redis, deps.redisPrefix), invalidate: deps.invalidate, jobs: null };
   if (group === 'accounts') return accountCommand(services, command!, arg, out);
+  if (group === 'appeals') return appealCommand(services, command, arg, values.limit, out);
   switch (command) {
     case 'list': {
       if (values.limit !== undefined && !/^\d{1,3}$/.test(values.limit)) throw new ModerationUsageError('--limit takes a number up to 999');
@@ -128,5 +137,36 @@ async function accountCommand(deps: moderation.ModerationDeps, command: string, 
       return out(`${who} is rejected and removed`);
     default:
       throw new ModerationUsageError(`unknown command: accounts ${command}`);
+  }
+}
+
+async function appealCommand(deps: moderation.ModerationDeps, command: string | undefined, id: string | undefined, limit: string | undefined, out: (line: string) => void): Promise<void> {
+  switch (command) {
+    case 'list': {
+      if (limit !== undefined && !/^\d{1,3}$/.test(limit)) throw new ModerationUsageError('--limit takes a number up to 999');
+      const rows = await pendingAppeals(deps.db, { limit: Math.max(1, Number(limit ?? 100)) });
+      const accounts = new Map((await findAccountsByIds(deps.db, [...new Set(rows.map((a) => a.account_id))])).map((a) => [a.id, a]));
+      for (const a of rows) {
+        const strike = await findStrike(deps.db, a.account_warning_id);
+        const who = accounts.get(a.account_id);
+        out(`${a.id}  ${who ? acct(who) : a.account_id}  ${strike?.action ?? '?'}  ${JSON.stringify(a.text)}`);
+      }
+      if (rows.length === 0) out('no appeals waiting');
+      return;
+    }
+    case 'approve':
+    case 'reject': {
+      if (!id) throw new ModerationUsageError(`appeals ${command} takes the id of an appeal (see appeals list)`);
+      if (!isId(id)) throw new Error(`no appeal with id ${id}`);
+      try {
+        await (command === 'approve' ? approveAppeal : rejectAppeal)(deps, null, id);
+      } catch (err) {
+        if (err instanceof ApiError && err.statusCode < 500) throw new Error(err.statusCode === 404 ? `no appeal with id ${id}` : err.message);
+        throw err;
+      }
+      return out(`appeal ${id} ${command === 'approve' ? 'approved: the decision is undone' : 'rejected'}`);
+    }
+    default:
+      throw new ModerationUsageError(`unknown command: appeals ${command ?? ''}`.trim());
   }
 }

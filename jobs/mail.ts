@@ -6,7 +6,9 @@ import type { Eta } from 'eta';
 import type { Transporter } from 'nodemailer';
 import { contextSlot, type AppContext } from '../context.ts';
 import type { Config, SmtpSettings } from '../config.ts';
-import { findUserById, setMailToken, type UserRow } from '../storage/users.ts';
+import { findUserByAccountId, findUserById, setMailToken, type UserRow } from '../storage/users.ts';
+import { findAppeal, findStrike, type StrikeAction } from '../storage/strikes.ts';
+import { APPEAL_WINDOW_DAYS } from '../services/strikes.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import { findReport } from '../storage/reports.ts';
 import { removeFromOutbox } from '../storage/outbox.ts';
@@ -194,6 +196,10 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
     const account = user ? await findAccountById(ctx.db, user.account_id) : null;
     return user && account ? { user, account } : null;
   };
+  const accountAndUser = async (accountId: string) => {
+    const [user, account] = await Promise.all([findUserByAccountId(ctx.db, accountId), findAccountById(ctx.db, accountId)]);
+    return user && account ? { user, account } : null;
+  };
   switch (mail.type) {
     case 'confirmation': {
       const found = await userAndAccount(mail.userId);
@@ -289,6 +295,34 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       return notificationMessage(ctx, mail);
     case 'notification_digest':
       return digestMessage(ctx, mail);
+    case 'warning': {
+      const strike = await findStrike(ctx.db, mail.strikeId);
+      const found = strike ? await accountAndUser(strike.target_account_id) : null;
+      if (!strike || !found) return null;
+      return render(ctx, 'warning', found.user.email, STRIKE_SUBJECT[strike.action](instance), {
+        username: found.account.username,
+        action: strike.action,
+        done: STRIKE_DONE[strike.action],
+        text: strike.text,
+        statusCount: strike.status_ids.length,
+        link: link(`/disputes/strikes/${strike.id}`),
+        appealDays: APPEAL_WINDOW_DAYS,
+      });
+    }
+    case 'appeal_approved':
+    case 'appeal_rejected': {
+      const appeal = await findAppeal(ctx.db, mail.appealId);
+      const strike = appeal ? await findStrike(ctx.db, appeal.account_warning_id) : null;
+      const found = appeal ? await accountAndUser(appeal.account_id) : null;
+      if (!appeal || !strike || !found) return null;
+      const approved = mail.type === 'appeal_approved';
+      return render(ctx, mail.type, found.user.email, approved ? `Your appeal on ${instance} has been approved` : `Your appeal on ${instance} has been rejected`, {
+        username: found.account.username,
+        struckAt: strike.created_at.toISOString().slice(0, 10),
+        done: STRIKE_DONE[strike.action],
+        link: link(`/disputes/strikes/${strike.id}`),
+      });
+    }
   }
 }
 
@@ -366,6 +400,28 @@ async function digestMessage(ctx: AppContext, mail: Extract<Mail, { type: 'notif
     });
   return { ...message, headers };
 }
+
+/** Mail subjects by strike action (as Mastodon's UserMailer#warning words them). */
+const STRIKE_SUBJECT: Record<StrikeAction, (instance: string) => string> = {
+  none: (i) => `You have received a warning from ${i}`,
+  disable: (i) => `Your account on ${i} has been frozen`,
+  mark_statuses_as_sensitive: (i) => `Your posts on ${i} have been marked as sensitive`,
+  delete_statuses: (i) => `Your posts on ${i} have been removed`,
+  sensitive: (i) => `Your posts on ${i} will be marked as sensitive from now on`,
+  silence: (i) => `Your account on ${i} has been limited`,
+  suspend: (i) => `Your account on ${i} has been suspended`,
+};
+
+/** What was done, in one sentence, for the strike mails. */
+const STRIKE_DONE: Record<StrikeAction, string> = {
+  none: 'The moderators have sent you a warning.',
+  disable: 'You can no longer use your account, but your profile and other data remain intact.',
+  mark_statuses_as_sensitive: 'Some of your posts have been marked as sensitive by the moderators.',
+  delete_statuses: 'Some of your posts have been removed by the moderators.',
+  sensitive: 'From now on, all the media you post will be marked as sensitive and hidden behind a click-through warning.',
+  silence: 'Your account is limited: only people who already follow you see your posts here, and you may be left out of public listings.',
+  suspend: 'Your account is suspended: it can no longer be used, and your profile and posts are hidden.',
+};
 
 async function render(ctx: AppContext, name: Mail['type'], to: string, subject: string, data: Record<string, unknown>): Promise<Message> {
   const { html, text } = await templates();

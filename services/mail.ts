@@ -32,7 +32,12 @@ export type Mail =
   /** A notification of a kind the person takes mail of (services/notification-emails.ts), with an unsubscribe link. */
   | { type: 'notification'; userId: string; notificationId: string; kind: EmailKind }
   /** The daily digest: the notifications after `afterId` up to `upToId`, counted, and the latest few. */
-  | { type: 'notification_digest'; userId: string; afterId: string; upToId: string };
+  | { type: 'notification_digest'; userId: string; afterId: string; upToId: string }
+  /** To the target of a strike: what was done and the moderator's text, with a link to the strike (and its appeal). */
+  | { type: 'warning'; strikeId: string }
+  /** To the person who appealed: the appeal was approved (the action undone) or rejected. */
+  | { type: 'appeal_approved'; appealId: string }
+  | { type: 'appeal_rejected'; appealId: string };
 
 export type MailType = Mail['type'];
 

@@ -13,6 +13,7 @@ import { publishTokenInvalidation, type TokenInvalidation } from './token-cache.
 import { queueDelivery } from './deliveries.ts';
 import { alertOperatorsOfReport, type OperatorAlertDeps } from './operator-alerts.ts';
 import { queueMail } from './mail.ts';
+import { insertStrike, type StrikeAction } from '../storage/strikes.ts';
 
 /**
  * What moderation needs: the database, cache versions to bump after each change, a way to tell every process that a
@@ -143,23 +144,54 @@ export async function rejectAccount(deps: ModerationDeps, target: AccountRow): P
   await deps.versions.bump({ accounts: [target.id] });
 }
 
+export interface AccountActionOptions {
+  reportId?: string | undefined;
+  /** The moderator's words to the person, kept with the strike and sent in its mail. */
+  text?: string | undefined;
+  /** Mail the person about the strike (Mastodon's default: yes). Only local accounts get mail. */
+  sendEmail?: boolean | undefined;
+}
+
+/** The strike action an account action records (Mastodon's AccountWarning actions). */
+const STRIKE_ACTION: Record<AccountActionType, StrikeAction> = { none: 'none', sensitive: 'sensitive', disable: 'disable', silence: 'silence', suspend: 'suspend' };
+
 /**
- * Mastodon's Admin::AccountAction: the action, then the report it came from resolved; any action but `none` resolves
- * every open report about the account.
+ * Mastodon's Admin::AccountAction: the action, the strike that records it (with the text and the report's posts) and
+ * its mail, and the report it came from resolved, all in one transaction; any action but `none` resolves every open
+ * report about the account. `none` records a strike only with a text (a warning) or a report.
  */
-export async function takeAccountAction(deps: ModerationDeps, moderatorId: string, target: AccountRow, type: AccountActionType, reportId?: string): Promise<void> {
-  const report = reportId ? await reports.findReport(deps.db, reportId) : null;
-  if (reportId && !report) throw notFound();
+export async function takeAccountAction(deps: ModerationDeps, moderatorId: string, target: AccountRow, type: AccountActionType, options: AccountActionOptions = {}): Promise<void> {
+  const report = options.reportId ? await reports.findReport(deps.db, options.reportId) : null;
+  if (options.reportId && !report) throw notFound();
+  if (report && report.target_account_id !== target.id) throw unprocessable('Validation failed: Report is about another account');
   if (type !== 'none') await actionable(deps, moderatorId, target);
-  switch (type) {
-    case 'sensitive': await setSensitized(deps, target, true); break;
-    case 'disable': await setDisabled(deps, target, true); break;
-    case 'silence': await setSilenced(deps, target, true); break;
-    case 'suspend': await suspendAccount(deps, target); break;
-    case 'none': break;
-  }
-  if (report) await reports.resolveReport(deps.db, report.id, moderatorId);
-  if (type !== 'none') await reports.resolveReportsAbout(deps.db, target.id, moderatorId);
+  const text = options.text?.trim() ?? '';
+  const local = target.domain === null;
+  const userId = local ? await userIdOf(deps, target.id) : null;
+  const outbox = await transaction(deps.db, async (tx) => {
+    const rows: OutboxRow[] = [];
+    switch (type) {
+      case 'sensitive': await moderation.setAccountFlag(tx, target.id, 'sensitized', true); break;
+      case 'disable': if (local) await moderation.setUserDisabled(tx, target.id, true); break;
+      case 'silence': await moderation.setAccountFlag(tx, target.id, 'silenced', true); break;
+      case 'suspend':
+        await moderation.setAccountFlag(tx, target.id, 'suspended', true);
+        if (local && !target.suspended_at) rows.push(await queueDelivery(tx, { activity: 'DeleteActor', accountId: target.id }));
+        break;
+      case 'none': break;
+    }
+    if (type !== 'none' || text !== '' || report) {
+      const strike = await insertStrike(tx, {
+        moderatorId, targetAccountId: target.id, action: STRIKE_ACTION[type], text, statusIds: report?.status_ids ?? [], reportId: report?.id ?? null,
+      });
+      if (userId && (options.sendEmail ?? true)) rows.push(await queueMail(tx, { type: 'warning', strikeId: strike.id }));
+    }
+    if (report) await reports.resolveReport(tx, report.id, moderatorId);
+    if (type !== 'none') await reports.resolveReportsAbout(tx, target.id, moderatorId);
+    return rows;
+  });
+  if (type !== 'none') await afterAccountChange(deps, target);
+  await enqueue(deps, outbox);
 }
 
 export const COMMENT_LIMIT = 1000;

@@ -94,6 +94,7 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/accounts', 'manage_users'],
   ['*', '/admin/reports', 'manage_reports'],
   ['*', '/admin/announcements', 'manage_announcements'],
+  ['*', '/admin/disputes/appeals', 'manage_appeals'],
   ['*', '/admin/queues', 'view_devops'],
 ];
 
@@ -123,6 +124,7 @@ const CLI_COMMANDS: Readonly<Record<string, Permission>> = {
   'accounts role': 'manage_roles',
   'accounts admin': 'manage_roles',
   reports: 'manage_reports',
+  appeals: 'manage_appeals',
   rules: 'manage_rules',
   suggestions: 'manage_taxonomies',
   emoji: 'manage_custom_emojis',

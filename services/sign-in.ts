@@ -10,7 +10,8 @@ const MAX_FAILURES = 10;
 const FAILURE_WINDOW_SECONDS = 15 * 60;
 
 export type CredentialCheck =
-  | { ok: true; user: UserRow; account: AccountRow }
+  /** `restricted`: suspended or disabled, signed in only to read and appeal their strikes (see `disputesOnly`). */
+  | { ok: true; user: UserRow; account: AccountRow; restricted: boolean }
   | { ok: false; error: string; status: 401 | 403 | 429 };
 
 /**
@@ -49,8 +50,9 @@ export async function checkCredentials(ctx: AppContext, email: string, password:
   }
   const account = await findAccountById(ctx.db, user.account_id);
   const blocker = loginBlocker(user, account);
+  if (account && blocker && disputesOnly(user, account)) return { ok: true, user, account, restricted: true };
   if (blocker || !account) return { ok: false, error: blocker ?? INVALID, status: 403 };
-  return { ok: true, user, account };
+  return { ok: true, user, account, restricted: false };
 }
 
 /** The second step when two-factor sign-in is on; failures count against the same per-account limit. */
@@ -84,4 +86,14 @@ export function loginBlocker(user: UserRow, account: AccountRow | null): string 
   if (!user.approved) return 'Your account is waiting for approval by the operators.';
   if (user.disabled) return 'Your login is currently disabled.';
   return null;
+}
+
+/**
+ * Whether a login that `loginBlocker` refuses may still sign in to read and appeal its strikes (and nothing else), as
+ * Mastodon lets a suspended or disabled person reach /disputes: confirmed and approved, refused only for a suspension
+ * or a disabled login, and not deleted.
+ */
+export function disputesOnly(user: UserRow, account: AccountRow | null): boolean {
+  if (!account || account.deleted_at || !user.confirmed_at || !user.approved) return false;
+  return account.suspended_at !== null || user.disabled;
 }

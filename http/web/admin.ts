@@ -5,6 +5,8 @@ import type { RouteOptions } from '../route-options.ts';
 import { ApiError } from '../../errors.ts';
 import { can, permissionForRoute } from '../../services/roles.ts';
 import * as moderation from '../../services/moderation.ts';
+import * as strikes from '../../services/strikes.ts';
+import { findStrike, pendingAppeals } from '../../storage/strikes.ts';
 import * as announcements from '../../services/announcements.ts';
 import { ANNOUNCEMENT_TEXT_MAX } from '../../services/announcements.ts';
 import { listAnnouncements } from '../../storage/announcements.ts';
@@ -26,9 +28,12 @@ const NOTICES: Record<string, string> = {
   published: 'The announcement is published.',
   unpublished: 'The announcement is taken down.',
   removed: 'The announcement is removed.',
+  appeal_approved: 'The appeal is approved: the decision is undone and overruled; its author gets an e-mail.',
+  appeal_rejected: 'The appeal is rejected; its author gets an e-mail.',
 };
 const ListQuery = Type.Object({ max_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
+const AppealsQuery = Type.Object({ after_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
 const ACTIONS = ['none', 'sensitive', 'disable', 'silence', 'suspend'] as const;
 // A datetime-local field's value (no zone: read as UTC, as the form says), or empty.
 const LocalTime = Type.String({ maxLength: 30, pattern: '^$|^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$' });
@@ -77,7 +82,7 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   app.get('/admin', async (request, reply) => {
     const me = await request.signedIn();
     const bits = me?.user.role?.permissions;
-    const first = (['/admin/approvals', '/admin/reports', '/admin/announcements'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
+    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
     return reply.redirect(first ?? '/admin/approvals');
   });
 
@@ -139,7 +144,14 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   app.post('/admin/reports/:id/action', {
-    schema: { params: IdParams, body: Type.Object({ type: Type.Optional(Type.String({ maxLength: 20 })) }) },
+    schema: {
+      params: IdParams,
+      body: Type.Object({
+        type: Type.Optional(Type.String({ maxLength: 20 })),
+        text: Type.Optional(Type.String({ maxLength: 5000 })),
+        send_email_notification: Type.Optional(Type.String({ maxLength: 5 })),
+      }),
+    },
   }, async (request, reply) => {
     const me = await operator(request, reply);
     if (!me) return;
@@ -149,12 +161,51 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
     if (!report || !target) return refused(request, reply, new ApiError(404, 'Record not found'));
     try {
       // The same action as POST /api/v1/admin/accounts/:id/action with report_id: it resolves the report.
-      await moderation.takeAccountAction(deps, me.account.id, target, type, report.id);
+      await moderation.takeAccountAction(deps, me.account.id, target, type, {
+        reportId: report.id, text: request.body.text, sendEmail: request.body.send_email_notification === '1',
+      });
     } catch (err) {
       return refused(request, reply, err);
     }
     return reply.redirect('/admin/reports?notice=resolved', 303);
   });
+
+  app.get('/admin/disputes/appeals', { schema: { querystring: AppealsQuery } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    const rows = await pendingAppeals(ctx.db, { afterId: request.query.after_id, limit: PAGE + 1 });
+    const page = rows.slice(0, PAGE);
+    const strikes = new Map((await Promise.all(page.map((a) => findStrike(ctx.db, a.account_warning_id)))).filter((s) => !!s).map((s) => [s.id, s]));
+    const accounts = new Map((await findAccountsByIds(ctx.db, [...new Set(page.map((a) => a.account_id))])).map((a) => [a.id, a]));
+    return sendFormPage(ctx, request, reply, 'admin/appeals', 'Appeals', {
+      appeals: page.flatMap((a) => {
+        const strike = strikes.get(a.account_warning_id);
+        const account = accounts.get(a.account_id);
+        return strike && account ? [{
+          id: a.id, acct: account.username, text: a.text, createdAt: a.created_at,
+          action: strike.action, strikeText: strike.text, struckAt: strike.created_at, statusCount: strike.status_ids.length,
+        }] : [];
+      }),
+      nextPage: rows.length > PAGE ? `/admin/disputes/appeals?after_id=${page.at(-1)!.id}` : '',
+      notice: (request.query.notice && NOTICES[request.query.notice]) || '', error: '',
+    });
+  });
+
+  for (const [name, decide] of [['approve', strikes.approveAppeal], ['reject', strikes.rejectAppeal]] as const) {
+    app.post(`/admin/disputes/appeals/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
+      const me = await operator(request, reply);
+      if (!me) return;
+      try {
+        if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
+        await decide(deps, me.account.id, request.params.id);
+      } catch (err) {
+        if (err instanceof ApiError && err.statusCode < 500) {
+          return sendMessagePage(ctx, request, reply, 'Not done', err.statusCode === 404 ? 'That appeal no longer exists.' : err.message, { status: err.statusCode, kind: 'error', link: { href: '/admin/disputes/appeals', text: 'Back' } });
+        }
+        throw err;
+      }
+      return reply.redirect(`/admin/disputes/appeals?notice=appeal_${name === 'approve' ? 'approved' : 'rejected'}`, 303);
+    });
+  }
 
   const announcementDeps: announcements.AnnouncementDeps = { db: ctx.db, events: ctx.events, jobs: ctx.jobs };
 

@@ -195,12 +195,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
 
   app.post('/auth/sign_in', { ...KEEPS_OPENER, schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const { email = '', password = '' } = request.body;
-    const returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
+    let returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
     if (ctx.config.omniauthOnly) return signInPage(request, reply, { email, returnTo, error: `Sign in with ${ctx.config.oidc!.displayName}.` }, 403);
     const checked = await checkCredentials(ctx, email.trim(), password);
     if (!checked.ok) {
       return signInPage(request, reply, { email, returnTo, error: checked.error }, checked.status);
     }
+    // A suspended or disabled person gets only their strikes, where they may appeal.
+    if (checked.restricted) returnTo = '/disputes/strikes';
     if (checked.user.otp_enabled_at) {
       // The password was right: the second step waits for the code, bound to this browser by a cookie of its own.
       const token = randomBytes(32).toString('base64url');

@@ -8,7 +8,7 @@ import { hashSecret } from '../../storage/oauth.ts';
 import { deleteWebSession, findWebSession, insertWebSession, touchWebSession, type WebSessionRow } from '../../storage/web-sessions.ts';
 import { findUserById, recordSignIn, type UserRow } from '../../storage/users.ts';
 import { findAccountById, type AccountRow } from '../../storage/accounts.ts';
-import { loginBlocker } from '../../services/sign-in.ts';
+import { disputesOnly, loginBlocker } from '../../services/sign-in.ts';
 
 export const SESSION_COOKIE = '_session';
 /** A session unused for this long is over (a person who comes back after a month signs in again). */
@@ -27,21 +27,28 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in person of this request's session cookie, or null; read once per request. */
     signedIn(): Promise<SignedIn | null>;
+    /**
+     * Also a suspended or disabled person (services/sign-in.ts disputesOnly), for the pages they may still use: their
+     * strikes and appeals. `restricted` says which.
+     */
+    signedInForDisputes(): Promise<(SignedIn & { restricted: boolean }) | null>;
   }
 }
 
-const cache = new WeakMap<FastifyRequest, Promise<SignedIn | null>>();
+const cache = new WeakMap<FastifyRequest, Promise<(SignedIn & { restricted: boolean }) | null>>();
 
-async function sessionOf(ctx: AppContext, request: FastifyRequest): Promise<SignedIn | null> {
+async function sessionOf(ctx: AppContext, request: FastifyRequest): Promise<(SignedIn & { restricted: boolean }) | null> {
   const raw = request.cookies[SESSION_COOKIE];
   if (!raw || raw.length > 100) return null;
   const session = await findWebSession(ctx.db, hashSecret(raw), SESSION_IDLE_SECONDS);
   if (!session) return null;
   const user = await findUserById(ctx.db, session.user_id);
   const account = user ? await findAccountById(ctx.db, user.account_id) : null;
-  if (!user || !account || loginBlocker(user, account)) return null;
+  if (!user || !account) return null;
+  const restricted = loginBlocker(user, account) !== null;
+  if (restricted && !disputesOnly(user, account)) return null;
   if (Date.now() - session.last_active_at.getTime() > TOUCH_EVERY_MS) await touchWebSession(ctx.db, session.id);
-  return { session, user, account };
+  return { session, user, account, restricted };
 }
 
 function cookieOptions(ctx: AppContext) {
@@ -94,13 +101,21 @@ async function sessionPlugin(app: FastifyInstance, { ctx }: { ctx: AppContext })
     sessionPlugin: '@fastify/cookie',
     cookieOpts: cookieOptions(ctx),
   });
-  app.decorateRequest('signedIn', function signedIn(this: FastifyRequest) {
-    let found = cache.get(this);
+  const anySession = (request: FastifyRequest) => {
+    let found = cache.get(request);
     if (!found) {
-      found = sessionOf(ctx, this);
-      cache.set(this, found);
+      found = sessionOf(ctx, request);
+      cache.set(request, found);
     }
     return found;
+  };
+  app.decorateRequest('signedInForDisputes', function signedInForDisputes(this: FastifyRequest) {
+    return anySession(this);
+  });
+  // Everywhere else a restricted session counts as no session.
+  app.decorateRequest('signedIn', async function signedIn(this: FastifyRequest) {
+    const found = await anySession(this);
+    return found && !found.restricted ? { session: found.session, user: found.user, account: found.account } : null;
   });
   app.addHook('preValidation', (request, reply, done) => {
     if (request.method === 'GET' || request.method === 'HEAD') return done();

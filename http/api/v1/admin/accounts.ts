@@ -110,7 +110,9 @@ export default async function adminAccountsRoutes(fastify: FastifyInstance, { ct
     const account = await target(ctx, request.params.id);
     const reportId = request.body.report_id;
     if (reportId !== undefined && !isId(reportId)) throw notFound();
-    await moderation.takeAccountAction(deps, me, account, request.body.type as moderation.AccountActionType, reportId);
+    await moderation.takeAccountAction(deps, me, account, request.body.type as moderation.AccountActionType, {
+      reportId, text: request.body.text, sendEmail: request.body.send_email_notification ?? true,
+    });
     return {};
   });
 

@@ -2,6 +2,7 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../storage/db.ts';
+import { queueWebhookEvent } from './webhooks.ts';
 import { emailTaken, insertUser, pendingAccountIds, type UserRow } from '../storage/users.ts';
 import { findAccountById, insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
 import { isId } from '../storage/ids.ts';
@@ -68,7 +69,7 @@ export async function registerLocalAccount<T = undefined>(
   alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T>,
   /** Refusals found before (a reason the operators need): reported with the account's own, all at once. */
   earlier: Details = {},
-): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
+): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined; queued: OutboxRow[] }> {
   const details: Details = structuredClone(earlier);
   // The codes and their order follow Mastodon's validations: presence first. A username's format is checked only
   // when it differs from the column's default '' (Rails' will_save_change_to_username?), so '' is only blank;
@@ -115,7 +116,9 @@ export async function registerLocalAccount<T = undefined>(
         confirmed: r.confirmed,
       });
       const extra = alsoInTransaction ? await alsoInTransaction(tx, { account, user }) : undefined;
-      return { account, user, extra };
+      // Operators' webhooks hear of every new local account (Mastodon's account.created), whoever made it.
+      const queued = await queueWebhookEvent(tx, 'account.created', account.id);
+      return { account, user, extra, queued };
     });
   } catch (err) {
     // Two registrations racing for one name: the unique index decides, and the loser hears why.
@@ -149,7 +152,7 @@ export async function signUp<T = undefined>(
   ctx: AppContext,
   input: SignUp,
   opts: { applicationId?: string | null; ip?: string | null | undefined; allErrors?: boolean; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
-): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
+): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined; queued: OutboxRow[] }> {
   const mode = ctx.config.registrationsMode;
   // OMNIAUTH_ONLY: people join by signing in through the provider (services/oidc.ts), never with a password.
   if (mode === 'none' || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
@@ -185,6 +188,6 @@ export async function signUp<T = undefined>(
     return opts.alsoInTransaction ? opts.alsoInTransaction(tx, created) : undefined;
   }, earlier);
   // After the commit; a crash before this leaves the rows for the outbox sweeper.
-  await ctx.jobs.enqueueMany(queued).catch(() => {});
+  await ctx.jobs.enqueueMany([...queued, ...result.queued]).catch(() => {});
   return result;
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
-import type { Db } from '../storage/db.ts';
+import type { Db, Queryable } from '../storage/db.ts';
+import { queueWebhookEvent } from './webhooks.ts';
 import { transaction } from '../storage/db.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
@@ -123,9 +124,9 @@ export async function approveAccount(deps: ModerationDeps, target: AccountRow): 
   // The approval and its mail in one transaction: a crash loses neither half.
   const row = await transaction(deps.db, async (tx) => {
     await setApproved(tx, user.id, true);
-    return queueMail(tx, { type: 'approved', userId: user.id });
+    return [await queueMail(tx, { type: 'approved', userId: user.id }), ...(await queueWebhookEvent(tx, 'account.approved', target.id))];
   });
-  await enqueue(deps, [row]);
+  await enqueue(deps, row);
   await deps.invalidate({ userId: user.id });
   await deps.versions.bump({ accounts: [target.id] });
 }
@@ -158,8 +159,27 @@ export async function takeAccountAction(deps: ModerationDeps, moderatorId: strin
     case 'suspend': await suspendAccount(deps, target); break;
     case 'none': break;
   }
-  if (report) await reports.resolveReport(deps.db, report.id, moderatorId);
-  if (type !== 'none') await reports.resolveReportsAbout(deps.db, target.id, moderatorId);
+  if (report) await changeReport(deps, (tx) => reports.resolveReport(tx, report.id, moderatorId));
+  if (type !== 'none') {
+    const outbox = await transaction(deps.db, async (tx) => {
+      const resolved = await reports.resolveReportsAbout(tx, target.id, moderatorId);
+      return (await Promise.all(resolved.map((id) => queueWebhookEvent(tx, 'report.updated', id)))).flat();
+    });
+    await enqueue(deps, outbox);
+  }
+}
+
+/**
+ * A change to a report (assigned, resolved, reopened, its category or rules): made with its report.updated webhook
+ * deliveries in one transaction, as every change to a report is heard by the operators' webhooks.
+ */
+export async function changeReport(deps: ModerationDeps, change: (tx: Queryable) => Promise<reports.ReportRow | null>): Promise<reports.ReportRow | null> {
+  const { row, outbox } = await transaction(deps.db, async (tx) => {
+    const row = await change(tx);
+    return { row, outbox: row ? await queueWebhookEvent(tx, 'report.updated', row.id) : [] };
+  });
+  await enqueue(deps, outbox);
+  return row;
 }
 
 export const COMMENT_LIMIT = 1000;
@@ -203,7 +223,8 @@ export async function fileReport(deps: ModerationDeps, reporter: AccountRow, inp
       forwarded,
     }))!;
     const alerts = deps.alerts ? await alertOperatorsOfReport(tx, deps.alerts, { reportId: report.id, reporterAccountId: reporter.id, targetAccountId: target.id }) : [];
-    return { report, outbox: [...(forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : []), ...alerts] };
+    const hooks = await queueWebhookEvent(tx, 'report.created', report.id);
+    return { report, outbox: [...(forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : []), ...alerts, ...hooks] };
   });
   await enqueue(deps, outbox);
   return report;

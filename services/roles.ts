@@ -95,6 +95,7 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/reports', 'manage_reports'],
   ['*', '/admin/announcements', 'manage_announcements'],
   ['*', '/admin/queues', 'view_devops'],
+  ['*', '/admin/webhooks', 'manage_webhooks'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */
@@ -131,6 +132,7 @@ const CLI_COMMANDS: Readonly<Record<string, Permission>> = {
   relay: 'manage_federation',
   media: 'view_devops',
   announcements: 'manage_announcements',
+  webhooks: 'manage_webhooks',
 };
 
 /** The flag a CLI command needs when run for an operator, or null for one that is not theirs to run. */

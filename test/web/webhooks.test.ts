@@ -141,6 +141,20 @@ describe('webhooks', () => {
     await expect(cli('webhooks', 'add', 'ftp://example.com/', '--events', 'report.created')).rejects.toThrow(/Url is invalid/);
   });
 
+  it('local statuses posted and edited are sent as their Status entities, private ones too', async () => {
+    const [line] = await cli('webhooks', 'add', `${base}/statuses`, '--events', 'status.created,status.updated');
+    const [id, , secret] = line!.split(/\s+/);
+    const posted = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(plain.token), payload: { status: 'for followers', visibility: 'private' } });
+    const statusId = posted.json().id as string;
+    await eventually(async () => deliveriesOf('/statuses', 'status.created', statusId, secret!).length, 1, 8000);
+    expect(deliveriesOf('/statuses', 'status.created', statusId, secret!)[0]).toMatchObject({ object: { id: statusId, visibility: 'private', content: '<p>for followers</p>', account: { id: plain.id } } });
+    const edited = await s.app.inject({ method: 'PUT', url: `/api/v1/statuses/${statusId}`, headers: bearer(plain.token), payload: { status: 'for followers, edited' } });
+    expect(edited.statusCode, edited.body).toBe(200);
+    await eventually(async () => deliveriesOf('/statuses', 'status.updated', statusId, secret!).length, 1, 8000);
+    expect(deliveriesOf('/statuses', 'status.updated', statusId, secret!)[0]!.object.content).toBe('<p>for followers, edited</p>');
+    await cli('webhooks', 'remove', id!);
+  });
+
   it('a role without manage_webhooks gets 403 on the page and is refused by the CLI', async () => {
     const web = new WebClient(s.app);
     expect((await web.signIn(moderator.email, moderator.password)).statusCode).toBe(303);

@@ -6,18 +6,18 @@ import * as storage from '../storage/webhooks.ts';
 import { notFound, unprocessable } from '../errors.ts';
 
 /**
- * Operators' webhooks, as Mastodon's admin webhooks: an event (an account created or approved, a report filed or
- * changed, a local status posted or edited) is POSTed to each enabled webhook that wants it, as
+ * Operators' webhooks, as Mastodon's admin webhooks: an event (an account created, approved or edited, a report
+ * filed or changed, a local status posted or edited) is POSTed to each enabled webhook that wants it, as
  * `{"event", "created_at", "object"}` signed with the webhook's secret (`X-Hub-Signature: sha256=<hex HMAC>`). The
  * deliveries are outbox rows written in the transaction of the change (storage/webhooks.ts), sent by the
  * deliverWebhook job (jobs/webhooks.ts). The operators' page and the CLI both manage them here.
  */
 
 /**
- * Mastodon's Webhook::EVENTS that this server sends so far (status.created and status.updated of local statuses, as
- * Mastodon's); its account.updated is not sent yet, so it is not offered (a webhook for it would wait in vain).
+ * Mastodon's Webhook::EVENTS: accounts are local ones (account.updated: a profile edit), statuses local ones, as
+ * Mastodon's; reports any, filed here or arriving as a Flag.
  */
-export const WEBHOOK_EVENTS = ['account.approved', 'account.created', 'report.created', 'report.updated', 'status.created', 'status.updated'] as const;
+export const WEBHOOK_EVENTS = ['account.approved', 'account.created', 'account.updated', 'report.created', 'report.updated', 'status.created', 'status.updated'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** The last attempts kept per webhook for the operators' page. */

@@ -141,7 +141,7 @@ describe('webhooks', () => {
     await expect(cli('webhooks', 'add', 'ftp://example.com/', '--events', 'report.created')).rejects.toThrow(/Url is invalid/);
   });
 
-  it('local statuses posted and edited are sent as their Status entities, private ones too', async () => {
+  it('local statuses posted and edited are sent as their Status entities, private ones too; profile edits as account.updated', async () => {
     const [line] = await cli('webhooks', 'add', `${base}/statuses`, '--events', 'status.created,status.updated');
     const [id, , secret] = line!.split(/\s+/);
     const posted = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(plain.token), payload: { status: 'for followers', visibility: 'private' } });
@@ -152,7 +152,15 @@ describe('webhooks', () => {
     expect(edited.statusCode, edited.body).toBe(200);
     await eventually(async () => deliveriesOf('/statuses', 'status.updated', statusId, secret!).length, 1, 8000);
     expect(deliveriesOf('/statuses', 'status.updated', statusId, secret!)[0]!.object.content).toBe('<p>for followers, edited</p>');
+    // A profile edit is account.updated, with the Admin::Account.
     await cli('webhooks', 'remove', id!);
+    const [accountLine] = await cli('webhooks', 'add', `${base}/accounts`, '--events', 'account.updated');
+    const [accountHook, , accountSecret] = accountLine!.split(/\s+/);
+    const profile = await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: bearer(plain.token), payload: { display_name: 'Plain Person' } });
+    expect(profile.statusCode, profile.body).toBe(200);
+    await eventually(async () => deliveriesOf('/accounts', 'account.updated', plain.id, accountSecret!).length, 1, 8000);
+    expect(deliveriesOf('/accounts', 'account.updated', plain.id, accountSecret!)[0]!.object).toMatchObject({ username: 'hookplain', account: { display_name: 'Plain Person' } });
+    await cli('webhooks', 'remove', accountHook!);
   });
 
   it('a role without manage_webhooks gets 403 on the page and is refused by the CLI', async () => {

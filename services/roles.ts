@@ -2,7 +2,7 @@
  * Operators' roles as Mastodon has them (its UserRole): a role carries permission flags, one bit each, with
  * Mastodon's bit values, so `permissions` means the same number to every Mastodon client. `administrator` implies
  * every other flag. A user without a role has none of the operators' flags (Mastodon's "everyone" role grants only
- * invite_users, which nothing here uses yet).
+ * invite_users; here only roles that carry it may invite, services/invites.ts).
  *
  * Which flag each operators' route and command needs is decided here, in one table per surface, and the auth
  * plugin, the operators' pages and the CLI ask it: a route that has no entry is refused at start-up (API) or at

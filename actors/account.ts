@@ -1,4 +1,5 @@
 import { transaction } from '../storage/db.ts';
+import { queueWebhookEvent } from '../services/webhooks.ts';
 import { findAccountById, updateProfile, type ProfileChanges, type ProfileUpdateResult } from '../storage/accounts.ts';
 import { updateSourceDefaults, type SourceDefaults } from '../storage/users.ts';
 import { removeNotification } from '../storage/notifications.ts';
@@ -197,6 +198,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
         const authorized = msg.profile.locked === false ? await follows.authorizeAllFollowRequests(tx, accountId) : [];
         // Other servers refresh the profile (the delivery job sends nothing when no remote account follows).
         deliveries.push(await queueDelivery(tx, { activity: 'UpdatePerson', accountId }));
+        // Operators' webhooks hear of the edit (account.updated).
+        deliveries.push(...(await queueWebhookEvent(tx, 'account.updated', accountId)));
         // Links in the fields not verified yet are checked (Mastodon's VerifyAccountLinksWorker).
         if (msg.profile.fields && fieldsNeedVerifying(result.account)) deliveries.push(await queueLinkVerification(tx, accountId));
         for (const requesterId of authorized) {

@@ -29,6 +29,7 @@ import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
 import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
 import { announcementsCommand, AnnouncementsUsageError, ANNOUNCEMENTS_USAGE } from './announcements.ts';
 import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
+import { webhooksCommand, WebhooksUsageError, WEBHOOKS_USAGE } from './webhooks.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -64,6 +65,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   suggestions list
       Prints the featured accounts, one per line, with what keeps any of them from being suggested.
 ${ANNOUNCEMENTS_USAGE}
+${WEBHOOKS_USAGE}
 ${EMOJI_USAGE}
 ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
@@ -132,6 +134,13 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       return await announcementsCommand(argv.slice(1), { db, redis: services.redis, redisPrefix: services.redisPrefix }, out);
     } catch (err) {
       throw err instanceof AnnouncementsUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
+  if (argv[0] === 'webhooks' && !argv.includes('--help') && !argv.includes('-h')) {
+    try {
+      return await webhooksCommand(argv.slice(1), { db }, out);
+    } catch (err) {
+      throw err instanceof WebhooksUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   if (argv[0] === 'federation' && !argv.includes('--help') && !argv.includes('-h')) {

@@ -4,6 +4,7 @@ import type { Context, InboxContext } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import { findReport, insertReport, reportedStatusUris } from '../storage/reports.ts';
+import { queueWebhookEventNow } from '../services/webhooks.ts';
 import { statusUri } from '../services/uris.ts';
 import { INSTANCE_ACTOR } from './instance-actor.ts';
 import { accountForActorUri } from './remote-accounts.ts';
@@ -66,7 +67,7 @@ export async function onFlag(fed: InboxContext<AppContext>, flag: Flag): Promise
   const comment = String(flag.content ?? '').slice(0, 5000);
   let first = true;
   for (const target of targets.values()) {
-    await insertReport(fed.data.db, {
+    const report = await insertReport(fed.data.db, {
       accountId: reporter.id,
       targetAccountId: target.id,
       statusIds: statuses.filter((s) => s.accountId === target.id).map((s) => s.id),
@@ -76,6 +77,8 @@ export async function onFlag(fed: InboxContext<AppContext>, flag: Flag): Promise
       forwarded: false,
       uri: first ? flag.id.href : `${flag.id.href}#${target.id}`,
     });
+    // Right after the report (its own statement): the operators' webhooks hear of it (report.created).
+    if (report) await queueWebhookEventNow(fed.data, 'report.created', report.id);
     first = false;
   }
 }

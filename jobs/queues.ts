@@ -3,6 +3,7 @@ import { redisConnection, type RedisClient, type RedisTarget } from '../storage/
 import type { OutboxRow } from '../storage/outbox.ts';
 import type { Delivery } from '../services/deliveries.ts';
 import type { Mail } from '../services/mail.ts';
+import type { WebhookDeliveryJob } from './webhooks.ts';
 
 /**
  * BullMQ's name for a queue: its readable name in braces. The braces are a Redis Cluster hash tag, so all of a
@@ -78,6 +79,8 @@ export type FanoutJob =
   | { kind: 'cacheRemoteMedia'; outboxId: string; statusId: string }
   /** A remote account's avatar and header copied to our file host, queued when its actor is stored. */
   | { kind: 'cacheAccountImages'; outboxId: string; accountId: string }
+  /** One event POSTed to one operators' webhook (jobs/webhooks.ts), queued in the transaction of the change. */
+  | ({ kind: 'deliverWebhook'; outboxId: string } & WebhookDeliveryJob)
   /** Copies of remote media past MEDIA_CACHE_RETENTION_DAYS removed, hourly. */
   | { kind: 'pruneMediaCache'; outboxId?: undefined };
 
@@ -103,8 +106,14 @@ export function producerConnection(target: string | RedisTarget): RedisClient {
  */
 export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as const, delay: 10_000 } };
 
+/**
+ * Webhook deliveries are retried for hours, as Mastodon's are (16 Sidekiq retries): a receiver being redeployed
+ * or down for a while still gets its events. 15 attempts, 1 s doubling: the last one about nine hours after the first.
+ */
+export const WEBHOOK_RETRIES = { attempts: 15, backoff: { type: 'exponential' as const, delay: 1000 } };
+
 /** The kinds of job that go on the pull queue (PULL_QUEUE) and the media queue (MEDIA_QUEUE); every other kind goes on the fan-out queue. */
-const PULL_KINDS = new Set(['fetchLinkCard', 'verifyAccountLinks', 'fetchThread', 'cacheRemoteMedia', 'cacheAccountImages']);
+const PULL_KINDS = new Set(['deliverWebhook', 'fetchLinkCard', 'verifyAccountLinks', 'fetchThread', 'cacheRemoteMedia', 'cacheAccountImages']);
 const MEDIA_KINDS = new Set(['transcodeMedia']);
 export const queueOfKind = (kind: string): 'fanout' | 'pull' | 'media' => (PULL_KINDS.has(kind) ? 'pull' : MEDIA_KINDS.has(kind) ? 'media' : 'fanout');
 
@@ -118,7 +127,7 @@ function outboxJob(row: OutboxRow) {
     opts: {
       jobId: `outbox-${row.id}`,
       ...(Number.isFinite(runAt) && runAt > Date.now() ? { delay: runAt - Date.now() } : {}),
-      ...(row.kind === 'sendMail' ? MAIL_RETRIES : { attempts: 10, backoff: { type: 'exponential' as const, delay: 1000 } }),
+      ...(row.kind === 'sendMail' ? MAIL_RETRIES : row.kind === 'deliverWebhook' ? WEBHOOK_RETRIES : { attempts: 10, backoff: { type: 'exponential' as const, delay: 1000 } }),
       removeOnComplete: true,
       removeOnFail: 1000,
     },

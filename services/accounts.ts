@@ -2,6 +2,9 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../storage/db.ts';
+import { queueWebhookEvent } from './webhooks.ts';
+import { inviteRefusal, lookUpInvite } from './invites.ts';
+import { setUserInvite, useInvite } from '../storage/invites.ts';
 import { emailTaken, insertUser, pendingAccountIds, type UserRow } from '../storage/users.ts';
 import { findAccountById, insertLocalAccount, usernameTaken, type AccountRow } from '../storage/accounts.ts';
 import { isId } from '../storage/ids.ts';
@@ -30,6 +33,8 @@ export interface SignUp {
   reason?: string | null | undefined;
   /** The password typed again (the sign-up page asks for it; the API does not). */
   passwordConfirmation?: string | undefined;
+  /** An invite's code (services/invites.ts): a good one lets the person join while sign-ups are closed or reviewed. */
+  inviteCode?: string | null | undefined;
 }
 
 /** A local account to create, by a sign-up or an operator. */
@@ -68,7 +73,7 @@ export async function registerLocalAccount<T = undefined>(
   alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T>,
   /** Refusals found before (a reason the operators need): reported with the account's own, all at once. */
   earlier: Details = {},
-): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
+): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined; queued: OutboxRow[] }> {
   const details: Details = structuredClone(earlier);
   // The codes and their order follow Mastodon's validations: presence first. A username's format is checked only
   // when it differs from the column's default '' (Rails' will_save_change_to_username?), so '' is only blank;
@@ -115,7 +120,9 @@ export async function registerLocalAccount<T = undefined>(
         confirmed: r.confirmed,
       });
       const extra = alsoInTransaction ? await alsoInTransaction(tx, { account, user }) : undefined;
-      return { account, user, extra };
+      // Operators' webhooks hear of every new local account (Mastodon's account.created), whoever made it.
+      const queued = await queueWebhookEvent(tx, 'account.created', account.id);
+      return { account, user, extra, queued };
     });
   } catch (err) {
     // Two registrations racing for one name: the unique index decides, and the loser hears why.
@@ -149,16 +156,19 @@ export async function signUp<T = undefined>(
   ctx: AppContext,
   input: SignUp,
   opts: { applicationId?: string | null; ip?: string | null | undefined; allErrors?: boolean; alsoInTransaction?: (tx: PoolClient, created: { account: AccountRow; user: UserRow }) => Promise<T> } = {},
-): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined }> {
+): Promise<{ account: AccountRow; user: UserRow; extra: T | undefined; queued: OutboxRow[] }> {
   const mode = ctx.config.registrationsMode;
+  // An invite, named, must be good; it opens closed sign-ups and skips the review (Mastodon's valid_invitation?).
+  const invited = input.inviteCode ? await lookUpInvite(ctx.db, input.inviteCode) : null;
+  if (input.inviteCode && (!invited || invited.state !== 'valid')) throw unprocessable(inviteRefusal(invited?.invite ?? null));
   // OMNIAUTH_ONLY: people join by signing in through the provider (services/oidc.ts), never with a password.
-  if (mode === 'none' || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
+  if ((mode === 'none' && !invited) || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
   // The operator's IP blocks (Mastodon's allowed_registration? and requires_approval?): sign_up_block refuses as a
   // closed server does (403), sign_up_requires_approval holds the account for approval even while sign-ups are open.
   const ipPolicy = await signUpIpPolicy(ctx.db, opts.ip);
   if (ipPolicy === 'block') throw forbidden();
   const earlier: Details = {};
-  if (mode === 'approved' && !input.reason?.trim()) {
+  if (mode === 'approved' && !invited && !input.reason?.trim()) {
     // The page shows it with the other refusals; the API answers it alone, as it always has.
     if (!opts.allErrors) throw unprocessable('Validation failed: reason must be given while registrations need approval');
     add(earlier, 'reason', 'ERR_BLANK', "can't be blank");
@@ -171,13 +181,19 @@ export async function signUp<T = undefined>(
     passwordConfirmation: input.passwordConfirmation,
     agreement: input.agreement,
     locale: input.locale ?? null,
-    reason: mode === 'approved' || ipPolicy === 'approval' ? input.reason?.trim() || null : null,
-    approved: mode === 'open' && ipPolicy !== 'approval',
+    reason: (mode === 'approved' && !invited) || ipPolicy === 'approval' ? input.reason?.trim() || null : null,
+    approved: (mode === 'open' || invited !== null) && ipPolicy !== 'approval',
     applicationId: opts.applicationId ?? null,
     // With mail off nobody could confirm: the address counts as confirmed at once.
     confirmed: ctx.config.smtp === null,
     emailBlocks: { db: ctx.db, redis: ctx.redis, redisPrefix: ctx.config.redisPrefix, ip: opts.ip },
   }, async (tx, created) => {
+    if (invited) {
+      // Counted in the sign-up's transaction: two people racing for an invite's last use cannot both have it.
+      const used = await useInvite(tx, invited.invite.id);
+      if (!used) throw unprocessable(inviteRefusal(invited.invite));
+      await setUserInvite(tx, created.user.id, used.id);
+    }
     if (!created.user.confirmed_at) queued.push(await queueMail(tx, { type: 'confirmation', userId: created.user.id }));
     // Operators hear of a sign-up (admin.sign_up, and a mail) once its address is confirmed: now if it needs no
     // confirmation, else when the link is followed (services/account-security.ts).
@@ -185,6 +201,10 @@ export async function signUp<T = undefined>(
     return opts.alsoInTransaction ? opts.alsoInTransaction(tx, created) : undefined;
   }, earlier);
   // After the commit; a crash before this leaves the rows for the outbox sweeper.
-  await ctx.jobs.enqueueMany(queued).catch(() => {});
+  await ctx.jobs.enqueueMany([...queued, ...result.queued]).catch(() => {});
+  // Mastodon's autofollow: the newcomer follows whoever invited them.
+  if (invited?.invite.autofollow) {
+    await ctx.actors.ask(result.account.id, { type: 'follow', targetId: invited.invite.account_id, options: {} }).catch(() => {});
+  }
   return result;
 }

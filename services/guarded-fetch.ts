@@ -70,20 +70,7 @@ export async function guardedGet(url: URL, o: GuardedGetOptions): Promise<Fetche
   const signal = AbortSignal.timeout(o.timeoutMs ?? 10_000);
   let current = url;
   for (let hop = 0; hop <= (o.redirects ?? 3); hop++) {
-    if (current.protocol !== 'http:' && current.protocol !== 'https:') throw new LinkFetchError(`not http(s): ${current.protocol}`);
-    const host = current.hostname.replace(/^\[(.*)\]$/, '$1');
-    if (!o.allowPrivateAddresses && isIP(host) !== 0 && !isPublicAddress(host)) throw new PrivateAddressError(`${host} is not a public address`);
-    const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = (current.protocol === 'https:' ? httpsRequest : httpRequest)(current, {
-        method: 'GET',
-        headers: { accept: o.acceptHeader, 'user-agent': o.userAgent, 'accept-encoding': 'identity' },
-        signal,
-        ...(current.protocol === 'https:' ? { secureContext: (secureContext ??= createSecureContext()) } : {}),
-        ...(o.allowPrivateAddresses ? {} : { lookup: publicOnlyLookup }),
-      }, resolve);
-      req.on('error', reject);
-      req.end();
-    });
+    const res = await guardedRequest(current, 'GET', { accept: o.acceptHeader, 'user-agent': o.userAgent, 'accept-encoding': 'identity' }, null, o.allowPrivateAddresses, signal);
     const status = res.statusCode ?? 0;
     if (status >= 300 && status < 400 && res.headers.location) {
       res.destroy();
@@ -109,6 +96,51 @@ export async function guardedGet(url: URL, o: GuardedGetOptions): Promise<Fetche
     return { url: current, contentType: type.toLowerCase(), charset, body };
   }
   throw new LinkFetchError('too many redirects');
+}
+
+/**
+ * One request to what others name, the checks every guarded fetch shares: only http(s), only public addresses
+ * (checked on the address connected to, and on a literal address before any connection) unless allowPrivateAddresses.
+ */
+function guardedRequest(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: Buffer | null, allowPrivateAddresses: boolean, signal: AbortSignal): Promise<IncomingMessage> {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new LinkFetchError(`not http(s): ${url.protocol}`));
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!allowPrivateAddresses && isIP(host) !== 0 && !isPublicAddress(host)) return Promise.reject(new PrivateAddressError(`${host} is not a public address`));
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+      method,
+      headers: body ? { ...headers, 'content-length': String(body.length) } : headers,
+      signal,
+      ...(url.protocol === 'https:' ? { secureContext: (secureContext ??= createSecureContext()) } : {}),
+      ...(allowPrivateAddresses ? {} : { lookup: publicOnlyLookup }),
+    }, resolve);
+    req.on('error', reject);
+    req.end(body ?? undefined);
+  });
+}
+
+export interface GuardedPostOptions {
+  headers: Record<string, string>;
+  /** At most this much of the answer is read (the rest is not wanted). */
+  maxBytes: number;
+  allowPrivateAddresses: boolean;
+  userAgent: string;
+  timeoutMs?: number;
+}
+
+/**
+ * POSTs a body to an address someone gave (an operator's webhook) under the same guard as guardedGet: public
+ * addresses only unless ALLOW_PRIVATE_ADDRESSES, within the time limit, at most `maxBytes` of the answer read.
+ * Redirects are not followed; any answer is returned with its status for the caller to judge.
+ */
+export async function guardedPost(url: URL, body: Buffer, o: GuardedPostOptions): Promise<{ status: number; body: Buffer }> {
+  const signal = AbortSignal.timeout(o.timeoutMs ?? 10_000);
+  const res = await guardedRequest(url, 'POST', { ...o.headers, 'user-agent': o.userAgent, 'accept-encoding': 'identity' }, body, o.allowPrivateAddresses, signal);
+  const answer = await readAtMost(res, o.maxBytes, signal).catch((err: unknown) => {
+    if (err instanceof LinkFetchError && err.message.startsWith('too large')) return Buffer.alloc(0);
+    throw err;
+  });
+  return { status: res.statusCode ?? 0, body: answer };
 }
 
 function readAtMost(res: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<Buffer> {

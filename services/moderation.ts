@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
-import type { Db } from '../storage/db.ts';
+import type { Db, Queryable } from '../storage/db.ts';
+import { queueWebhookEvent } from './webhooks.ts';
 import { transaction } from '../storage/db.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
@@ -124,9 +125,9 @@ export async function approveAccount(deps: ModerationDeps, target: AccountRow): 
   // The approval and its mail in one transaction: a crash loses neither half.
   const row = await transaction(deps.db, async (tx) => {
     await setApproved(tx, user.id, true);
-    return queueMail(tx, { type: 'approved', userId: user.id });
+    return [await queueMail(tx, { type: 'approved', userId: user.id }), ...(await queueWebhookEvent(tx, 'account.approved', target.id))];
   });
-  await enqueue(deps, [row]);
+  await enqueue(deps, row);
   await deps.invalidate({ userId: user.id });
   await deps.versions.bump({ accounts: [target.id] });
 }
@@ -186,12 +187,28 @@ export async function takeAccountAction(deps: ModerationDeps, moderatorId: strin
       });
       if (userId && (options.sendEmail ?? true)) rows.push(await queueMail(tx, { type: 'warning', strikeId: strike.id }));
     }
-    if (report) await reports.resolveReport(tx, report.id, moderatorId);
-    if (type !== 'none') await reports.resolveReportsAbout(tx, target.id, moderatorId);
+    // Every report resolved here is heard by the operators' webhooks (report.updated).
+    if (report && (await reports.resolveReport(tx, report.id, moderatorId))) rows.push(...(await queueWebhookEvent(tx, 'report.updated', report.id)));
+    if (type !== 'none') {
+      for (const id of await reports.resolveReportsAbout(tx, target.id, moderatorId)) rows.push(...(await queueWebhookEvent(tx, 'report.updated', id)));
+    }
     return rows;
   });
   if (type !== 'none') await afterAccountChange(deps, target);
   await enqueue(deps, outbox);
+}
+
+/**
+ * A change to a report (assigned, resolved, reopened, its category or rules): made with its report.updated webhook
+ * deliveries in one transaction, as every change to a report is heard by the operators' webhooks.
+ */
+export async function changeReport(deps: ModerationDeps, change: (tx: Queryable) => Promise<reports.ReportRow | null>): Promise<reports.ReportRow | null> {
+  const { row, outbox } = await transaction(deps.db, async (tx) => {
+    const row = await change(tx);
+    return { row, outbox: row ? await queueWebhookEvent(tx, 'report.updated', row.id) : [] };
+  });
+  await enqueue(deps, outbox);
+  return row;
 }
 
 export const COMMENT_LIMIT = 1000;
@@ -235,7 +252,8 @@ export async function fileReport(deps: ModerationDeps, reporter: AccountRow, inp
       forwarded,
     }))!;
     const alerts = deps.alerts ? await alertOperatorsOfReport(tx, deps.alerts, { reportId: report.id, reporterAccountId: reporter.id, targetAccountId: target.id }) : [];
-    return { report, outbox: [...(forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : []), ...alerts] };
+    const hooks = await queueWebhookEvent(tx, 'report.created', report.id);
+    return { report, outbox: [...(forwarded ? [await queueDelivery(tx, { activity: 'Flag', reportId: report.id })] : []), ...alerts, ...hooks] };
   });
   await enqueue(deps, outbox);
   return report;

@@ -2,7 +2,7 @@
  * Operators' roles as Mastodon has them (its UserRole): a role carries permission flags, one bit each, with
  * Mastodon's bit values, so `permissions` means the same number to every Mastodon client. `administrator` implies
  * every other flag. A user without a role has none of the operators' flags (Mastodon's "everyone" role grants only
- * invite_users, which nothing here uses yet).
+ * invite_users; here only roles that carry it may invite, services/invites.ts).
  *
  * Which flag each operators' route and command needs is decided here, in one table per surface, and the auth
  * plugin, the operators' pages and the CLI ask it: a route that has no entry is refused at start-up (API) or at
@@ -96,6 +96,7 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/announcements', 'manage_announcements'],
   ['*', '/admin/disputes/appeals', 'manage_appeals'],
   ['*', '/admin/queues', 'view_devops'],
+  ['*', '/admin/webhooks', 'manage_webhooks'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */
@@ -133,6 +134,7 @@ const CLI_COMMANDS: Readonly<Record<string, Permission>> = {
   relay: 'manage_federation',
   media: 'view_devops',
   announcements: 'manage_announcements',
+  webhooks: 'manage_webhooks',
 };
 
 /** The flag a CLI command needs when run for an operator, or null for one that is not theirs to run. */

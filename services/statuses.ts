@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
+import { queueWebhookEvent } from './webhooks.ts';
 import { inSavepoint, transaction, TransactionAborted, type Db } from '../storage/db.ts';
 import type { HomeFeeds } from '../storage/feeds.ts';
 import type { JobQueues } from '../jobs/queues.ts';
@@ -650,6 +651,7 @@ export async function editStatus(deps: StatusDeps, accountId: string, statusId: 
       await notifyAccount(deps, tx, q.accountId, accountId, 'quoted_update', status.id);
     }
     outbox.push(await addToOutbox(tx, 'fanOutStatus', { statusId: status.id, edit: true }), await queueDelivery(tx, { activity: 'Update', statusId: status.id }));
+    outbox.push(...(await queueWebhookEvent(tx, 'status.updated', status.id)));
     // The card follows the text: fetched for a new link, taken away with the old one.
     const own = ownHosts(config);
     if (firstCardLink(content, own) || firstCardLink(status.content, own)) {

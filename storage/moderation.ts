@@ -14,13 +14,15 @@ export interface ModeratedUser {
   locale: string | null;
   reason: string | null;
   created_by_application_id: string | null;
+  /** Who made the invite the person joined with, if any. */
+  invited_by_account_id: string | null;
   created_at: Date;
 }
 
 const USER_COLUMNS = `id::text, account_id::text, email,
   (SELECT jsonb_build_object('id', r.id::text, 'name', r.name, 'color', r.color, 'position', r.position,
      'permissions', r.permissions::text, 'highlighted', r.highlighted) FROM user_roles r WHERE r.id = users.role_id) AS role, approved, disabled, locale, reason,
-  created_by_application_id::text, created_at`;
+  created_by_application_id::text, (SELECT i.account_id::text FROM invites i WHERE i.id = users.invite_id) AS invited_by_account_id, created_at`;
 
 export async function usersOfAccounts(db: Queryable, accountIds: string[]): Promise<Map<string, ModeratedUser>> {
   if (accountIds.length === 0) return new Map();

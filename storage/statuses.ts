@@ -133,10 +133,19 @@ export async function insertPost(db: Queryable, s: Omit<NewStatus, 'visibility' 
         WHERE NOT o.remote_only OR remote.audience
        ORDER BY o.n
        RETURNING id, kind, payload),
+     -- Operators' webhooks that want status.created (services/webhooks.ts): one delivery each, in this statement
+     -- (a scan of a table of a handful of rows; nothing when there is none).
+     hooked AS (
+       INSERT INTO outbox (kind, payload)
+       SELECT 'deliverWebhook', jsonb_build_object('webhookId', w.id::text, 'event', 'status.created', 'objectId', status.id::text,
+              'createdAt', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+         FROM status, webhooks w WHERE w.enabled AND 'status.created' = ANY (w.events)
+       RETURNING id, kind, payload),
      carded AS (
        INSERT INTO preview_cards_statuses (status_id, preview_card_id, url, without_image)
        SELECT status.id, $18, $19, false FROM status WHERE $18::bigint IS NOT NULL)
-     SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id) FROM queued q) AS outbox FROM status`,
+     SELECT status.*, (SELECT json_agg(json_build_object('id', q.id::text, 'kind', q.kind, 'payload', q.payload) ORDER BY q.id)
+                       FROM (SELECT * FROM queued UNION ALL SELECT * FROM hooked) q) AS outbox FROM status`,
     values: [s.accountId, s.text, s.content, s.spoilerText, s.sensitive, x.visibility, s.language, s.inReplyToId, s.inReplyToAccountId, s.applicationId,
       x.idempotencyKey, x.mentionIds, x.tagIds, x.outbox.map((o) => o.kind), x.outbox.map((o) => JSON.stringify(o.payload)), x.outbox.map((o) => o.remoteOnly === true), x.quotePolicy ?? null,
       x.card?.id ?? null, x.card?.url ?? null],

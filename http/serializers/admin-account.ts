@@ -28,7 +28,7 @@ export function renderAdminAccount(ctx: RenderContext, a: AccountRow, u: Moderat
     locale: u?.locale ?? null,
     invite_request: u?.reason ?? null,
     created_by_application_id: u?.created_by_application_id ?? null,
-    invited_by_account_id: null,
+    invited_by_account_id: u?.invited_by_account_id ?? null,
     account: renderAccount(ctx, a),
   };
 }

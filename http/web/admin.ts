@@ -10,6 +10,8 @@ import { findStrike, pendingAppeals } from '../../storage/strikes.ts';
 import * as announcements from '../../services/announcements.ts';
 import { ANNOUNCEMENT_TEXT_MAX } from '../../services/announcements.ts';
 import { listAnnouncements } from '../../storage/announcements.ts';
+import * as webhooks from '../../services/webhooks.ts';
+import { lastWebhookDeliveries, listWebhooks } from '../../storage/webhooks.ts';
 import { announcementHtml } from '../serializers/announcement.ts';
 import { adminAccountIds, usersOfAccounts } from '../../storage/moderation.ts';
 import { findAccountById, findAccountsByIds } from '../../storage/accounts.ts';
@@ -30,7 +32,16 @@ const NOTICES: Record<string, string> = {
   removed: 'The announcement is removed.',
   appeal_approved: 'The appeal is approved: the decision is undone and overruled; its author gets an e-mail.',
   appeal_rejected: 'The appeal is rejected; its author gets an e-mail.',
+  webhook_added: 'The webhook is added.',
+  webhook_events: 'The webhook\'s events are saved.',
+  webhook_enabled: 'The webhook is enabled.',
+  webhook_disabled: 'The webhook is disabled.',
+  webhook_rotated: 'The webhook has a new secret.',
+  webhook_removed: 'The webhook is removed.',
 };
+/** A form's checkboxes: one value is a string, several an array. */
+const Checked = Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Array(Type.String({ maxLength: 40 }), { maxItems: 20 })]));
+const listOf = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 const ListQuery = Type.Object({ max_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const AppealsQuery = Type.Object({ after_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
@@ -82,7 +93,7 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   app.get('/admin', async (request, reply) => {
     const me = await request.signedIn();
     const bits = me?.user.role?.permissions;
-    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
+    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements', '/admin/webhooks'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
     return reply.redirect(first ?? '/admin/approvals');
   });
 
@@ -249,6 +260,69 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
       if (!isId(request.params.id)) return refused(request, reply, new ApiError(404, 'Record not found'));
       await act(announcementDeps, request.params.id);
       return reply.redirect(`/admin/announcements?notice=${notice}`, 303);
+    });
+  }
+
+  const webhooksPage = async (request: FastifyRequest, reply: FastifyReply, notice: string, error: string, status = 200) => {
+    const rows = await listWebhooks(ctx.db);
+    const deliveries = await lastWebhookDeliveries(ctx.db, rows.map((w) => w.id), 10);
+    return sendFormPage(ctx, request, reply, 'admin/webhooks', 'Webhooks', {
+      events: webhooks.WEBHOOK_EVENTS,
+      webhooks: rows.map((w) => ({
+        id: w.id, url: w.url, events: w.events, secret: w.secret, enabled: w.enabled,
+        deliveries: deliveries.filter((d) => d.webhook_id === w.id).map((d) => ({ event: d.event, attempt: d.attempt, statusCode: d.status_code, error: d.error, createdAt: d.created_at })),
+      })),
+      notice, error,
+    }, status);
+  };
+
+  /** The service's refusals (422: a bad URL or events; 404: gone) shown on the page. */
+  const webhookRefused = async (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
+    if (err instanceof ApiError && err.statusCode < 500) return webhooksPage(request, reply, '', err.statusCode === 404 ? 'That webhook no longer exists.' : err.message, err.statusCode);
+    throw err;
+  };
+
+  app.get('/admin/webhooks', { schema: { querystring: ListQuery } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    return webhooksPage(request, reply, (request.query.notice && NOTICES[request.query.notice]) || '', '');
+  });
+
+  app.post('/admin/webhooks', { schema: { body: Type.Object({ url: Type.String({ maxLength: 4096 }), events: Checked }) } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    try {
+      await webhooks.createWebhook(ctx.db, { url: request.body.url, events: listOf(request.body.events) });
+    } catch (err) {
+      return webhookRefused(request, reply, err);
+    }
+    return reply.redirect('/admin/webhooks?notice=webhook_added', 303);
+  });
+
+  app.post('/admin/webhooks/:id/events', { schema: { params: IdParams, body: Type.Object({ events: Checked }) } }, async (request, reply) => {
+    if (!(await operator(request, reply))) return;
+    try {
+      if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
+      await webhooks.changeWebhook(ctx.db, request.params.id, { events: listOf(request.body.events) });
+    } catch (err) {
+      return webhookRefused(request, reply, err);
+    }
+    return reply.redirect('/admin/webhooks?notice=webhook_events', 303);
+  });
+
+  for (const [name, notice, act] of [
+    ['enable', 'webhook_enabled', (id: string) => webhooks.changeWebhook(ctx.db, id, { enabled: true })],
+    ['disable', 'webhook_disabled', (id: string) => webhooks.changeWebhook(ctx.db, id, { enabled: false })],
+    ['rotate', 'webhook_rotated', (id: string) => webhooks.changeWebhook(ctx.db, id, { rotateSecret: true })],
+    ['remove', 'webhook_removed', (id: string) => webhooks.removeWebhook(ctx.db, id)],
+  ] as const) {
+    app.post(`/admin/webhooks/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
+      if (!(await operator(request, reply))) return;
+      try {
+        if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
+        await act(request.params.id);
+      } catch (err) {
+        return webhookRefused(request, reply, err);
+      }
+      return reply.redirect(`/admin/webhooks?notice=${notice}`, 303);
     });
   }
 }

@@ -6,6 +6,7 @@ import type { RouteOptions } from '../route-options.ts';
 import { LIMITS } from '../plugins/rate-limit.ts';
 import { ApiError, ValidationFailed } from '../../errors.ts';
 import { signUp } from '../../services/accounts.ts';
+import { lookUpInvite } from '../../services/invites.ts';
 import { checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
 import { authenticationOptions, hasSecurityKeys, securityKeyMatches } from '../../services/webauthn.ts';
 import type { UserRow } from '../../storage/users.ts';
@@ -29,6 +30,7 @@ const SignUpForm = Type.Object({
   password_confirmation: Type.Optional(Type.String({ maxLength: 200 })),
   agreement: Type.Optional(Type.String({ maxLength: 10 })),
   reason: Type.Optional(Type.String({ maxLength: 1000 })),
+  invite_code: Type.Optional(Type.String({ maxLength: 40 })),
 });
 const PENDING_COOKIE = '_pending_sign_in';
 /** How long the second step of a sign-in may wait for its code. */
@@ -79,15 +81,17 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   const signInLimit = { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `sign-in:${request.ip}` };
 
   async function signUpPage(request: FastifyRequest, reply: FastifyReply, values: Record<string, string | boolean> = {}, errors: FieldErrors = {}, error = '', status = 200) {
-    // OMNIAUTH_ONLY: people join by signing in through the provider, never with a password of ours.
-    const mode = ctx.config.omniauthOnly ? 'none' : ctx.config.registrationsMode;
+    // OMNIAUTH_ONLY: people join by signing in through the provider, never with a password of ours. An invite's
+    // form (/invite/:code) is open and needs no reason, whatever the registration mode.
+    const invited = typeof values.invite_code === 'string' && values.invite_code !== '';
+    const mode = ctx.config.omniauthOnly ? 'none' : invited ? 'open' : ctx.config.registrationsMode;
     return sendFormPage(ctx, request, reply, 'auth/sign_up', 'Create an account', {
       closed: mode === 'none',
       closedMessage: mode === 'none' ? operatorHtml(ctx.config.registrationsClosedMessage) : '',
       approvalRequired: mode === 'approved',
       rules: mode === 'none' ? [] : await listRules(ctx.db),
       domain: ctx.config.localDomain,
-      values: { username: '', email: '', reason: '', agreement: false, ...values },
+      values: { username: '', email: '', reason: '', agreement: false, invite_code: '', ...values },
       errors,
       error,
     }, status);
@@ -117,8 +121,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     config: { rateLimit: { ...LIMITS.registration, keyGenerator: (request: FastifyRequest) => `registration:${request.ip}` } },
   }, async (request, reply) => {
     const body = request.body;
-    const values = { username: body.username ?? '', email: body.email ?? '', reason: body.reason ?? '', agreement: body.agreement === '1' };
-    if (ctx.config.registrationsMode === 'none' || ctx.config.omniauthOnly) return signUpPage(request, reply, values, {}, '', 403);
+    const values = { username: body.username ?? '', email: body.email ?? '', reason: body.reason ?? '', agreement: body.agreement === '1', invite_code: body.invite_code ?? '' };
+    if ((ctx.config.registrationsMode === 'none' && !values.invite_code) || ctx.config.omniauthOnly) return signUpPage(request, reply, values, {}, '', 403);
     let created;
     try {
       created = await signUp(ctx, {
@@ -129,6 +133,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
         locale: ctx.config.instanceLanguages[0] ?? 'en',
         reason: values.reason,
         passwordConfirmation: body.password_confirmation ?? '',
+        inviteCode: values.invite_code || null,
         // Every refusal at once (the reason the operators need too), each by its field.
       }, { ip: request.ip, allErrors: true });
     } catch (err) {
@@ -152,6 +157,17 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     }
     const done = !user.confirmed_at && !user.approved ? 'signed_up_both' : !user.confirmed_at ? 'signed_up_confirm' : 'signed_up_approval';
     return reply.redirect(`/auth/done/${done}`, 303);
+  });
+
+  // An invite's link (Mastodon's /invite/:code): the sign-up form carrying the code, or why the code will not do.
+  app.get('/invite/:code', { schema: { params: Type.Object({ code: Type.String({ maxLength: 40 }) }) } }, async (request, reply) => {
+    if (await request.signedIn()) return reply.redirect('/');
+    const found = await lookUpInvite(ctx.db, request.params.code);
+    if (!found || found.state !== 'valid' || ctx.config.omniauthOnly) {
+      const why = !found ? 'This invite link is not valid.' : found.state === 'expired' ? 'This invite link has expired.' : found.state === 'used_up' ? 'This invite link has been used up.' : 'Accounts here are made through single sign-on.';
+      return sendMessagePage(ctx, request, reply, 'Invite not valid', why, { status: found ? 410 : 404, kind: 'error' });
+    }
+    return signUpPage(request, reply, { invite_code: found.invite.code });
   });
 
   app.get<{ Querystring: { confirmation_token?: string } }>('/auth/confirmation', {

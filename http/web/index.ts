@@ -11,6 +11,7 @@ import settingsPageRoutes from './settings.ts';
 import unsubscribePageRoutes from './unsubscribe.ts';
 import importPageRoutes from './imports.ts';
 import adminPageRoutes from './admin.ts';
+import invitePageRoutes from './invites.ts';
 import exportPageRoutes from './exports.ts';
 import clientPageRoutes from './client-pages.ts';
 import clientActionRoutes from './client-actions.ts';
@@ -61,6 +62,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./client-filters.ts')).default, { ctx });
   await app.register(settingsPageRoutes, { ctx });
   await app.register(unsubscribePageRoutes, { ctx });
+  await app.register(invitePageRoutes, { ctx });
   await app.register(securityKeyPageRoutes, { ctx });
   await app.register((await import('./settings-appearance.ts')).default, { ctx });
   await app.register((await import('./settings-development.ts')).default, { ctx });

@@ -34,6 +34,7 @@ const Register = Type.Object({
   agreement: Type.Optional(Bool()),
   locale: Type.String({ maxLength: 20 }),
   reason: Type.Optional(Type.String({ maxLength: 1000 })),
+  invite_code: Type.Optional(Type.String({ maxLength: 40 })),
   date_of_birth: Type.Optional(Type.String({ maxLength: 20 })),
 });
 
@@ -102,7 +103,9 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
     preValidation: async (request) => {
       if (request.token?.user_id) throw forbidden('This method requires an client credentials authentication');
       // OMNIAUTH_ONLY (Mastodon's omniauth_only?): people join through the single sign-on provider only.
-      if (ctx.config.registrationsMode === 'none' || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
+      // An invite code opens closed sign-ups (Mastodon's allowed_registration?); signUp checks that it is good.
+      const invite = (request.body as { invite_code?: unknown } | undefined)?.invite_code;
+      if ((ctx.config.registrationsMode === 'none' && (typeof invite !== 'string' || invite === '')) || ctx.config.omniauthOnly) throw forbidden('Registrations are closed');
     },
   }, async (request) => {
     const body = request.body;
@@ -117,6 +120,7 @@ export default async function accountsRoutes(fastify: FastifyInstance, { ctx }: 
       agreement: body.agreement ?? false,
       locale: body.locale,
       reason: body.reason ?? null,
+      inviteCode: body.invite_code || null,
     }, {
       applicationId: token.application_id,
       ip: request.ip,

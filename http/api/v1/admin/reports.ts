@@ -10,6 +10,7 @@ import * as reports from '../../../../storage/reports.ts';
 import { listRules } from '../../../../storage/rules.ts';
 import { renderAdminReports } from '../../../serializers/report.ts';
 import type { AppContext } from '../../../../context.ts';
+import { changeReport, moderationDeps } from '../../../../services/moderation.ts';
 
 const READ = { kind: 'admin', scopes: ['admin:read:reports'] } as const;
 const WRITE = { kind: 'admin', scopes: ['admin:write:reports'] } as const;
@@ -42,6 +43,7 @@ const reportId = (id: string) => {
 /** Mastodon's admin reports API (/api/v1/admin/reports): list, view, assign, resolve, reopen, recategorise. */
 export default async function adminReportsRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const deps = moderationDeps(ctx);
 
   app.get('/api/v1/admin/reports', {
     schema: { querystring: ListQuery },
@@ -67,14 +69,14 @@ export default async function adminReportsRoutes(fastify: FastifyInstance, { ctx
       const known = new Set((await listRules(ctx.db)).map((r) => r.id));
       if (ruleIds.some((r) => !known.has(r))) throw unprocessable('Validation failed: Rule ids contains an unknown rule');
     }
-    return one(ctx, await reports.updateReport(ctx.db, id, { category: request.body.category, ruleIds }));
+    return one(ctx, await changeReport(deps, (tx) => reports.updateReport(tx, id, { category: request.body.category, ruleIds })));
   });
 
   const actions = {
-    assign_to_self: (id: string, me: string) => reports.assignReport(ctx.db, id, me),
-    unassign: (id: string) => reports.assignReport(ctx.db, id, null),
-    resolve: (id: string, me: string) => reports.resolveReport(ctx.db, id, me),
-    reopen: (id: string) => reports.reopenReport(ctx.db, id),
+    assign_to_self: (id: string, me: string) => changeReport(deps, (tx) => reports.assignReport(tx, id, me)),
+    unassign: (id: string) => changeReport(deps, (tx) => reports.assignReport(tx, id, null)),
+    resolve: (id: string, me: string) => changeReport(deps, (tx) => reports.resolveReport(tx, id, me)),
+    reopen: (id: string) => changeReport(deps, (tx) => reports.reopenReport(tx, id)),
   };
   for (const [name, act] of Object.entries(actions)) {
     app.post(`/api/v1/admin/reports/:id/${name}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {

@@ -15,7 +15,7 @@ async function main() {
   const toolsNotice = config.role === 'streaming' ? null : missingToolsNotice(config);
   if (toolsNotice) server.app.log.warn(toolsNotice);
   if (config.role !== 'worker') {
-    server.app.log.info(`Answering at ${config.publicUrl}/ (listening on ${server.app.addresses().map((a) => `${a.address}:${a.port}`).join(', ')})`);
+    server.app.log.info(`Answering at ${config.publicUrl}/ (listening on ${config.bind}:${config.port})`);
     // A fresh install has nobody to approve sign-ups or handle reports: say how to make the first operator.
     if (!(await anyOperator(server.ctx.db))) {
       server.app.log.warn('No operator yet: make one with `npm run cli -- accounts create <username> --email <address> --admin` (it prints the password), then sign in at ' + `${config.publicUrl}/auth/sign_in`);

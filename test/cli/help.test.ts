@@ -10,7 +10,7 @@ describe('npm run cli -- <command> --help', () => {
   const commands = cliCommands();
 
   it('knows the command groups the usage describes', () => {
-    expect(new Set(commands.map((c) => c.split(' ')[0]))).toEqual(new Set(['accounts', 'rules', 'suggestions', 'reports', 'domains', 'federation', 'media', 'relay']));
+    expect([...new Set(commands.map((c) => c.split(' ')[0]))]).toEqual(expect.arrayContaining(['accounts', 'rules', 'suggestions', 'reports', 'domains', 'federation', 'media', 'relay', 'emoji']));
     expect(commands.length).toBeGreaterThan(25);
   });
 
@@ -28,7 +28,7 @@ describe('npm run cli -- <command> --help', () => {
   it('a group alone, or no command, prints the group, or everything', () => {
     expect(cliHelp(['domains', '--help'])!.split('\n').filter((l) => /^ {2}\S/.test(l)).every((l) => l.trim().startsWith('domains '))).toBe(true);
     const all = cliHelp([])!;
-    for (const group of ['accounts', 'rules', 'suggestions', 'reports', 'domains', 'federation', 'media', 'relay']) expect(all).toContain(`  ${group} `);
+    for (const group of new Set(commands.map((c) => c.split(' ')[0]))) expect(all).toContain(`  ${group} `);
     expect(cliHelp(['help'])).toBe(all);
     expect(cliHelp(['accounts', 'create', 'alice'])).toBeNull();
   });

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { isLanguage } from './services/languages.ts';
-// Every setting is an environment variable; README.md lists them with their defaults.
+// Every setting is an environment variable; docs/configuration.md lists them with their defaults (a test checks).
 // A bad value throws ConfigError naming the setting, and start-up prints that one line.
 
 export class ConfigError extends Error {

@@ -1,10 +1,11 @@
-// Starts the server: `npm start`. Settings come from the environment (README.md).
+// Starts the server: `npm start`. Settings come from the environment (docs/configuration.md).
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { startServer } from './server.ts';
 import { unavailableDependency } from './storage/dependencies.ts';
 import { MAIL_OFF_NOTICE } from './services/mail.ts';
 import { missingToolsNotice } from './services/media-tools.ts';
+import { anyOperator } from './storage/users.ts';
 
 async function main() {
   const config = loadConfig();
@@ -13,6 +14,13 @@ async function main() {
   if (!config.smtp) server.app.log.warn(MAIL_OFF_NOTICE);
   const toolsNotice = config.role === 'streaming' ? null : missingToolsNotice(config);
   if (toolsNotice) server.app.log.warn(toolsNotice);
+  if (config.role !== 'worker') {
+    server.app.log.info(`Answering at ${config.publicUrl}/ (listening on ${config.bind}:${config.port})`);
+    // A fresh install has nobody to approve sign-ups or handle reports: say how to make the first operator.
+    if (!(await anyOperator(server.ctx.db))) {
+      server.app.log.warn('No operator yet: make one with `npm run cli -- accounts create <username> --email <address> --admin` (it prints the password), then sign in at ' + `${config.publicUrl}/auth/sign_in`);
+    }
+  }
   // A promise nobody waited on, failing because PostgreSQL or Redis went away, must not end a server that comes
   // back by itself (the outage is logged once, by storage/dependencies.ts); anything else still ends it, as Node would.
   process.on('unhandledRejection', (err) => {

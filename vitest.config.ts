@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // Tests that start a Redis Cluster of their own (six redis-server processes) or several server processes on one:
 // run after the rest, on their own, so that their load does not slow every other file's set-up (and theirs is not
-// slowed by it). README, "Tests", gives the budget of each group.
+// slowed by it). docs/testing.md gives the budget of each group.
 const CLUSTER_TESTS = [
   'test/e2e/cluster.test.ts',
   'test/e2e/redis-cluster-hang.test.ts',

@@ -2,7 +2,7 @@
 // runs them, each with its own database) run side by side, one on the machine's Redis and one on a 3-master Redis
 // Cluster with a replica each (started here, real redis-server processes); the same work is done on both, in
 // alternating rounds: the home timeline read, posting, and a fan-out to 10,000 followers. Besides the rates, the
-// Redis CPU each side used (INFO cpu, summed over the masters) per request, for the capacity model in the README.
+// Redis CPU each side used (INFO cpu, summed over the masters) per request, for the capacity model in docs/scaling.md.
 import autocannon from 'autocannon';
 import type { ChildProcess } from 'node:child_process';
 import { RedisCluster } from '../cli/redis-cluster.ts';

@@ -94,7 +94,7 @@ export function rssMb(pid: number): number {
   }
 }
 
-/** Samples a process's VmRSS (MB) every second (issue 32's bound) into `samples` until `stop`, which returns them. */
+/** Samples a process's VmRSS (MB) every second into `samples` until `stop`, which returns them. */
 export function sampleRss(pid: number): { samples: number[]; stop: () => number[] } {
   const samples = [rssMb(pid)];
   const timer = setInterval(() => samples.push(rssMb(pid)), 1000);

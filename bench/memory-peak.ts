@@ -1,5 +1,5 @@
-// `node bench/memory-peak.ts`: the server's resident memory under a many-accounts posting load, sampled every second
-// (issue 32). The server is started as `npm start` runs it (ROLE=all; BENCH_NODE_FLAGS adds node flags to try).
+// `node bench/memory-peak.ts`: the server's resident memory under a many-accounts posting load, sampled every second.
+// The server is started as `npm start` runs it (ROLE=all; BENCH_NODE_FLAGS adds node flags to try).
 // Set-up registers 32 accounts through the API (each password hash takes 64 MB, argon2), and its high-water mark
 // (VmHWM) is printed on its own; then VmHWM is started over and the 32 accounts post at once, one connection each, for
 // BENCH_PEAK_SECONDS (20 s), followed by 10 s of quiet. Printed: the highest one-second VmRSS sample while posting

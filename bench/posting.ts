@@ -5,7 +5,7 @@
 //  2. fan-out keeping up: the same with each of the 32 authors followed by the same 100 accounts (home feeds built):
 //     when the last post reached all 100 home feeds after posting stopped, and feed insertions per second;
 //  3. 10,000 local followers of one author: from the POST being sent to the last of the 10,000 feeds;
-//  4. one account posting on 32 connections at once for 10 s (issue 32: its posts are written in batches, one
+//  4. one account posting on 32 connections at once for 10 s (its posts are written in batches, one
 //     transaction and one commit each): posts per second, latency, and the transactions that wrote its posts per post
 //     (statuses.created_at is the writing transaction's start, so one distinct value per transaction) beside
 //     PostgreSQL's commits per post (pg_stat_database.xact_commit: every transaction, the jobs' and reads' included).
@@ -186,7 +186,7 @@ async function main() {
     await db.query('ANALYZE'); // as autovacuum would (see below)
     await sleep(2000);
 
-    /** 4. One account on 32 connections: its posts gather into batches, one transaction each (issue 32). */
+    /** 4. One account on 32 connections: its posts gather into batches, one transaction each. */
     const oneAccount = async (): Promise<string> => {
       const statusCount = async () => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
       const lastBefore = (await db.query<{ id: string }>(`SELECT coalesce(max(id), 0)::text AS id FROM statuses`)).rows[0]!.id;

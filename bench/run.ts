@@ -117,13 +117,13 @@ async function main() {
       for (const [i, { real, baseline }] of rounds.entries()) {
         console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors}, CPU ${real.cpuUs.toFixed(0)} µs/req)  |  bare ${baseline.rps} req/s (p50 ${baseline.p50} ms, p99 ${baseline.p99} ms, errors ${baseline.errors}, CPU ${baseline.cpuUs.toFixed(0)} µs/req)  |  ratio ${ratios[i]!.toFixed(2)}`);
       }
-      console.log(`  ratio home/bare, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.6, issue 32); page had ${statuses} statuses`);
+      console.log(`  ratio home/bare, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.6); page had ${statuses} statuses`);
       console.log(`  server CPU per request, median of rounds: home ${median(rounds.map((r) => r.real.cpuUs)).toFixed(0)} µs, bare ${median(rounds.map((r) => r.baseline.cpuUs)).toFixed(0)} µs: ratio bare/home ${median(rounds.map((r) => r.baseline.cpuUs / r.real.cpuUs)).toFixed(2)}`);
       console.log(`\nthe same with rate limits on (RATE_LIMITS=true; a second server process, ROLE=web), ${ROUNDS} alternating rounds of 5 s`);
       for (const [i, { real, baseline }] of limitedRounds.entries()) {
         console.log(`  round ${i + 1}: home ${real.rps} req/s (p50 ${real.p50} ms, p99 ${real.p99} ms, errors ${real.errors}, CPU ${real.cpuUs.toFixed(0)} µs/req)  |  bare ${baseline.rps} req/s (CPU ${baseline.cpuUs.toFixed(0)} µs/req)  |  ratio ${limitedRatios[i]!.toFixed(2)}`);
       }
-      console.log(`  ratio home/bare with rate limits, median of rounds: ${median(limitedRatios).toFixed(2)} (target >= 0.6, issue 32)`);
+      console.log(`  ratio home/bare with rate limits, median of rounds: ${median(limitedRatios).toFixed(2)} (target >= 0.6)`);
       console.log(`  server CPU per request, median of rounds: home ${median(limitedRounds.map((r) => r.real.cpuUs)).toFixed(0)} µs, bare ${median(limitedRounds.map((r) => r.baseline.cpuUs)).toFixed(0)} µs: ratio bare/home ${median(limitedRounds.map((r) => r.baseline.cpuUs / r.real.cpuUs)).toFixed(2)}`);
     };
     if (ONLY_HOME) {

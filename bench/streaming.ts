@@ -22,7 +22,7 @@ const POSTS = 20;
 const POST_GAP_MS = 500;
 /**
  * Posts made first and not counted (BENCH_STREAMING_WARMUP): the first events a freshly started streaming process
- * handles run code V8 has not optimized yet. Over 23 rounds of session 9 with one warm-up post, the slowest socket
+ * handles run code V8 has not optimized yet. Over 23 rounds with one warm-up post, the slowest socket
  * of the next two posts averaged 107–110 ms against 78 ms for posts 6–20; a streaming process that has been running
  * has long since compiled that code. Their figures are printed on their own line.
  */
@@ -653,7 +653,7 @@ async function main(): Promise<void> {
         let missed = 0;
         const perPostMax: number[] = [];
         const slowestOf = (p: { id: string; returned: number }) => Math.max(...group.map((l) => (l.arrivals.get(p.id) ?? NaN) - p.returned).filter(Number.isFinite));
-        // As counted before session 9: the 20 posts after the first (the later warm-up posts among them).
+        // As counted before the warm-up posts were added: the 20 posts after the first (the later warm-up posts among them).
         const asBefore: number[] = [];
         for (const p of posts.slice(1, 1 + POSTS)) for (const l of group) {
           const at = l.arrivals.get(p.id);
@@ -687,7 +687,7 @@ async function main(): Promise<void> {
         console.log(`    from the POST being sent instead: p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, max ${ms(f.max)}${early ? `; ${early} updates came before the POST's answer was read (counted as negative above)` : ''}`);
         console.log(`    split at Redis: published p50 ${ms(r1.p50)}, p99 ${ms(r1.p99)} after the POST's answer (${r1.n} (post, socket) pairs' publications seen); from there to the socket p50 ${ms(r2.p50)}, p99 ${ms(r2.p99)}`);
         const b = stats(asBefore);
-        console.log(`    the ${WARMUP_POSTS} warm-up posts before them (not counted above; the first events a freshly started process handles), slowest socket of each: ${posts.slice(0, WARMUP_POSTS).map((p) => slowestOf(p).toFixed(0)).join(' ')} ms; counted as before session 9 (the ${POSTS} posts after the first): p50 ${ms(b.p50)}, p99 ${ms(b.p99)}`);
+        console.log(`    the ${WARMUP_POSTS} warm-up posts before them (not counted above; the first events a freshly started process handles), slowest socket of each: ${posts.slice(0, WARMUP_POSTS).map((p) => slowestOf(p).toFixed(0)).join(' ')} ms; counted the older way (the ${POSTS} posts after the first): p50 ${ms(b.p50)}, p99 ${ms(b.p99)}`);
         console.log(`    slowest socket per post (ms, from the answer): ${perPostMax.map((x) => (Number.isFinite(x) ? x.toFixed(0) : '-')).join(' ')}`);
       };
       const postStats = stats(posts.slice(WARMUP_POSTS).map((p) => p.returned - p.sent));

@@ -81,6 +81,45 @@ async function firstOperator(db: Db): Promise<boolean> {
   return owner !== null && !(await roleHasUsers(db, owner.id));
 }
 
+/** The usage entries (a command line and its indented description) of USAGE, in order. */
+function usageEntries(): { head: string; text: string }[] {
+  const entries: { head: string; text: string }[] = [];
+  for (const line of USAGE.split('\n').slice(2)) {
+    if (/^  \S/.test(line)) entries.push({ head: line.trim(), text: line });
+    else if (entries.length > 0) entries[entries.length - 1]!.text += `\n${line}`;
+  }
+  return entries;
+}
+
+/** The commands USAGE describes, as `group command` pairs (`accounts suspend`, `reports resolve`, …). */
+export function cliCommands(): string[] {
+  const commands: string[] = [];
+  for (const { head } of usageEntries()) {
+    // "accounts suspend|unsuspend <…>" and "reports resolve <id> / reports reopen <id>" name several.
+    for (const part of head.split(' / ')) {
+      const [group, names] = part.split(/\s+/);
+      for (const name of (names ?? '').split('|')) commands.push(`${group} ${name}`);
+    }
+  }
+  return commands;
+}
+
+/**
+ * What `--help` (or `-h`, `help`, or no command at all) prints, without touching PostgreSQL or Redis: the entries of
+ * the command asked about, else of its group, else everything. null when argv asks for no help.
+ */
+export function cliHelp(argv: string[]): string | null {
+  const words = argv.filter((a) => a !== '--help' && a !== '-h' && a !== 'help');
+  if (words.length === argv.length && argv.length > 0) return null;
+  const [group, command] = words;
+  const entries = usageEntries();
+  const names = (head: string) => head.split(' / ').map((part) => part.split(/\s+/)).filter(([g]) => g === group).flatMap(([, n]) => (n ?? '').split('|'));
+  const ofCommand = entries.filter((e) => command !== undefined && names(e.head).includes(command));
+  const ofGroup = entries.filter((e) => names(e.head).length > 0);
+  const chosen = ofCommand.length > 0 ? ofCommand : ofGroup.length > 0 ? ofGroup : entries;
+  return `Usage: npm run cli -- <command> [options]\n\n${chosen.map((e) => e.text).join('\n')}`;
+}
+
 async function localUser(db: Db, username: string | undefined) {
   if (!username) throw new UsageError('a username is required');
   const account = await findAccountByUsername(db, username, null);
@@ -333,6 +372,11 @@ async function rulesCommand(db: Db, command: string, args: string[], options: { 
 }
 
 async function main() {
+  const help = cliHelp(process.argv.slice(2));
+  if (help !== null) {
+    console.log(help);
+    return;
+  }
   let db: Db | undefined;
   const config = (() => {
     try {

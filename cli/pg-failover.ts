@@ -4,7 +4,7 @@
 //
 //   npm run cluster:failover -- --standby-data /var/lib/postgresql/15/main --standby-host 10.0.0.6 \
 //     --pgbouncer-ini /etc/pgbouncer/pgbouncer.ini --pgbouncer-admin postgres://pgbouncer@127.0.0.1:6432/pgbouncer \
-//     [--standby-port 5432] [--old-primary 10.0.0.5:5432] [--pg-bin /usr/lib/postgresql/15/bin]
+//     [--standby-port 5432] [--old-primary 10.0.0.5:5432] [--pg-bin DIR (default PG_BIN, else the installed PostgreSQL's)]
 //
 // Run it where PgBouncer's ini is; --standby-data (the standby's data directory, where its PG_VERSION is) only where
 // that directory is too (on several machines, promote there with `pg_ctl promote` or `SELECT pg_promote()` and leave
@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
 import { STATE_FILE, failoverOptionsOf, loadState } from './cluster-state.ts';
+import { pgBin } from './local-postgres.ts';
 
 const run = promisify(execFile);
 
@@ -56,7 +57,7 @@ export async function failOver(options: FailoverOptions): Promise<FailoverResult
   const log = options.log ?? (() => {});
   const started = performance.now();
   if (options.standbyDataDir) {
-    await promote(options.standbyDataDir, options.pgBin ?? process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin');
+    await promote(options.standbyDataDir, options.pgBin ?? pgBin());
     log(`promoted ${options.standbyDataDir}`);
   }
   const promoteMs = performance.now() - started;

@@ -71,7 +71,7 @@ export function registerInboxListeners(federation: Federation<AppContext>): void
     .on(Remove, onRemove)
     // Quote posts (FEP-044f): a remote account asks to quote one of our posts (federation/quotes.ts).
     .on(QuoteRequest, onQuoteRequestActivity)
-    // Account moves (issue 30): a remote account moved to another that lists it as an alias (federation/move.ts).
+    // Account moves: a remote account moved to another that lists it as an alias (federation/move.ts).
     .on(Move, onMoveActivity)
     // What the shared inbox fetches (the sender's key and actor, objects named by id) is signed by the instance
     // actor; personal inboxes sign as their owner (Fedify). Servers in authorized-fetch mode refuse unsigned GETs.

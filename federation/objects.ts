@@ -54,7 +54,7 @@ export async function personOf(fed: Context<AppContext>, account: AccountRow): P
     indexable: account.indexable,
     icon: account.avatar_file ? new Image({ url: new URL(app.fileHost.url(account.avatar_file)), mediaType: account.avatar_content_type, name: account.avatar_description || null }) : null,
     image: account.header_file ? new Image({ url: new URL(app.fileHost.url(account.header_file)), mediaType: account.header_content_type, name: account.header_description || null }) : null,
-    // Account moves (issue 30): the ids it says are also it, and where it moved (Mastodon's alsoKnownAs, movedTo).
+    // Account moves: the ids it says are also it, and where it moved (Mastodon's alsoKnownAs, movedTo).
     aliases: (account.also_known_as ?? []).filter((u) => URL.canParse(u)).map((u) => new URL(u)),
     successor: movedToUri(app, account),
     attachments: profileFieldsOf(account),

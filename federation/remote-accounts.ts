@@ -70,7 +70,7 @@ export async function remoteAccountFrom(actor: Actor): Promise<RemoteAccount | n
     headerUrl: await imageUrl(() => actor.getImage()),
     fields,
     createdAt: actor.published ? new Date(actor.published.epochMilliseconds) : null,
-    // Account moves (issue 30): ids only, http(s), a bounded few (a Move is checked against these).
+    // Account moves: ids only, http(s), a bounded few (a Move is checked against these).
     alsoKnownAs: actor.aliasIds.map((u) => href(u)).filter((u): u is string => u !== null).slice(0, 16),
     movedToUri: href(actor.successorId),
   };

@@ -74,6 +74,7 @@ import collectionsRoutes from './api/v1/collections.ts';
 import asyncRefreshesRoutes from './api/v1_alpha/async_refreshes.ts';
 import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
 import { lazyValidatorFactory } from './lazy-validators.ts';
+import openApiRoutes, { collectRouteSchemas } from './openapi.ts';
 
 export type App = FastifyInstance;
 
@@ -100,6 +101,8 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
     // Each route's validators are compiled at its first request, not all at start (http/lazy-validators.ts).
     schemaController: { compilersFactory: { buildValidator: lazyValidatorFactory() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // References to the API routes' request schemas, for GET /api/openapi.json (built at its first request).
+  const describedRoutes = collectRouteSchemas(app);
 
   // Before everything that may refuse a request, so that a 401, 429 or 503 still reaches a web client on another origin.
   await app.register(corsPlugin);
@@ -160,6 +163,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(instanceV2Routes, { ctx });
   await app.register(trendsRoutes, { ctx });
   await app.register(customEmojisRoutes, { ctx });
+  await app.register(openApiRoutes, { ctx, routes: describedRoutes });
   await app.register(preferencesRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(discoveryRoutes, { ctx });

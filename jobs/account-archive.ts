@@ -23,7 +23,7 @@ import { announceOf, personOf, statusObjectOf } from '../federation/objects.ts';
  * and media as Mastodon's BackupService makes it: `outbox.json` (an OrderedCollection of the account's Create and
  * Announce activities, rendered as federation renders them, attachment URLs replaced by the files' paths in the zip),
  * `actor.json`, `likes.json`, `bookmarks.json`, the avatar and header, and every attached file. A zip rather than
- * Mastodon's .tar.gz: it is what the issue asks for, and what most people can open.
+ * Mastodon's .tar.gz: a zip is what most people can open.
  *
  * Memory stays bounded whatever the account's size: statuses and media are read a page at a time, the JSON is
  * written into the zip as it is rendered (the zip waits for nothing to be read back), one media file is held at a

@@ -20,7 +20,7 @@ export const FANOUT_QUEUE = bullQueueName('fanout');
  * Work that fetches from other sites and may wait on them (a link's preview card, a remote thread being filled in: up to 10 s a fetch), as on
  * Mastodon's `pull` queue: a queue of its own with few workers of its own, so that slow sites never hold the worker
  * slots that fan-out and deliveries need. On one queue with fan-out, a burst of posts linking to a page whose host
- * did not answer took all 16 slots for seconds, and every post's fan-out waited behind them (issue 32).
+ * did not answer took all 16 slots for seconds, and every post's fan-out waited behind them.
  */
 export const PULL_QUEUE = bullQueueName('pull');
 /**
@@ -67,7 +67,7 @@ export type FanoutJob =
   | { kind: 'buildAccountArchive'; outboxId: string; archiveId: string }
   /** Removal of archives past their week (jobs/account-archive.ts), delayed until one's `expires_at`. */
   | { kind: 'expireAccountArchives'; outboxId: string; runAt: string }
-  /** An account moved (issue 30, jobs/account-move.ts): its Move sent (`deliver`), then its local followers a batch at a time. */
+  /** An account moved (jobs/account-move.ts): its Move sent (`deliver`), then its local followers a batch at a time. */
   | { kind: 'accountMove'; outboxId: string; accountId: string; targetId: string; after?: string }
   /** One run of an account's deletion (jobs/account-deletion.ts): a few batches, then it queues its next run. */
   | { kind: 'deleteAccount'; outboxId: string; accountId: string; step: string; after?: string; keepReports?: boolean }

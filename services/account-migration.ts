@@ -11,7 +11,7 @@ import { secondFactorMatches } from './two-factor.ts';
 import { accountUri } from './uris.ts';
 
 /**
- * Account moves (issue 30), as Mastodon's: an account lists the accounts that are also it (aliases, published as
+ * Account moves, as Mastodon's: an account lists the accounts that are also it (aliases, published as
  * alsoKnownAs), and moves to one that lists it back. The old account then points at the new one (movedTo), its
  * followers' servers are sent a Move, and its followers here follow the new account (jobs/account-move.ts). A Move
  * received for a remote account ends the same way (federation/move.ts).

@@ -17,7 +17,7 @@ export type Delivery =
   | { activity: 'Like' | 'UndoLike'; accountId: string; statusId: string; /** Makes each like's id its own, so a like after an unlike is not taken for a repeat. */ likeId?: string | null }
   | { activity: 'Announce' | 'UndoAnnounce'; reblogId: string }
   | { activity: 'UpdatePerson'; accountId: string }
-  /** A local account moved to another (issue 30): a Move to its followers' servers; `moveId` (its migration) makes the id. */
+  /** A local account moved to another: a Move to its followers' servers; `moveId` (its migration) makes the id. */
   | { activity: 'Move'; accountId: string; targetId: string; moveId: string }
   /** A report forwarded to the reported account's server, signed by the instance actor (federation/flag.ts). */
   | { activity: 'Flag'; reportId: string }

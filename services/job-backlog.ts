@@ -11,7 +11,7 @@
  * Held posts go in first come, first served, one for each job the worker finishes (its work making room for theirs;
  * fewer when it is far behind), and all at once when it has caught up. Letting them all in only once it had caught
  * up made every held post wait about as long as the longest hold under a sustained burst, while those that came
- * between two holds waited for nothing: a p99 of 2 s beside a p50 of 80 ms (issue 32). Paced this way, each waits
+ * between two holds waited for nothing: a p99 of 2 s beside a p50 of 80 ms. Paced this way, each waits
  * for its turn, about as long as the others.
  *
  * "Behind" is measured on the worker's own jobs, without asking Redis: how long the latest job it took had waited in

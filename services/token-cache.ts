@@ -4,7 +4,7 @@ import { findActiveAccessTokenByHash, hashSecret, type TokenOwner } from '../sto
 
 /**
  * What may change a cached token's answer: one token revoked, anything about a user (approval, password reset), or
- * about an account (a move, issue 30).
+ * about an account (a move).
  */
 export type TokenInvalidation = { token: string } | { userId: string } | { accountId: string };
 

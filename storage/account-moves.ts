@@ -1,6 +1,6 @@
 import type { Queryable } from './db.ts';
 
-/** What account moves (issue 30, services/account-migration.ts and jobs/account-move.ts) read and write. */
+/** What account moves (services/account-migration.ts and jobs/account-move.ts) read and write. */
 
 /** Records a local account's move (Mastodon's account_migrations); the cooldown is counted from these. */
 export async function recordMigration(db: Queryable, m: { accountId: string; targetId: string; acct: string; followersCount: number }): Promise<string> {

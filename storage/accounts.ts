@@ -48,7 +48,7 @@ export interface AccountRow {
   silenced_at: Date | null;
   /** Its media is always shown as sensitive. */
   sensitized_at: Date | null;
-  /** Actor ids this account says are also it (ActivityPub alsoKnownAs; issue 30, services/account-migration.ts). */
+  /** Actor ids this account says are also it (ActivityPub alsoKnownAs; services/account-migration.ts). */
   also_known_as: string[];
   /** The account it moved to, and that account's row (without keys) as it was read with this one. */
   moved_to_account_id: string | null;

@@ -216,7 +216,7 @@ export async function localFollowersBatch(db: Queryable, accountId: string, afte
   // follows_target_local, which matches its filter and its order. Named, so planned once per connection: the
   // generic plan PostgreSQL settles on after five runs is that index too. (With the join it was not: a generic plan
   // walked follows by id and filtered on the target, and an author with most of a skewed table's follows took a
-  // 10,000-follower fan-out from 0.3 s to 7 s; checked again on such a table in session 16.) The fan-out's first
+  // 10,000-follower fan-out from 0.3 s to 7 s; checked again on such a table since.) The fan-out's first
   // batch comes with its status (storage/statuses.ts findStatusForFanOut); this reads the later ones.
   const { rows } = await db.query<{ id: string; account_id: string; show_reblogs: boolean }>({
     name: 'local-followers-batch',

@@ -11,7 +11,7 @@ const LEGACY_PATTERNS = ['feed:home:*', 'feed:list:*', 'ver:[sarvf]:*', 'ver:epo
 /**
  * Removes the old keys once per Redis (a marker remembers it is done), scanning each master in steps of 500 keys,
  * so that Redis is never blocked. Two workers starting together may both scan: removing a key twice is harmless.
- * Processes of the version before must all be stopped for this upgrade (README, "Redis Cluster"): they would go on
+ * Processes of the version before must all be stopped for this upgrade (docs/operating.md, "Upgrades and migrations"): they would go on
  * writing the old names. Returns how many were removed.
  */
 export async function removeLegacyKeys(redis: RedisClient, prefix: string): Promise<number> {

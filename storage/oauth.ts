@@ -147,7 +147,7 @@ export interface TokenOwner extends AccessTokenRow {
   role_permissions: string | null;
   /** The account is suspended or its user disabled: the token is refused. */
   suspended: boolean;
-  /** The account has moved (issue 30): refused where a user is required, as Mastodon's `User#functional?`. */
+  /** The account has moved: refused where a user is required, as Mastodon's `User#functional?`. */
   moved: boolean;
 }
 

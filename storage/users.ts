@@ -196,6 +196,12 @@ export async function setUnconfirmedEmail(db: Queryable, userId: string, email: 
   await db.query(`UPDATE users SET unconfirmed_email = $2, confirmation_token_hash = NULL, updated_at = now() WHERE id = $1`, [userId, email]);
 }
 
+/** Whether any user has an operator's role yet: start-up tells how to make the first one while none has. */
+export async function anyOperator(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM users WHERE role_id IS NOT NULL) AS any`);
+  return rows[0]?.any ?? false;
+}
+
 /**
  * Operators who approve sign-ups and handle reports: every user whose role has one of these permission bits
  * (services/roles.ts OPERATOR_MAIL_BITS) and whose login works (bounded: a server has few).

@@ -17,7 +17,7 @@ function midnight(d: Date): string {
 /** Mastodon's Account entity. */
 export function renderAccount(ctx: RenderContext, a: AccountRow) {
   const target = movedTarget(a);
-  // `moved`: the account it moved to (issue 30), rendered in full as Mastodon does (one level: that one's own move is not).
+  // `moved`: the account it moved to, rendered in full as Mastodon does (one level: that one's own move is not).
   return target ? { ...accountEntity(ctx, a), moved: accountEntity(ctx, target) } : accountEntity(ctx, a);
 }
 

@@ -164,7 +164,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       if (!found) return notFoundPage(request, reply);
       const { account: row } = found;
       const account = accountView(ctx.render, renderAccount(ctx.render, row));
-      // A moved account's page says where it went (issue 30), as Mastodon's moved-account notice does.
+      // A moved account's page says where it went, as Mastodon's moved-account notice does.
       const movedTo = rss ? null : movedTarget(row);
       if (movedTo) {
         const to = accountView(ctx.render, renderAccount(ctx.render, movedTo));

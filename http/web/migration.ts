@@ -20,7 +20,7 @@ const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 }
 const Acct = Type.Optional(Type.String({ maxLength: 600 }));
 
 /**
- * /settings/migration (issue 30): the aliases of this account (accounts that may move here), and moving this account
+ * /settings/migration: the aliases of this account (accounts that may move here), and moving this account
  * to another one (Mastodon's settings/aliases and settings/migration pages, on one page).
  */
 export default async function migrationPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {

@@ -1,5 +1,5 @@
 -- Up Migration
--- Remote accounts' images stay where their server keeps them (a local copy is the media issue's work).
+-- Remote accounts' images stay where their server keeps them (copying them here is separate work).
 ALTER TABLE accounts ADD COLUMN avatar_remote_url text;
 ALTER TABLE accounts ADD COLUMN header_remote_url text;
 -- Local accounts' Ed25519 keys (for Object Integrity Proofs), made when first asked for; RSA keys are made at sign-up.

@@ -1,5 +1,5 @@
 -- Up Migration
--- Account moves (issue 30): the actor ids an account says are also it (ActivityPub alsoKnownAs; for a local account
+-- Account moves: the actor ids an account says are also it (ActivityPub alsoKnownAs; for a local account
 -- what its owner entered on /settings/migration, for a remote one what its actor document says), and the account it
 -- moved to (set by our own move, or by a Move received and verified).
 ALTER TABLE accounts

@@ -1,5 +1,5 @@
 -- Up Migration
--- Deleting an account (issue 30). `deleted_at` marks an account whose data is removed (or being removed) for good:
+-- Deleting an account. `deleted_at` marks an account whose data is removed (or being removed) for good:
 -- a local one kept only as a suspended shell so that its username is never registered again (Mastodon keeps the
 -- same), a remote one kept as a tombstone so that stale deliveries and later fetches do not bring it back. The
 -- actor of a deleted local account answers 410 Gone.

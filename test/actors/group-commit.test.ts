@@ -1,4 +1,4 @@
-// Group commit (issue 32): posts of one account that wait for its actor while it writes are written together, in one
+// Group commit: posts of one account that wait for its actor while it writes are written together, in one
 // transaction and one commit, each in a savepoint of its own, each answered after the commit, in the order sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import sharp from 'sharp';

@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import { Queue } from 'bullmq';
 import { RedisCluster } from '../../cli/redis-cluster.ts';
 import { OwnPostgres } from '../helpers/own-services.ts';
-import { PGBOUNCER, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
+import { requirePgBouncer, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { api, startProcess, stopAll, waitForHealth, type Proc } from '../helpers/processes.ts';
 import { freePort } from '../helpers/listen.ts';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
@@ -26,9 +26,7 @@ const DATABASE = 'fedi_cluster';
 // Mastodon's 300 API requests per 5 minutes (the posts of the failover run stay well under it).
 const RATE_LIMIT = 300;
 
-if (!PGBOUNCER) console.warn('cluster.test.ts skipped: pgbouncer is not installed (apt-get install -y pgbouncer; .ci/run installs it)');
-
-describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on a Redis Cluster and a replicated PostgreSQL', () => {
+describe('two web, two worker and two streaming processes on a Redis Cluster and a replicated PostgreSQL', () => {
   let redis: RedisCluster;
   let primary: OwnPostgres;
   let replica: OwnPostgres;
@@ -44,6 +42,7 @@ describe.skipIf(!PGBOUNCER)('two web, two worker and two streaming processes on 
   let settings: Record<string, string>;
 
   beforeAll(async () => {
+    requirePgBouncer();
     [redis, primary] = await Promise.all([RedisCluster.start({ masters: 3, replicasPerMaster: 1 }), OwnPostgres.start()]);
     replica = await primary.startReplica();
     writable = () => primary;

@@ -4,7 +4,7 @@ import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { mastoAccounts } from '../helpers/masto.ts';
 
-/** The calls of Mastodon 4.4–4.6 built for issue 29, driven through masto as an app makes them. */
+/** The calls Mastodon 4.4–4.6 added, driven through masto as an app makes them. */
 let s: TestServer & { url: string };
 let c: Record<string, mastodon.rest.Client>;
 const id: Record<string, string> = {};

@@ -12,7 +12,7 @@ import { setAnnualReportClock } from '../../services/annual-reports.ts';
 import { refreshTrends } from '../../services/trends.ts';
 
 /**
- * The rest of issue 29's calls as an app makes them through masto: link cards and link trends, the quotes of a post
+ * The rest of Mastodon 4.4–4.6's added calls as an app makes them through masto: link cards and link trends, the quotes of a post
  * and their revocation, a post's interaction policy, the instance's texts, annual reports and the admin dashboard.
  * masto's typings lack a few of these paths; its proxy builds any path, so those go through `loose`.
  */

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { PGBOUNCER, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
+import { requirePgBouncer, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { PG_BASE, startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -15,9 +15,7 @@ import { loadConfig } from '../../config.ts';
 
 const POOL_SIZE = 3;
 
-if (!PGBOUNCER) console.warn('pgbouncer.test.ts skipped: pgbouncer is not installed (apt-get install -y pgbouncer; .ci/run installs it)');
-
-describe.skipIf(!PGBOUNCER)('behind PgBouncer in transaction mode', () => {
+describe('behind PgBouncer in transaction mode', () => {
   let bouncer: PgBouncer;
   let s: TestServer;
   let alice: TestUser;
@@ -25,6 +23,7 @@ describe.skipIf(!PGBOUNCER)('behind PgBouncer in transaction mode', () => {
   const dbName = `fedi_pgb_${process.pid}_${randomBytes(3).toString('hex')}`;
 
   beforeAll(async () => {
+    requirePgBouncer();
     bouncer = await startPgBouncer({ poolSize: POOL_SIZE });
     s = await startTestServer({
       DATABASE_URL: bouncer.url(dbName),

@@ -4,7 +4,7 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, csrfOf } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
 
-// Account portability (issue 30) across two servers over https: pat on a exports follows, lists, blocks, mutes and
+// Account portability across two servers over https: pat on a exports follows, lists, blocks, mutes and
 // bookmarks as Mastodon's CSV files; pen on b imports them and ends with the same relations, to the same accounts.
 let a: Instance;
 let b: Instance;

@@ -5,7 +5,7 @@
 // acknowledged before the crash (and replicated) is still there.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { PGBOUNCER, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
+import { requirePgBouncer, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { OwnPostgres } from '../helpers/own-services.ts';
@@ -95,8 +95,6 @@ async function standbyCaughtUp(): Promise<void> {
   await until(async () => (await direct<{ ok: boolean }>(standby, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]))[0]!.ok, 10_000, 'the standby replays the primary');
 }
 
-if (!PGBOUNCER) console.warn('postgres-failover.test.ts skipped: pgbouncer is not installed (apt-get install -y pgbouncer; .ci/run installs it)');
-
 describe('pointDatabasesAt (the ini rewrite)', () => {
   it('repoints the entries naming the old primary and keeps everything else', () => {
     const ini = [
@@ -128,8 +126,9 @@ describe('pointDatabasesAt (the ini rewrite)', () => {
   });
 });
 
-describe.skipIf(!PGBOUNCER)('the primary failing over to its standby behind PgBouncer', () => {
+describe('the primary failing over to its standby behind PgBouncer', () => {
   beforeAll(async () => {
+    requirePgBouncer();
     primary = await OwnPostgres.start();
     // The standby is copied from the primary while the server starts on it (through PgBouncer): what the server
     // writes meanwhile reaches the standby by streaming replication, as what it writes later does.

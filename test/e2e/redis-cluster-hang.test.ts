@@ -12,7 +12,7 @@ import { feedTag } from '../../storage/redis-keys.ts';
  * 1.5 s (probed every second: up to 2.5 s after it began), that node's connections are then cut off, and the
  * Cluster retries what was cut off every 100 ms for at most 1.7 s until a replica has taken over: about 4.2 s, with
  * room for a busy 2-core machine (5.1 s was seen once in CI). This is longer than the 2 s that a single Redis or PostgreSQL away is answered
- * within (README, "Redis Cluster": not met for a hung master); a wait past it means a request hangs on the node.
+ * within (docs/scaling.md, "Redis Cluster": not met for a hung master); a wait past it means a request hangs on the node.
  */
 const BOUND_MS = 6000;
 const RUN_MS = 10_000;

@@ -42,7 +42,8 @@ describe('two processes sharing PostgreSQL and Redis', () => {
       PASSWORD_HASH_MEMORY_KIB: '1024', PASSWORD_HASH_TIME_COST: '1',
     };
     // Started together, neither finds the database: both create it and migrate, which must be safe to race.
-    procA = startProcess({ ...shared, PORT: String(portA) });
+    // A at info, as `npm start` runs: its first lines say where it answers and how to make the first operator.
+    procA = startProcess({ ...shared, PORT: String(portA), LOG_LEVEL: 'info' });
     procB = startProcess({ ...shared, PORT: String(portB) });
     a = `http://127.0.0.1:${portA}`;
     b = `http://127.0.0.1:${portB}`;
@@ -57,6 +58,12 @@ describe('two processes sharing PostgreSQL and Redis', () => {
     await deleteKeysWithPrefix(redis, config.redisPrefix);
     redis.disconnect();
     await dropTestData(config);
+  });
+
+  it('says where it answers and, with no operator yet, how to make one', () => {
+    expect(procA.output()).toContain('Answering at http://shared.test/');
+    expect(procA.output()).toContain('No operator yet: make one with `npm run cli -- accounts create <username> --email <address> --admin`');
+    expect(procB.output()).not.toContain('Answering at');
   });
 
   it('applied each migration exactly once', async () => {

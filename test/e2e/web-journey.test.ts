@@ -11,7 +11,7 @@ import { artifactsDir, expectAccessible, launchBrowser, screenshot } from '../he
 import { registerLocalAccount } from '../../services/accounts.ts';
 
 /**
- * A person joins from the browser, as the issue tells it: the front page, sign-up, the confirmation mail, sign-in,
+ * A person joins from the browser: the front page, sign-up, the confirmation mail, sign-in,
  * two-factor set-up and sign-in with a code, a profile with an avatar, a password reset from the mail, and an
  * operator approving the account; every page checked with axe and saved as a screenshot.
  */
@@ -189,7 +189,7 @@ describe('joining from a browser', () => {
   });
 
   it('shows the settings pages to their owner, and none of them to a stranger', async () => {
-    // Account portability's pages too (issue 30): export, import, moving, deleting.
+    // Account portability's pages too: export, import, moving, deleting.
     for (const settings of ['preferences', 'account', 'applications', 'export', 'import', 'migration', 'delete']) {
       await page.goto(`${s.url}/settings/${settings}`);
       await look(page, `settings-${settings}`);

@@ -7,7 +7,7 @@ import { WebClient } from '../helpers/web.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { rowsNaming } from '../helpers/leftovers.ts';
 
-// Deleting accounts across servers (issue 30): the Delete of a local actor goes out signed to every server that
+// Deleting accounts across servers: the Delete of a local actor goes out signed to every server that
 // knows it, once per shared inbox, and a remote actor's own Delete removes what we hold of it but a tombstone.
 let ours: Instance;
 let peer: StrictPeer;

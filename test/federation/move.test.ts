@@ -9,7 +9,7 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import { freePort } from '../helpers/listen.ts';
 
-// Account moves across servers (issue 30): two instances of this server over https, and a strict peer (its followers
+// Account moves across servers: two instances of this server over https, and a strict peer (its followers
 // hear of the Move, its actors send Moves here).
 let a: Instance;
 let b: Instance;

@@ -4,8 +4,9 @@ import { mkdtemp, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { requireProgram } from './programs.ts';
 
-/** Debian's chromium (`.ci/run` installs it when missing); CHROMIUM_PATH points elsewhere. */
+/** Debian's chromium (README.md's prerequisites); CHROMIUM_PATH points elsewhere. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
@@ -14,7 +15,7 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  */
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: requireProgram(CHROMIUM, 'chromium', 'chromium'),
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 
-/** Collections, Mastodon 4.6's featured lists of accounts: the local API (issue 29). */
+/** Collections, Mastodon 4.6's featured lists of accounts: the local API. */
 let s: TestServer;
 let alice: TestUser;
 let bob: TestUser;

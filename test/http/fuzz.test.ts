@@ -227,7 +227,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => s?.close());
 
-describe('text PostgreSQL cannot store (the cases of issue 18)', () => {
+describe('text PostgreSQL cannot store (NUL, lone surrogates)', () => {
   const send = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: string | Buffer, type = 'application/json') =>
     s.app.inject({ method, url, headers: { ...bearer(admin.token), ...(payload !== undefined ? { 'content-type': type } : {}) }, ...(payload !== undefined ? { payload } : {}) });
   const statusCount = async () => (await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n as number;

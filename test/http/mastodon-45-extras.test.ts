@@ -3,7 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { authorizationCodeToken, bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
-/** Calls of Mastodon 4.3–4.5 that apps make, and the smaller differences from Mastodon (issue 29). */
+/** Calls of Mastodon 4.3–4.5 that apps make, and the smaller differences from Mastodon. */
 let s: TestServer;
 let alice: TestUser;
 let bob: TestUser;

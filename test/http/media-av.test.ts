@@ -10,6 +10,7 @@ import { multipart } from '../helpers/multipart.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { acceptUpload, processMedia, type MediaDeps } from '../../services/media.ts';
 import { findExecutable } from '../../services/media-tools.ts';
+import { requireProgram } from '../helpers/programs.ts';
 
 // Video, audio and animated images as people post them: fixtures made here by ffmpeg itself (1 s, tiny), uploaded
 // through the v2 API, checked through the API and, on the stored file, with ffprobe.
@@ -51,6 +52,10 @@ function fixture(name: string): Buffer {
 }
 
 beforeAll(async () => {
+  // The machine's programs, as README.md's prerequisites install them: missing, this file fails saying which package.
+  requireProgram(findExecutable('ffmpeg'), 'ffmpeg', 'ffmpeg');
+  requireProgram(findExecutable('ffprobe'), 'ffprobe', 'ffmpeg');
+  requireProgram(findExecutable('heif-convert'), 'heif-convert', 'libheif-examples');
   s = await startTestServer();
   [eve] = await registerUsers(s.app, 'eve');
   dir = mkdtempSync(join(tmpdir(), 'media-av-test-'));
@@ -234,8 +239,9 @@ describe('audio', () => {
   });
 });
 
-describe.skipIf(!heifEnc)('HEIC photos', () => {
+describe('HEIC photos', () => {
   it('are made JPEG, without their metadata', async () => {
+    requireProgram(heifEnc, 'heif-enc', 'libheif-examples');
     const jpeg = join(dir, 'photo.jpg');
     writeFileSync(jpeg, await sharp({ create: { width: 120, height: 80, channels: 3, background: '#c84' } }).jpeg()
       .withExifMerge({ IFD0: { Copyright: 'secret' }, IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '48/1 51/1 24/1' } }).toBuffer());

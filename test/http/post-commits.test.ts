@@ -1,4 +1,4 @@
-// A post costs PostgreSQL one commit (issue 15): every statement the server sends while answering POST /api/v1/statuses
+// A post costs PostgreSQL one commit: every statement the server sends while answering POST /api/v1/statuses
 // is seen through a hook on pg's client, and the commits counted: each COMMIT, and each write sent outside a
 // transaction (which commits by itself). The job workers are stopped, so only the request's own work is counted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

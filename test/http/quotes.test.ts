@@ -3,7 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
-/** Quote posts as Mastodon 4.5 has them, on one server (issue 29). */
+/** Quote posts as Mastodon 4.5 has them, on one server. */
 let s: TestServer;
 let alice: TestUser;
 let bob: TestUser;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../config.ts';
 import { findExecutable, missingToolsNotice, runTool, ToolFailed } from '../../services/media-tools.ts';
+import { requireProgram } from '../helpers/programs.ts';
 
 // The media programs' runner: a hang is killed at its time limit, a crash and a memory limit hit are failures, and a
 // missing program is said once at start.
@@ -25,7 +26,9 @@ describe('runTool', () => {
     await expect(runTool(sh, ['-c', 'echo "Invalid data found" >&2; exit 1'], limits)).rejects.toMatchObject({ reason: 'exit', message: expect.stringMatching(/exited with 1: Invalid data found/) });
   });
 
-  it.skipIf(!findExecutable('prlimit') || !findExecutable('ffmpeg'))('holds ffmpeg to its address-space limit', async () => {
+  it('holds ffmpeg to its address-space limit', async () => {
+    requireProgram(findExecutable('prlimit'), 'prlimit', 'util-linux');
+    requireProgram(findExecutable('ffmpeg'), 'ffmpeg', 'ffmpeg');
     const args = ['-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=1920x1080:duration=0.1', '-c:v', 'libx264', '-f', 'null', '-'];
     await expect(runTool(findExecutable('ffmpeg')!, args, { ...limits, timeoutMs: 30_000, memoryBytes: 256 * 1024 * 1024 })).rejects.toBeInstanceOf(ToolFailed);
   });

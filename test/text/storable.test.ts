@@ -1,4 +1,4 @@
-// The rule of issue 18 on its own: what PostgreSQL cannot store, found and removed without recursion.
+// The rule for text PostgreSQL cannot store, on its own: such text found and removed without recursion.
 import { describe, expect, it } from 'vitest';
 import { findUnstorable, isStorable, makeStorable, storable } from '../../text/storable.ts';
 import { jsonNesting, valueNesting } from '../../federation/inbound-limits.ts';

@@ -9,7 +9,7 @@ import { until } from '../helpers/instances.ts';
 import { KEPT_FOR_MODERATION, namingColumnCount, rowsNaming } from '../helpers/leftovers.ts';
 import { archivePartKey } from '../../services/exports.ts';
 
-// /settings/delete (issue 30): a person deletes their own account, as on Mastodon; everything of it goes but the
+// /settings/delete: a person deletes their own account, as on Mastodon; everything of it goes but the
 // account row, which keeps the name reserved.
 let s: TestServer;
 let gone: TestUser, pal: TestUser, other: TestUser, careful: TestUser;

@@ -228,7 +228,7 @@ describe('a large follow import', () => {
     // 300 rows by default (three job runs of 100, progress shown between them), to keep the suite fast: an import
     // runs at ~20-50 follows a second on this 2-core machine (each remote follow is a WebFinger look-up, a signed
     // actor fetch, a transaction with an outbox row and a signed delivery, through the account's actor, as from the
-    // API). IMPORT_ROWS=5000 runs it at the issue's scale (README, "Account portability").
+    // API). IMPORT_ROWS=5000 runs it at a larger scale (docs/web.md, "Account portability").
     const N = Number(process.env.IMPORT_ROWS ?? 300);
     host.known = N - 100;
     const rows = Array.from({ length: N }, (_, i) => `u${i}@${host.domain},true,false,`);

@@ -6,7 +6,7 @@ import { multipart } from '../helpers/multipart.ts';
 import { until } from '../helpers/instances.ts';
 import { expectEntity } from '../helpers/schema.ts';
 
-// /settings/migration (issue 30): aliases and moving between two accounts of one server, through the pages and the API.
+// /settings/migration: aliases and moving between two accounts of one server, through the pages and the API.
 let s: TestServer;
 let olde: TestUser, newe: TestUser, fan: TestUser, hater: TestUser, safe: TestUser;
 let mover: TestUser, locky: TestUser, reader: TestUser, reader2: TestUser;

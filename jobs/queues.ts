@@ -108,7 +108,8 @@ export const MAIL_RETRIES = { attempts: 10, backoff: { type: 'exponential' as co
 
 /**
  * Webhook deliveries are retried for hours, as Mastodon's are (16 Sidekiq retries): a receiver being redeployed
- * or down for a while still gets its events. 15 attempts, 1 s doubling: the last one about nine hours after the first.
+ * or down for a while still gets its events. 15 attempts, 1 s doubling: the last one about four and a half hours
+ * (16,383 s) after the first.
  */
 export const WEBHOOK_RETRIES = { attempts: 15, backoff: { type: 'exponential' as const, delay: 1000 } };
 

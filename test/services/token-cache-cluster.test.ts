@@ -98,6 +98,9 @@ describe('token cache on a Redis Cluster', () => {
       await publishTokenInvalidation(publisher, prefix, { token: 'another' });
       return Promise.race([got.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 200))]);
     }, (yes) => yes, 'the subscriber subscribed again', 5000);
+    // Looked up again once the subscription is back (its reconnection may have emptied the cache after the lookup
+    // above, as it should): from here, slot refreshes must keep it.
+    expect((await cache.lookup(q, token))?.id).toBe('1');
     await refreshSlots(subscriber, 2);
     expect(cache.cached(token)?.id).toBe('1');
     got = heard();

@@ -82,9 +82,12 @@ async function firstOperator(db: Db): Promise<boolean> {
 }
 
 /** The usage entries (a command line and its indented description) of USAGE, in order. */
+/** Where USAGE's commands start: before it, the line that says how to run it and the note on `--as`. */
+const FIRST_COMMAND = USAGE.indexOf('\n  accounts create') + 1;
+
 function usageEntries(): { head: string; text: string }[] {
   const entries: { head: string; text: string }[] = [];
-  for (const line of USAGE.split('\n').slice(2)) {
+  for (const line of USAGE.slice(FIRST_COMMAND).split('\n')) {
     if (/^  \S/.test(line)) entries.push({ head: line.trim(), text: line });
     else if (entries.length > 0) entries[entries.length - 1]!.text += `\n${line}`;
   }
@@ -117,7 +120,7 @@ export function cliHelp(argv: string[]): string | null {
   const ofCommand = entries.filter((e) => command !== undefined && names(e.head).includes(command));
   const ofGroup = entries.filter((e) => names(e.head).length > 0);
   const chosen = ofCommand.length > 0 ? ofCommand : ofGroup.length > 0 ? ofGroup : entries;
-  return `Usage: npm run cli -- <command> [options]\n\n${chosen.map((e) => e.text).join('\n')}`;
+  return `${USAGE.slice(0, FIRST_COMMAND)}${chosen.map((e) => e.text).join('\n')}`;
 }
 
 async function localUser(db: Db, username: string | undefined) {

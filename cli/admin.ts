@@ -33,8 +33,8 @@ import { webhooksCommand, WebhooksUsageError, WEBHOOKS_USAGE } from './webhooks.
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
-  Any command may be run for an operator with --as <username>: it is then refused unless that operator's role has
-  the permission the command needs (the same as the operators' API and pages: services/roles.ts).
+Any command may be run for an operator with --as <username>: it is then refused unless that operator's role has
+the permission the command needs (the same as the operators' API and pages: services/roles.ts).
 
   accounts create <username> --email <email> [--password <pw>] [--admin | --role <role name>]
       Creates a local account (approved) and prints its id. Without --password one is generated and printed.

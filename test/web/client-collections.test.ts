@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, csrfOf } from '../helpers/web.ts';
-import { HtmlValidate } from 'html-validate';
+import { expectValidHtml } from '../helpers/html.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
@@ -35,12 +35,6 @@ async function postForm(client: WebClient, url: string, fields: [string, string]
   return res;
 }
 
-const html = new HtmlValidate({ extends: ['html-validate:recommended'], rules: { 'no-inline-style': 'error', 'long-title': 'off' } });
-async function expectValidHtml(body: string, what: string) {
-  const report = await html.validateString(body);
-  const messages = report.results.flatMap((r) => r.messages.map((m) => `${m.ruleId}: ${m.message} (line ${m.line})`));
-  expect(messages, `${what}\n${messages.join('\n')}`).toEqual([]);
-}
 
 beforeAll(async () => {
   s = await startTestServer();

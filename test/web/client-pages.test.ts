@@ -5,7 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, csrfOf } from '../helpers/web.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { HtmlValidate } from 'html-validate';
+import { expectValidHtml } from '../helpers/html.ts';
 import sharp from 'sharp';
 import { multipart } from '../helpers/multipart.ts';
 
@@ -29,12 +29,6 @@ const post = async (who: TestUser, payload: object) => {
   return res.body as Json;
 };
 
-const html = new HtmlValidate({ extends: ['html-validate:recommended'], rules: { 'no-inline-style': 'error', 'long-title': 'off' } });
-async function expectValidHtml(body: string, what: string) {
-  const report = await html.validateString(body);
-  const messages = report.results.flatMap((r) => r.messages.map((m) => `${m.ruleId}: ${m.message} (line ${m.line})`));
-  expect(messages, `${what}\n${messages.join('\n')}`).toEqual([]);
-}
 
 beforeAll(async () => {
   s = await startTestServer({ MAX_STATUS_CHARS: '500' });

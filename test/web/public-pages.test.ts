@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import sharp from 'sharp';
-import { HtmlValidate } from 'html-validate';
+import { expectValidHtml } from '../helpers/html.ts';
 import * as xml from 'fast-xml-parser';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, authorizationCodeToken, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
@@ -31,22 +31,6 @@ const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9
 const AP = { accept: 'application/activity+json' };
 const posts: Json = {}; // the posts made in beforeAll, by name
 
-const html = new HtmlValidate({
-  extends: ['html-validate:recommended'],
-  rules: {
-    // Inline styles are what the pages' CSP (style-src 'self') refuses: none may appear.
-    'no-inline-style': 'error',
-    // Titles are cut at 70 characters (http/web/page-chrome.ts); the rule counts `&lt;` and `&quot;` in the source as
-    // four and six, so a post title quoting its author's words with such characters goes past its count.
-    'long-title': 'off',
-  },
-});
-
-async function expectValidHtml(body: string, what: string) {
-  const report = await html.validateString(body);
-  const messages = report.results.flatMap((r) => r.messages.map((m) => `${m.ruleId}: ${m.message} (line ${m.line})`));
-  expect(messages, `${what}\n${messages.join('\n')}`).toEqual([]);
-}
 
 const get = (url: string, headers: Record<string, string> = BROWSER) => s.app.inject({ method: 'GET', url, headers });
 const api = async (who: TestUser | string | null, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: object) => {

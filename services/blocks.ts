@@ -82,6 +82,18 @@ export async function unblockAccount(deps: StatusDeps, accountId: string, target
   await enqueue(deps, deliveries);
 }
 
+/** A mute's longest duration in seconds (ten years): past it "until unmuted" is meant. */
+export const MAX_MUTE_SECONDS = 315_360_000;
+
+/**
+ * A mute's options as Mastodon's `mute` takes them: notifications hidden unless told otherwise, and a duration in
+ * seconds after which it ends (0 or none: until unmuted).
+ */
+export function muteOptions(notifications: boolean | undefined, durationSeconds: number | null | undefined, now = Date.now()): blocks.MuteOptions {
+  const duration = durationSeconds ?? 0;
+  return { notifications: notifications ?? true, expiresAt: duration > 0 ? new Date(now + duration * 1000) : null };
+}
+
 /** Mutes (or changes a mute's options): nothing is sent anywhere; the muted account is not told. */
 export async function muteAccount(deps: StatusDeps, accountId: string, targetId: string, o: blocks.MuteOptions): Promise<void> {
   if (targetId === accountId) throw new ApiError(403, 'This action is not allowed');

@@ -6,6 +6,7 @@ import type { RedisClient } from '../../storage/redis.ts';
 import type { Queryable } from '../../storage/db.ts';
 import { pollOfStatus } from '../../storage/polls.ts';
 import { mediaOfStatuses } from '../../storage/media.ts';
+import { findUserByAccountId } from '../../storage/users.ts';
 import { visibleStatus } from '../visibility.ts';
 import { escapeHtml, sanitizeRemoteHtml } from '../../text/render.ts';
 import { translationBackend, TranslationUnavailable, type TranslationBackend } from './backends.ts';
@@ -86,7 +87,29 @@ function plainText(html: string): string {
   return text;
 }
 
-export async function translateStatus(deps: Deps, viewerId: string, statusId: string, target: string): Promise<StatusTranslation> {
+/** The language a person's translations are made into when they do not name one: their interface language. */
+export async function translationTarget(deps: Deps, viewerId: string): Promise<string> {
+  const target = (await findUserByAccountId(deps.db, viewerId))?.locale ?? deps.config.instanceLanguages[0] ?? 'en';
+  return target.replace('_', '-');
+}
+
+/**
+ * Whether to offer a post's translation into `target` with these pairs of languages, as Mastodon's web client offers
+ * it: public and unlisted posts, from the post's language (or "detect it") to the target, not into its own language.
+ */
+export function translatable(pairs: Record<string, string[]>, target: string, post: { visibility: string; language: string | null }): boolean {
+  if (post.visibility !== 'public' && post.visibility !== 'unlisted') return false;
+  if (post.language !== null && post.language === target) return false;
+  return (pairs[post.language ?? 'und'] ?? []).includes(target);
+}
+
+/**
+ * The post's texts in `target`. With `onlyKept`, the service is not asked: the translation made earlier (kept a
+ * day), or null (the web pages show what a form asked for, and never call the service when only read).
+ */
+export async function translateStatus(deps: Deps, viewerId: string, statusId: string, target: string): Promise<StatusTranslation>;
+export async function translateStatus(deps: Deps, viewerId: string, statusId: string, target: string, onlyKept: true): Promise<StatusTranslation | null>;
+export async function translateStatus(deps: Deps, viewerId: string, statusId: string, target: string, onlyKept = false): Promise<StatusTranslation | null> {
   const status = await visibleStatus(deps.db, viewerId, statusId);
   if (status.visibility !== 'public' && status.visibility !== 'unlisted') throw forbidden();
   const entry = configured(deps.config);
@@ -104,7 +127,8 @@ export async function translateStatus(deps: Deps, viewerId: string, statusId: st
   for (const option of poll?.options ?? []) texts.push({ kind: 'option', html: keepShortcodes(escapeHtml(option)) });
   for (const m of described) texts.push({ kind: 'media', id: m.id, html: keepShortcodes(escapeHtml(m.description)) });
 
-  const translated = texts.length === 0 ? [] : await cachedTranslation(deps, entry.backend, texts.map((t) => t.html), source, target);
+  const translated = texts.length === 0 ? [] : await cachedTranslation(deps, entry.backend, texts.map((t) => t.html), source, target, onlyKept);
+  if (translated === null) return null;
   const result: StatusTranslation = {
     content: '', spoilerText: '', poll: poll ? { id: poll.id, options: [] } : null, media: [],
     detectedSourceLanguage: translated.find((t) => t.detectedSourceLanguage)?.detectedSourceLanguage ?? source ?? 'und',
@@ -121,11 +145,12 @@ export async function translateStatus(deps: Deps, viewerId: string, statusId: st
   return result;
 }
 
-async function cachedTranslation(deps: Deps, backend: TranslationBackend, texts: string[], source: string | null, target: string) {
+async function cachedTranslation(deps: Deps, backend: TranslationBackend, texts: string[], source: string | null, target: string, onlyKept: boolean) {
   const hash = createHash('sha256').update(JSON.stringify([backend.provider, source, target, texts])).digest('base64url');
   const key = `${deps.config.redisPrefix}translations:${hash}`;
   const cached = await deps.redis.get(key);
   if (cached) return JSON.parse(cached) as Awaited<ReturnType<TranslationBackend['translate']>>;
+  if (onlyKept) return null;
   const translated = await backend.translate(texts, source, target).catch((err: unknown) => { throw unavailable(err); });
   await deps.redis.set(key, JSON.stringify(translated), 'EX', CACHE_SECONDS);
   return translated;

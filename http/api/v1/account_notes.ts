@@ -6,10 +6,11 @@ import { IdList, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { unprocessable } from '../../../errors.ts';
+import { writeAccountNote } from '../../../services/account-notes.ts';
 import { visibleAccount } from '../../../services/accounts.ts';
 import * as follows from '../../../storage/follows.ts';
 import { findAccountsByIds } from '../../../storage/accounts.ts';
-import { NOTE_LIMIT, endorse, endorsementsPage, familiarFollowers, setAccountNote, unendorse } from '../../../storage/account-notes.ts';
+import { endorse, endorsementsPage, familiarFollowers, unendorse } from '../../../storage/account-notes.ts';
 import { renderAccount } from '../../serializers/account.ts';
 import { renderRelationship } from '../../serializers/relationship.ts';
 
@@ -29,9 +30,7 @@ export default async function accountNotesRoutes(fastify: FastifyInstance, { ctx
   }, async (request) => {
     const viewerId = requireViewer(request);
     const target = await visibleAccount(ctx.db, request.params.id);
-    const comment = request.body?.comment ?? '';
-    if (comment.length > NOTE_LIMIT) throw unprocessable(`Validation failed: Comment is too long (maximum is ${NOTE_LIMIT} characters)`);
-    await setAccountNote(ctx.db, viewerId, target.id, comment);
+    await writeAccountNote(ctx.db, viewerId, target.id, request.body?.comment ?? '');
     return relationshipOf(viewerId, target.id);
   });
 

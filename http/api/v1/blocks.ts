@@ -8,6 +8,7 @@ import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { unprocessable } from '../../../errors.ts';
 import { visibleAccount } from '../../../services/accounts.ts';
+import { MAX_MUTE_SECONDS, muteOptions } from '../../../services/blocks.ts';
 import * as follows from '../../../storage/follows.ts';
 import { blocksPage, domainBlocksPage, mutesPage } from '../../../storage/blocks.ts';
 import { renderAccount } from '../../serializers/account.ts';
@@ -63,7 +64,7 @@ export default async function blocksRoutes(fastify: FastifyInstance, { ctx }: Ro
       body: Type.Optional(Type.Object({
         notifications: Type.Optional(Bool()),
         // Seconds; 0 (or none) is until unmuted. Bounded at ten years, past which "for ever" is meant.
-        duration: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 315_360_000 }), Type.Null()])),
+        duration: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: MAX_MUTE_SECONDS }), Type.Null()])),
       })),
     },
     config: { auth: MUTES },
@@ -71,12 +72,7 @@ export default async function blocksRoutes(fastify: FastifyInstance, { ctx }: Ro
     const viewerId = requireViewer(request);
     const target = await visibleAccount(ctx.db, request.params.id);
     const body = request.body ?? {};
-    const duration = body.duration ?? 0;
-    await ctx.actors.ask(viewerId, {
-      type: 'mute',
-      targetId: target.id,
-      options: { notifications: body.notifications ?? true, expiresAt: duration > 0 ? new Date(Date.now() + duration * 1000) : null },
-    });
+    await ctx.actors.ask(viewerId, { type: 'mute', targetId: target.id, options: muteOptions(body.notifications, body.duration) });
     return relationshipOf(viewerId, target.id);
   });
 

@@ -6,8 +6,8 @@ import { IdList, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound } from '../../../errors.ts';
-import { transaction } from '../../../storage/db.ts';
-import { acceptSenders, dismissSenders, findRequest, lockRequests, requestsPage } from '../../../storage/notification-policy.ts';
+import { findRequest, requestsPage } from '../../../storage/notification-policy.ts';
+import { settleRequests } from '../../../services/notification-policy.ts';
 import { renderNotificationRequests } from '../../serializers/notification-groups.ts';
 
 // Mastodon's filtered notification requests: one per sender whose notifications the notification policy filtered.
@@ -34,21 +34,8 @@ export default async function notificationRequestsRoutes(fastify: FastifyInstanc
     return { merged: true };
   });
 
-  /** Accepts or dismisses the viewer's requests among these ids; with `one`, that request must be theirs (else 404). */
-  const settle = async (viewerId: string, ids: string[], how: typeof acceptSenders, one = false) => {
-    const wanted = ids.filter((id) => isId(id));
-    if (one && wanted.length === 0) throw notFound();
-    if (wanted.length === 0) return {};
-    await transaction(ctx.db, async (tx) => {
-      const senders = await lockRequests(tx, viewerId, wanted);
-      if (one && senders.length === 0) throw notFound();
-      if (senders.length > 0) await how(tx, viewerId, senders);
-    });
-    return {};
-  };
-
-  app.post('/api/v1/notifications/requests/accept', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body?.id ?? [], acceptSenders));
-  app.post('/api/v1/notifications/requests/dismiss', { schema: { body: Many }, config: write }, async (request) => settle(requireViewer(request), request.body?.id ?? [], dismissSenders));
+  app.post('/api/v1/notifications/requests/accept', { schema: { body: Many }, config: write }, async (request) => settleRequests(ctx.db, requireViewer(request), request.body?.id ?? [], 'accept').then(() => ({})));
+  app.post('/api/v1/notifications/requests/dismiss', { schema: { body: Many }, config: write }, async (request) => settleRequests(ctx.db, requireViewer(request), request.body?.id ?? [], 'dismiss').then(() => ({})));
 
   app.get('/api/v1/notifications/requests/:id', { schema: { params: Params }, config: read }, async (request) => {
     const viewerId = requireViewer(request);
@@ -58,6 +45,6 @@ export default async function notificationRequestsRoutes(fastify: FastifyInstanc
     return rendered;
   });
 
-  app.post('/api/v1/notifications/requests/:id/accept', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], acceptSenders, true));
-  app.post('/api/v1/notifications/requests/:id/dismiss', { schema: { params: Params }, config: write }, async (request) => settle(requireViewer(request), [request.params.id], dismissSenders, true));
+  app.post('/api/v1/notifications/requests/:id/accept', { schema: { params: Params }, config: write }, async (request) => settleRequests(ctx.db, requireViewer(request), [request.params.id], 'accept', true).then(() => ({})));
+  app.post('/api/v1/notifications/requests/:id/dismiss', { schema: { params: Params }, config: write }, async (request) => settleRequests(ctx.db, requireViewer(request), [request.params.id], 'dismiss', true).then(() => ({})));
 }

@@ -3,8 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../route-options.ts';
 import { requireViewer } from '../../plugins/auth.ts';
-import { findUserByAccountId } from '../../../storage/users.ts';
-import { translateStatus } from '../../../services/translation/translate-status.ts';
+import { translateStatus, translationTarget } from '../../../services/translation/translate-status.ts';
 import { renderTranslation } from '../../serializers/translation.ts';
 
 const StatusParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
@@ -23,8 +22,8 @@ export default async function statusTranslationRoutes(fastify: FastifyInstance, 
     config: { auth: { kind: 'user', scopes: ['read:statuses'] } },
   }, async (request) => {
     const viewerId = requireViewer(request);
-    const target = request.body?.lang ?? (await findUserByAccountId(ctx.db, viewerId))?.locale ?? ctx.config.instanceLanguages[0] ?? 'en';
-    const translation = await translateStatus(ctx, viewerId, request.params.id, target.replace('_', '-'));
+    const target = request.body?.lang?.replace('_', '-') ?? await translationTarget(ctx, viewerId);
+    const translation = await translateStatus(ctx, viewerId, request.params.id, target);
     return renderTranslation(translation);
   });
 }

@@ -6,10 +6,10 @@ import { Bool, PagingQuery, isId } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
 import { notFound } from '../../../errors.ts';
-import { transaction } from '../../../storage/db.ts';
 import { findMarkers } from '../../../storage/markers.ts';
 import { dismissGroup, groupMembersPage, groupsAfter } from '../../../storage/notification-groups.ts';
-import { findPolicy, pendingSummary, updatePolicy, type NotificationPolicy } from '../../../storage/notification-policy.ts';
+import { findPolicy, type NotificationPolicy } from '../../../storage/notification-policy.ts';
+import { changePolicy, policyWithSummary } from '../../../services/notification-policy.ts';
 import { findGroup, groupedPage, groupedTypes } from '../../../services/notification-groups.ts';
 import { renderGroupAccounts, renderGroupedNotifications } from '../../serializers/notification-groups.ts';
 
@@ -74,7 +74,7 @@ export default async function notificationsV2Routes(fastify: FastifyInstance, { 
     return { count: Math.min(count, limit) };
   });
 
-  const renderPolicy = async (viewerId: string, policy: NotificationPolicy) => ({ ...policy, summary: await pendingSummary(ctx.db, viewerId) });
+  const renderPolicy = (viewerId: string, policy: NotificationPolicy) => policyWithSummary(ctx.db, viewerId, policy);
 
   app.get('/api/v2/notifications/policy', { config: read }, async (request) => {
     const viewerId = requireViewer(request);
@@ -98,7 +98,7 @@ export default async function notificationsV2Routes(fastify: FastifyInstance, { 
     handler: async (request) => {
       const viewerId = requireViewer(request);
       const changes = Object.fromEntries(Object.entries(request.body ?? {}).filter(([, v]) => v !== undefined)) as Partial<NotificationPolicy>;
-      const policy = await transaction(ctx.db, (tx) => updatePolicy(tx, viewerId, changes));
+      const policy = await changePolicy(ctx.db, viewerId, changes);
       return renderPolicy(viewerId, policy);
     },
   });

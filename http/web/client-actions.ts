@@ -56,7 +56,7 @@ const STATUS_ACTIONS = {
 } as const;
 
 /** The signed-in person of a form, or a redirect to sign in (and back to where the form was). */
-async function signedInForForm(request: FastifyRequest, reply: FastifyReply, back: string): Promise<SignedIn | undefined> {
+export async function signedInForForm(request: FastifyRequest, reply: FastifyReply, back: string): Promise<SignedIn | undefined> {
   const me = await request.signedIn();
   if (!me) {
     await reply.redirect(interactionPath(back), 303);
@@ -66,7 +66,7 @@ async function signedInForForm(request: FastifyRequest, reply: FastifyReply, bac
 }
 
 /** A refused action: its reason on a page with the status code (Mastodon's words, as the API gives them). */
-function refused(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, err: unknown, back: string) {
+export function refused(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, err: unknown, back: string) {
   if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
   const message = err.statusCode === 404 ? 'This post or account is not there, or you may not see it.' : err.message;
   return sendMessagePage(ctx, request, reply, 'Not done', message, { status: err.statusCode, kind: 'error', link: { href: back, text: 'Go back' } });

@@ -4,6 +4,7 @@ import { isId } from '../params.ts';
 import type { PageParams } from '../../storage/paging.ts';
 import { renderView } from './views.ts';
 import { chromeOf } from './page.ts';
+import { translateOffer } from './client-translation.ts';
 
 /** Posts (and notifications) per page, as the API's default. */
 export const PAGE_SIZE = 20;
@@ -12,6 +13,8 @@ export const PAGE_SIZE = 20;
 export interface ClientForms {
   csrf: string;
   returnTo: string;
+  /** Whether a post gets a Translate button (absent without a translation service). */
+  canTranslate?: (post: { visibility: string; language: string | null }) => boolean;
 }
 
 /** Renders a page of the signed-in client: private, never cached, with the forms' token. */
@@ -21,7 +24,9 @@ export async function sendClientPage(
   const chrome = { ...(await chromeOf(ctx, request, reply, title)), enhance: true };
   // A page shown again after a refused form (POST) comes back to where that form was: `pagePath`.
   const returnTo = request.method === 'GET' ? request.url : typeof data.pagePath === 'string' ? data.pagePath : '/home';
-  const client: ClientForms = { csrf: chrome.csrfToken, returnTo: returnTo.replace(/#.*$/, '') };
+  const me = await request.signedIn();
+  const canTranslate = me ? await translateOffer(ctx, me.account.id) : null;
+  const client: ClientForms = { csrf: chrome.csrfToken, returnTo: returnTo.replace(/#.*$/, ''), ...(canTranslate ? { canTranslate } : {}) };
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Accept, Cookie')
     .send(renderView(view, { ...data, chrome, client }));
 }

@@ -24,6 +24,8 @@ import { composeView, type ComposeView } from './client-compose.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView, dateView, type AccountView, type DateView } from './page-view.ts';
 import { clientEntries, clientEntry, type ClientEntry } from './client-view.ts';
+import { clientTagState, profileRelationship } from './client-relationship.ts';
+import { keptTranslation } from './client-translation.ts';
 import type { SignedIn } from './session.ts';
 
 /** A thread page shows at most this many replies, as the public one. */
@@ -89,10 +91,12 @@ export async function clientProfile(ctx: AppContext, request: FastifyRequest, re
   const visibilities = await profileVisibilities(ctx.db, viewerId, row.id);
   // Replies to others are left out, as on the public profile's "Posts".
   const page = pageOf(await accountStatusIds(ctx.db, row.id, { visibilities, mentionedViewerId: viewerId, excludeReplies: true }, p), p, `/@${row.domain ? `${row.username}@${row.domain}` : row.username}`);
-  const [entries, rel] = await Promise.all([clientEntries(ctx, viewerId, page.ids, 'account'), followStates(ctx, viewerId, [row.id])]);
+  const [entries, rel, relationship] = await Promise.all([
+    clientEntries(ctx, viewerId, page.ids, 'account'), followStates(ctx, viewerId, [row.id]), profileRelationship(ctx, viewerId, row.id),
+  ]);
   const account = accountView(ctx.render, renderAccount(ctx.render, row));
   return sendClientPage(ctx, request, reply, 'client/profile', `${account.displayName} (@${account.handle})`, {
-    account, rel: rel(row.id), entries, older: !!p.maxId, pager: page.pager, remoteUrl: row.domain ? account.url : null,
+    account, rel: rel(row.id), relationship, entries, older: !!p.maxId, pager: page.pager, remoteUrl: row.domain ? account.url : null,
   });
 }
 
@@ -123,6 +127,8 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
   // A post's page is under its author's (`/@bob/:id` of alice's post leads to `/@alice/:id`).
   const path = decodeURIComponent(request.url.replace(/[?#].*$/, ''));
   if (request.method === 'GET' && path.toLowerCase() !== entry.threadPath.toLowerCase()) return reply.redirect(entry.threadPath, 301);
+  // After the Translate form: the translation it made, kept by the service (null once that has expired).
+  const translation = request.method === 'GET' && (request.query as { translated?: unknown }).translated !== undefined ? await keptTranslation(ctx, viewerId, row.id) : null;
   const byId = new Map(loaded.map((e) => [e.id, e]));
   const descendants = threadReadingOrder(row.id, thread.descendants, byId, MAX_REPLIES).map((d) => byId.get(d)!);
   const p = entry.post;
@@ -132,7 +138,7 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
   return sendClientPage(ctx, request, reply, 'client/thread', `Post by ${p.author.displayName}`, {
     heading: `Post by ${p.author.displayName}`,
     pagePath: entry.threadPath,
-    ancestors, entry, descendants,
+    ancestors, entry, descendants, translation,
     compose: compose ?? composeView(ctx, me, {
       in_reply_to_id: p.id, status: mention, visibility: narrower, spoiler_text: p.spoiler, returnTo: entry.threadPath,
       heading: `Reply to ${p.author.displayName}`,
@@ -144,9 +150,13 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
 export async function clientTagPage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, me: SignedIn, tag: string): Promise<FastifyReply> {
   const p = pagingOf(request);
   const path = `/tags/${encodeURIComponent(tag)}`;
-  const page = pageOf(await publicTimelineIds(ctx.db, { local: false, remote: false, tag, onlyMedia: false, viewerId: me.account.id }, p), p, path);
+  const [ids, tagState] = await Promise.all([
+    publicTimelineIds(ctx.db, { local: false, remote: false, tag, onlyMedia: false, viewerId: me.account.id }, p),
+    clientTagState(ctx, me.account.id, tag),
+  ]);
+  const page = pageOf(ids, p, path);
   return sendClientPage(ctx, request, reply, 'client/timeline', `#${tag}`, {
-    heading: `#${tag}`, intro: 'Public posts with this tag, newest first.', compose: null,
+    heading: `#${tag}`, tag: tagState, intro: 'Public posts with this tag, newest first.', compose: null,
     entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
     empty: p.maxId ? 'No older posts.' : 'No posts with this tag yet.',
   });

@@ -1,0 +1,109 @@
+import { Type } from '../schema.ts';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RouteOptions } from '../route-options.ts';
+import { findPolicy, requestsPage, POLICY_ACTIONS, POLICY_FIELDS, type NotificationPolicy, type PolicyAction } from '../../storage/notification-policy.ts';
+import { changePolicy, policyWithSummary, settleRequests } from '../../services/notification-policy.ts';
+import { renderNotificationRequests } from '../serializers/notification-groups.ts';
+import { safeReturnTo } from './auth.ts';
+import { signedInOrRedirect } from './page.ts';
+import { pagingOf, sendClientPage } from './client-page.ts';
+import { refused, signedInForForm } from './client-actions.ts';
+import { clientEntry } from './client-view.ts';
+import { accountView } from './page-view.ts';
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
+const Back = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })) });
+const PolicyForm = Type.Object(Object.fromEntries(POLICY_FIELDS.map((f) => [f, Type.Optional(Type.String({ maxLength: 20 }))])));
+const PER_PAGE = 40;
+
+/** The policy's rules, in the order the page asks them, each with what it is about. */
+const RULES: [keyof NotificationPolicy, string, string][] = [
+  ['for_not_following', 'People you do not follow', 'Until you accept their request.'],
+  ['for_not_followers', 'People who do not follow you', 'Counting those who followed you less than three days ago.'],
+  ['for_new_accounts', 'New accounts', 'Accounts made in the last 30 days.'],
+  ['for_private_mentions', 'Private mentions you did not ask for', 'Unless they answer your own mention, or you follow the sender.'],
+  ['for_limited_accounts', 'Accounts limited by moderators', 'Accounts this server\'s moderators limited.'],
+];
+const ACTIONS: Record<PolicyAction, string> = { accept: 'Show them', filter: 'Keep them aside', drop: 'Drop them' };
+
+/**
+ * Filtered notifications: the requests the notification policy kept aside (one per sender, as
+ * GET /api/v1/notifications/requests lists them) with Accept and Dismiss, and the policy itself (as
+ * /api/v2/notifications/policy reads and changes it), through the services those routes call.
+ */
+export default async function clientNotificationRequestRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get('/notifications/requests', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const viewerId = me.account.id;
+    const p = { ...pagingOf(request), minId: undefined, limit: PER_PAGE + 1 };
+    const rows = await requestsPage(ctx.db, viewerId, p);
+    const shown = rows.slice(0, PER_PAGE);
+    const requests = (await renderNotificationRequests(ctx, viewerId, shown)).map((r) => ({
+      id: r.id,
+      count: Number(r.notifications_count),
+      account: accountView(ctx.render, r.account),
+      entry: r.last_status ? clientEntry(ctx, viewerId, r.last_status) : null,
+    }));
+    const last = shown.at(-1);
+    return sendClientPage(ctx, request, reply, 'client/notification_requests', 'Filtered notifications', {
+      requests, older: !!p.maxId,
+      pager: { older: rows.length > PER_PAGE && last ? `/notifications/requests?max_id=${last.id}` : null, newer: p.maxId ? '/notifications/requests' : null },
+    });
+  });
+
+  for (const how of ['accept', 'dismiss'] as const) {
+    app.post(`/notifications/requests/:id/${how}`, { schema: { params: IdParams, body: Back } }, async (request, reply) => {
+      const returnTo = request.body.return_to ? safeReturnTo(request.body.return_to, ctx.config.publicUrl) : '/notifications/requests';
+      const me = await signedInForForm(request, reply, returnTo);
+      if (!me) return reply;
+      try {
+        // As POST /api/v1/notifications/requests/:id/accept: the request must be this person's (else 404).
+        await settleRequests(ctx.db, me.account.id, [request.params.id], how, true);
+      } catch (err) {
+        return refused(ctx, request, reply, err, returnTo);
+      }
+      return reply.redirect(returnTo, 303);
+    });
+  }
+
+  const policyPage = async (viewerId: string) => {
+    const policy = await policyWithSummary(ctx.db, viewerId, await findPolicy(ctx.db, viewerId));
+    return {
+      rules: RULES.map(([field, label, hint]) => ({ field, label, hint, value: policy[field] })),
+      actions: POLICY_ACTIONS.map((a) => [a, ACTIONS[a]]),
+      summary: policy.summary,
+    };
+  };
+
+  app.get('/notifications/policy', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const notice = (request.query as { notice?: unknown }).notice === 'saved' ? 'Saved.' : '';
+    return sendClientPage(ctx, request, reply, 'client/notification_policy', 'Notification filtering', { ...(await policyPage(me.account.id)), notice, error: '' });
+  });
+
+  app.post('/notifications/policy', { schema: { body: PolicyForm } }, async (request, reply) => {
+    const me = await signedInForForm(request, reply, '/notifications/policy');
+    if (!me) return reply;
+    const body = request.body as Record<string, string | undefined>;
+    const changes: Partial<NotificationPolicy> = {};
+    const wrong: string[] = [];
+    for (const field of POLICY_FIELDS) {
+      const value = body[field];
+      if (value === undefined) continue;
+      if ((POLICY_ACTIONS as string[]).includes(value)) changes[field] = value as PolicyAction;
+      else wrong.push(RULES.find(([f]) => f === field)![1]);
+    }
+    if (wrong.length > 0) {
+      return sendClientPage(ctx, request, reply, 'client/notification_policy', 'Notification filtering', {
+        ...(await policyPage(me.account.id)), notice: '', error: `Choose what to do for: ${wrong.join(', ')}.`, pagePath: '/notifications/policy',
+      }, 422);
+    }
+    await changePolicy(ctx.db, me.account.id, changes);
+    return reply.redirect('/notifications/policy?notice=saved', 303);
+  });
+}

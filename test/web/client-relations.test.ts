@@ -260,7 +260,7 @@ describe('translation', () => {
     const privateOne = await post(carol, { status: 'Nur für Folgende', language: 'de', visibility: 'private' });
     expect((await api(alice, 'POST', `/api/v1/accounts/${carol.id}/follow`)).status).toBe(200);
     const thread = await web.get(`/@carol/${german.id}`);
-    expect(thread.body).toContain(`formaction="/statuses/${german.id}/translate"`);
+    expect(thread.body).toContain(`action="/statuses/${german.id}/translate"`);
     expect((await web.get(`/@carol/${english.id}`)).body).not.toContain('/translate"');
     expect((await web.get(`/@carol/${privateOne.id}`)).body).not.toContain('/translate"');
 

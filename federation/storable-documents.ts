@@ -3,6 +3,7 @@ import type { Federation, MessageQueue, MessageQueueEnqueueOptions } from '@fedi
 import type { AuthenticatedDocumentLoaderFactory, DocumentLoader, DocumentLoaderFactory } from '@fedify/vocab-runtime';
 import { makeStorable } from '../text/storable.ts';
 import { rememberFetchedJson } from './received-json.ts';
+import { defineUndeclaredTypes } from './sender-terms.ts';
 import { MAX_DOCUMENT_CHARS, MAX_NESTING, documentChars, valueNesting } from './inbound-limits.ts';
 
 /**
@@ -44,6 +45,8 @@ function storableMessage(message: unknown): unknown {
   if (makeStorable(message.normalizedActivity) || changed) {
     log.warn({ activity: idOf(message.activity) }, 'removed characters PostgreSQL cannot store from a received activity');
   }
+  // Types a sender uses without defining them (snac's EmojiReact): defined here, or Fedify drops the activity.
+  if (message.normalizedActivity == null) defineUndeclaredTypes(message.activity);
   return message;
 }
 

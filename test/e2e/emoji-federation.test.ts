@@ -214,4 +214,25 @@ describe('reactions', () => {
     const who = await api('GET', `/api/v1/statuses/${posted.body.id}/favourited_by`);
     expect(who.body.map((a: Json) => a.acct)).toEqual([`gus@${peer.domain}`]);
   });
+
+  it("counts snac's EmojiReact, sent under ActivityStreams' context alone, and its Undo takes it back", async () => {
+    const posted = await api('POST', '/api/v1/statuses', { status: 'react to this, snac', visibility: 'public' });
+    const favourites = () => api('GET', `/api/v1/statuses/${posted.body.id}`).then((r) => r.body.favourites_count as number);
+    const carol = await peer.addActor('carol');
+    // What snac 2.94 sends (msg_emoji_init, msg_emoji_unreact): no definition of EmojiReact in its context, its own
+    // `accounts` and `accountId` terms, the reacted post's author as `attributedTo`.
+    const react = {
+      '@context': AS, type: 'EmojiReact', id: `${peer.url}/carol/e/651239fe`, actor: carol, published: new Date().toISOString(),
+      object: posted.body.uri, to: [PUBLIC, aliceId()], content: '⭐', accounts: [carol], attributedTo: aliceId(), accountId: 'carol', tag: [],
+    };
+    expect(await peer.send('carol', `${ours.url}/inbox`, react)).toBe(202);
+    await until(favourites, (n) => n === 1, "snac's EmojiReact counted");
+    const who = await api('GET', `/api/v1/statuses/${posted.body.id}/favourited_by`);
+    expect(who.body.map((a: Json) => a.acct)).toEqual([`carol@${peer.domain}`]);
+
+    const { published: _, ...unpublished } = react;
+    const undo = { '@context': AS, type: 'Undo', id: `${react.id}/Undo_1796525732.744626`, actor: carol, object: unpublished, published: new Date().toISOString(), to: react.to };
+    expect(await peer.send('carol', `${ours.url}/inbox`, undo)).toBe(202);
+    await until(favourites, (n) => n === 0, "snac's Undo of its EmojiReact");
+  });
 });

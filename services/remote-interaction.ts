@@ -7,7 +7,9 @@ import { domainPolicy } from './domain-policy.ts';
  * Remote interaction: a visitor from another server, on one of our public pages, gives their handle (or their server)
  * and is sent to their own server to follow, reply, boost or favourite there. Their server says where through
  * WebFinger: an FEP-3b86 intent link for the action (`https://w3id.org/fep/3b86/Follow` with `{object}`…) when it
- * offers one, else OStatus's subscribe template (`{uri}`), which Mastodon, Pleroma, Misskey and GoToSocial publish.
+ * offers one, else OStatus's subscribe template (`{uri}`), which Mastodon, Pleroma and Misskey publish. A server with
+ * neither (GoToSocial 0.19's WebFinger names only the profile page and the actor) is said to offer none, and the page
+ * shows the address to search for there instead.
  */
 
 export type Intent = 'follow' | 'reply' | 'reblog' | 'favourite';

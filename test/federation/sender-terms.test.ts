@@ -15,7 +15,7 @@ describe('defineUndeclaredTypes', () => {
     const react = snacReact();
     expect(defineUndeclaredTypes(react)).toBe(true);
     expect(await EmojiReact.fromJsonLd(react)).toBeInstanceOf(EmojiReact);
-    const undo = { '@context': AS, type: 'Undo', id: 'https://snac.example/carol/e/1/Undo_1', actor: 'https://snac.example/carol', object: { '@context': AS, ...snacReact() } };
+    const undo = { '@context': AS, type: 'Undo', id: 'https://snac.example/carol/e/1/Undo_1', actor: 'https://snac.example/carol', object: snacReact() };
     expect(defineUndeclaredTypes(undo)).toBe(true);
     const parsed = await Undo.fromJsonLd(undo);
     expect(await parsed.getObject()).toBeInstanceOf(EmojiReact);

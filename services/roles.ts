@@ -97,6 +97,7 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/disputes/appeals', 'manage_appeals'],
   ['*', '/admin/queues', 'view_devops'],
   ['*', '/admin/webhooks', 'manage_webhooks'],
+  ['*', '/admin/settings', 'manage_settings'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */

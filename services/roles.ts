@@ -99,6 +99,7 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/webhooks', 'manage_webhooks'],
   ['*', '/admin/settings', 'manage_settings'],
   ['*', '/admin/rules', 'manage_rules'],
+  ['*', '/admin/relays', 'manage_federation'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */

@@ -1,4 +1,4 @@
-import { Type } from '../schema.ts';
+import { Type, type Static } from '../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
@@ -28,7 +28,7 @@ const SettingsForm = Type.Object({
   media_image_max_mb: Type.String({ maxLength: 20 }),
   media_video_max_mb: Type.String({ maxLength: 20 }),
 });
-type Form = (typeof SettingsForm)['static'];
+type Form = Static<typeof SettingsForm>;
 
 /** The settings that stay in the environment (config.ts), read once at start: a restart applies a change. */
 const RESTART_SETTINGS: readonly [string, string][] = [

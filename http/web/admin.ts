@@ -76,7 +76,7 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   app.get('/admin', async (request, reply) => {
     const me = await request.signedIn();
     const bits = me?.user.role?.permissions;
-    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements', '/admin/webhooks', '/admin/settings', '/admin/rules'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
+    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements', '/admin/webhooks', '/admin/settings', '/admin/rules', '/admin/relays'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
     return reply.redirect(first ?? '/admin/approvals');
   });
 

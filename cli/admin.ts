@@ -27,6 +27,7 @@ import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './fed
 import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
 import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
+import { rolesCommand, RolesUsageError, ROLES_USAGE } from './roles.ts';
 import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
 import { announcementsCommand, AnnouncementsUsageError, ANNOUNCEMENTS_USAGE } from './announcements.ts';
 import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
@@ -76,7 +77,8 @@ ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
 ${FEDERATION_USAGE}
 ${MEDIA_USAGE}
-${RELAYS_USAGE}`;
+${RELAYS_USAGE}
+${ROLES_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -204,6 +206,14 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       return await mediaCommand(argv.slice(1), { db, redis: services.redis, config: services.config }, out);
     } catch (err) {
       throw err instanceof MediaUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
+  if (argv[0] === 'roles' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services) throw new Error('role commands need Redis');
+    try {
+      return await rolesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate }, actorRole, out);
+    } catch (err) {
+      throw err instanceof RolesUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   if (argv[0] === 'relay' && !argv.includes('--help') && !argv.includes('-h')) {

@@ -138,6 +138,7 @@ const CLI_COMMANDS: Readonly<Record<string, Permission>> = {
   media: 'view_devops',
   announcements: 'manage_announcements',
   webhooks: 'manage_webhooks',
+  roles: 'manage_roles',
 };
 
 /** The flag a CLI command needs when run for an operator, or null for one that is not theirs to run. */

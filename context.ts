@@ -20,13 +20,17 @@ import type { BullMqMessageQueue } from './federation/queue.ts';
 import type { JobBacklog } from './services/job-backlog.ts';
 import type { LiveDeliveries } from './services/live-deliveries.ts';
 import type { ReadReplicas } from './storage/replica.ts';
+import type { ServerSettings } from './services/server-settings.ts';
 
 /** ActivityPub through Fedify, with this context as the data every handler gets. */
 export type AppFederation = Federation<AppContext>;
 
 /** The long-lived services one process shares between its parts. */
 export interface AppContext {
+  /** The environment's settings, with the run-time ones (services/server-settings.ts) written over it as they change. */
   config: Config;
+  /** The settings operators change while the server runs (/admin/settings): stored, applied to `config` everywhere. */
+  settings: ServerSettings;
   db: Db;
   /**
    * Where a viewer's reads that may be slightly behind go (public pages, account pages, search, suggestions,

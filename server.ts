@@ -35,6 +35,7 @@ import { closeHealth } from './federation/health.ts';
 import { closeMetrics } from './services/metrics.ts';
 import { ReadReplicas } from './storage/replica.ts';
 import { setPasswordHashCost } from './services/passwords.ts';
+import { ServerSettings } from './services/server-settings.ts';
 
 /** Connects to PostgreSQL (creating and migrating the database) and Redis, and builds the shared services. */
 export async function createContext(config: Config): Promise<AppContext> {
@@ -55,6 +56,9 @@ export async function createContext(config: Config): Promise<AppContext> {
   const tokens = new TokenCache();
   const subscriber = createSubscriber(config, 'fedi:invalidations');
   await tokens.subscribe(subscriber, config.redisPrefix);
+  // The operators' run-time settings, over the environment's, before anything reads them.
+  const settings = new ServerSettings(db, redis, config);
+  await settings.start(subscriber);
   // Home pages and the version counters they are checked against are read under client tracking.
   const tracking = createKeyTracking(config);
   await tracking.start();
@@ -103,6 +107,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   const render = { publicUrl: config.publicUrl, localDomain: config.localDomain, fileHost };
   const ctx = {
     config,
+    settings,
     db,
     replicas,
     readDb: (viewerId: string | null | undefined) => (replicas ? replicas.readDb(viewerId) : Promise.resolve(db)),
@@ -139,6 +144,7 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   await ctx.jobs.close();
   await ctx.federationQueue.close();
   ctx.fileHost.close?.();
+  ctx.settings.close();
   ctx.subscriber.disconnect();
   await ctx.tracking.close();
   // What this process saw of other servers, and its counts, are written while the connections are still open.

@@ -18,7 +18,8 @@ import { ApiError, ValidationFailed } from '../errors.ts';
 import { createRedis, connectRedis } from '../storage/redis.ts';
 import { publishTokenInvalidation, type TokenInvalidation } from '../services/token-cache.ts';
 import { featureAccount, listFeatured, unfeatureAccount } from '../storage/suggestions.ts';
-import { deleteRule, insertRule, listRules, RULE_HINT_LIMIT, RULE_TEXT_LIMIT } from '../storage/rules.ts';
+import { listRules } from '../storage/rules.ts';
+import { addRule, changeRule, moveRule, removeRule, RuleRefused, type RuleDeps } from '../services/rules.ts';
 import { isId } from '../storage/ids.ts';
 import { isModerationCommand, moderationCommand, ModerationUsageError, MODERATION_USAGE } from './moderation.ts';
 import { domainsCommand, DomainsUsageError, DOMAINS_USAGE, type DomainsCliDeps } from './domains.ts';
@@ -26,6 +27,7 @@ import { federationCommand, FederationUsageError, FEDERATION_USAGE } from './fed
 import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
 import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
+import { rolesCommand, RolesUsageError, ROLES_USAGE } from './roles.ts';
 import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
 import { announcementsCommand, AnnouncementsUsageError, ANNOUNCEMENTS_USAGE } from './announcements.ts';
 import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
@@ -56,6 +58,10 @@ the permission the command needs (the same as the operators' API and pages: serv
       Rules are shown by priority (lowest first, 0 by default), then in the order they were added.
   rules list
       Prints the rules in the order they are shown: id, text, and the hint in parentheses.
+  rules edit <id> <text> [--hint <text>]
+      Changes a rule's text and hint (none unless given).
+  rules move <id> <up | down>
+      Moves a rule one place up or down the order they are shown in (numbering their priorities 0, 1, 2…).
   rules remove <id>
       Removes a rule.
   suggestions feature <username | username@domain>
@@ -71,7 +77,8 @@ ${MODERATION_USAGE}
 ${DOMAINS_USAGE}
 ${FEDERATION_USAGE}
 ${MEDIA_USAGE}
-${RELAYS_USAGE}`;
+${RELAYS_USAGE}
+${ROLES_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -201,6 +208,14 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       throw err instanceof MediaUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
+  if (argv[0] === 'roles' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services) throw new Error('role commands need Redis');
+    try {
+      return await rolesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate }, actorRole, out);
+    } catch (err) {
+      throw err instanceof RolesUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
   if (argv[0] === 'relay' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services?.config) throw new Error('relay commands need the settings and Redis');
     try {
@@ -239,7 +254,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
     },
   });
   const [group, command, username] = positionals;
-  if (group === 'rules' && command && !values.help) return rulesCommand(db, command, positionals.slice(2), values, out);
+  if (group === 'rules' && command && !values.help) return rulesCommand({ db, redis: services?.redis, redisPrefix: services?.redisPrefix }, command, positionals.slice(2), values, out);
   if (values.help || (group !== 'accounts' && group !== 'suggestions') || !command) throw new UsageError(values.help ? '' : 'unknown command');
   if (group === 'suggestions') return suggestionsCommand(db, command, username, out);
 
@@ -345,27 +360,57 @@ async function suggestionsCommand(db: Db, command: string, name: string | undefi
   }
 }
 
-async function rulesCommand(db: Db, command: string, args: string[], options: { hint?: string | undefined; priority?: string | undefined }, out: (line: string) => void): Promise<void> {
+async function rulesCommand(deps: RuleDeps, command: string, args: string[], options: { hint?: string | undefined; priority?: string | undefined }, out: (line: string) => void): Promise<void> {
+  const refusal = (err: unknown) => (err instanceof RuleRefused ? new Error(err.missing ? `no rule with id ${args[0]}` : err.message.replace(/^A /, 'a ').replace(/\.$/, '')) : err);
   switch (command) {
     case 'add': {
       if (args.length !== 1) throw new UsageError('rules add takes the rule as one argument (quote it)');
-      const text = args[0]!.trim();
-      const hint = (options.hint ?? '').trim();
-      if (text === '' || [...text].length > RULE_TEXT_LIMIT) throw new Error(`a rule is 1 to ${RULE_TEXT_LIMIT} characters`);
-      if ([...hint].length > RULE_HINT_LIMIT) throw new Error(`a hint is at most ${RULE_HINT_LIMIT} characters`);
       if (options.priority !== undefined && !/^-?\d{1,6}$/.test(options.priority)) throw new UsageError('--priority takes a whole number');
-      const rule = await insertRule(db, { text, hint, priority: Number(options.priority ?? 0) });
-      out(rule.id);
+      try {
+        const rule = await addRule(deps, { text: args[0]!, hint: options.hint ?? '', priority: Number(options.priority ?? 0) });
+        out(rule.id);
+      } catch (err) {
+        throw refusal(err);
+      }
       return;
     }
     case 'list': {
-      for (const r of await listRules(db)) out(r.hint ? `${r.id}  ${r.text}  (${r.hint})` : `${r.id}  ${r.text}`);
+      for (const r of await listRules(deps.db)) out(r.hint ? `${r.id}  ${r.text}  (${r.hint})` : `${r.id}  ${r.text}`);
+      return;
+    }
+    case 'edit': {
+      const [id, text] = args;
+      if (!id || text === undefined || args.length !== 2) throw new UsageError('rules edit takes the id of a rule and its new text as one argument');
+      try {
+        if (!isId(id)) throw new RuleRefused('', true);
+        await changeRule(deps, id, { text, hint: options.hint ?? '' });
+      } catch (err) {
+        throw refusal(err);
+      }
+      out(`rule ${id} changed`);
+      return;
+    }
+    case 'move': {
+      const [id, direction] = args;
+      if (!id || (direction !== 'up' && direction !== 'down')) throw new UsageError('rules move takes the id of a rule and up or down');
+      try {
+        if (!isId(id)) throw new RuleRefused('', true);
+        await moveRule(deps, id, direction);
+      } catch (err) {
+        throw refusal(err);
+      }
+      out(`rule ${id} moved ${direction}`);
       return;
     }
     case 'remove': {
       const id = args[0];
       if (!id) throw new UsageError('rules remove takes the id of a rule (see rules list)');
-      if (!isId(id) || !(await deleteRule(db, id))) throw new Error(`no rule with id ${id}`);
+      try {
+        if (!isId(id)) throw new RuleRefused('', true);
+        await removeRule(deps, id);
+      } catch (err) {
+        throw refusal(err);
+      }
       out(`rule ${id} removed`);
       return;
     }

@@ -67,15 +67,21 @@ function defaultTerms(config: AppContext['config']): string {
 
 const stamped = new WeakMap<object, Map<string, Promise<Date>>>();
 
-/** When `content` became the text of setting `name`, asked once per process and text. */
+/**
+ * When `content` became the text of setting `name`, asked once per process and text (the text changes while the
+ * server runs: the operators' settings page).
+ */
 function changedAt(ctx: Ctx, name: string, content: string): Promise<Date> {
-  let byName = stamped.get(ctx.config);
-  if (!byName) stamped.set(ctx.config, (byName = new Map()));
-  let at = byName.get(name);
+  let byText = stamped.get(ctx.db);
+  if (!byText) stamped.set(ctx.db, (byText = new Map()));
+  const digest = createHash('sha256').update(content).digest('hex');
+  const key = `${name}:${digest}`;
+  let at = byText.get(key);
   if (!at) {
-    at = settingUpdatedAt(ctx.db, name, createHash('sha256').update(content).digest('hex'));
-    byName.set(name, at);
-    at.catch(() => byName.delete(name));
+    if (byText.size > 100) byText.clear();
+    at = settingUpdatedAt(ctx.db, name, digest);
+    byText.set(key, at);
+    at.catch(() => byText.delete(key));
   }
   return at;
 }

@@ -133,16 +133,20 @@ export function extendedDescriptionContent(config: AppContext['config']): string
     : `<p>${escapeHtml(config.instanceDescription)}</p>`;
 }
 
-const describedAt = new WeakMap<object, Promise<Date>>();
+const describedAt = new WeakMap<object, Map<string, Promise<Date>>>();
 
 /** The about page and when its text last changed (recorded in PostgreSQL, so every process agrees). */
 export async function extendedDescription(ctx: Pick<AppContext, 'db' | 'config'>): Promise<{ content: string; updatedAt: Date }> {
   const content = extendedDescriptionContent(ctx.config);
-  let updatedAt = describedAt.get(ctx.config);
+  const digest = createHash('sha256').update(content).digest('hex');
+  let byText = describedAt.get(ctx.db);
+  if (!byText) describedAt.set(ctx.db, (byText = new Map()));
+  let updatedAt = byText.get(digest);
   if (!updatedAt) {
-    updatedAt = settingUpdatedAt(ctx.db, 'extended_description', createHash('sha256').update(content).digest('hex'));
-    describedAt.set(ctx.config, updatedAt);
-    updatedAt.catch(() => describedAt.delete(ctx.config));
+    if (byText.size > 100) byText.clear();
+    updatedAt = settingUpdatedAt(ctx.db, 'extended_description', digest);
+    byText.set(digest, updatedAt);
+    updatedAt.catch(() => byText.delete(digest));
   }
   return { content, updatedAt: await updatedAt };
 }

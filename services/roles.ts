@@ -97,6 +97,9 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/disputes/appeals', 'manage_appeals'],
   ['*', '/admin/queues', 'view_devops'],
   ['*', '/admin/webhooks', 'manage_webhooks'],
+  ['*', '/admin/settings', 'manage_settings'],
+  ['*', '/admin/rules', 'manage_rules'],
+  ['*', '/admin/relays', 'manage_federation'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */
@@ -135,6 +138,7 @@ const CLI_COMMANDS: Readonly<Record<string, Permission>> = {
   media: 'view_devops',
   announcements: 'manage_announcements',
   webhooks: 'manage_webhooks',
+  roles: 'manage_roles',
 };
 
 /** The flag a CLI command needs when run for an operator, or null for one that is not theirs to run. */

@@ -96,7 +96,10 @@ export class TokenCache {
 
   /** Listens for invalidations on a connection of its own (a subscribed Redis connection can do nothing else). */
   async subscribe(subscriber: RedisClient, redisPrefix: string): Promise<void> {
-    subscriber.on('message', (_channel: string, message: string) => this.forget(message));
+    // The connection carries other channels too (services/server-settings.ts).
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === invalidationChannel(redisPrefix)) this.forget(message);
+    });
     // Entries may have missed an invalidation while the subscription was down: forget them all when it lapses (its
     // connection lost or made again; on a cluster, also its node's topology changing). Not on a cluster's routine
     // slots refreshes (every 5 s), which emptied this minute-long cache every 5 s and sent every request to

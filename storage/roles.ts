@@ -45,3 +45,22 @@ export async function roleHasUsers(db: Queryable, roleId: string): Promise<boole
   const { rowCount } = await db.query(`SELECT 1 FROM users WHERE role_id = $1 LIMIT 1`, [roleId]);
   return (rowCount ?? 0) > 0;
 }
+
+export async function updateRole(db: Queryable, id: string, r: { name: string; color: string; position: number; permissions: number; highlighted: boolean }): Promise<RoleRow | null> {
+  const { rows } = await db.query<RoleRow>(
+    `UPDATE user_roles SET name = $2, color = $3, position = $4, permissions = $5, highlighted = $6, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, r.name, r.color, r.position, r.permissions, r.highlighted],
+  );
+  return rows[0] ?? null;
+}
+
+/** The users holding a role, with their accounts. */
+export async function usersOfRole(db: Queryable, roleId: string): Promise<{ id: string; account_id: string }[]> {
+  const { rows } = await db.query<{ id: string; account_id: string }>(`SELECT id::text, account_id::text FROM users WHERE role_id = $1 LIMIT 100000`, [roleId]);
+  return rows;
+}
+
+export async function deleteRole(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM user_roles WHERE id = $1`, [id]);
+  return (rowCount ?? 0) > 0;
+}

@@ -33,3 +33,29 @@ export async function deleteRule(db: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await db.query(`DELETE FROM instance_rules WHERE id = $1`, [id]);
   return (rowCount ?? 0) > 0;
 }
+
+export async function updateRule(db: Queryable, id: string, r: { text: string; hint: string }): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE instance_rules SET text = $2, hint = $3 WHERE id = $1`, [id, r.text, r.hint]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The rules' ids in the order they are shown, locked until the transaction ends (a reorder renumbers them). */
+export async function lockRuleOrder(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM instance_rules ORDER BY priority, id LIMIT 1000 FOR UPDATE`);
+  return rows.map((r) => r.id);
+}
+
+/** Gives each rule its place in `ids` as its priority (0, 1, 2…). */
+export async function setRuleOrder(db: Queryable, ids: string[]): Promise<void> {
+  await db.query(
+    `UPDATE instance_rules r SET priority = o.n - 1 FROM unnest($1::bigint[]) WITH ORDINALITY AS o(id, n)
+      WHERE r.id = o.id AND r.priority <> o.n - 1`,
+    [ids],
+  );
+}
+
+/** The priority after the last rule's (a rule added on the page goes last). */
+export async function nextRulePriority(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ p: number }>(`SELECT coalesce(max(priority) + 1, 0) AS p FROM instance_rules`);
+  return rows[0]!.p;
+}

@@ -18,8 +18,8 @@ import { findAccountById, findAccountsByIds } from '../../storage/accounts.ts';
 import { findReport, reportsPage } from '../../storage/reports.ts';
 import { isId } from '../../storage/ids.ts';
 import { renderAdminReports } from '../serializers/report.ts';
-import type { SignedIn } from './session.ts';
 import { sendFormPage, sendMessagePage } from './page.ts';
+import { operatorGuard } from './admin-access.ts';
 
 const PAGE = 20;
 const NOTICES: Record<string, string> = {
@@ -62,24 +62,7 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const deps = moderation.moderationDeps(ctx);
 
-  /**
-   * Only operators whose role has the page's permission (services/roles.ts names it for each page); a stranger is
-   * sent to sign in, a signed-in person without it gets a 403 page.
-   */
-  async function operator(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> {
-    const permission = permissionForRoute(request.method, request.routeOptions.url ?? '');
-    if (!permission) throw new Error(`operators' page ${request.routeOptions.url} has no permission in services/roles.ts`);
-    const me = await request.signedIn();
-    if (!me) {
-      await reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(request.method === 'GET' ? request.url : '/admin/reports')}`, 303);
-      return null;
-    }
-    if (!can(me.user.role?.permissions, permission)) {
-      await sendMessagePage(ctx, request, reply, 'Not allowed', 'Only the operators of this server may see this page.', { status: 403, kind: 'error' });
-      return null;
-    }
-    return me;
-  }
+  const operator = operatorGuard(ctx);
 
   /** Moderation services refuse with ApiErrors (403 for an account that is not pending, 404 for one that is gone). */
   const refused = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
@@ -93,7 +76,7 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   app.get('/admin', async (request, reply) => {
     const me = await request.signedIn();
     const bits = me?.user.role?.permissions;
-    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements', '/admin/webhooks'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
+    const first = (['/admin/approvals', '/admin/reports', '/admin/disputes/appeals', '/admin/announcements', '/admin/webhooks', '/admin/settings', '/admin/rules', '/admin/relays'] as const).find((page) => can(bits, permissionForRoute('GET', page)!));
     return reply.redirect(first ?? '/admin/approvals');
   });
 

@@ -17,6 +17,8 @@ const CACHE_BYTES = 64 * 1024 * 1024;
  */
 export default async function publicPageRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
   const opts = { ctx, cache: new PublicPageCache(ctx.versions, CACHE_BYTES) };
+  // Every page shows the server's title and sign-up state; the about page and policies show more of its settings.
+  ctx.settings.onChange(() => opts.cache.clear());
   registerErrorPages(app, ctx);
   await app.register(instancePageRoutes, opts);
   await app.register(accountPageRoutes, opts);

@@ -1,0 +1,73 @@
+import type { Db } from '../storage/db.ts';
+import { transaction } from '../storage/db.ts';
+import type { RedisClient } from '../storage/redis.ts';
+import {
+  deleteRule, insertRule, lockRuleOrder, nextRulePriority, RULE_HINT_LIMIT, RULE_TEXT_LIMIT, setRuleOrder, updateRule, type RuleRow,
+} from '../storage/rules.ts';
+import { publishSettingsChange } from './server-settings.ts';
+
+/**
+ * The server's rules (Mastodon's Admin::RulesController and `tootctl`-less CLI): added, edited, moved and removed by
+ * operators with manage_rules on /admin/rules or through `npm run cli -- rules …`. They are read where they are shown
+ * (the instance entities, /api/v1/instance/rules, the about and sign-up pages, reports); a change tells every process
+ * (the same message as a settings change), so cached public pages show it at once.
+ */
+export interface RuleDeps {
+  db: Db;
+  /** Where running servers hear of the change; without it (a CLI run given no Redis) cached pages age out instead. */
+  redis?: RedisClient | undefined;
+  redisPrefix?: string | undefined;
+}
+
+/** A rule refused: empty or too long, or gone (`missing`). */
+export class RuleRefused extends Error {
+  readonly missing: boolean;
+  constructor(message: string, missing = false) {
+    super(message);
+    this.missing = missing;
+  }
+}
+
+function checked(text: string, hint: string): { text: string; hint: string } {
+  const t = text.trim();
+  const h = hint.trim();
+  if (t === '' || [...t].length > RULE_TEXT_LIMIT) throw new RuleRefused(`A rule is 1 to ${RULE_TEXT_LIMIT} characters.`);
+  if ([...h].length > RULE_HINT_LIMIT) throw new RuleRefused(`A hint is at most ${RULE_HINT_LIMIT} characters.`);
+  return { text: t, hint: h };
+}
+
+const changed = async (deps: RuleDeps) => {
+  if (deps.redis && deps.redisPrefix !== undefined) await publishSettingsChange(deps.redis, deps.redisPrefix);
+};
+
+/** Adds a rule, at `priority` or after the last one. */
+export async function addRule(deps: RuleDeps, input: { text: string; hint?: string; priority?: number }): Promise<RuleRow> {
+  const { text, hint } = checked(input.text, input.hint ?? '');
+  if (input.priority !== undefined && (!Number.isInteger(input.priority) || Math.abs(input.priority) > 999_999)) throw new RuleRefused('A priority is a whole number.');
+  const rule = await insertRule(deps.db, { text, hint, priority: input.priority ?? (await nextRulePriority(deps.db)) });
+  await changed(deps);
+  return rule;
+}
+
+export async function changeRule(deps: RuleDeps, id: string, input: { text: string; hint: string }): Promise<void> {
+  if (!(await updateRule(deps.db, id, checked(input.text, input.hint)))) throw new RuleRefused('That rule no longer exists.', true);
+  await changed(deps);
+}
+
+/** Moves a rule one place up or down the shown order (renumbering them all, so equal priorities get an order). */
+export async function moveRule(deps: RuleDeps, id: string, direction: 'up' | 'down'): Promise<void> {
+  await transaction(deps.db, async (tx) => {
+    const ids = await lockRuleOrder(tx);
+    const at = ids.indexOf(id);
+    if (at < 0) throw new RuleRefused('That rule no longer exists.', true);
+    const to = direction === 'up' ? at - 1 : at + 1;
+    if (to >= 0 && to < ids.length) [ids[at], ids[to]] = [ids[to]!, ids[at]!];
+    await setRuleOrder(tx, ids);
+  });
+  await changed(deps);
+}
+
+export async function removeRule(deps: RuleDeps, id: string): Promise<void> {
+  if (!(await deleteRule(deps.db, id))) throw new RuleRefused('That rule no longer exists.', true);
+  await changed(deps);
+}

@@ -274,7 +274,12 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
   app.get('/publish', async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return reply;
-    return sendClientPage(ctx, request, reply, 'client/publish', 'New post', { heading: 'New post', compose: composeView(ctx, me, { returnTo: '/home' }) });
+    // "Quote" on a post leads here with its id: the form carries it as the API's quoted_status_id.
+    const quote = (request.query as { quote?: unknown }).quote;
+    const [quoted] = typeof quote === 'string' && isId(quote) ? await clientEntries(ctx, me.account.id, [quote], null) : [];
+    if (quote !== undefined && !quoted) return notFoundPage(request, reply);
+    const compose = composeView(ctx, me, { returnTo: '/home', quoted_status_id: quoted?.post.id ?? '', quoted: quoted ?? null, heading: quoted ? 'Quote' : 'New post' });
+    return sendClientPage(ctx, request, reply, 'client/publish', quoted ? 'Quote a post' : 'New post', { heading: quoted ? 'Quote a post' : 'New post', compose });
   });
 
   app.get<{ Params: { id: string } }>('/statuses/:id/delete', async (request, reply) => {

@@ -62,7 +62,7 @@ const FILE_TOO_LARGE: ErrorPage = { heading: 'File too large', message: 'A file 
 
 function withLimits(ctx: AppContext, page: ErrorPage): ErrorPage {
   if (page !== FILE_TOO_LARGE) return page;
-  const mb = (bytes: number) => `${Math.floor(bytes / (1024 * 1024))} MB`;
+  const mb = (bytes: number) => `${Number((bytes / (1024 * 1024)).toFixed(1))} MB`;
   return { ...page, message: `${page.message} Images may be up to ${mb(ctx.config.maxImageBytes)}, videos and audio up to ${mb(ctx.config.maxVideoBytes)}. Go back and choose a smaller file.` };
 }
 

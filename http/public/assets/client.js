@@ -262,6 +262,8 @@
     if (field) field.focus();
   }
   focusFromHash();
+  // The browser scrolls to the fragment once the page has loaded, and takes the focus off the box as it does.
+  window.addEventListener('load', () => setTimeout(focusFromHash, 0));
   window.addEventListener('hashchange', focusFromHash);
 
   document.addEventListener('keydown', (event) => {

@@ -35,22 +35,22 @@ afterAll(async () => {
 /** Presses Tab until the focused element matches `selector` (at most `max` times); fails if it never does. */
 async function tabTo(page: Page, selector: string, max = 60) {
   for (let i = 0; i < max; i++) {
-    if (await page.evaluate((sel) => document.activeElement?.matches(sel) ?? false, selector)) return;
+    if (await page.evaluate<boolean>(`document.activeElement?.matches(${JSON.stringify(selector)}) ?? false`)) return;
     await page.keyboard.press('Tab');
   }
   throw new Error(`Tab never reached ${selector}`);
 }
 
 /** What has the focus, and whether the browser shows it (`:focus-visible` with an outline that is drawn). */
-const focused = (page: Page) => page.evaluate(() => {
-  const el = document.activeElement as HTMLElement | null;
+const focused = (page: Page) => page.evaluate<{ tag: string; id: string; text: string; post: string; visible: boolean; outline: boolean }>(`(() => {
+  const el = document.activeElement;
   const style = el ? getComputedStyle(el) : null;
   return {
-    tag: el?.tagName.toLowerCase() ?? '', id: el?.id ?? '', text: el?.textContent?.trim().slice(0, 80) ?? '',
-    post: el?.closest('article.status')?.id ?? '', visible: !!el?.matches(':focus-visible'),
+    tag: el ? el.tagName.toLowerCase() : '', id: el ? el.id : '', text: el ? (el.textContent || '').trim().slice(0, 80) : '',
+    post: (el && el.closest('article.status') || {}).id || '', visible: !!el && el.matches(':focus-visible'),
     outline: style ? style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0 : false,
   };
-});
+})()`);
 
 const api = async (method: 'GET' | 'POST', url: string, who: TestUser, payload?: object) => {
   const res = await s.app.inject({ method, url, headers: bearer(who.token), ...(payload ? { payload } : {}) });
@@ -73,7 +73,7 @@ describe('the signed-in pages by keyboard alone', () => {
     await page.keyboard.type(reader.password);
     await page.keyboard.press('Enter');
     await page.waitForURL(`${s.url}/home`);
-    await page.waitForFunction(() => document.documentElement.dataset.enhanced === 'true');
+    await page.waitForFunction(`document.documentElement.dataset.enhanced === 'true'`);
     await expectAccessible(page, 'home');
 
     // n: the compose box; Ctrl+Enter sends it.
@@ -86,7 +86,7 @@ describe('the signed-in pages by keyboard alone', () => {
     expect((await api('GET', `/api/v1/statuses/${mine}`, reader)).content).toContain('Written with the keyboard alone');
 
     // A post arrives while home is open: a button offers it, and Enter on it shows it, focused.
-    await page.waitForFunction(() => document.querySelector('[data-stream]')?.getAttribute('data-live') === 'open');
+    await page.waitForFunction(`document.querySelector('[data-stream]')?.getAttribute('data-live') === 'open'`);
     const fresh = await api('POST', '/api/v1/statuses', writer, { status: 'Arrived while you were reading' });
     const banner = page.getByRole('button', { name: 'Show 1 new post' });
     await banner.waitFor();
@@ -158,7 +158,7 @@ describe('the signed-in pages by keyboard alone', () => {
     await page.getByLabel('Password').fill(writer.password);
     await page.keyboard.press('Enter');
     await page.waitForURL(`${s.url}/notifications`);
-    await page.waitForFunction(() => document.querySelector('[data-stream]')?.getAttribute('data-live') === 'open');
+    await page.waitForFunction(`document.querySelector('[data-stream]')?.getAttribute('data-live') === 'open'`);
     const theirs = await api('POST', '/api/v1/statuses', writer, { status: 'Boost this one' });
     await api('POST', `/api/v1/statuses/${theirs.id}/reblog`, reader);
     const banner = page.getByRole('button', { name: 'Show 1 new notification' });

@@ -188,6 +188,20 @@
     connect();
   }
 
+  // ---- The schedule's time zone: the browser's own offset at the chosen time (daylight saving included) ----------
+
+  const scheduledAt = document.getElementById('status-scheduled-at');
+  const scheduledOffset = document.getElementById('status-scheduled-offset');
+  if (scheduledAt && scheduledOffset) {
+    const setOffset = () => {
+      const at = scheduledAt.value ? new Date(scheduledAt.value) : new Date();
+      const minutes = String(-at.getTimezoneOffset());
+      if ([...scheduledOffset.options].some((o) => o.value === minutes)) scheduledOffset.value = minutes;
+    };
+    setOffset();
+    scheduledAt.addEventListener('change', setOffset);
+  }
+
   // ---- Keyboard shortcuts ---------------------------------------------------------------------------------------
 
   const SHORTCUTS = [

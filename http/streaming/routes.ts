@@ -14,7 +14,6 @@ import { StreamBus } from './bus.ts';
 import { StreamError, StreamSession, type StreamOwner, type StreamParams } from './session.ts';
 import { UNAVAILABLE_MESSAGE, unavailableDependency } from '../../storage/dependencies.ts';
 import { EventFrames, textFrame, writerOf, type Frame } from './frames.ts';
-import { activeSessionOf, sessionCookieOf } from '../web/session.ts';
 
 /** A client that reads slower than events come is cut off past this much unsent data, rather than held in memory. */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
@@ -49,7 +48,11 @@ async function authenticate(ctx: AppContext, request: FastifyRequest, ownOrigin:
   request.streamOwner = { accountId: token.account_id, userId: token.user_id, credential: `token:${hashSecret(raw)}`, scopes: parseScopes(token.scopes) };
 }
 
+/** The pages' session module, loaded at the first cookie (it brings the pages' cookie and CSRF plugins). */
+const webSessions = () => import('../web/session.ts');
+
 async function authenticateSession(ctx: AppContext, request: FastifyRequest, ownOrigin: string): Promise<void> {
+  const { activeSessionOf, sessionCookieOf } = await webSessions();
   const cookie = request.headers.upgrade?.toLowerCase() === 'websocket' ? sessionCookieOf(request.headers.cookie) : null;
   if (!cookie) throw new ApiError(401, 'Missing access token');
   if (request.headers.origin !== ownOrigin) throw new ApiError(403, 'This origin may not stream with a session cookie');
@@ -103,6 +106,7 @@ class OpenSessions {
       const hash = credential.slice(credential.indexOf(':') + 1);
       let ended: boolean;
       if (credential.startsWith('session:')) {
+        const { activeSessionOf } = await webSessions();
         ended = (await activeSessionOf(ctx, hash).catch(() => undefined)) === null;
       } else {
         const token = await findActiveAccessTokenByHash(ctx.db, hash).catch(() => undefined);

@@ -93,7 +93,7 @@ describe('the signed-in pages by keyboard alone', () => {
     await expectAccessible(page, 'home with a new post waiting');
     await tabTo(page, '.live-banner button');
     await page.keyboard.press('Enter');
-    await expect.poll(async () => (await focused(page)).post).toBe(`s-${fresh.id}`);
+    await expect.poll(async () => (await focused(page)).post, { timeout: 20_000 }).toBe(`s-${fresh.id}`);
     expect(await page.locator(`#s-${fresh.id}`).textContent()).toContain('Arrived while you were reading');
 
     // j and k move from post to post, the focus drawn.
@@ -113,7 +113,7 @@ describe('the signed-in pages by keyboard alone', () => {
     const target = order.find((id) => id !== `s-${mine}` && id !== `s-${fresh.id}`)!;
     while ((await focused(page)).post !== target) await page.keyboard.press('j');
     await page.keyboard.press('f');
-    await expect.poll(async () => (await focused(page)).text).toContain('Undo favourite');
+    await expect.poll(async () => (await focused(page)).text, { timeout: 20_000 }).toContain('Undo favourite');
     now = await focused(page);
     expect(now.post).toBe(target);
     expect(now.visible).toBe(true);
@@ -122,7 +122,7 @@ describe('the signed-in pages by keyboard alone', () => {
     // r: the post's page with the reply box focused; Ctrl+Enter sends the reply.
     await page.keyboard.press('r');
     await page.waitForURL(/\/@writer\/\d+#compose$/);
-    await expect.poll(async () => (await focused(page)).id).toBe('status-text');
+    await expect.poll(async () => (await focused(page)).id, { timeout: 20_000 }).toBe('status-text');
     await expectAccessible(page, 'thread');
     await page.keyboard.type('A reply by keyboard');
     await page.keyboard.press('Control+Enter');
@@ -144,7 +144,7 @@ describe('the signed-in pages by keyboard alone', () => {
     // /: search, its box focused.
     await page.keyboard.press('/');
     await page.waitForURL(/\/search#search-q$/);
-    await expect.poll(async () => (await focused(page)).id).toBe('search-q');
+    await expect.poll(async () => (await focused(page)).id, { timeout: 20_000 }).toBe('search-q');
 
     expect(problems).toEqual([]);
     await context.close();
@@ -165,7 +165,7 @@ describe('the signed-in pages by keyboard alone', () => {
     await banner.waitFor();
     await tabTo(page, '.live-banner button');
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.locator('ol.notifications > li').first().textContent()).toContain('boosted your post');
+    await expect.poll(() => page.locator('ol.notifications > li').first().textContent(), { timeout: 20_000 }).toContain('boosted your post');
     await expectAccessible(page, 'notifications');
     await context.close();
   });

@@ -273,8 +273,8 @@ describe('the compose form', () => {
 
   it('quotes a post from its Quote link, as quoted_status_id does', async () => {
     const original = await post(bob, { status: 'Quote me if you like' });
-    const home = await web.get('/home');
-    expect(home.body).toContain(`href="/publish?quote=${original.id}#compose"`);
+    // On home once the fan-out has put it there.
+    await eventually(async () => (await web.get('/home')).body.includes(`href="/publish?quote=${original.id}#compose"`), true);
     const form = await web.get(`/publish?quote=${original.id}`);
     expect(form.statusCode).toBe(200);
     expect(form.body).toContain(`name="quoted_status_id" value="${original.id}"`);

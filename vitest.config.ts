@@ -17,6 +17,7 @@ const BROWSER_TESTS = [
   'test/e2e/web-client.test.ts',
   'test/e2e/web-reading.test.ts',
   'test/e2e/web-collections.test.ts',
+  'test/e2e/web-keyboard.test.ts',
   'test/web/public-a11y.test.ts',
   'test/web/webauthn.test.ts',
 ];

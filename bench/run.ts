@@ -12,6 +12,7 @@ import { versionTag } from '../storage/redis-keys.ts';
 import { seedFollowers } from './seed.ts';
 import { accountMaker, api, benchSettings, peakRssMb, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 import { benchPublicProfile } from './public-pages.ts';
+import { benchWebClient } from './web-client.ts';
 
 // BENCH_PORT moves the three servers' ports (so two benchmarks can run side by side).
 const PORT = Number(process.env.BENCH_PORT ?? 3900);
@@ -193,6 +194,8 @@ async function main() {
     console.log(`\nfan-out to 10,000 local followers: ${Number.isNaN(fanOutMs) ? 'did not finish in time' : `${Math.round(fanOutMs)} ms`} from POST to the last feed (target < 1000 ms)`);
     // The public profile page for strangers, from the page cache, against the API's page of the same posts.
     await benchPublicProfile(base, register);
+    // The signed-in home page against the API's home timeline, and each signed-in page's weight with 20 posts.
+    await benchWebClient(base, register);
     console.log(`\nserver peak memory (VmHWM): ${peakRssMb(server.pid!)} MB\n`);
   } finally {
     bare?.kill();

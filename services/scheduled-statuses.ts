@@ -77,6 +77,7 @@ export async function scheduleStatus(deps: StatusDeps, accountId: string, p: Pos
   const params: scheduled.ScheduledParams = {
     text: p.text, spoilerText: p.spoilerText, sensitive: p.sensitive, visibility, language: p.language,
     inReplyToId: p.inReplyToId, mediaIds, applicationId: p.applicationId, poll: p.poll ?? null,
+    quotedStatusId: p.quotedStatusId ?? null, quotePolicy: p.quotePolicy ?? null,
   };
   const { row, problem, media } = await transaction(db, async (tx) => {
     const result = await scheduled.insertScheduledStatus(tx, accountId, at, params);
@@ -116,7 +117,7 @@ export function publishParams(row: scheduled.ScheduledStatusRow): PostParams {
   return {
     text: p.text, spoilerText: p.spoilerText, sensitive: p.sensitive, visibility: p.visibility, language: p.language,
     inReplyToId: p.inReplyToId, mediaIds: p.mediaIds, idempotencyKey: null, applicationId: p.applicationId,
-    scheduledStatusId: row.id, poll: p.poll ?? null,
+    scheduledStatusId: row.id, poll: p.poll ?? null, quotedStatusId: p.quotedStatusId ?? null, quotePolicy: p.quotePolicy ?? null,
   };
 }
 

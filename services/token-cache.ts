@@ -4,9 +4,9 @@ import { findActiveAccessTokenByHash, hashSecret, type TokenOwner } from '../sto
 
 /**
  * What may change a cached token's answer: one token revoked, anything about a user (approval, password reset), or
- * about an account (a move).
+ * about an account (a move). A web session ended (its token's hash) concerns no token: streams it opened close.
  */
-export type TokenInvalidation = { token: string } | { userId: string } | { accountId: string };
+export type TokenInvalidation = { token: string } | { userId: string } | { accountId: string } | { sessionHash: string };
 
 export function invalidationChannel(redisPrefix: string): string {
   return `${redisPrefix}auth:invalidate`;
@@ -14,7 +14,8 @@ export function invalidationChannel(redisPrefix: string): string {
 
 /** Tells every process to forget cached tokens; call after the change has committed. */
 export async function publishTokenInvalidation(redis: RedisClient, redisPrefix: string, what: TokenInvalidation): Promise<void> {
-  const message = 'token' in what ? `token:${hashSecret(what.token)}` : 'userId' in what ? `user:${what.userId}` : `account:${what.accountId}`;
+  const message = 'token' in what ? `token:${hashSecret(what.token)}` : 'userId' in what ? `user:${what.userId}`
+    : 'sessionHash' in what ? `session:${what.sessionHash}` : `account:${what.accountId}`;
   await redis.publish(invalidationChannel(redisPrefix), message);
 }
 
@@ -89,7 +90,7 @@ export class TokenCache {
     } else if (message.startsWith('account:')) {
       const accountId = message.slice('account:'.length);
       for (const [hash, e] of this.entries) if (e.owner.account_id === accountId) this.drop(hash);
-    } else {
+    } else if (!message.startsWith('session:')) {
       this.clear();
     }
   }

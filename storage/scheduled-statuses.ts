@@ -15,6 +15,9 @@ export interface ScheduledParams {
   applicationId: string | null;
   /** Absent in rows scheduled before polls could be. */
   poll?: { options: string[]; expiresIn: number; multiple: boolean; hideTotals: boolean } | null;
+  /** The status it quotes, and who may quote it (absent in rows scheduled before quotes were kept). */
+  quotedStatusId?: string | null;
+  quotePolicy?: string | null;
 }
 
 export interface ScheduledStatusRow {

@@ -52,8 +52,8 @@ export async function userWebSessions(db: Queryable, userId: string, limit = 100
   return rows;
 }
 
-/** Signs one of a user's sessions out (a lost phone); false when it is not theirs or already gone. */
-export async function deleteUserWebSession(db: Queryable, userId: string, id: string): Promise<boolean> {
-  const { rowCount } = await db.query(`DELETE FROM web_sessions WHERE user_id = $1 AND id = $2`, [userId, id]);
-  return rowCount === 1;
+/** Signs one of a user's sessions out (a lost phone): its token's hash, or null when it is not theirs or already gone. */
+export async function deleteUserWebSession(db: Queryable, userId: string, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ token_hash: string }>(`DELETE FROM web_sessions WHERE user_id = $1 AND id = $2 RETURNING token_hash`, [userId, id]);
+  return rows[0]?.token_hash ?? null;
 }

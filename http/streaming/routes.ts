@@ -26,29 +26,51 @@ declare module 'fastify' {
   }
 }
 
-/** The token, from where Mastodon's streaming server takes it: the Authorization header, `access_token`, or the WebSocket protocol. */
-async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<void> {
+/** What a signed-in web page's stream may read: what a token with `read` may. */
+const SESSION_SCOPES = ['read'];
+
+/**
+ * The token, from where Mastodon's streaming server takes it: the Authorization header, `access_token`, or the
+ * WebSocket protocol. Without one, a WebSocket handshake from a page of this server (its `Origin` is ours) may
+ * present the signed-in person's session cookie instead: the pages hold no token. A handshake from any other origin
+ * never counts the cookie (a foreign page could otherwise open a socket with the visitor's cookie).
+ */
+async function authenticate(ctx: AppContext, request: FastifyRequest, ownOrigin: string): Promise<void> {
   const header = request.headers.authorization;
   const query = request.query as Record<string, unknown>;
   const protocol = request.headers['sec-websocket-protocol']?.split(',')[0]?.trim();
   const raw = (header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined) ?? (typeof query.access_token === 'string' ? query.access_token : undefined) ?? protocol;
-  if (!raw) throw new ApiError(401, 'Missing access token');
+  if (!raw) return authenticateSession(ctx, request, ownOrigin);
   const token = await ctx.tokens.lookup(ctx.db, raw);
   if (!token || !token.user_id || !token.account_id) throw new ApiError(401, 'Invalid access token');
   if (token.suspended) throw new ApiError(403, 'Your login is currently disabled');
   if (!token.approved) throw new ApiError(403, 'Your login is currently pending approval');
-  request.streamOwner = { accountId: token.account_id, userId: token.user_id, tokenHash: hashSecret(raw), scopes: parseScopes(token.scopes) };
+  request.streamOwner = { accountId: token.account_id, userId: token.user_id, credential: `token:${hashSecret(raw)}`, scopes: parseScopes(token.scopes) };
 }
 
-/** Open sessions by token and by user, so a revocation in any process closes them at once. */
+/** The pages' session module, loaded at the first cookie (it brings the pages' cookie and CSRF plugins). */
+const webSessions = () => import('../web/session.ts');
+
+async function authenticateSession(ctx: AppContext, request: FastifyRequest, ownOrigin: string): Promise<void> {
+  const { activeSessionOf, sessionCookieOf } = await webSessions();
+  const cookie = request.headers.upgrade?.toLowerCase() === 'websocket' ? sessionCookieOf(request.headers.cookie) : null;
+  if (!cookie) throw new ApiError(401, 'Missing access token');
+  if (request.headers.origin !== ownOrigin) throw new ApiError(403, 'This origin may not stream with a session cookie');
+  const hash = hashSecret(cookie);
+  const me = await activeSessionOf(ctx, hash);
+  if (!me) throw new ApiError(401, 'Invalid access token');
+  request.streamOwner = { accountId: me.account.id, userId: me.user.id, credential: `session:${hash}`, scopes: SESSION_SCOPES };
+}
+
+/** Open sessions by credential (token or web session) and by user, so a revocation in any process closes them at once. */
 class OpenSessions {
   private readonly closers = new Map<StreamSession, () => void>();
-  private readonly byToken = new Map<string, Set<StreamSession>>();
+  private readonly byCredential = new Map<string, Set<StreamSession>>();
   private readonly byUser = new Map<string, Set<StreamSession>>();
 
   add(session: StreamSession, close: () => void): void {
     this.closers.set(session, close);
-    for (const [index, key] of [[this.byToken, session.owner.tokenHash], [this.byUser, session.owner.userId]] as const) {
+    for (const [index, key] of [[this.byCredential, session.owner.credential], [this.byUser, session.owner.userId]] as const) {
       let set = index.get(key);
       if (!set) index.set(key, (set = new Set()));
       set.add(session);
@@ -57,7 +79,7 @@ class OpenSessions {
 
   delete(session: StreamSession): void {
     this.closers.delete(session);
-    for (const [index, key] of [[this.byToken, session.owner.tokenHash], [this.byUser, session.owner.userId]] as const) {
+    for (const [index, key] of [[this.byCredential, session.owner.credential], [this.byUser, session.owner.userId]] as const) {
       const set = index.get(key);
       set?.delete(session);
       if (set?.size === 0) index.delete(key);
@@ -69,17 +91,28 @@ class OpenSessions {
     for (const close of [...this.closers.values()]) close();
   }
 
-  /** A token was revoked (`token:<hash>`) or something about a user changed (`user:<id>`): close what no longer holds. */
+  /**
+   * A token was revoked (`token:<hash>`), a web session ended (`session:<hash>`) or something about a user changed
+   * (`user:<id>`): close what no longer holds.
+   */
   async revalidate(ctx: AppContext, message: string): Promise<void> {
     const kind = message.slice(0, message.indexOf(':'));
     const id = message.slice(message.indexOf(':') + 1);
     const close = (sessions: Iterable<StreamSession>) => { for (const s of [...sessions]) this.closers.get(s)?.(); };
-    if (kind === 'token') return close(this.byToken.get(id) ?? []);
+    if (kind === 'token' || kind === 'session') return close(this.byCredential.get(message) ?? []);
     if (kind !== 'user') return;
-    // Each of the user's tokens is asked about once, however many sockets it holds.
-    for (const hash of new Set([...(this.byUser.get(id) ?? [])].map((s) => s.owner.tokenHash))) {
-      const token = await findActiveAccessTokenByHash(ctx.db, hash).catch(() => undefined);
-      if (token === null || (token && (token.suspended || !token.approved))) close(this.byToken.get(hash) ?? []);
+    // Each of the user's credentials is asked about once, however many sockets it holds.
+    for (const credential of new Set([...(this.byUser.get(id) ?? [])].map((s) => s.owner.credential))) {
+      const hash = credential.slice(credential.indexOf(':') + 1);
+      let ended: boolean;
+      if (credential.startsWith('session:')) {
+        const { activeSessionOf } = await webSessions();
+        ended = (await activeSessionOf(ctx, hash).catch(() => undefined)) === null;
+      } else {
+        const token = await findActiveAccessTokenByHash(ctx.db, hash).catch(() => undefined);
+        ended = token === null || (!!token && (token.suspended || !token.approved));
+      }
+      if (ended) close(this.byCredential.get(credential) ?? []);
     }
   }
 }
@@ -131,7 +164,8 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
   };
 
   const auth = { auth: { kind: 'anonymous' as const } };
-  const preValidation = async (request: FastifyRequest) => authenticate(ctx, request);
+  const ownOrigin = new URL(ctx.config.publicUrl).origin;
+  const preValidation = async (request: FastifyRequest) => authenticate(ctx, request, ownOrigin);
 
   // Mastodon's "OK"; while PostgreSQL or Redis (the events' bus) is away, 503 naming it, so a load balancer looks
   // elsewhere. Open sockets stay open meanwhile and hear events again once the bus has subscribed again.
@@ -154,7 +188,7 @@ export default async function streamingRoutes(app: FastifyInstance, { ctx }: Rou
       write(frame);
     };
     const session = new StreamSession(owner, bus, payloads, (stream, event, payload) => send(frames.of(stream, event, payload)));
-    open.add(session, () => socket.close(1008, 'Access token revoked'));
+    open.add(session, () => socket.close(1008, owner.credential.startsWith('session:') ? 'Session ended' : 'Access token revoked'));
     const fail = (err: unknown) => {
       const e = err instanceof StreamError ? err : unavailableDependency(err) ? new StreamError(503, UNAVAILABLE_MESSAGE) : new StreamError(500, 'Internal server error');
       send(textFrame(JSON.stringify({ error: e.message, status: e.status })));

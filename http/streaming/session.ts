@@ -5,11 +5,15 @@ import type { StreamPayloads } from '../serializers/stream-payloads.ts';
 import type { FilterContext } from '../../storage/filters.ts';
 import { isId } from '../../storage/ids.ts';
 
-/** Who holds a streaming connection: the token's account, and what revoking it would name. */
+/** Who holds a streaming connection: the account, and what ending its credential would name. */
 export interface StreamOwner {
   accountId: string;
   userId: string;
-  tokenHash: string;
+  /**
+   * `token:<hash>` for an access token, `session:<hash>` for a signed-in web page's session cookie: as the
+   * invalidation that ends it names it (services/token-cache.ts).
+   */
+  credential: string;
   scopes: string[];
 }
 

@@ -15,7 +15,9 @@ import { safeReturnTo } from './auth.ts';
 import { interactionPath } from './interaction.ts';
 import { sendMessagePage } from './page.ts';
 import { clientThread } from './client-pages.ts';
-import { composeView, POLL_BOXES } from './client-compose.ts';
+import { composeView, MEDIA_BOXES, POLL_BOXES } from './client-compose.ts';
+import { clientEntries } from './client-view.ts';
+import { findMedia } from '../../storage/media.ts';
 import { sendClientPage } from './client-page.ts';
 import type { SignedIn } from './session.ts';
 
@@ -29,8 +31,18 @@ const Compose = Type.Object({
   in_reply_to_id: Type.Optional(Type.String({ maxLength: 40 })),
   idempotency_key: Type.Optional(Type.String({ maxLength: 100 })),
   return_to: Type.Optional(Type.String({ maxLength: 4000 })),
-  // The image's description (the file itself comes in request.uploads, from a multipart form).
-  description: Type.Optional(Type.String({ maxLength: 1500 })),
+  // Each media box's description and focus point (the files come in request.uploads as media_1…media_4, from a
+  // multipart form), and files received with an earlier, refused sending of the same form.
+  ...Object.fromEntries(Array.from({ length: MEDIA_BOXES }, (_, i) => [
+    [`description_${i + 1}`, Type.Optional(Type.String({ maxLength: 1500 }))],
+    [`focus_x_${i + 1}`, Type.Optional(Type.String({ maxLength: 10 }))],
+    [`focus_y_${i + 1}`, Type.Optional(Type.String({ maxLength: 10 }))],
+  ]).flat()) as Record<string, ReturnType<typeof Type.Optional<ReturnType<typeof Type.String>>>>,
+  media_ids: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Array(Type.String({ maxLength: 40 }), { maxItems: MEDIA_BOXES })])),
+  // When to publish it (a `datetime-local` value and the offset from UTC, in minutes, it is read at).
+  scheduled_at: Type.Optional(Type.String({ maxLength: 40 })),
+  scheduled_offset: Type.Optional(Type.String({ maxLength: 6 })),
+  quoted_status_id: Type.Optional(Type.String({ maxLength: 40 })),
   // A poll: its choices (empty boxes are no choice), how long it runs, whether several answers may be chosen.
   poll_options: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Array(Type.String({ maxLength: 500 }), { maxItems: POLL_BOXES })])),
   poll_expires_in: Type.Optional(Type.String({ maxLength: 10 })),
@@ -54,6 +66,29 @@ const STATUS_ACTIONS = {
   pin: 'pin',
   unpin: 'unpin',
 } as const;
+
+/** A focus coordinate as the form sends it: a number from -1 to 1 (Mastodon's `focus`), else a refusal. */
+function focusOf(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < -1 || n > 1) throw new ApiError(422, 'Validation failed: A focus point is two numbers from -1 to 1');
+  return n;
+}
+
+/** The time a `datetime-local` value names at `offset` minutes east of UTC; null when empty. */
+function scheduleOf(value: string, offset: string): Date | null {
+  if (!value.trim()) return null;
+  const minutes = /^[+-]?\d{1,4}$/.test(offset) ? Number(offset) : NaN;
+  const local = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value) ? Date.parse(`${value}Z`) : NaN;
+  if (Number.isNaN(local) || Number.isNaN(minutes) || Math.abs(minutes) > 14 * 60) throw new ApiError(422, 'Validation failed: Scheduled at is not a valid date');
+  return new Date(local - minutes * 60_000);
+}
+
+/** The person's own media among `ids` (files kept from a refused form), for the form to list. */
+async function attachedMedia(ctx: AppContext, viewerId: string, ids: string[]) {
+  const rows = await Promise.all(ids.slice(0, MEDIA_BOXES).map((id) => findMedia(ctx.db, id)));
+  return rows.filter((m) => m !== null && m.account_id === viewerId && m.status_id === null)
+    .map((m) => ({ id: m!.id, type: m!.type, description: m!.description ?? '', processing: m!.state === 'processing' }));
+}
 
 /** The signed-in person of a form, or a redirect to sign in (and back to where the form was). */
 export async function signedInForForm(request: FastifyRequest, reply: FastifyReply, back: string): Promise<SignedIn | undefined> {
@@ -81,12 +116,13 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
   const back = (returnTo: string | undefined, fallback = '/home') => (returnTo ? safeReturnTo(returnTo, ctx.config.publicUrl) : fallback);
 
   app.post('/statuses', { schema: { body: Compose } }, async (request, reply) => {
-    const body = request.body;
+    const body = request.body as typeof request.body & Record<string, string | undefined>;
     const returnTo = back(body.return_to);
     const me = await signedInForForm(request, reply, returnTo);
     if (!me) return reply;
     const viewerId = me.account.id;
     const inReplyToId = body.in_reply_to_id && isId(body.in_reply_to_id) ? body.in_reply_to_id : null;
+    const quotedId = body.quoted_status_id && isId(body.quoted_status_id) ? body.quoted_status_id : null;
     const values = {
       status: body.status ?? '', spoiler_text: body.spoiler_text ?? '', in_reply_to_id: inReplyToId ?? '',
       visibility: body.visibility && VISIBILITIES.has(body.visibility) ? body.visibility : undefined,
@@ -94,6 +130,13 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       poll_options: [body.poll_options ?? []].flat(),
       poll_expires_in: body.poll_expires_in ?? '86400',
       poll_multiple: body.poll_multiple === '1',
+      media: Array.from({ length: MEDIA_BOXES }, (_, i) => ({
+        description: body[`description_${i + 1}`] ?? '', focus_x: body[`focus_x_${i + 1}`] || '0', focus_y: body[`focus_y_${i + 1}`] || '0',
+      })),
+      media_ids: [body.media_ids ?? []].flat().filter(isId),
+      scheduled_at: body.scheduled_at ?? '',
+      scheduled_offset: body.scheduled_offset ?? '0',
+      quoted_status_id: quotedId ?? '',
     };
     // A poll when any choice is written; its rules (two choices at least, lengths, duration) are the service's.
     const choices = values.poll_options.map((o) => o.trim()).filter(Boolean);
@@ -102,31 +145,44 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       : null;
     let id: string;
     try {
-      // An image with its description, taken as POST /api/v2/media takes it (processed by a job, shown once ready).
-      const file = request.uploads?.file;
-      const mediaIds: string[] = [];
-      if (file && file.data.length > 0) {
-        const media = await acceptUpload(ctx, viewerId, file.data, { description: (body.description ?? '').trim(), focusX: 0, focusY: 0 });
-        // The post needs the file processed (as Mastodon's does): the form waits for it, as an app would poll.
-        await whenProcessed(ctx, media.id);
-        mediaIds.push(media.id);
+      const scheduledAt = scheduleOf(values.scheduled_at, values.scheduled_offset);
+      // Each file with its description and focus, taken as POST /api/v2/media takes them (processed by a job). Files
+      // of an earlier sending of this form come first, as they were chosen first.
+      const fresh: string[] = [];
+      for (let i = 0; i < MEDIA_BOXES; i++) {
+        const file = request.uploads?.[`media_${i + 1}`];
+        if (!file || file.data.length === 0) continue;
+        const slot = values.media[i]!;
+        const media = await acceptUpload(ctx, viewerId, file.data, { description: slot.description.trim(), focusX: focusOf(slot.focus_x), focusY: focusOf(slot.focus_y) });
+        fresh.push(media.id);
+        values.media[i] = { description: '', focus_x: '0', focus_y: '0' };
+      }
+      values.media_ids = [...values.media_ids, ...fresh];
+      // The post needs its files processed (as Mastodon's does): the form waits for them, as an app would poll. A
+      // video may take longer: the post is then refused with the service's reason, and the form keeps the files.
+      await Promise.all(fresh.map((m) => whenProcessed(ctx, m)));
+      const params = {
+        text: values.status, spoilerText: values.spoiler_text, sensitive: false,
+        visibility: values.visibility as Visibility | undefined, language: values.language ?? null,
+        inReplyToId, mediaIds: values.media_ids, poll, idempotencyKey: body.idempotency_key || null, applicationId: null,
+        quotedStatusId: quotedId,
+      };
+      // A time to come makes a scheduled post (as POST /api/v1/statuses with scheduled_at); a past one posts now.
+      if (scheduledAt && scheduledAt.getTime() > Date.now()) {
+        await ctx.actors.ask(viewerId, { type: 'scheduleStatus', scheduledAt, params: { ...params, idempotencyKey: null } });
+        return reply.redirect('/scheduled_statuses?notice=scheduled', 303);
       }
       await ctx.jobBacklog.admit();
-      id = await ctx.actors.ask(viewerId, {
-        type: 'postStatus',
-        params: {
-          text: values.status, spoilerText: values.spoiler_text, sensitive: false,
-          visibility: values.visibility as Visibility | undefined, language: values.language ?? null,
-          inReplyToId, mediaIds, poll, idempotencyKey: body.idempotency_key || null, applicationId: null,
-        },
-      });
+      id = await ctx.actors.ask(viewerId, { type: 'postStatus', params });
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
       // The form again, as it was sent, with the server's reason (and its count of the text, when too long).
       const length = statusLength(values.status, values.spoiler_text);
       const compose = composeView(ctx, me, {
-        ...values, description: body.description ?? '', returnTo, error: err.message.replace(/^Validation failed: /, '') + '.',
+        ...values, returnTo, error: err.message.replace(/^Validation failed: /, '') + '.',
         length: length > ctx.config.maxStatusChars ? length : null,
+        attached: await attachedMedia(ctx, viewerId, values.media_ids),
+        quoted: quotedId ? (await clientEntries(ctx, viewerId, [quotedId], null))[0] ?? null : null,
       });
       if (inReplyToId && err.statusCode !== 404) return clientThread(ctx, request, reply, me, inReplyToId, compose, err.statusCode);
       return sendClientPage(ctx, request, reply, 'client/publish', 'New post', { heading: 'New post', compose }, err.statusCode);

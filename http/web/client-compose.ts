@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { LANGUAGES } from '../../services/languages.ts';
 import type { SignedIn } from './session.ts';
+import type { ClientEntry } from './client-view.ts';
 
 /** What the compose form shows: the values (kept after a refused post), the refusal, and the server's count. */
 export interface ComposeValues {
@@ -10,13 +11,34 @@ export interface ComposeValues {
   visibility: string;
   language: string;
   in_reply_to_id: string;
-  /** The description of an image sent with a post that was refused (the file itself must be chosen again). */
-  description: string;
+  /**
+   * The four media boxes: each one's description and focus point (-1 to 1, as the API's `focus`), kept when a post
+   * is refused. Files already received are kept by id (`media_ids`), so they need not be chosen again.
+   */
+  media: MediaSlot[];
+  media_ids: string[];
+  /** When to publish (a `datetime-local` value, read at `scheduled_offset` minutes east of UTC); '' to post now. */
+  scheduled_at: string;
+  scheduled_offset: string;
+  /** The post quoted (Mastodon 4.5's quoted_status_id), '' for none. */
+  quoted_status_id: string;
   /** A poll's choices (as many boxes as POLL_BOXES; empty ones are no choice), its length in seconds, several answers. */
   poll_options: string[];
   poll_expires_in: string;
   poll_multiple: boolean;
 }
+
+export interface MediaSlot {
+  description: string;
+  focus_x: string;
+  focus_y: string;
+}
+
+/** Files one post may carry (Mastodon's four). */
+export const MEDIA_BOXES = 4;
+/** The offsets from UTC the schedule's time may be read at, in minutes (−12:00 to +14:00, quarter hours where used). */
+export const UTC_OFFSETS: [string, string][] = [-720, -660, -600, -570, -540, -480, -420, -360, -300, -240, -210, -180, -120, -60, 0, 60, 120, 180, 210, 240, 270, 300, 330, 345, 360, 390, 420, 480, 525, 540, 570, 600, 630, 660, 720, 765, 780, 840]
+  .map((m) => [String(m), `UTC${m < 0 ? '−' : '+'}${String(Math.floor(Math.abs(m) / 60)).padStart(2, '0')}:${String(Math.abs(m) % 60).padStart(2, '0')}`]);
 
 /** Boxes for a poll's choices in the form (Mastodon allows four by default). */
 export const POLL_BOXES = 4;
@@ -35,6 +57,13 @@ export interface ComposeView {
   label: string;
   languages: [string, string][];
   pollDurations: [string, string][];
+  offsets: [string, string][];
+  /** The post being quoted, as the person sees it (null for none). */
+  quoted: ClientEntry | null;
+  /** Media already received for this post (kept after a refusal): what they are, and whether they are ready. */
+  attached: { id: string; type: string; description: string; processing: boolean }[];
+  /** Scheduling is offered (not in a reply's form, which stays short). */
+  canSchedule: boolean;
 }
 
 /** The instance's languages first, then every other by name. */
@@ -46,7 +75,9 @@ function languagesFor(config: AppContext['config']): [string, string][] {
 }
 
 /** The compose form for the signed-in person: their default visibility and language unless given. */
-export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeValues> & { returnTo: string; error?: string; length?: number | null; heading?: string; label?: string }): ComposeView {
+export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeValues> & {
+  returnTo: string; error?: string; length?: number | null; heading?: string; label?: string; quoted?: ClientEntry | null; attached?: ComposeView['attached'];
+}): ComposeView {
   const reply = !!o.in_reply_to_id;
   return {
     values: {
@@ -55,7 +86,11 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
       visibility: o.visibility ?? me.user.default_privacy ?? 'public',
       language: o.language ?? me.user.default_language ?? ctx.config.instanceLanguages[0] ?? 'en',
       in_reply_to_id: o.in_reply_to_id ?? '',
-      description: o.description ?? '',
+      media: Array.from({ length: MEDIA_BOXES }, (_, i) => o.media?.[i] ?? { description: '', focus_x: '0', focus_y: '0' }),
+      media_ids: o.media_ids ?? [],
+      scheduled_at: o.scheduled_at ?? '',
+      scheduled_offset: o.scheduled_offset ?? '0',
+      quoted_status_id: o.quoted_status_id ?? '',
       poll_options: [...(o.poll_options ?? []), ...Array<string>(POLL_BOXES).fill('')].slice(0, POLL_BOXES),
       poll_expires_in: o.poll_expires_in ?? '86400',
       poll_multiple: o.poll_multiple ?? false,
@@ -70,5 +105,9 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
     label: o.label ?? (reply ? 'Your reply' : "What's on your mind?"),
     languages: languagesFor(ctx.config),
     pollDurations: POLL_DURATIONS,
+    offsets: UTC_OFFSETS,
+    quoted: o.quoted ?? null,
+    attached: o.attached ?? [],
+    canSchedule: !reply,
   };
 }

@@ -9,7 +9,7 @@ import { findAccounts } from '../../services/account-search.ts';
 import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { signedInOrRedirect } from './page.ts';
-import { pageOf, pagingOf, sendClientPage } from './client-page.ts';
+import { liveOf, pageOf, pagingOf, sendClientPage } from './client-page.ts';
 import { clientEntries } from './client-view.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView } from './page-view.ts';
@@ -61,7 +61,7 @@ export default async function clientListRoutes(fastify: FastifyInstance, { ctx }
     return sendClientPage(ctx, request, reply, 'client/list', list.title, {
       list, policies: POLICIES, error, q, pagePath: path,
       members: await view(members.accounts), candidates: await view(found.filter((a) => !memberIds.has(a.id))),
-      entries, pager: page.pager,
+      entries, pager: page.pager, live: request.method === 'GET' ? liveOf(p, { stream: 'list', list: list.id, context: 'list' }) : null,
     }, status);
   }
 

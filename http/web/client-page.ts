@@ -54,3 +54,17 @@ export function pageOf(ids: string[], p: PageParams, path: string) {
     },
   };
 }
+
+/** The streaming API's stream a page's script listens to for its new posts (only the newest page of a timeline). */
+export interface LiveStream {
+  stream: string;
+  tag?: string;
+  list?: string;
+  /** Where the posts are shown, for the viewer's filters (as the page's own posts). */
+  context: 'home' | 'public' | 'list';
+}
+
+/** The live stream of a timeline page, when it shows the newest posts. */
+export function liveOf(p: PageParams, live: LiveStream): LiveStream | null {
+  return p.maxId || p.minId ? null : live;
+}

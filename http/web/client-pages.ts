@@ -5,7 +5,7 @@ import { isId } from '../params.ts';
 import { ApiError } from '../../errors.ts';
 import { findAccountById, findAccountByUsername, type AccountRow } from '../../storage/accounts.ts';
 import { accountStatusIds, publicTimelineIds, threadIds } from '../../storage/statuses.ts';
-import { notificationsPage } from '../../storage/notifications.ts';
+import { notificationsPage, type NotificationRow } from '../../storage/notifications.ts';
 import { relationships } from '../../storage/follows.ts';
 import { searchTags } from '../../storage/search.ts';
 import type { PageParams } from '../../storage/paging.ts';
@@ -19,7 +19,7 @@ import { tagTrends, trendIds } from '../../services/trends.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { renderNotifications } from '../serializers/statuses.ts';
 import { signedInOrRedirect } from './page.ts';
-import { pageOf, pagingOf, sendClientPage } from './client-page.ts';
+import { liveOf, pageOf, pagingOf, sendClientPage } from './client-page.ts';
 import { composeView, type ComposeView } from './client-compose.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView, dateView, type AccountView, type DateView } from './page-view.ts';
@@ -64,6 +64,18 @@ const NOTIFICATION_TEXT: Record<string, string> = {
   added_to_collection: 'added you to a collection',
   collection_update: 'changed a collection',
 };
+
+/** Notifications as the API renders them for the person, as lines of the page. */
+export async function notificationViews(ctx: AppContext, viewerId: string, rows: NotificationRow[]): Promise<NotificationView[]> {
+  const rendered = await renderNotifications(ctx, viewerId, rows);
+  return rendered.map((raw) => {
+    const n = raw as { id: string; type: string; created_at: string; account: Parameters<typeof accountView>[1]; status: Record<string, unknown> | null };
+    return {
+      id: n.id, account: accountView(ctx.render, n.account), text: NOTIFICATION_TEXT[n.type] ?? n.type, created: dateView(n.created_at),
+      entry: n.status ? clientEntry(ctx, viewerId, n.status) : null,
+    };
+  });
+}
 
 /** The relationship a Follow form needs, or null for oneself. */
 async function followStates(ctx: AppContext, viewerId: string, ids: string[]) {
@@ -156,7 +168,7 @@ export async function clientTagPage(ctx: AppContext, request: FastifyRequest, re
   ]);
   const page = pageOf(ids, p, path);
   return sendClientPage(ctx, request, reply, 'client/timeline', `#${tag}`, {
-    heading: `#${tag}`, tag: tagState, intro: 'Public posts with this tag, newest first.', compose: null,
+    heading: `#${tag}`, tag: tagState, intro: 'Public posts with this tag, newest first.', compose: null, live: liveOf(p, { stream: 'hashtag', tag, context: 'public' }),
     entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
     empty: p.maxId ? 'No older posts.' : 'No posts with this tag yet.',
   });
@@ -173,7 +185,7 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     const p = pagingOf(request);
     const page = pageOf(await homeIds(ctx, me.account.id, p), p, '/home');
     return sendClientPage(ctx, request, reply, 'client/timeline', 'Home', {
-      heading: 'Home', intro: '', more: true, entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
+      heading: 'Home', intro: '', more: true, live: liveOf(p, { stream: 'user', context: 'home' }), entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
       compose: p.maxId || p.minId ? null : composeView(ctx, me, { returnTo: '/home' }),
       empty: p.maxId ? 'No older posts.' : 'Your home timeline is empty. Follow people (find them with Search) and their posts will show here.',
     });
@@ -189,7 +201,8 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
       const p = pagingOf(request);
       const page = pageOf(await publicTimelineIds(ctx.db, { local, remote: false, onlyMedia: false, viewerId: me.account.id }, p), p, path);
       return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
-        heading, intro, compose: null, entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+        heading, intro, compose: null, live: liveOf(p, { stream: local ? 'public:local' : 'public', context: 'public' }),
+        entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
         empty: p.maxId ? 'No older posts.' : 'No public posts yet.',
       });
     });
@@ -203,15 +216,8 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     const rows = await notificationsPage(ctx.db, viewerId, {}, p);
     const page = pageOf(rows.map((n) => n.id), p, '/notifications');
     const shown = new Set(page.ids);
-    const rendered = await renderNotifications(ctx, viewerId, rows.filter((n) => shown.has(n.id)));
-    const items: NotificationView[] = rendered.map((raw) => {
-      const n = raw as { id: string; type: string; created_at: string; account: Parameters<typeof accountView>[1]; status: Record<string, unknown> | null };
-      return {
-        id: n.id, account: accountView(ctx.render, n.account), text: NOTIFICATION_TEXT[n.type] ?? n.type, created: dateView(n.created_at),
-        entry: n.status ? clientEntry(ctx, viewerId, n.status) : null,
-      };
-    });
-    return sendClientPage(ctx, request, reply, 'client/notifications', 'Notifications', { items, older: !!p.maxId, pager: page.pager });
+    const items = await notificationViews(ctx, viewerId, rows.filter((n) => shown.has(n.id)));
+    return sendClientPage(ctx, request, reply, 'client/notifications', 'Notifications', { items, older: !!p.maxId, live: !p.maxId && !p.minId, pager: page.pager });
   });
 
   app.get('/explore', async (request, reply) => {
@@ -268,7 +274,12 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
   app.get('/publish', async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return reply;
-    return sendClientPage(ctx, request, reply, 'client/publish', 'New post', { heading: 'New post', compose: composeView(ctx, me, { returnTo: '/home' }) });
+    // "Quote" on a post leads here with its id: the form carries it as the API's quoted_status_id.
+    const quote = (request.query as { quote?: unknown }).quote;
+    const [quoted] = typeof quote === 'string' && isId(quote) ? await clientEntries(ctx, me.account.id, [quote], null) : [];
+    if (quote !== undefined && !quoted) return notFoundPage(request, reply);
+    const compose = composeView(ctx, me, { returnTo: '/home', quoted_status_id: quoted?.post.id ?? '', quoted: quoted ?? null, heading: quoted ? 'Quote' : 'New post' });
+    return sendClientPage(ctx, request, reply, 'client/publish', quoted ? 'Quote a post' : 'New post', { heading: quoted ? 'Quote a post' : 'New post', compose });
   });
 
   app.get<{ Params: { id: string } }>('/statuses/:id/delete', async (request, reply) => {

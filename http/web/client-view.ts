@@ -20,6 +20,8 @@ export interface ViewerMarks {
   canBoost: boolean;
   /** A `warn` filter of the viewer matched it: the titles of those filters (the post is folded away behind them). */
   filteredBy: string[];
+  /** The author's quote policy lets the viewer quote it (at once or with the author's approval), as `quote_approval` says. */
+  canQuote: boolean;
 }
 
 export interface ClientEntry extends EntryView {
@@ -34,6 +36,8 @@ interface Flags {
   bookmarked?: boolean;
   pinned?: boolean;
   filtered?: { filter: { title: string } }[];
+  quote_approval?: { current_user?: string };
+  reblog?: { quote_approval?: { current_user?: string } } | null;
 }
 
 /** A Status entity rendered for the viewer as an entry of a signed-in page. */
@@ -53,6 +57,7 @@ export function clientEntry(ctx: AppContext, viewerId: string, entity: Record<st
       own,
       canBoost: p.visibility === 'public' || p.visibility === 'unlisted' || (own && p.visibility === 'private'),
       filteredBy: (flags.filtered ?? []).map((f) => f.filter.title),
+      canQuote: ['automatic', 'manual'].includes((flags.reblog ?? flags).quote_approval?.current_user ?? ''),
     },
   };
 }

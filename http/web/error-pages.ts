@@ -41,6 +41,7 @@ const STANDARD: Record<number, ErrorPage> = {
 
 /** The page's words for a status code, or for the given error code (a refused form). */
 export function errorPageFor(statusCode: number, code?: string): ErrorPage {
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return FILE_TOO_LARGE;
   if (code?.startsWith('FST_CSRF_')) return { heading: 'Invalid or expired form', message: 'Invalid or expired form; go back, reload and try again.' };
   return STANDARD[statusCode] ?? (statusCode >= 500 ? STANDARD[500]! : STANDARD[400]!);
 }
@@ -53,7 +54,16 @@ const renderers = new WeakMap<Server, (statusCode: number, page: ErrorPage) => s
 
 export function registerErrorPages(app: FastifyInstance, ctx: AppContext): void {
   renderers.set(app.server, (statusCode, page) =>
-    renderView('public/error', { chrome: publicChrome(ctx.config, null, page.heading), statusCode, page }));
+    renderView('public/error', { chrome: publicChrome(ctx.config, null, page.heading), statusCode, page: withLimits(ctx, page) }));
+}
+
+/** A file over the largest upload the server takes: the page says how large each kind may be. */
+const FILE_TOO_LARGE: ErrorPage = { heading: 'File too large', message: 'A file you attached is larger than this server takes.' };
+
+function withLimits(ctx: AppContext, page: ErrorPage): ErrorPage {
+  if (page !== FILE_TOO_LARGE) return page;
+  const mb = (bytes: number) => `${Number((bytes / (1024 * 1024)).toFixed(1))} MB`;
+  return { ...page, message: `${page.message} Images may be up to ${mb(ctx.config.maxImageBytes)}, videos and audio up to ${mb(ctx.config.maxVideoBytes)}. Go back and choose a smaller file.` };
 }
 
 /**

@@ -64,6 +64,8 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./client-notification-requests.ts')).default, { ctx });
   await app.register((await import('./client-tags.ts')).default, { ctx });
   await app.register((await import('./client-translation.ts')).default, { ctx });
+  await app.register((await import('./client-live.ts')).default, { ctx });
+  await app.register((await import('./client-scheduled.ts')).default, { ctx });
   await app.register(settingsPageRoutes, { ctx });
   await app.register(unsubscribePageRoutes, { ctx });
   await app.register(invitePageRoutes, { ctx });

@@ -9,6 +9,7 @@ import { deleteWebSession, findWebSession, insertWebSession, touchWebSession, ty
 import { findUserById, recordSignIn, type UserRow } from '../../storage/users.ts';
 import { findAccountById, type AccountRow } from '../../storage/accounts.ts';
 import { disputesOnly, loginBlocker } from '../../services/sign-in.ts';
+import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
 export const SESSION_COOKIE = '_session';
 /** A session unused for this long is over (a person who comes back after a month signs in again). */
@@ -40,7 +41,12 @@ const cache = new WeakMap<FastifyRequest, Promise<(SignedIn & { restricted: bool
 async function sessionOf(ctx: AppContext, request: FastifyRequest): Promise<(SignedIn & { restricted: boolean }) | null> {
   const raw = request.cookies[SESSION_COOKIE];
   if (!raw || raw.length > 100) return null;
-  const session = await findWebSession(ctx.db, hashSecret(raw), SESSION_IDLE_SECONDS);
+  return sessionOfHash(ctx, hashSecret(raw));
+}
+
+/** The session of a cookie token's hash, its user and account, and whether the person may only see their strikes. */
+async function sessionOfHash(ctx: AppContext, tokenHash: string): Promise<(SignedIn & { restricted: boolean }) | null> {
+  const session = await findWebSession(ctx.db, tokenHash, SESSION_IDLE_SECONDS);
   if (!session) return null;
   const user = await findUserById(ctx.db, session.user_id);
   const account = user ? await findAccountById(ctx.db, user.account_id) : null;
@@ -49,6 +55,36 @@ async function sessionOf(ctx: AppContext, request: FastifyRequest): Promise<(Sig
   if (restricted && !disputesOnly(user, account)) return null;
   if (Date.now() - session.last_active_at.getTime() > TOUCH_EVERY_MS) await touchWebSession(ctx.db, session.id);
   return { session, user, account, restricted };
+}
+
+/**
+ * The session cookie's value in a raw `Cookie` header (for the streaming API's WebSocket handshake, which is outside
+ * the pages' scope and its cookie parser), or null.
+ */
+export function sessionCookieOf(header: string | undefined): string | null {
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) {
+      const value = part.slice(eq + 1).trim();
+      return value && value.length <= 100 ? value : null;
+    }
+  }
+  return null;
+}
+
+/**
+ * Who a session (by its token's hash) belongs to, when it still stands and its person may use the site: null for an
+ * ended or expired session and for a suspended or disabled person (who may only see their strikes).
+ */
+export async function activeSessionOf(ctx: AppContext, tokenHash: string): Promise<SignedIn | null> {
+  const found = await sessionOfHash(ctx, tokenHash);
+  return found && !found.restricted ? { session: found.session, user: found.user, account: found.account } : null;
+}
+
+/** Tells every process that a session ended, so that streams it opened close (http/streaming/routes.ts). */
+async function announceEnded(ctx: AppContext, tokenHash: string): Promise<void> {
+  await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { sessionHash: tokenHash }).catch(() => {});
 }
 
 function cookieOptions(ctx: AppContext) {
@@ -66,7 +102,10 @@ function cookieOptions(ctx: AppContext) {
  */
 export async function startWebSession(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, user: UserRow): Promise<void> {
   const old = request.cookies[SESSION_COOKIE];
-  if (old) await deleteWebSession(ctx.db, hashSecret(old));
+  if (old) {
+    await deleteWebSession(ctx.db, hashSecret(old));
+    await announceEnded(ctx, hashSecret(old));
+  }
   const token = randomBytes(32).toString('base64url');
   await insertWebSession(ctx.db, { tokenHash: hashSecret(token), userId: user.id, ip: request.ip ?? null, userAgent: request.headers['user-agent'] ?? null });
   await recordSignIn(ctx.db, user.id, request.ip ?? null);
@@ -77,7 +116,10 @@ export async function startWebSession(ctx: AppContext, request: FastifyRequest, 
 
 export async function endWebSession(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const raw = request.cookies[SESSION_COOKIE];
-  if (raw) await deleteWebSession(ctx.db, hashSecret(raw));
+  if (raw) {
+    await deleteWebSession(ctx.db, hashSecret(raw));
+    await announceEnded(ctx, hashSecret(raw));
+  }
   reply.clearCookie(SESSION_COOKIE, { path: '/' });
   reply.clearCookie('_csrf', { path: '/' });
   cache.delete(request);

@@ -210,7 +210,10 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!me) return;
     const { id } = request.params;
     if (id === me.session.id) return reply.redirect('/auth/sign_out', 303);
-    if (!isId(id) || !(await deleteUserWebSession(ctx.db, me.user.id, id))) return notFoundPage(request, reply);
+    const ended = isId(id) ? await deleteUserWebSession(ctx.db, me.user.id, id) : null;
+    if (!ended) return notFoundPage(request, reply);
+    // Its live updates (a stream opened with that session's cookie) end too, in whichever process holds them.
+    await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { sessionHash: ended });
     return reply.redirect('/settings/account?notice=session_ended', 303);
   });
 

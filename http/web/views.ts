@@ -36,3 +36,8 @@ export interface PageChrome {
 export function renderView(name: string, data: Record<string, unknown> & { chrome: PageChrome }): string {
   return eta.render(`./${name}`, data);
 }
+
+/** Renders a part of a page (`templates/<name>.eta`, no layout): what the signed-in pages' script puts in place. */
+export function renderFragment(name: string, data: Record<string, unknown>): string {
+  return eta.render(`./${name}`, data);
+}

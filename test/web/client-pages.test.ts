@@ -237,7 +237,7 @@ describe('the forms of the signed-in pages', () => {
     const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#c63' } }).png().toBuffer();
     const form = await multipart({
       _csrf: csrfOf(home.body), status: 'A picture of an orange thing', visibility: 'public', language: 'en', spoiler_text: '',
-      idempotency_key: 'with-an-image', return_to: '/home', description: 'An orange rectangle', file: { data: png, filename: 'orange.png', type: 'image/png' },
+      idempotency_key: 'with-an-image', return_to: '/home', description_1: 'An orange rectangle', media_1: { data: png, filename: 'orange.png', type: 'image/png' },
     });
     const res = await s.app.inject({ method: 'POST', url: '/statuses', headers: { ...form.headers, accept: 'text/html', cookie: web.jar.header() }, payload: form.payload });
     expect(res.statusCode, /class="flash error"[^>]*>([^<]*)/.exec(res.body)?.[1] ?? res.body.slice(0, 300)).toBe(303);
@@ -247,7 +247,7 @@ describe('the forms of the signed-in pages', () => {
     // Once processed, the page shows it with its description as alt text.
     await eventually(async () => (await web.get('/home')).body.includes('alt="An orange rectangle"'), true, 10_000);
     // A file that is no image is refused, with the form kept.
-    const bad = await multipart({ _csrf: csrfOf(home.body), status: 'Not a picture', idempotency_key: 'bad-file', return_to: '/home', description: 'text', file: { data: Buffer.from('hello'), filename: 'a.png', type: 'image/png' } });
+    const bad = await multipart({ _csrf: csrfOf(home.body), status: 'Not a picture', idempotency_key: 'bad-file', return_to: '/home', description_1: 'text', media_1: { data: Buffer.from('hello'), filename: 'a.png', type: 'image/png' } });
     const refused = await s.app.inject({ method: 'POST', url: '/statuses', headers: { ...bad.headers, accept: 'text/html', cookie: web.jar.header() }, payload: bad.payload });
     expect(refused.statusCode).toBe(422);
     expect(refused.body).toContain('File content type is invalid');

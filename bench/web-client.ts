@@ -1,0 +1,93 @@
+// The signed-in home page (http/web/client-pages.ts) with 20 posts, asked with a session cookie, against
+// `GET /api/v1/timelines/home?limit=20` for the same posts with a token; and what each signed-in timeline page weighs
+// with 20 posts (HTML and the stylesheet; the script beside). Part of `npm run bench` (bench/run.ts);
+// `node bench/web-client.ts` runs it alone.
+import autocannon from 'autocannon';
+import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { ensureDatabase, migrate } from '../storage/db.ts';
+import { Redis } from 'ioredis';
+
+async function load(url: string, headers: Record<string, string>, duration: number) {
+  const result = await autocannon({ url, connections: 32, duration, headers });
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+}
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
+};
+
+/** Signs in through the sign-in form, as a browser does: the session cookie. */
+async function signIn(base: string, email: string, password: string): Promise<string> {
+  const form = await fetch(`${base}/auth/sign_in`, { headers: { accept: 'text/html' } });
+  const csrfCookie = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const csrf = /name="_csrf" value="([^"]*)"/.exec(await form.text())![1]!.replace(/&amp;/g, '&');
+  const res = await fetch(`${base}/auth/sign_in`, {
+    method: 'POST', redirect: 'manual',
+    headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded', cookie: csrfCookie },
+    body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
+  });
+  const session = res.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('_session='));
+  if (res.status !== 303 || !session) throw new Error(`sign-in answered ${res.status}`);
+  return session;
+}
+
+/** Makes a reader, an author with 20 posts and the rest through the API of the server at `base`, then measures and prints. */
+export async function benchWebClient(base: string, register: (username: string) => Promise<string>): Promise<void> {
+  const reader = await register('webreader');
+  const author = await register('webauthor');
+  const authorId = (await api(base, '/api/v1/accounts/verify_credentials', { token: author })).id as string;
+  await api(base, `/api/v1/accounts/${authorId}/follow`, { method: 'POST', token: reader });
+  await api(base, '/api/v1/timelines/home', { token: reader });
+  const list = await api(base, '/api/v1/lists', { method: 'POST', token: reader, body: { title: 'Bench' } });
+  await api(base, `/api/v1/lists/${list.id}/accounts`, { method: 'POST', token: reader, body: { account_ids: [authorId] } });
+  for (let i = 0; i < 20; i++) {
+    // Each mentions the reader (a notification) and carries a tag: every page below has 20 posts.
+    await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: `Post ${i} for @webreader, a thought long enough to look like a real post, with a link https://example.com/notes/${i} and #webbench. ${'More words follow here. '.repeat(5)}` } });
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const cookie = await signIn(base, 'webreader@bench.example', 'bench password');
+  const page = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', cookie };
+  const token = { authorization: `Bearer ${reader}` };
+
+  const css = (await (await fetch(`${base}/assets/style.css`)).arrayBuffer()).byteLength;
+  const js = (await (await fetch(`${base}/assets/client.js`)).arrayBuffer()).byteLength;
+  console.log(`\nsigned-in pages with 20 posts: HTML + the stylesheet (${css} bytes; the script, ${js} bytes, beside), target < 100 KB each`);
+  for (const path of ['/home', '/public/local', '/public', '/tags/webbench', `/lists/${list.id}`, '/notifications']) {
+    const res = await fetch(`${base}${path}`, { headers: page });
+    const html = await res.text();
+    const posts = (html.match(/<article class="status"/g) ?? []).length;
+    const total = Buffer.byteLength(html) + css;
+    console.log(`  ${path.padEnd(22)} ${res.status}, ${posts} posts: ${Buffer.byteLength(html)} bytes of HTML, ${total} with CSS (${(total / 1024).toFixed(1)} KB) ${total < 100 * 1024 ? 'under' : 'OVER'} the target`);
+  }
+
+  const pageUrl = `${base}/home`;
+  const apiUrl = `${base}/api/v1/timelines/home?limit=20`;
+  const statuses = (await (await fetch(apiUrl, { headers: token })).json()) as unknown[];
+  await load(pageUrl, page, 3);
+  await load(apiUrl, token, 3);
+  const rounds: { page: Awaited<ReturnType<typeof load>>; api: Awaited<ReturnType<typeof load>> }[] = [];
+  for (let i = 0; i < 4; i++) rounds.push({ page: await load(pageUrl, page, 5), api: await load(apiUrl, token, 5) });
+  const ratios = rounds.map((r) => r.page.rps / r.api.rps);
+  console.log(`\nsigned-in home page /home (session cookie) vs. GET /api/v1/timelines/home?limit=20 (${statuses.length} statuses, token), the same posts (autocannon, 32 connections, after a warm-up, 4 alternating rounds of 5 s)`);
+  for (const [i, r] of rounds.entries()) {
+    console.log(`  round ${i + 1}: page ${r.page.rps} req/s (p50 ${r.page.p50} ms, p99 ${r.page.p99} ms, errors ${r.page.errors})  |  API ${r.api.rps} req/s (p50 ${r.api.p50} ms, p99 ${r.api.p99} ms, errors ${r.api.errors})  |  ratio ${ratios[i]!.toFixed(2)}`);
+  }
+  console.log(`  ratio page/API, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.5)`);
+  await new Promise((r) => setTimeout(r, 500));
+}
+
+// Alone: a server of its own (as npm start runs it) on its own database and Redis prefix, removed afterwards.
+if (import.meta.main) {
+  const { env, config, base } = benchSettings(Number(process.env.BENCH_PORT ?? 3960));
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const server = startServer(env);
+  const redis = new Redis(config.redisUrl);
+  try {
+    await waitHealthy(base);
+    await benchWebClient(base, await accountMaker(base));
+  } finally {
+    await cleanUpBench(server, redis, config);
+  }
+}

@@ -288,6 +288,38 @@ async function processAudioIn(config: ToolConfig, dir: string, input: string, p:
   return { type: 'audio', original: { data: await readFile(output), contentType: 'audio/mpeg', extension: 'mp3', meta }, preview: cover };
 }
 
+export interface RemoteAv {
+  /** What the file is: `video` (sound) or `gifv` (none) for a video, `audio`. */
+  type: AvType;
+  /** Mastodon's `original` meta of the file as sent. */
+  meta: Record<string, unknown>;
+  /** The first frame of a video, or an audio file's cover art; null where audio has none. */
+  preview: Buffer | null;
+}
+
+/**
+ * Another server's video or audio, as copied here (stored as sent): probed under the same limits as an upload, its
+ * `original` meta and a preview taken from it. A file that is not what its sender said (a video with no picture,
+ * audio with moving pictures, anything ffprobe cannot read, or beyond the upload limits) is refused.
+ */
+export async function probeRemote(config: ToolConfig, data: Buffer, claimed: 'video' | 'audio'): Promise<RemoteAv> {
+  return inWorkDir(async (dir) => {
+    const input = join(dir, 'input');
+    await writeFile(input, data);
+    const p = await probe(config, input);
+    const type = classify(p);
+    if (claimed === 'audio' && type !== 'audio') throw new Unprocessable('the file said to be audio has moving pictures');
+    if (claimed === 'video' && type === 'audio') throw new Unprocessable('the file said to be a video has no picture');
+    if (type === 'audio') {
+      const cover = p.streams.some((st) => st.codec_type === 'video') ? await previewFrame(config, input, join(dir, 'cover.jpg')) : null;
+      return { type, meta: audioMeta(p), preview: cover };
+    }
+    const frame = await previewFrame(config, input, join(dir, 'small.jpg'));
+    if (!frame) throw new Unprocessable('the video could not be read: no frame could be taken from it');
+    return { type, meta: videoMeta(p), preview: frame };
+  });
+}
+
 /** A HEIC/HEIF photo made a JPEG by heif-convert (libheif), for the image path to orient, strip and size. */
 export async function heicToJpeg(config: ToolConfig, data: Buffer): Promise<Buffer> {
   return inWorkDir(async (dir) => {

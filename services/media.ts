@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { unprocessable } from '../errors.ts';
 import type { Config } from '../config.ts';
 import { mediaTools, type ToolConfig } from './media-tools.ts';
+import { colorsOf } from './media-colors.ts';
 import { heicToJpeg, MAX_VIDEO_PIXELS, probeUpload, processAnimation, processAudio, processVideo, Unprocessable, type AvResult } from './media-av.ts';
 
 export interface MediaDeps {
@@ -134,11 +135,13 @@ async function storeThumbnail(deps: MediaDeps, mediaId: string, data: Buffer): P
 /** PUT /api/v1/media/:id: description, focus and thumbnail of the owner's unattached upload. */
 export async function updateMedia(deps: MediaDeps, accountId: string, id: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined; thumbnail?: Buffer | undefined }): Promise<MediaRow | null> {
   const thumbnailKey = u.thumbnail ? await storeThumbnail(deps, id, u.thumbnail) : undefined;
+  // A new picture for audio gives it new colours (applied only to processed audio).
+  const colors = u.thumbnail ? (await colorsOf(u.thumbnail)) ?? undefined : undefined;
   try {
     const { media, replaced } = await transaction(deps.db, async (tx) => {
       const before = await lockMedia(tx, id);
       if (!before || before.account_id !== accountId || before.status_id !== null) return { media: null, replaced: null };
-      const media = await updateMediaDetails(tx, id, accountId, { description: u.description, focusX: u.focusX, focusY: u.focusY, thumbnailKey });
+      const media = await updateMediaDetails(tx, id, accountId, { description: u.description, focusX: u.focusX, focusY: u.focusY, thumbnailKey, audioColors: colors });
       return { media, replaced: thumbnailKey ? before.thumbnail_key : null };
     });
     if (!media && thumbnailKey) await deps.fileHost.delete(thumbnailKey).catch(() => {});
@@ -304,8 +307,15 @@ async function animationInput(data: Buffer, kind: Kind): Promise<Parameters<type
   return { raw, width: meta.width!, height: meta.pageHeight ?? meta.height!, fps, frames };
 }
 
+/** The blurhash of a preview picture (4x3 components, as Mastodon's). */
+export async function blurhashOf(picture: Buffer): Promise<string> {
+  const sharp = await loadSharp();
+  const pixels = await sharp(picture).resize({ width: 32, height: 32, fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  return encodeBlurhash(new Uint8ClampedArray(pixels.data), pixels.info.width, pixels.info.height, 4, 3);
+}
+
 /** A plain preview for audio without cover art (Mastodon's clients show the poster's avatar instead). */
-async function plainPreview(): Promise<Buffer> {
+export async function plainPreview(): Promise<Buffer> {
   const sharp = await loadSharp();
   return sharp({ create: { width: 400, height: 400, channels: 3, background: '#3a3f4b' } }).jpeg({ quality: 80 }).toBuffer();
 }
@@ -316,15 +326,17 @@ async function storeAv(deps: MediaDeps, media: MediaRow, result: AvResult): Prom
   const previewMeta = await sharp(preview).metadata();
   // The uploaded thumbnail, when there is one, is what is shown: its blurhash too.
   const custom = media.thumbnail_key ? await deps.fileHost.get(media.thumbnail_key) : null;
-  const pixels = await sharp(custom ?? preview).resize({ width: 32, height: 32, fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-  const blurhash = encodeBlurhash(new Uint8ClampedArray(pixels.data), pixels.info.width, pixels.info.height, 4, 3);
+  const blurhash = await blurhashOf(custom ?? preview);
   const originalKey = `media/${media.id}/original.${result.original.extension}`;
   const smallKey = `media/${media.id}/small.jpg`;
   await deps.fileHost.put(originalKey, result.original.data, result.original.contentType);
   await deps.fileHost.put(smallKey, preview, 'image/jpeg');
+  // Audio's colours come from the picture shown with it (Mastodon's ColorExtractor on the thumbnail).
+  const colors = result.type === 'audio' ? await colorsOf(custom ?? preview) : null;
   const meta = {
     original: result.original.meta,
     small: dims(previewMeta.width!, previewMeta.height!),
+    ...(colors ? { colors } : {}),
     focus: { x: media.focus_x, y: media.focus_y },
   };
   await markMediaReady(deps.db, media.id, { originalKey, originalType: result.original.contentType, smallKey, smallType: 'image/jpeg', meta, blurhash, type: result.type });

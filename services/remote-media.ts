@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import { domainPolicy } from './domain-policy.ts';
 import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
-import { avFormatOf, dims, renderImage, Undecodable } from './media.ts';
+import { avFormatOf, blurhashOf, dims, plainPreview, renderImage, Undecodable } from './media.ts';
+import { probeRemote, Unprocessable } from './media-av.ts';
+import { mediaTools } from './media-tools.ts';
+import { colorsOf } from './media-colors.ts';
+import { loadSharp } from './sharp.ts';
 import {
   cachedAttachmentsBefore, cachedKeysOf, cachedUsage, clearAttachmentCopies, forgetCachedFiles, recordCachedFiles, remoteAccountImage,
   remoteAttachmentIdsOfStatus, remoteAttachments, setAccountImageCopy, setAttachmentCopy, type CachedKind,
@@ -101,19 +105,36 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
     } else {
       const av = await avFormatOf(fetched.body);
       if (!av) return refused(ctx, `attachment:${mediaId}`, m.remote_url, new Undecodable(`not a video or audio file (${fetched.contentType})`), log);
-      copy = { files: [{ key: `${base}/original.${av.extension}`, data: fetched.body, type: av.mime }], originalType: av.mime, smallType: null, meta: {}, blurhash: null };
+      const original = { key: `${base}/original.${av.extension}`, data: fetched.body, type: av.mime };
+      const tools = mediaTools(ctx.config);
+      if (!tools.ffmpeg || !tools.ffprobe) {
+        // Without the media programs (the start-up notice says so) the file is kept as sent, unprobed.
+        copy = { files: [original], originalType: av.mime, smallType: null, meta: {}, blurhash: null, type: undefined };
+      } else {
+        let probed;
+        try {
+          probed = await probeRemote(ctx.config, fetched.body, m.type === 'audio' ? 'audio' : 'video');
+        } catch (err) {
+          return refused(ctx, `attachment:${mediaId}`, m.remote_url, err instanceof Unprocessable ? new Undecodable(err.message) : err, log);
+        }
+        const preview = probed.preview ?? await plainPreview();
+        const size = await imageSize(preview);
+        const colors = probed.type === 'audio' ? await colorsOf(preview) : null;
+        copy = {
+          files: [original, { key: `${base}/small.jpg`, data: preview, type: 'image/jpeg' }], originalType: av.mime, smallType: 'image/jpeg' as string | null,
+          // The file's own figures replace what the sender said of it; `small` is our preview's.
+          meta: { original: probed.meta, small: dims(size.width, size.height), ...(colors ? { colors } : {}) }, blurhash: await blurhashOf(preview),
+          // A video without sound is a gifv, as Mastodon's transcoder makes it.
+          type: probed.type,
+        };
+      }
     }
-    for (const f of copy.files) await ctx.fileHost.put(f.key, f.data, f.type);
-    await recordCachedFiles(ctx.db, copy.files.map((f) => ({ key: f.key, kind: 'attachment' as const, ownerId: mediaId, sourceUrl: m.remote_url, bytes: f.data.length })));
-    const set = await setAttachmentCopy(ctx.db, mediaId, {
+    const set = await storeCopy(ctx, mediaId, m.remote_url, copy.files, {
       originalKey: copy.files[0]!.key, originalType: copy.originalType, smallKey: copy.files[1]?.key ?? null, smallType: copy.smallType,
-      // The sender's sizes and blurhash stay where it gave them (the copy is the same picture).
-      meta: m.meta.original ? {} : copy.meta, blurhash: copy.blurhash,
+      // An image's sizes and blurhash stay where its sender gave them (the copy is the same picture).
+      meta: image && m.meta.original ? {} : copy.meta, blurhash: copy.blurhash, type: 'type' in copy ? copy.type : undefined,
     });
-    if (!set) {
-      await removeFiles(ctx, copy.files.map((f) => f.key));
-      return 'gone';
-    }
+    if (!set) return 'gone';
     if (m.status_id) await ctx.versions.bump({ statuses: [m.status_id] });
     return 'copied';
   });
@@ -196,6 +217,28 @@ export function copyEmoji(ctx: Ctx, emojiId: string, log?: Log): Promise<CopyOut
     await removeFiles(ctx, older);
     return 'copied';
   });
+}
+
+/**
+ * Puts a copy's files on the file host, records them, and points the attachment at them; a failure on the way removes
+ * what was put, so nothing half stored is left. False (and nothing kept) when the attachment is gone meanwhile.
+ */
+async function storeCopy(ctx: Ctx, mediaId: string, sourceUrl: string, files: { key: string; data: Buffer; type: string }[], c: Parameters<typeof setAttachmentCopy>[2]): Promise<boolean> {
+  try {
+    for (const f of files) await ctx.fileHost.put(f.key, f.data, f.type);
+    await recordCachedFiles(ctx.db, files.map((f) => ({ key: f.key, kind: 'attachment' as const, ownerId: mediaId, sourceUrl, bytes: f.data.length })));
+    if (await setAttachmentCopy(ctx.db, mediaId, c)) return true;
+  } catch (err) {
+    await removeFiles(ctx, files.map((f) => f.key));
+    throw err;
+  }
+  await removeFiles(ctx, files.map((f) => f.key));
+  return false;
+}
+
+async function imageSize(picture: Buffer): Promise<{ width: number; height: number }> {
+  const meta = await (await loadSharp())(picture).metadata();
+  return { width: meta.width ?? 0, height: meta.height ?? 0 };
 }
 
 async function removeFiles(ctx: Ctx, keys: string[]): Promise<void> {

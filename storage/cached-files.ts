@@ -76,12 +76,12 @@ export async function remoteAttachmentIdsOfStatus(db: Queryable, statusId: strin
 }
 
 /** The copy of a remote attachment: the keys it renders with; the blurhash and sizes the sender gave are kept. */
-export async function setAttachmentCopy(db: Queryable, id: string, c: { originalKey: string; originalType: string; smallKey: string | null; smallType: string | null; meta: Record<string, unknown>; blurhash: string | null }): Promise<boolean> {
+export async function setAttachmentCopy(db: Queryable, id: string, c: { originalKey: string; originalType: string; smallKey: string | null; smallType: string | null; meta: Record<string, unknown>; blurhash: string | null; type?: string | undefined }): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE media_attachments SET original_key = $2, original_type = $3, small_key = $4, small_type = $5,
-            meta = meta || $6::jsonb, blurhash = coalesce(blurhash, $7)
+            meta = meta || $6::jsonb, blurhash = coalesce(blurhash, $7), type = coalesce($8, type)
       WHERE id = $1 AND remote_url IS NOT NULL`,
-    [id, c.originalKey, c.originalType, c.smallKey, c.smallType, JSON.stringify(c.meta), c.blurhash],
+    [id, c.originalKey, c.originalType, c.smallKey, c.smallType, JSON.stringify(c.meta), c.blurhash, c.type ?? null],
   );
   return (rowCount ?? 0) > 0;
 }

@@ -62,12 +62,13 @@ export async function markMediaFailed(db: Queryable, id: string, failure: string
   await db.query(`UPDATE media_attachments SET state = 'failed', staged_key = NULL, failure = $2, updated_at = now() WHERE id = $1 AND state = 'processing'`, [id, failure]);
 }
 
-export async function updateMediaDetails(db: Queryable, id: string, accountId: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined; thumbnailKey?: string | undefined }): Promise<MediaRow | null> {
+export async function updateMediaDetails(db: Queryable, id: string, accountId: string, u: { description?: string | undefined; focusX?: number | undefined; focusY?: number | undefined; thumbnailKey?: string | undefined; audioColors?: object | undefined }): Promise<MediaRow | null> {
   const { rows } = await db.query<MediaRow>(
     `UPDATE media_attachments SET description = coalesce($3, description), focus_x = coalesce($4, focus_x), focus_y = coalesce($5, focus_y),
-            thumbnail_key = coalesce($6, thumbnail_key), updated_at = now()
+            thumbnail_key = coalesce($6, thumbnail_key), updated_at = now(),
+            meta = CASE WHEN $7::jsonb IS NOT NULL AND type = 'audio' AND state = 'ready' THEN meta || jsonb_build_object('colors', $7::jsonb) ELSE meta END
       WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
-    [id, accountId, u.description ?? null, u.focusX ?? null, u.focusY ?? null, u.thumbnailKey ?? null],
+    [id, accountId, u.description ?? null, u.focusX ?? null, u.focusY ?? null, u.thumbnailKey ?? null, u.audioColors ? JSON.stringify(u.audioColors) : null],
   );
   return rows[0] ?? null;
 }

@@ -2,15 +2,22 @@
 // they arrive and through the media proxy when a copy is missing; what is not an image, too large, on a private
 // address or from a server whose media is rejected is never stored; copies pruned by age and copied again on view.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { expectEntity } from '../helpers/schema.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { copyAttachment } from '../../services/remote-media.ts';
+import { findExecutable } from '../../services/media-tools.ts';
+import { requireProgram } from '../helpers/programs.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 const AS = 'https://www.w3.org/ns/activitystreams';
@@ -24,6 +31,7 @@ let alice: TestUser;
 let gus: string;
 let origin: { url: string; hits: Map<string, number>; close(): Promise<void> };
 const gusExtra: Json = {};
+let avFiles: Record<string, { type: string; body: Buffer }> = {};
 
 /** Where gus's server keeps its files (a CDN of its own, as many servers have), counting every GET. */
 async function mediaOrigin(files: Record<string, { type: string; body: Buffer }>) {
@@ -40,6 +48,13 @@ async function mediaOrigin(files: Record<string, { type: string; body: Buffer }>
 
 const api = async (method: 'GET' | 'POST', url: string, payload?: object): Promise<Json> => (await ours.app.inject({ method, url, headers: bearer(alice.token), ...(payload ? { payload } : {}) })).json();
 const path = (url: string) => new URL(url).pathname;
+/** The plain name of a colour's hue, for what a person would call it. */
+function hue(hex: string): string {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)) as [number, number, number];
+  if (b > r && b > g) return 'blue';
+  if (r > b && g > b && Math.abs(r - g) < 60) return 'yellow';
+  return `other (${hex})`;
+}
 let seq = 0;
 /** A Note by gus with these attachments, pushed to our shared inbox as Mastodon sends it. */
 async function pushNote(attachment: Json[], extra: Json = {}): Promise<string> {
@@ -56,7 +71,39 @@ const cli = async (...args: string[]) => {
   return lines;
 };
 
+/** Clips as ffmpeg makes them (1 s, tiny), in a temporary folder. */
+function clip(dir: string, name: string, args: string[]): Buffer {
+  const out = join(dir, name);
+  execFileSync('ffmpeg', ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', ...args, out]);
+  return readFileSync(out);
+}
+const testsrc = ['-f', 'lavfi', '-i', 'testsrc=size=96x64:rate=25:duration=1'];
+const sine = ['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1'];
+
 beforeAll(async () => {
+  requireProgram(findExecutable('ffmpeg'), 'ffmpeg', 'ffmpeg');
+  requireProgram(findExecutable('ffprobe'), 'ffprobe', 'ffmpeg');
+  const dir = mkdtempSync(join(tmpdir(), 'remote-media-test-'));
+  const cover = await sharp({ create: { width: 60, height: 60, channels: 3, background: '#1b2a6b' } }).composite([{ input: await sharp({ create: { width: 20, height: 20, channels: 3, background: '#f5d90a' } }).png().toBuffer(), left: 20, top: 20 }]).png().toBuffer();
+  writeFileSync(join(dir, 'cover.png'), cover);
+  const clips = {
+    video: clip(dir, 'video.mp4', [...testsrc, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest']),
+    silent: clip(dir, 'silent.mp4', [...testsrc, '-c:v', 'libx264', '-pix_fmt', 'yuv420p']),
+    song: clip(dir, 'song.mp3', [...sine, '-i', join(dir, 'cover.png'), '-map', '0:a', '-map', '1:v', '-c:a', 'libmp3lame', '-c:v', 'png', '-disposition:v', 'attached_pic', '-id3v2_version', '3']),
+    tone: clip(dir, 'tone.mp3', [...sine, '-c:a', 'libmp3lame']),
+  };
+  // An MP4 header (it sniffs as one) with nothing a player could read after it.
+  const fake = Buffer.concat([clips.video.subarray(0, 32), Buffer.alloc(4000, 0x41)]);
+  rmSync(dir, { recursive: true, force: true });
+  avFiles = {
+    '/media/video.mp4': { type: 'video/mp4', body: clips.video },
+    '/media/silent.mp4': { type: 'video/mp4', body: clips.silent },
+    '/media/song.mp3': { type: 'audio/mpeg', body: clips.song },
+    '/media/tone.mp3': { type: 'audio/mpeg', body: clips.tone },
+    '/media/fake.mp4': { type: 'video/mp4', body: fake },
+    // A video sent as audio.
+    '/media/not-audio.mp3': { type: 'audio/mpeg', body: clips.video },
+  };
   const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 200, g: 30, b: 30 } } })
     .jpeg().withExif({ IFD0: { Copyright: 'where-i-live-48.8583N' } }).toBuffer();
   const avatar = await sharp({ create: { width: 80, height: 80, channels: 3, background: { r: 0, g: 90, b: 200 } } }).png().toBuffer();
@@ -70,6 +117,7 @@ beforeAll(async () => {
     '/media/blobcat.png': { type: 'image/png', body: await sharp({ create: { width: 32, height: 32, channels: 4, background: '#f0f' } }).png().toBuffer() },
     '/media/page.jpg': { type: 'image/jpeg', body: Buffer.from('<html><body>not a picture</body></html>') },
     '/media/huge.jpg': { type: 'image/jpeg', body: Buffer.alloc(300_000, 0xff) },
+    ...avFiles,
   });
   [ours, peer] = await Promise.all([startHttpsInstance({ MAX_IMAGE_BYTES: '200000' }), startStrictPeer()]);
   [alice] = await registerUsers(ours.app, 'alice');
@@ -155,6 +203,66 @@ describe("other servers' media, copied here", () => {
     const strict = { ...ours.ctx, config: { ...ours.ctx.config, allowPrivateAddresses: false } };
     expect(await copyAttachment(strict, loopback.media_attachments[0].id)).toBe('refused');
     expect(origin.hits.get('/media/photo3.jpg') ?? 0).toBe(before);
+  });
+
+  it('probes video and audio it copies: their figures, a preview, and the colours of audio', async () => {
+    const av = (file: string, type: string, mediaType: string) => ({ type, mediaType, url: `${origin.url}${file}`, name: `clip ${file}`, width: 1920, height: 1080 });
+    const uri = await pushNote([av('/media/video.mp4', 'Video', 'video/mp4'), av('/media/silent.mp4', 'Video', 'video/mp4'), av('/media/song.mp3', 'Audio', 'audio/mpeg'), av('/media/tone.mp3', 'Audio', 'audio/mpeg')]);
+    const status = await until(() => statusByUri(uri), (st) => st.media_attachments.every((m: Json) => m.url.startsWith(`${ours.url}/system/`)), 'clips copied');
+    const [video, silent, song, tone] = status.media_attachments as Json[];
+    expectEntity('MediaAttachment', video);
+    // The file's own figures, not the sender's (which said 1920x1080).
+    expect(video!.type).toBe('video');
+    expect(video!.meta.original).toMatchObject({ width: 96, height: 64, frame_rate: '25/1' });
+    expect(video!.meta.original.duration).toBeGreaterThan(0.9);
+    expect(video!.meta.original.duration).toBeLessThan(1.2);
+    expect(video!.meta.original.bitrate).toBeGreaterThan(0);
+    expect(video!.meta.small).toMatchObject({ width: 96, height: 64, size: '96x64' });
+    expect(video!.preview_url.startsWith(`${ours.url}/system/`)).toBe(true);
+    expect((await sharp((await ours.app.inject({ method: 'GET', url: path(video!.preview_url) })).rawPayload).metadata()).format).toBe('jpeg');
+    expect(video!.blurhash).toMatch(/^[0-9A-Za-z#$%*+,\-.:;=?@[\]^_{|}~]{6,}$/);
+    // A video without sound is a gifv, as on Mastodon.
+    expect(silent!.type).toBe('gifv');
+    expect(silent!.meta.original).toMatchObject({ width: 96, height: 64 });
+
+    expect(song!.type).toBe('audio');
+    expect(song!.meta.original.duration).toBeGreaterThan(0.9);
+    expect(song!.meta.original.bitrate).toBeGreaterThan(0);
+    expect(song!.meta.small).toMatchObject({ width: 60, height: 60 });
+    // The cover's edge colour (dark blue) behind; its yellow middle, far from it and readable on it, in front.
+    expect(song!.meta.colors).toEqual({ background: expect.stringMatching(/^#[0-9a-f]{6}$/), foreground: expect.stringMatching(/^#[0-9a-f]{6}$/), accent: expect.stringMatching(/^#[0-9a-f]{6}$/) });
+    expect(hue(song!.meta.colors.background)).toBe('blue');
+    expect(hue(song!.meta.colors.accent)).toBe('yellow');
+    // No cover art: the colours of the plain preview, foreground and accent made lighter from its grey (by 50 and 35 points).
+    expect(tone!.meta.colors).toEqual({ background: '#404040', foreground: '#bfbfbf', accent: '#999999' });
+    expect(tone!.meta.small).toMatchObject({ width: 400, height: 400 });
+  });
+
+  it('refuses video and audio that are not what their sender says, with a warning and nothing stored, the post delivered', async () => {
+    const av = (file: string, type: string, mediaType: string) => ({ type, mediaType, url: `${origin.url}${file}`, name: `clip ${file}` });
+    const uri = await pushNote([av('/media/fake.mp4', 'Video', 'video/mp4'), av('/media/not-audio.mp3', 'Audio', 'audio/mpeg')]);
+    const status = await statusByUri(uri);
+    expect(status.content).toContain('media');
+    await until(async () => (origin.hits.get('/media/fake.mp4') ?? 0) + (origin.hits.get('/media/not-audio.mp3') ?? 0), (n) => n >= 2, 'both fetched');
+    const ids = status.media_attachments.map((m: Json) => m.id) as string[];
+    await until(async () => (await Promise.all(ids.map((id) => ours.ctx.redis.exists(`${ours.config.redisPrefix}media-cache-failed:attachment:${id}`)))).every((n) => n === 1), (ok) => ok, 'failures remembered');
+    for (const id of ids) {
+      const res = await ours.app.inject({ method: 'GET', url: `/media_proxy/${id}/original` });
+      expect(res.statusCode).toBe(404);
+    }
+    const { rows } = await ours.ctx.db.query(`SELECT count(*)::int AS n FROM cached_files WHERE owner_id = ANY($1::bigint[])`, [ids]);
+    expect(rows[0].n).toBe(0);
+    const stored = await ours.ctx.db.query(`SELECT original_key, small_key, meta FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids]);
+    expect(stored.rows.every((r) => r.original_key === null && r.small_key === null && !r.meta.original)).toBe(true);
+    expect(existsSync(join(ours.config.dataDir, 'files', 'cache', 'media', ids[0]!))).toBe(false);
+
+    // Asked directly, each says why, as a warning.
+    await ours.ctx.redis.del(ids.map((id) => `${ours.config.redisPrefix}media-cache-failed:attachment:${id}`));
+    const warnings: string[] = [];
+    const log = { warn: (o: object, msg: string) => void warnings.push(`${msg}: ${(o as { reason: string }).reason}`) };
+    expect(await copyAttachment(ours.ctx, ids[0]!, log)).toBe('refused');
+    expect(await copyAttachment(ours.ctx, ids[1]!, log)).toBe('refused');
+    expect(warnings).toEqual(['remote media not copied: the file is not a video or audio file that can be read', 'remote media not copied: the file said to be audio has moving pictures']);
   });
 
   it("copies a changed avatar and removes the old copy", async () => {

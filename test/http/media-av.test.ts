@@ -224,6 +224,10 @@ describe('audio', () => {
     expect(media.meta.original.duration).toBeGreaterThan(0.9);
     expect(media.meta.original.duration).toBeLessThan(1.2);
     expect(media.meta.small).toMatchObject({ width: 80, height: 60 });
+    // Mastodon's colours from the cover: its blue (#36c, counted in the histogram bin whose centre is #265ac0) behind,
+    // and a lighter colour in front (the cover has no other; the JPEG preview's edges give a few near ones).
+    expect(media.meta.colors.background).toBe('#265ac0');
+    expect(media.meta.colors.foreground).toMatch(/^#[c-f][0-9a-f][c-f][0-9a-f][c-f][0-9a-f]$/);
     const stored = await probeServed(media.url);
     expect(stored.streams.map((st) => [st.codec_type, st.codec_name])).toEqual([['audio', 'mp3']]);
     expect(userTags(stored)).toEqual([]);
@@ -235,7 +239,24 @@ describe('audio', () => {
     const media = await uploadAndProcess(wav, 'tone.wav', 'audio/wav');
     expect(media.type).toBe('audio');
     expect(media.meta.small).toMatchObject({ width: 400, height: 400 });
+    expect(media.meta.colors).toEqual({ background: '#404040', foreground: '#bfbfbf', accent: '#999999' });
     expect((await probeServed(media.url)).streams.map((st) => st.codec_name)).toEqual(['mp3']);
+  });
+
+  it("takes the colours from an uploaded thumbnail, and from a new one given before posting; a video has none", async () => {
+    // A white frame round a black middle: white behind, black (the only other colour) in front.
+    const framed = await sharp({ create: { width: 80, height: 80, channels: 3, background: '#fff' } })
+      .composite([{ input: await sharp({ create: { width: 40, height: 40, channels: 3, background: '#000' } }).png().toBuffer(), left: 20, top: 20 }]).png().toBuffer();
+    const media = await uploadAndProcess(fixture('tone.wav'), 'tone.wav', 'audio/wav', { thumbnail: { data: framed, filename: 't.png', type: 'image/png' } });
+    expect(media.meta.colors.background).toBe('#f3f3f3');
+    expect(media.meta.colors.foreground).toBe('#0d0d0d');
+    const red = await sharp({ create: { width: 40, height: 40, channels: 3, background: '#c00' } }).png().toBuffer();
+    const form = await multipart({ thumbnail: { data: red, filename: 'r.png', type: 'image/png' } });
+    const updated = await s.app.inject({ method: 'PUT', url: `/api/v1/media/${media.id}`, headers: { ...bearer(eve.token), ...form.headers }, payload: form.payload });
+    expect(updated.statusCode, updated.body).toBe(200);
+    expect(updated.json().meta.colors.background).toBe('#c00d0d');
+    const video = await uploadAndProcess(fixture('h264.mp4'), 'clip.mp4', 'video/mp4');
+    expect(video.meta.colors).toBeUndefined();
   });
 });
 

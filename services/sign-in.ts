@@ -48,6 +48,14 @@ export async function checkCredentials(ctx: AppContext, email: string, password:
     if (email) await countFailure(ctx, email);
     return { ok: false, error: INVALID, status: 401 };
   }
+  return accountCheck(ctx, user);
+}
+
+/**
+ * Whether a person whose credentials were right (a password, a passkey) may be signed in: refused when blocked, let
+ * in restricted to their strikes when suspended or disabled.
+ */
+export async function accountCheck(ctx: AppContext, user: UserRow): Promise<CredentialCheck> {
   const account = await findAccountById(ctx.db, user.account_id);
   const blocker = loginBlocker(user, account);
   if (account && blocker && disputesOnly(user, account)) return { ok: true, user, account, restricted: true };

@@ -5,7 +5,7 @@ import type { AppContext } from '../context.ts';
 import type { Config } from '../config.ts';
 import { hashSecret } from '../storage/oauth.ts';
 import { transaction } from '../storage/db.ts';
-import { deleteUserWebauthnCredentials } from '../storage/webauthn-credentials.ts';
+import { deleteUserSecurityKeys } from '../storage/webauthn-credentials.ts';
 import { setOtp, useOtpBackupCode, useOtpStep, type UserRow } from '../storage/users.ts';
 
 /** Ten single-use recovery codes, as Mastodon gives. */
@@ -108,11 +108,11 @@ export async function enableTwoFactor(ctx: AppContext, userId: string, secret: s
   return codes;
 }
 
-/** Off, with the security keys too (as Mastodon: keys are a second factor beside the app's codes, never alone). */
+/** Off, with the security keys too (as Mastodon: keys are a second factor beside the app's codes, never alone); passkeys, which sign in alone, stay. */
 export async function disableTwoFactor(ctx: AppContext, userId: string): Promise<void> {
   await transaction(ctx.db, async (tx) => {
     await setOtp(tx, userId, { secret: null, enabled: false, backupCodeHashes: [] });
-    await deleteUserWebauthnCredentials(tx, userId);
+    await deleteUserSecurityKeys(tx, userId);
   });
 }
 

@@ -1,7 +1,8 @@
 import type { AppContext } from '../context.ts';
-import type { UserRow } from '../storage/users.ts';
+import { randomBytes } from 'node:crypto';
+import { findUserById, type UserRow } from '../storage/users.ts';
 import {
-  countWebauthnCredentials, insertWebauthnCredential, MAX_KEYS_PER_USER, useWebauthnCredential, userWebauthnCredentials,
+  countWebauthnCredentials, findPasskey, insertWebauthnCredential, MAX_KEYS_PER_USER, useWebauthnCredential, userWebauthnCredentials,
 } from '../storage/webauthn-credentials.ts';
 
 // @simplewebauthn/server (with its CBOR and COSE helpers) is loaded at the first use of a security key, not at start.
@@ -16,6 +17,13 @@ function relyingParty(ctx: AppContext) {
 
 const registrationKey = (ctx: AppContext, userId: string) => `${ctx.config.redisPrefix}webauthn-register:{${userId}}`;
 const signInKey = (ctx: AppContext, pendingToken: string) => `${ctx.config.redisPrefix}webauthn-sign-in:{${pendingToken}}`;
+const passkeyRegistrationKey = (ctx: AppContext, userId: string) => `${ctx.config.redisPrefix}passkey-register:{${userId}}`;
+const passkeySignInKey = (ctx: AppContext, token: string) => `${ctx.config.redisPrefix}passkey-sign-in:{${token}}`;
+
+/** The security keys of a user (second factors), not their passkeys. */
+async function securityKeysOf(ctx: AppContext, userId: string) {
+  return (await userWebauthnCredentials(ctx.db, userId)).filter((c) => !c.passkey);
+}
 
 /** What the browser passes to navigator.credentials.create(): a new challenge, and the keys it has already (not twice). */
 export async function registrationOptions(ctx: AppContext, user: UserRow, username: string) {
@@ -61,7 +69,7 @@ export async function addSecurityKey(ctx: AppContext, user: UserRow, nickname: s
 
 /** Whether this user signs in with a security key as one of their second factors. */
 export async function hasSecurityKeys(ctx: AppContext, user: UserRow): Promise<boolean> {
-  return user.otp_enabled_at !== null && (await countWebauthnCredentials(ctx.db, user.id)) > 0;
+  return user.otp_enabled_at !== null && (await securityKeysOf(ctx, user.id)).length > 0;
 }
 
 /** What the browser passes to navigator.credentials.get() in the second step of a sign-in. */
@@ -69,7 +77,7 @@ export async function authenticationOptions(ctx: AppContext, user: UserRow, pend
   const { generateAuthenticationOptions } = await library();
   const options = await generateAuthenticationOptions({
     rpID: relyingParty(ctx).rpID,
-    allowCredentials: (await userWebauthnCredentials(ctx.db, user.id)).map((c) => ({ id: c.credential_id, transports: c.transports as never })),
+    allowCredentials: (await securityKeysOf(ctx, user.id)).map((c) => ({ id: c.credential_id, transports: c.transports as never })),
     userVerification: 'discouraged',
   });
   await ctx.redis.set(signInKey(ctx, pendingToken), options.challenge, 'EX', CHALLENGE_SECONDS);
@@ -84,7 +92,7 @@ export async function securityKeyMatches(ctx: AppContext, user: UserRow, pending
   const challenge = await ctx.redis.getdel(signInKey(ctx, pendingToken));
   const id = (response as { id?: unknown } | null)?.id;
   if (!challenge || typeof id !== 'string' || !user.otp_enabled_at) return false;
-  const key = (await userWebauthnCredentials(ctx.db, user.id)).find((c) => c.credential_id === id);
+  const key = (await securityKeysOf(ctx, user.id)).find((c) => c.credential_id === id);
   if (!key) return false;
   const { verifyAuthenticationResponse } = await library();
   const { rpID, origin } = relyingParty(ctx);
@@ -97,4 +105,90 @@ export async function securityKeyMatches(ctx: AppContext, user: UserRow, pending
   } catch {
     return false;
   }
+}
+
+/**
+ * What the browser passes to navigator.credentials.create() for a passkey: a credential the authenticator keeps
+ * (discoverable, "resident"), with user verification (a PIN, a fingerprint), so that it alone signs this person in.
+ */
+export async function passkeyRegistrationOptions(ctx: AppContext, user: UserRow, username: string) {
+  const { generateRegistrationOptions } = await library();
+  const options = await generateRegistrationOptions({
+    rpName: ctx.config.instanceTitle,
+    rpID: relyingParty(ctx).rpID,
+    userName: `${username}@${ctx.config.localDomain}`,
+    userID: new TextEncoder().encode(user.id),
+    attestationType: 'none',
+    excludeCredentials: (await userWebauthnCredentials(ctx.db, user.id)).map((c) => ({ id: c.credential_id, transports: c.transports as never })),
+    authenticatorSelection: { residentKey: 'required', requireResidentKey: true, userVerification: 'required' },
+  });
+  await ctx.redis.set(passkeyRegistrationKey(ctx, user.id), options.challenge, 'EX', CHALLENGE_SECONDS);
+  return options;
+}
+
+/** Checks the authenticator's answer and keeps the passkey under its name; the error to show otherwise. */
+export async function addPasskey(ctx: AppContext, user: UserRow, nickname: string, response: unknown): Promise<string | null> {
+  const name = nickname.trim();
+  if (name === '' || name.length > 100) return 'Give the passkey a name (100 characters at most).';
+  if ((await countWebauthnCredentials(ctx.db, user.id)) >= MAX_KEYS_PER_USER) return `You have ${MAX_KEYS_PER_USER} keys and passkeys already; remove one first.`;
+  const challenge = await ctx.redis.getdel(passkeyRegistrationKey(ctx, user.id));
+  if (!challenge) return 'That took too long. Try again.';
+  const { verifyRegistrationResponse } = await library();
+  const { rpID, origin } = relyingParty(ctx);
+  let verified;
+  try {
+    verified = await verifyRegistrationResponse({ response: response as never, expectedChallenge: challenge, expectedOrigin: origin, expectedRPID: rpID, requireUserVerification: true });
+  } catch (err) {
+    return `The passkey's answer was not right: ${(err as Error).message}`;
+  }
+  if (!verified.verified) return 'The passkey\'s answer was not right.';
+  const { credential } = verified.registrationInfo;
+  // A credential the authenticator does not keep could not be found without a name: it would never sign in.
+  const residentKey = (response as { clientExtensionResults?: { credProps?: { rk?: boolean } } }).clientExtensionResults?.credProps?.rk;
+  if (residentKey === false) return 'This authenticator cannot keep a passkey. Add it as a security key instead.';
+  const added = await insertWebauthnCredential(ctx.db, {
+    userId: user.id, credentialId: credential.id, publicKey: credential.publicKey, signCount: credential.counter,
+    transports: credential.transports ?? [], nickname: name, passkey: true,
+  });
+  return added ? null : 'That passkey, or one with that name, is already added.';
+}
+
+/**
+ * The first step of signing in with a passkey, before anyone says who they are: a challenge for any passkey of this
+ * server (no list of credentials), kept under a token for the browser's cookie.
+ */
+export async function passkeySignInOptions(ctx: AppContext): Promise<{ options: unknown; token: string }> {
+  const { generateAuthenticationOptions } = await library();
+  const options = await generateAuthenticationOptions({ rpID: relyingParty(ctx).rpID, userVerification: 'required' });
+  const token = randomBytes(32).toString('base64url');
+  await ctx.redis.set(passkeySignInKey(ctx, token), options.challenge, 'EX', CHALLENGE_SECONDS);
+  return { options, token };
+}
+
+/**
+ * Whose passkey answered: the credential it names, for the user its handle names, signing our challenge (used once)
+ * for our origin with the person verified, its counter moved on. Null when any of that fails.
+ */
+export async function passkeyUser(ctx: AppContext, token: string | undefined, response: unknown): Promise<UserRow | null> {
+  if (!token || token.length > 100) return null;
+  const challenge = await ctx.redis.getdel(passkeySignInKey(ctx, token));
+  const r = response as { id?: unknown; response?: { userHandle?: unknown } } | null;
+  if (!challenge || typeof r?.id !== 'string' || r.id.length > 1000) return null;
+  const key = await findPasskey(ctx.db, r.id);
+  if (!key) return null;
+  // The handle the authenticator kept is the user id it was made for: it must be this credential's owner.
+  const handle = typeof r.response?.userHandle === 'string' ? Buffer.from(r.response.userHandle, 'base64url').toString('utf8') : null;
+  if (handle !== key.user_id) return null;
+  const { verifyAuthenticationResponse } = await library();
+  const { rpID, origin } = relyingParty(ctx);
+  try {
+    const result = await verifyAuthenticationResponse({
+      response: response as never, expectedChallenge: challenge, expectedOrigin: origin, expectedRPID: rpID, requireUserVerification: true,
+      credential: { id: key.credential_id, publicKey: new Uint8Array(key.public_key), counter: Number(key.sign_count), transports: key.transports as never },
+    });
+    if (!result.verified || !(await useWebauthnCredential(ctx.db, key.id, result.authenticationInfo.newCounter))) return null;
+  } catch {
+    return null;
+  }
+  return findUserById(ctx.db, key.user_id);
 }

@@ -7,8 +7,8 @@ import { LIMITS } from '../plugins/rate-limit.ts';
 import { ApiError, ValidationFailed } from '../../errors.ts';
 import { signUp } from '../../services/accounts.ts';
 import { lookUpInvite } from '../../services/invites.ts';
-import { checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
-import { authenticationOptions, hasSecurityKeys, securityKeyMatches } from '../../services/webauthn.ts';
+import { accountCheck, checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
+import { authenticationOptions, hasSecurityKeys, passkeySignInOptions, passkeyUser, securityKeyMatches } from '../../services/webauthn.ts';
 import type { UserRow } from '../../storage/users.ts';
 import { confirmAddress, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
 import { operatorHtml } from '../../services/instance.ts';
@@ -33,6 +33,8 @@ const SignUpForm = Type.Object({
   invite_code: Type.Optional(Type.String({ maxLength: 40 })),
 });
 const PENDING_COOKIE = '_pending_sign_in';
+/** The challenge of a sign-in with a passkey, bound to the browser that asked for it. */
+const PASSKEY_COOKIE = '_passkey_sign_in';
 /** How long the second step of a sign-in may wait for its code. */
 const PENDING_SECONDS = 300;
 
@@ -283,6 +285,36 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     }
     await finishSecondStep(request, reply, pending, user);
     return { redirect: pending.returnTo };
+  });
+
+  // A passkey instead of the address and password: the browser's script asks for a challenge for any passkey of
+  // this server, the authenticator offers the person's own, and its answer names the account. The passkey verified
+  // the person (a PIN, a fingerprint) itself, so there is no second step.
+  app.post('/auth/sign_in/passkey/options', { ...KEEPS_OPENER, config: { rateLimit: signInLimit } }, async (_request, reply) => {
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: `Sign in with ${ctx.config.oidc!.displayName}.` });
+    const { options, token } = await passkeySignInOptions(ctx);
+    reply.setCookie(PASSKEY_COOKIE, token, { path: '/auth/sign_in', httpOnly: true, sameSite: 'strict', secure: ctx.config.publicUrl.startsWith('https:'), maxAge: PENDING_SECONDS });
+    return options;
+  });
+
+  app.post('/auth/sign_in/passkey', {
+    ...KEEPS_OPENER,
+    schema: { body: Type.Object({ credential: Type.Optional(Type.Unknown()), return_to: Type.Optional(Type.String({ maxLength: 4000 })) }) },
+    config: { rateLimit: signInLimit },
+  }, async (request, reply) => {
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: `Sign in with ${ctx.config.oidc!.displayName}.` });
+    // The form is shown by the script; posted without it, the page says what is missing.
+    if (!request.headers['content-type']?.startsWith('application/json')) {
+      return signInPage(request, reply, { email: '', returnTo: safeReturnTo(request.body.return_to, ctx.config.publicUrl), error: 'Signing in with a passkey needs JavaScript in this browser.' }, 422);
+    }
+    const user = await passkeyUser(ctx, request.cookies[PASSKEY_COOKIE], request.body.credential);
+    reply.clearCookie(PASSKEY_COOKIE, { path: '/auth/sign_in' });
+    if (!user) return reply.code(401).send({ error: 'That passkey was not accepted. Try again, or sign in with your password.' });
+    const checked = await accountCheck(ctx, user);
+    if (!checked.ok) return reply.code(checked.status).send({ error: checked.error });
+    await clearFailures(ctx, user);
+    await startWebSession(ctx, request, reply, user);
+    return { redirect: checked.restricted ? '/disputes/strikes' : safeReturnTo(request.body.return_to, ctx.config.publicUrl) };
   });
 
   app.post('/auth/sign_in/two_factor', {

@@ -2,7 +2,7 @@ import { Type } from '../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
-import { addSecurityKey, registrationOptions } from '../../services/webauthn.ts';
+import { addPasskey, addSecurityKey, passkeyRegistrationOptions, registrationOptions } from '../../services/webauthn.ts';
 import { checkCurrentPassword } from '../../services/sign-in.ts';
 import { findUserById } from '../../storage/users.ts';
 import { deleteWebauthnCredential, userWebauthnCredentials } from '../../storage/webauthn-credentials.ts';
@@ -10,16 +10,21 @@ import { isId } from '../../storage/ids.ts';
 import type { SignedIn } from './session.ts';
 import { sendFormPage, signedInOrRedirect } from './page.ts';
 
-const NOTICES: Record<string, string> = { key_added: 'The security key is added.', key_removed: 'The security key is removed.' };
+const NOTICES: Record<string, string> = { key_added: 'The security key is added.', key_removed: 'The key is removed.', passkey_added: 'The passkey is added. You can sign in with it.' };
 
-/** A person's security keys (WebAuthn second factor): named, with their last use; added by the page's script, removed with the password. */
+/**
+ * A person's passkeys (which sign in alone) and security keys (a second factor), WebAuthn both: named, with their last
+ * use; added by the page's script, removed with the password.
+ */
 export default async function securityKeyPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
   async function keysPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
-    return sendFormPage(ctx, request, reply, 'settings/security_keys', 'Security keys', {
-      twoFactorOn: user.otp_enabled_at !== null, keys: await userWebauthnCredentials(ctx.db, user.id), notice: extra.notice ?? '', error: extra.error ?? '',
+    const all = await userWebauthnCredentials(ctx.db, user.id);
+    return sendFormPage(ctx, request, reply, 'settings/security_keys', 'Passkeys and security keys', {
+      twoFactorOn: user.otp_enabled_at !== null, keys: all.filter((k) => !k.passkey), passkeys: all.filter((k) => k.passkey),
+      passwordless: ctx.config.omniauthOnly ? '' : 'yes', notice: extra.notice ?? '', error: extra.error ?? '',
     }, status);
   }
 
@@ -44,6 +49,25 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const json = request.headers['content-type']?.startsWith('application/json');
     if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a security key needs JavaScript in this browser.' }, 422);
     const error = await addSecurityKey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
+    return error ? reply.code(422).send({ error }) : { ok: true };
+  });
+
+  app.post('/settings/passkeys/options', async (request, reply) => {
+    const me = await request.signedIn();
+    if (!me) return reply.code(401).send({ error: 'Sign in again.' });
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
+    return passkeyRegistrationOptions(ctx, me.user, me.account.username);
+  });
+
+  app.post('/settings/passkeys', {
+    schema: { body: Type.Object({ nickname: Type.Optional(Type.String({ maxLength: 200 })), credential: Type.Optional(Type.Unknown()) }) },
+  }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return;
+    const json = request.headers['content-type']?.startsWith('application/json');
+    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a passkey needs JavaScript in this browser.' }, 422);
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
+    const error = await addPasskey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
     return error ? reply.code(422).send({ error }) : { ok: true };
   });
 

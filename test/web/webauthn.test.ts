@@ -3,7 +3,8 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import { generate } from 'otplib';
 import { freePort } from '../helpers/listen.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectValidHtml } from '../helpers/html.ts';
 import { WebClient } from '../helpers/web.ts';
 import { registerLocalAccount } from '../../services/accounts.ts';
 import { enableTwoFactor, newTotpSecret } from '../../services/two-factor.ts';
@@ -76,6 +77,7 @@ describe('security keys as a second factor', () => {
     await addKey('Red key');
     const rows = await page.locator('tbody tr td:first-child').allTextContents();
     expect(rows).toEqual(['Blue key', 'Red key']);
+    await expectAccessible(page, 'passkeys and security keys, two keys');
     expect(await page.locator('tbody tr').first().textContent()).toContain('never');
 
     // Signing in again: the second step offers the key, and the page's script uses it.
@@ -132,5 +134,123 @@ describe('security keys as a second factor', () => {
     await page.fill('#disable_password', PASSWORD);
     await Promise.all([page.waitForURL(/notice=two_factor_off/), page.click('form[action="/settings/two_factor/disable"] button')]);
     expect(await count('SELECT count(*) AS n FROM webauthn_credentials')).toBe(0);
+  });
+});
+
+describe('passkeys, which sign in without a password', () => {
+  const PASS_EMAIL = 'passholder@example.com';
+  const PASS_PASSWORD = 'passholder-password-long';
+  let pkContext: BrowserContext;
+  let pk: Page;
+  let pkCdp: CDPSession;
+  let userId: string;
+  let authenticatorId: string;
+
+  beforeAll(async () => {
+    const { user } = await registerLocalAccount(s.ctx.db, { username: 'passholder', email: PASS_EMAIL, password: PASS_PASSWORD, agreement: true, confirmed: true, approved: true });
+    userId = user.id;
+    pkContext = await browser.newContext();
+    pk = await pkContext.newPage();
+    pk.setDefaultTimeout(8000);
+    pkCdp = await pkContext.newCDPSession(pk);
+    await pkCdp.send('WebAuthn.enable');
+    // A platform authenticator that keeps credentials (resident keys) and verifies its user, as a phone or laptop does.
+    authenticatorId = (await pkCdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    })).authenticatorId;
+  });
+  afterAll(async () => pkContext?.close());
+
+  const signedInAs = async () => {
+    const res = await pk.goto(`${origin}/settings/account`);
+    return res!.url().startsWith(`${origin}/settings/account`) ? /Your address: <strong>([^<]+)</.exec(await pk.content())?.[1] ?? null : null;
+  };
+
+  it('adds a passkey in settings without two-factor, kept on the authenticator; the page passes axe', async () => {
+    await pk.goto(`${origin}/auth/sign_in`);
+    await pk.fill('#email', PASS_EMAIL);
+    await pk.fill('#password', PASS_PASSWORD);
+    await Promise.all([pk.waitForURL(`${origin}/home`), pk.click('form[action="/auth/sign_in"] button[type=submit]')]);
+    const page = await pk.goto(`${origin}/settings/security_keys`);
+    await expectValidHtml(await page!.text(), 'the passkeys page');
+    await expectAccessible(pk, 'passkeys and security keys, none yet');
+    // Security keys still wait for two-factor; passkeys do not.
+    expect(await pk.locator('#security-key-register').count()).toBe(0);
+    await pk.fill('#passkey_nickname', 'Laptop');
+    await Promise.all([pk.waitForURL(/notice=passkey_added/), pk.click('#passkey-register button')]);
+    expect(await pk.locator('table caption').allTextContents()).toEqual(['Your passkeys']);
+    expect(await pk.locator('tbody tr td:first-child').allTextContents()).toEqual(['Laptop']);
+    await expectAccessible(pk, 'passkeys and security keys, one passkey');
+    const { rows } = await s.ctx.db.query(`SELECT credential_id, passkey FROM webauthn_credentials WHERE user_id = $1`, [userId]);
+    expect(rows).toMatchObject([{ passkey: true }]);
+    // Kept on the authenticator (a resident credential), for the user this server named.
+    const { credentials } = await pkCdp.send('WebAuthn.getCredentials', { authenticatorId });
+    expect(credentials).toHaveLength(1);
+    expect(credentials[0]!.isResidentCredential).toBe(true);
+    expect(Buffer.from(credentials[0]!.userHandle!, 'base64').toString('utf8')).toBe(userId);
+  });
+
+  it('signs in with the passkey alone from the sign-in page, to where the person was going', async () => {
+    await pkContext.clearCookies();
+    await pk.goto(`${origin}/auth/sign_in?return_to=${encodeURIComponent('/settings/profile')}`);
+    expect(await pk.locator('#passkey-sign-in').isVisible()).toBe(true);
+    await expectAccessible(pk, 'sign-in page with a passkey button');
+    await Promise.all([pk.waitForURL(`${origin}/settings/profile`), pk.click('#passkey-sign-in button')]);
+    expect(await signedInAs()).toBe(PASS_EMAIL);
+    const { rows } = await s.ctx.db.query(`SELECT last_used_at, sign_count FROM webauthn_credentials WHERE user_id = $1`, [userId]);
+    expect(rows[0].last_used_at).not.toBeNull();
+  });
+
+  it('lets nobody in whose account may not sign in, and shows why', async () => {
+    await s.ctx.db.query(`UPDATE users SET approved = false WHERE id = $1`, [userId]);
+    try {
+      await pkContext.clearCookies();
+      await pk.goto(`${origin}/auth/sign_in`);
+      await pk.click('#passkey-sign-in button');
+      await expect.poll(() => pk.locator('#passkey-sign-in .webauthn-error').textContent()).toMatch(/approv/i);
+      expect((await pkContext.cookies()).some((c) => c.name === '_session')).toBe(false);
+    } finally {
+      await s.ctx.db.query(`UPDATE users SET approved = true WHERE id = $1`, [userId]);
+    }
+  });
+
+  it('refuses a forged answer, one without its challenge, and a form without JavaScript', async () => {
+    const web = new WebClient(s.app);
+    const signInPage = await web.get('/auth/sign_in');
+    const csrf = /name="_csrf" value="([^"]*)"/.exec(signInPage.body)![1]!;
+    const headers = () => ({ 'content-type': 'application/json', 'x-csrf-token': csrf, cookie: web.jar.header(), accept: 'application/json' });
+    // No challenge asked for in this browser.
+    const forged = (id: string) => ({ id, rawId: id, type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA', userHandle: Buffer.from(userId).toString('base64url') }, clientExtensionResults: {} });
+    const { rows } = await s.ctx.db.query(`SELECT credential_id, passkey FROM webauthn_credentials ORDER BY passkey DESC`);
+    const passkeyId = rows.find((r) => r.passkey).credential_id as string;
+    const noChallenge = await s.app.inject({ method: 'POST', url: '/auth/sign_in/passkey', headers: headers(), payload: { credential: forged(passkeyId) } });
+    expect(noChallenge.statusCode).toBe(401);
+    // With a challenge: a made-up signature over the right credential id.
+    const options = await s.app.inject({ method: 'POST', url: '/auth/sign_in/passkey/options', headers: headers(), payload: {} });
+    expect(options.statusCode, options.body).toBe(200);
+    expect(options.json().allowCredentials ?? []).toEqual([]);
+    expect(options.json().userVerification).toBe('required');
+    web.jar.take([options.headers['set-cookie']].flat().filter((c): c is string => typeof c === 'string'));
+    const bad = await s.app.inject({ method: 'POST', url: '/auth/sign_in/passkey', headers: headers(), payload: { credential: forged(passkeyId) } });
+    expect(bad.statusCode).toBe(401);
+    expect(bad.json().error).toContain('not accepted');
+    expect([bad.headers['set-cookie']].flat().some((c) => c?.startsWith('_session='))).toBe(false);
+    const noScript = await web.post('/auth/sign_in/passkey', { return_to: '/' }, signInPage.body);
+    expect(noScript.statusCode).toBe(422);
+    expect(noScript.body).toContain('needs JavaScript');
+  });
+
+  it('keeps passkeys when two-factor is turned off, and removes one with the password', async () => {
+    await s.ctx.db.query(`UPDATE users SET otp_enabled_at = now() WHERE id = $1`, [userId]);
+    const { disableTwoFactor } = await import('../../services/two-factor.ts');
+    await disableTwoFactor(s.ctx, userId);
+    expect(await count(`SELECT count(*) AS n FROM webauthn_credentials WHERE passkey AND user_id = ${userId}`)).toBe(1);
+    await pkContext.clearCookies();
+    await pk.goto(`${origin}/auth/sign_in?return_to=${encodeURIComponent('/settings/security_keys')}`);
+    await Promise.all([pk.waitForURL(`${origin}/settings/security_keys`), pk.click('#passkey-sign-in button')]);
+    const row = pk.locator('tbody tr', { hasText: 'Laptop' });
+    await row.locator('input[type=password]').fill(PASS_PASSWORD);
+    await Promise.all([pk.waitForURL(/notice=key_removed/), row.locator('button').click()]);
+    expect(await count(`SELECT count(*) AS n FROM webauthn_credentials WHERE user_id = ${userId}`)).toBe(0);
   });
 });

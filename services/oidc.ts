@@ -135,9 +135,19 @@ async function verifiedClaims(ctx: AppContext, callbackUrl: URL, pending: Pendin
     }
     if (err instanceof client.ResponseBodyError) return refuse(400, `${ctx.config.oidc!.displayName} refused the sign-in (${err.error}). Start again.`);
     const e = err as { code?: string; message?: string };
-    if (e.code && e.code.startsWith('OAUTH_')) return refuse(400, `The answer from ${ctx.config.oidc!.displayName} could not be verified (${e.message}). Start again.`);
+    if (e.code && e.code.startsWith('OAUTH_')) return refuse(400, `The answer from ${ctx.config.oidc!.displayName} could not be verified (${whyUnverified(err)}). Nobody was signed in: start again.`);
     return refuse(502, `${ctx.config.oidc!.displayName} could not be reached. Try again in a few minutes.`);
   }
+}
+
+/** openid-client's reason for refusing an answer, in words a person can act on. */
+function whyUnverified(err: unknown): string {
+  const e = err as { message?: string; cause?: { message?: string } };
+  const detail = `${e.message ?? ''} ${typeof e.cause?.message === 'string' ? e.cause.message : ''}`;
+  if (/"exp"/.test(detail)) return 'its ID token has expired';
+  if (/"iat"|"nbf"/.test(detail)) return 'its ID token is dated in the future; check the clocks';
+  if (/signature verification failed/i.test(detail)) return 'its ID token is not signed with the provider\'s key';
+  return e.message ?? 'unknown reason';
 }
 
 const claimString = (v: unknown) => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateKeyPairSync } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 // @ts-expect-error oidc-provider ships no types; the test uses its constructor and callback().
 import Provider from 'oidc-provider';
@@ -8,10 +8,15 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { appToken as clientToken, bearer, createApp, hiddenFields, registerUser, REDIRECT_URI } from '../helpers/oauth.ts';
 import { CookieJar, WebClient } from '../helpers/web.ts';
 import { pkcePair } from '../helpers/server.ts';
+import { freePort } from '../helpers/listen.ts';
+import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import type { Browser } from 'playwright-core';
 
 /**
  * A real OpenID Connect provider (oidc-provider) on loopback with our server registered as its client, driven as a
- * browser would: our sign-in page's button, the provider's login and consent forms, back to our callback.
+ * browser would: our sign-in page's button, the provider's login and consent forms, back to our callback; and once in
+ * Chromium. The provider is reached through a pass-through proxy of the test's own, which can alter the ID token its
+ * token endpoint answers (made expired, or signed with another key), as a broken or hostile provider would.
  */
 const CALLBACK = 'http://test.local/auth/auth/openid_connect/callback';
 
@@ -25,22 +30,77 @@ const PEOPLE: Record<string, Record<string, unknown>> = {
   'uid-fay': { email: 'fay@org.example', email_verified: true, preferred_username: 'fay' },
   'uid-gus': { email: 'gus@org.example', email_verified: true, preferred_username: 'gus' },
   'uid-hal': { email: 'hal@org.example', email_verified: true, preferred_username: 'hal' },
+  'uid-ivy': { email: 'ivy@org.example', email_verified: true, preferred_username: 'ivy' },
+  'uid-jo': { email: 'jo@org.example', email_verified: true, preferred_username: 'jo' },
 };
 
 let providerServer: Server;
+let front: Server;
 let issuer: string;
 let s: TestServer;
+let signingKey: KeyObject;
+/** The port our server listens on for Chromium (registered at the provider before either starts). */
+let browserPort: number;
+/** What the proxy does to the next ID tokens: nothing, make them expired, or sign them with a key not the provider's. */
+let tamper: null | 'expired' | 'other-key' = null;
+const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+
+/** A JWT's claims, re-signed (RS256) with the provider's kid and the given key. */
+function resign(jwt: string, key: KeyObject, change: (claims: Record<string, unknown>) => void): string {
+  const [header, payload] = jwt.split('.');
+  const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as Record<string, unknown>;
+  change(claims);
+  const input = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  return `${input}.${sign('sha256', Buffer.from(input), key).toString('base64url')}`;
+}
+
+/** The proxy: everything passed to the provider as it is, except the token endpoint's ID token while `tamper` is set. */
+function proxy(innerPort: number) {
+  return (req: IncomingMessage, res: import('node:http').ServerResponse) => {
+    const upstream = httpRequest({ host: '127.0.0.1', port: innerPort, method: req.method, path: req.url, headers: req.headers }, (up) => {
+      if (!tamper || !req.url?.startsWith('/token')) {
+        res.writeHead(up.statusCode!, up.headers);
+        up.pipe(res);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      up.on('data', (c: Buffer) => chunks.push(c));
+      up.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, string>;
+        if (body.id_token) {
+          const now = Math.floor(Date.now() / 1000);
+          body.id_token = tamper === 'expired'
+            ? resign(body.id_token, signingKey, (c) => Object.assign(c, { iat: now - 3600, exp: now - 1800 }))
+            : resign(body.id_token, otherKey, () => {});
+        }
+        const out = Buffer.from(JSON.stringify(body));
+        res.writeHead(up.statusCode!, { ...up.headers, 'content-length': String(out.length) });
+        res.end(out);
+      });
+    });
+    req.pipe(upstream);
+  };
+}
 
 beforeAll(async () => {
   providerServer = createServer();
+  front = createServer();
   await new Promise<void>((resolve) => providerServer.listen(0, '127.0.0.1', resolve));
-  issuer = `http://127.0.0.1:${(providerServer.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+  front.on('request', proxy((providerServer.address() as AddressInfo).port));
+  issuer = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  browserPort = await freePort();
+  const jwk = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test-key', use: 'sig', alg: 'RS256' };
+  signingKey = createPrivateKey({ key: jwk as never, format: 'jwk' });
   const provider = new Provider(issuer, {
-    clients: [{ client_id: 'fedi', client_secret: 'fedi-client-secret-at-the-provider', redirect_uris: [CALLBACK], response_types: ['code'], grant_types: ['authorization_code'] }],
+    clients: [{
+      client_id: 'fedi', client_secret: 'fedi-client-secret-at-the-provider', response_types: ['code'], grant_types: ['authorization_code'],
+      redirect_uris: [CALLBACK, `http://localhost:${browserPort}/auth/auth/openid_connect/callback`],
+    }],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['preferred_username', 'name'] },
     cookies: { keys: ['provider-cookie-key-for-tests'] },
     // Its own signing key (the ID tokens' signatures are checked against its JWKS) and short lifetimes.
-    jwks: { keys: [{ ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test-key', use: 'sig', alg: 'RS256' }] as never },
+    jwks: { keys: [jwk] as never },
     ttl: { Interaction: 600, Session: 600, Grant: 600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
     findAccount: (_ctx: unknown, sub: string) => (PEOPLE[sub] ? { accountId: sub, claims: () => ({ sub, ...PEOPLE[sub] }) } : undefined),
   });
@@ -52,8 +112,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await s?.close();
-  providerServer?.closeAllConnections();
-  await new Promise((resolve) => providerServer?.close(resolve));
+  for (const server of [front, providerServer]) {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  }
 });
 
 const count = async (sql: string, params: unknown[] = []) => Number((await s.ctx.db.query(sql, params)).rows[0].n);
@@ -263,6 +325,80 @@ describe('single sign-on with an OpenID Connect provider', () => {
     const unlinked = await browser.post('/settings/account/identity/unlink', { current_password: gil.password }, page.body);
     expect(unlinked.statusCode).toBe(303);
     expect(await count(`SELECT count(*) AS n FROM user_identities WHERE uid = 'uid-fay'`)).toBe(0);
+  });
+});
+
+describe('ID tokens that must not be believed', () => {
+  it.each([
+    ['expired', 'expired half an hour ago'],
+    ['other-key', 'signed with a key that is not the provider\'s'],
+  ] as const)('refuses an ID token %s (%s) with a clear page, making no account and no session', async (mode, _why) => {
+    const accounts = await count('SELECT count(*) AS n FROM accounts');
+    const identities = await count('SELECT count(*) AS n FROM user_identities');
+    const browser = new WebClient(s.app);
+    tamper = mode;
+    let res;
+    try {
+      res = (await ssoSignIn(browser, 'uid-ivy')).res;
+    } finally {
+      tamper = null;
+    }
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.body).toContain('Sign-in failed');
+    expect(res.body).toContain(`The answer from Example ID could not be verified (${mode === 'expired' ? 'its ID token has expired' : 'its ID token is not signed with the provider&#39;s key'}). Nobody was signed in: start again.`);
+    expect(res.body).toContain('href="/auth/sign_in"');
+    expect(browser.jar.cookies.has('_session')).toBe(false);
+    expect(await whoIsSignedIn(browser)).toBeNull();
+    expect(await count('SELECT count(*) AS n FROM accounts')).toBe(accounts);
+    expect(await count('SELECT count(*) AS n FROM user_identities')).toBe(identities);
+    expect(await count(`SELECT count(*) AS n FROM accounts WHERE username = 'ivy'`)).toBe(0);
+  });
+
+  it('then signs the same person in once the provider answers honestly', async () => {
+    const browser = new WebClient(s.app);
+    expect((await ssoSignIn(browser, 'uid-ivy')).res.statusCode).toBe(303);
+    expect(await whoIsSignedIn(browser)).toBe('ivy@org.example');
+  });
+});
+
+describe('the whole journey in Chromium', () => {
+  let web: TestServer;
+  let chromium: Browser;
+  const origin = () => `http://localhost:${browserPort}`;
+
+  beforeAll(async () => {
+    [web, chromium] = await Promise.all([
+      startTestServer({
+        LOCAL_DOMAIN: `localhost:${browserPort}`, OIDC_ENABLED: 'true', OIDC_DISPLAY_NAME: 'Example ID', OIDC_ISSUER: issuer,
+        OIDC_CLIENT_ID: 'fedi', OIDC_CLIENT_SECRET: 'fedi-client-secret-at-the-provider',
+      }),
+      launchBrowser(),
+    ]);
+    await web.app.listen({ port: browserPort, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await web?.close();
+  });
+
+  it("goes from our sign-in page to the provider's forms and back, signed in where it was going", async () => {
+    const context = await chromium.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${origin()}/auth/sign_in?return_to=${encodeURIComponent('/settings/profile')}`);
+    await expectAccessible(page, 'sign-in page with single sign-on');
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(issuer)), page.click('button:has-text("Sign in with Example ID")')]);
+    // The provider's own login form, then its consent form.
+    await page.fill('input[name="login"]', 'uid-jo');
+    await page.fill('input[name="password"]', 'anything');
+    await Promise.all([page.waitForURL(/\/interaction\//), page.click('button[type="submit"]')]);
+    await Promise.all([page.waitForURL(`${origin()}/settings/profile`), page.click('button[type="submit"]')]);
+    await page.goto(`${origin()}/settings/account`);
+    expect(await page.content()).toContain('Your address: <strong>jo@org.example</strong>');
+    const { rows } = await web.ctx.db.query(`SELECT a.username FROM user_identities i JOIN users u ON u.id = i.user_id JOIN accounts a ON a.id = u.account_id WHERE i.uid = 'uid-jo'`);
+    expect(rows).toEqual([{ username: 'jo' }]);
+    await context.close();
   });
 });
 

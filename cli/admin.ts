@@ -11,6 +11,7 @@ import { can, permissionForCommand } from '../services/roles.ts';
 import { assignRole } from '../services/role-assignment.ts';
 import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
+import { listIdentities } from '../storage/identities.ts';
 import { startAccountDeletion } from '../services/account-deletion.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
 import { hashPassword, PASSWORD_LENGTH, setPasswordHashCost } from '../services/passwords.ts';
@@ -50,6 +51,9 @@ the permission the command needs (the same as the operators' API and pages: serv
       Approves an account that registered while registrations needed approval.
   accounts reset-password <username> [--password <pw>]
       Sets a new password (generated and printed when not given) and signs the account out of every app.
+  accounts identities [--limit=<n>]
+      Prints who signs in through the single sign-on provider, most recently linked first (50 unless --limit, at
+      most 1000): username, provider, the provider's id for them, when it was linked.
   accounts delete <username | username@domain>
       Deletes an account as its owner would: suspended and signed out at once, then its data removed (and a local
       one's Delete sent to the servers that know it) by a running server's worker. Its name stays reserved.
@@ -250,6 +254,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       revoke: { type: 'boolean', default: false },
       hint: { type: 'string' },
       priority: { type: 'string' },
+      limit: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -305,6 +310,14 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       // No job queue here: the first run of the deletion waits in the outbox for a running server's sweeper.
       await startAccountDeletion({ db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate, jobs: null }, account);
       out(`${acct(account)} is suspended; its data is being deleted`);
+      return;
+    }
+    case 'identities': {
+      const limit = values.limit === undefined ? 50 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit takes a number from 1 to 1000');
+      const rows = await listIdentities(db, limit);
+      if (rows.length === 0) out('nobody signs in through a provider');
+      for (const r of rows) out(`${r.username}\t${r.provider}\t${r.uid}\tlinked ${r.created_at.toISOString().slice(0, 10)}`);
       return;
     }
     case 'reset-password': {

@@ -124,6 +124,7 @@ const CLI_COMMANDS: Readonly<Record<string, Permission>> = {
   'accounts disable': 'manage_users',
   'accounts enable': 'manage_users',
   'accounts reset-password': 'manage_user_access',
+  'accounts identities': 'manage_users',
   'accounts delete': 'delete_user_data',
   'accounts role': 'manage_roles',
   'accounts admin': 'manage_roles',

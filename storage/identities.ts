@@ -30,6 +30,17 @@ export async function insertIdentity(db: Queryable, i: { provider: string; uid: 
   return (rowCount ?? 0) > 0;
 }
 
+/** Who signs in through providers, most recently linked first: their username and the provider's id for them. */
+export async function listIdentities(db: Queryable, limit: number): Promise<(IdentityRow & { username: string })[]> {
+  const { rows } = await db.query<IdentityRow & { username: string }>(
+    `SELECT i.id, i.provider, i.uid, i.user_id, i.created_at, a.username
+       FROM user_identities i JOIN users u ON u.id = i.user_id JOIN accounts a ON a.id = u.account_id
+      ORDER BY i.created_at DESC, i.id DESC LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}
+
 export async function deleteUserIdentity(db: Queryable, userId: string, provider: string): Promise<boolean> {
   const { rowCount } = await db.query(`DELETE FROM user_identities WHERE user_id = $1 AND provider = $2`, [userId, provider]);
   return (rowCount ?? 0) > 0;

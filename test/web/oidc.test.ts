@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { appToken as clientToken, bearer, createApp, hiddenFields, registerUser, REDIRECT_URI } from '../helpers/oauth.ts';
 import { CookieJar, WebClient } from '../helpers/web.ts';
 import { pkcePair } from '../helpers/server.ts';
+import { runCli } from '../../cli/admin.ts';
 import { freePort } from '../helpers/listen.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
 import type { Browser } from 'playwright-core';
@@ -325,6 +326,29 @@ describe('single sign-on with an OpenID Connect provider', () => {
     const unlinked = await browser.post('/settings/account/identity/unlink', { current_password: gil.password }, page.body);
     expect(unlinked.statusCode).toBe(303);
     expect(await count(`SELECT count(*) AS n FROM user_identities WHERE uid = 'uid-fay'`)).toBe(0);
+  });
+});
+
+describe("operators' view of who signs in through the provider", () => {
+  const cli = async (...args: string[]) => {
+    const lines: string[] = [];
+    await runCli(args, s.ctx.db, (l) => lines.push(l), async () => {});
+    return lines;
+  };
+
+  it('lists the linked accounts, newest first, with the id the provider knows them by; only for operators who manage users', async () => {
+    const lines = await cli('accounts', 'identities');
+    const uids = lines.map((l) => l.split('\t')[2]);
+    // Linked by the tests above: ada (made), dee (linked by address), eve (made); newest first.
+    expect(uids.filter((u) => ['uid-ada', 'uid-dee', 'uid-eve'].includes(u!))).toEqual(['uid-eve', 'uid-dee', 'uid-ada']);
+    expect(lines.find((l) => l.includes('uid-ada'))).toMatch(/^adal\topenid_connect\tuid-ada\tlinked \d{4}-\d{2}-\d{2}$/);
+    expect(lines.find((l) => l.includes('uid-dee'))).toMatch(/^dee\topenid_connect\tuid-dee\t/);
+    expect(await cli('accounts', 'identities', '--limit=1')).toHaveLength(1);
+    await expect(cli('accounts', 'identities', '--limit=0')).rejects.toThrow(/--limit/);
+    // Run for an operator, it needs manage_users: a Moderator has it, someone without a role has not.
+    await cli('accounts', 'create', 'modsso', '--email', 'modsso@example.com', '--role', 'Moderator');
+    expect(await cli('--as', 'modsso', 'accounts', 'identities')).toEqual(lines);
+    await expect(cli('--as', 'adal', 'accounts', 'identities')).rejects.toThrow("not allowed: adal's role lacks manage_users");
   });
 });
 

@@ -148,6 +148,8 @@ export interface Config {
   allowPrivateAddresses: boolean;
   /** Copies of other servers' media older than this many days are removed (and copied again when viewed); 0 keeps them. */
   mediaCacheRetentionDays: number;
+  /** Other servers' posts nobody here interacted with are removed after this many days (0: kept). */
+  contentCacheRetentionDays: number;
   /** Machine translation of posts (Mastodon's DeepL or LibreTranslate settings); null: off, as Mastodon by default. */
   translation: TranslationConfig | null;
   /**
@@ -491,6 +493,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitApiPer5Min: int(env, 'RATE_LIMIT_API_PER_5MIN', 300, 1, 1_000_000_000),
     allowPrivateAddresses: bool(env, 'ALLOW_PRIVATE_ADDRESSES', false),
     mediaCacheRetentionDays: int(env, 'MEDIA_CACHE_RETENTION_DAYS', 0, 0, 36_500),
+    contentCacheRetentionDays: int(env, 'CONTENT_CACHE_RETENTION_DAYS', 0, 0, 36_500),
     translation: translationConfig(env),
     authorizedFetch: bool(env, 'AUTHORIZED_FETCH', false),
     limitedFederationMode: bool(env, 'LIMITED_FEDERATION_MODE', false),

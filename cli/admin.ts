@@ -29,6 +29,7 @@ import { mediaCommand, MediaUsageError, MEDIA_USAGE } from './media.ts';
 import type { Config } from '../config.ts';
 import { relaysCommand, RelaysUsageError, RELAYS_USAGE } from './relays.ts';
 import { rolesCommand, RolesUsageError, ROLES_USAGE } from './roles.ts';
+import { statusesCommand, StatusesUsageError, STATUSES_USAGE } from './statuses.ts';
 import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
 import { announcementsCommand, AnnouncementsUsageError, ANNOUNCEMENTS_USAGE } from './announcements.ts';
 import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
@@ -82,7 +83,8 @@ ${DOMAINS_USAGE}
 ${FEDERATION_USAGE}
 ${MEDIA_USAGE}
 ${RELAYS_USAGE}
-${ROLES_USAGE}`;
+${ROLES_USAGE}
+${STATUSES_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -218,6 +220,15 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       return await rolesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate }, actorRole, out);
     } catch (err) {
       throw err instanceof RolesUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
+    }
+  }
+  if (argv[0] === 'statuses' && !argv.includes('--help') && !argv.includes('-h')) {
+    if (!services) throw new Error('statuses commands need Redis');
+    try {
+      // No job queue here: a running server's outbox sweeper takes the feeds' part of each removal.
+      return await statusesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), jobs: null }, out);
+    } catch (err) {
+      throw err instanceof StatusesUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   if (argv[0] === 'relay' && !argv.includes('--help') && !argv.includes('-h')) {

@@ -6,9 +6,9 @@ import { lstat, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, extname, join } from 'node:path';
 import { addLocalEmoji, EMOJI_SIZE_LIMIT, EmojiRefused, removeLocalEmoji, setLocalEmojiEnabled, setRemoteEmojiEnabled, type EmojiDeps } from '../services/custom-emojis.ts';
-import { findRemoteEmoji, findRemoteEmojiByShortcode, listLocalEmojis } from '../storage/custom-emojis.ts';
+import { findRemoteEmojiByShortcode, listLocalEmojis } from '../storage/custom-emojis.ts';
 import { normalizeDomain } from '../services/domain-policy.ts';
-import { copyEmoji } from '../services/remote-media.ts';
+import { copyRemoteEmoji } from '../services/emoji-copy.ts';
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../storage/redis.ts';
 
@@ -94,12 +94,8 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
       const normalized = normalizeDomain(domain);
       const remote = normalized ? await findRemoteEmojiByShortcode(deps.db, shortcode, normalized) : null;
       if (!remote) throw new Error(`no emoji :${shortcode}: of ${domain} is known here`);
-      const outcome = await copyEmoji({ ...deps, ...deps.remote }, remote.id);
-      const copied = await findRemoteEmoji(deps.db, remote.id);
-      const image = copied?.image_key ? await deps.fileHost.get(copied.image_key) : null;
-      if (!image) throw new Error(`the image of :${shortcode}@${domain}: could not be had (${outcome})`);
       const as = values.name ?? shortcode;
-      const added = await addLocalEmoji(deps, { shortcode: as, image, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite });
+      const added = await copyRemoteEmoji({ ...deps, ...deps.remote }, remote, { shortcode: as, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite });
       if (added.outcome === 'exists') throw new Error(`:${as}: already exists (use --overwrite to replace its image, or --name to name the copy)`);
       out(`:${as}: ${added.outcome === 'replaced' ? 'replaced' : 'added'} from :${shortcode}@${normalized}:`);
       return;

@@ -115,6 +115,9 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'cacheAccountImages') await (await import('../services/remote-media.ts')).copyAccountImages(ctx, data.accountId, log);
     else if (data.kind === 'deliverWebhook') await (await import('./webhooks.ts')).deliverWebhookJob(ctx, data, job);
     else if (data.kind === 'pruneMediaCache') await (await import('../services/remote-media.ts')).pruneExpiredMedia(ctx);
+    else if (data.kind === 'pruneRemoteStatuses' && ctx.config.contentCacheRetentionDays > 0) {
+      await (await import('../services/status-retention.ts')).removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false });
+    }
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }
   const log = pino({ level: ctx.config.logLevel }).child({ role: 'worker' });

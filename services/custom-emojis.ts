@@ -7,7 +7,7 @@ import { transaction } from '../storage/db.ts';
 import type { FileHost } from '../storage/filehost/index.ts';
 import { EMOJI_VERSION_ID, type CacheVersions } from '../storage/cache-versions.ts';
 import {
-  deleteLocalEmoji, enabledEmojisOf, enabledEmojisOfAuthors, listLocalEmojis, putLocalEmoji, setLocalEmojiDisabled, setRemoteEmojiDisabled, upsertRemoteEmojis,
+  deleteLocalEmoji, enabledEmojisOf, enabledEmojisOfAuthors, listLocalEmojis, putLocalEmoji, setLocalEmojiDisabled, setLocalEmojiVisibleInPicker, setRemoteEmojiDisabled, upsertRemoteEmojis,
   type EmojiRow, type RemoteEmoji,
 } from '../storage/custom-emojis.ts';
 import { loadSharp } from './sharp.ts';
@@ -201,6 +201,13 @@ async function removeFiles(fileHost: FileHost, keys: string[]): Promise<void> {
 
 export async function setLocalEmojiEnabled(deps: EmojiDeps, shortcode: string, enabled: boolean): Promise<EmojiRow | null> {
   const row = await setLocalEmojiDisabled(deps.db, shortcode, !enabled);
+  if (row) await deps.versions.bump({ emojis: true });
+  return row;
+}
+
+/** Offers one of this server's emoji in apps' pickers or keeps it out (it still shows where it is used). */
+export async function setLocalEmojiInPicker(deps: EmojiDeps, shortcode: string, visible: boolean): Promise<EmojiRow | null> {
+  const row = await setLocalEmojiVisibleInPicker(deps.db, shortcode, visible);
   if (row) await deps.versions.bump({ emojis: true });
   return row;
 }

@@ -100,6 +100,8 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/settings', 'manage_settings'],
   ['*', '/admin/rules', 'manage_rules'],
   ['*', '/admin/relays', 'manage_federation'],
+  ['*', '/admin/custom_emojis', 'manage_custom_emojis'],
+  ['*', '/admin/roles', 'manage_roles'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */

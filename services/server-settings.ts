@@ -18,7 +18,7 @@ import { isLanguage } from './languages.ts';
 export type RunTimeSettings = Pick<Config,
   | 'instanceTitle' | 'instanceDescription' | 'instanceExtendedDescription' | 'contactEmail' | 'contactUsername'
   | 'registrationsMode' | 'registrationsClosedMessage' | 'instanceLanguages' | 'termsOfService' | 'privacyPolicy'
-  | 'maxStatusChars' | 'maxImageBytes' | 'maxVideoBytes'>;
+  | 'maxStatusChars' | 'maxImageBytes' | 'maxVideoBytes' | 'contentCacheRetentionDays'>;
 export type SettingField = keyof RunTimeSettings;
 
 /** Each setting's stored name (Mastodon's Setting names where it has one). */
@@ -36,6 +36,7 @@ export const SETTING_NAMES: Readonly<Record<SettingField, string>> = {
   maxStatusChars: 'status_max_characters',
   maxImageBytes: 'media_image_max_bytes',
   maxVideoBytes: 'media_video_max_bytes',
+  contentCacheRetentionDays: 'content_cache_retention_period',
 };
 const FIELDS = Object.keys(SETTING_NAMES) as SettingField[];
 
@@ -90,6 +91,8 @@ function problem(field: SettingField, value: unknown, ceilings: Pick<RunTimeSett
       return whole(1024, ceilings.maxImageBytes, 'The image size limit');
     case 'maxVideoBytes':
       return whole(1024, ceilings.maxVideoBytes, 'The video size limit');
+    case 'contentCacheRetentionDays':
+      return whole(0, 36_500, 'The content cache retention period');
   }
 }
 

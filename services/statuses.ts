@@ -101,8 +101,9 @@ export function statusLength(text: string, spoiler: string): number {
 }
 
 /** Queues the jobs of outbox rows just committed; if that fails, the outbox sweeper queues them later. */
-async function enqueueAll(jobs: JobQueues, rows: OutboxRow[]): Promise<void> {
-  await jobs.enqueueMany(rows).catch(() => {});
+async function enqueueAll(jobs: Pick<JobQueues, 'enqueueMany'> | null, rows: OutboxRow[]): Promise<void> {
+  // Without a queue (the command line), a running server's outbox sweeper queues the rows.
+  if (jobs) await jobs.enqueueMany(rows).catch(() => {});
 }
 
 /** The accounts a text mentions, with what rendering needs to link them, and its hashtags. */
@@ -387,8 +388,11 @@ export async function postStatuses(deps: StatusDeps, accountId: string, ps: Post
   return outcomes;
 }
 
+/** What deleting a status needs; the command line has no job queue (null). */
+export type DeleteStatusDeps = Pick<StatusDeps, 'db' | 'versions'> & { jobs: Pick<JobQueues, 'enqueueMany'> | null };
+
 /** DELETE /api/v1/statuses/:id: flags it (and reblogs of it) deleted and queues its removal from feeds. */
-export async function deleteStatus(deps: StatusDeps, accountId: string, statusId: string): Promise<statuses.StatusRow> {
+export async function deleteStatus(deps: DeleteStatusDeps, accountId: string, statusId: string): Promise<statuses.StatusRow> {
   const status = await statuses.findStatus(deps.db, statusId);
   if (!status || status.account_id !== accountId) throw notFound();
   const reblogs: statuses.StatusRow[] = [];

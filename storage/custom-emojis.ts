@@ -187,3 +187,32 @@ export async function setRemoteEmojiDisabled(db: Queryable, shortcode: string, d
   );
   return rows[0] ?? null;
 }
+
+/** Any emoji, this server's or another's, by its id. */
+export async function findEmojiById(db: Queryable, id: string): Promise<EmojiRow | null> {
+  const { rows } = await db.query<EmojiRow>(`SELECT ${COLUMNS} FROM custom_emojis WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+/**
+ * The operators' list: this server's emoji or other servers' (all, or one domain's), those whose shortcode holds `q`,
+ * by shortcode then domain, one page at a time (at most `limit`, after `offset`).
+ */
+export async function searchEmojis(db: Queryable, f: { remote: boolean; domain?: string | null; q?: string; limit: number; offset: number }): Promise<EmojiRow[]> {
+  const params: unknown[] = [Math.min(f.limit, 200), Math.max(0, Math.min(f.offset, 100_000))];
+  const where = [f.remote ? 'domain IS NOT NULL' : 'domain IS NULL'];
+  if (f.remote && f.domain) where.push(`domain = $${params.push(f.domain)}`);
+  if (f.q) where.push(`shortcode ILIKE $${params.push(`%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
+  const { rows } = await db.query<EmojiRow>(
+    `SELECT ${COLUMNS} FROM custom_emojis WHERE ${where.join(' AND ')} ORDER BY shortcode, domain LIMIT $1 OFFSET $2`, params,
+  );
+  return rows;
+}
+
+/** Whether one of this server's emoji is offered in apps' pickers. */
+export async function setLocalEmojiVisibleInPicker(db: Queryable, shortcode: string, visible: boolean): Promise<EmojiRow | null> {
+  const { rows } = await db.query<EmojiRow>(
+    `UPDATE custom_emojis SET visible_in_picker = $2, updated_at = now() WHERE domain IS NULL AND shortcode = $1 RETURNING ${COLUMNS}`, [shortcode, visible],
+  );
+  return rows[0] ?? null;
+}

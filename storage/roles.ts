@@ -64,3 +64,14 @@ export async function deleteRole(db: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await db.query(`DELETE FROM user_roles WHERE id = $1`, [id]);
   return (rowCount ?? 0) > 0;
 }
+
+export async function findRoleById(db: Queryable, id: string): Promise<RoleRow | null> {
+  const { rows } = await db.query<RoleRow>(`SELECT ${COLUMNS} FROM user_roles WHERE id = $1`, [id]);
+  return rows[0] ?? null;
+}
+
+/** How many users hold each role (by role id). */
+export async function roleHolderCounts(db: Queryable): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ role_id: string; n: number }>(`SELECT role_id::text, count(*)::int AS n FROM users WHERE role_id IS NOT NULL GROUP BY role_id LIMIT 1000`);
+  return new Map(rows.map((r) => [r.role_id, r.n]));
+}

@@ -27,6 +27,7 @@ const SettingsForm = Type.Object({
   status_max_characters: Type.String({ maxLength: 20 }),
   media_image_max_mb: Type.String({ maxLength: 20 }),
   media_video_max_mb: Type.String({ maxLength: 20 }),
+  content_cache_retention_days: Type.Optional(Type.String({ maxLength: 20 })),
 });
 type Form = Static<typeof SettingsForm>;
 
@@ -45,7 +46,7 @@ const RESTART_SETTINGS: readonly [string, string][] = [
 const number = (v: string) => (/^\s*\d{1,12}\s*$/.test(v) ? Number(v) : NaN);
 
 /** The form's values as settings: numbers that are not numbers stay NaN, and the service refuses them. */
-function fromForm(b: Form): RunTimeSettings {
+function fromForm(b: Form, current: RunTimeSettings): RunTimeSettings {
   return {
     instanceTitle: b.site_title.trim(),
     instanceDescription: b.site_short_description.trim(),
@@ -60,6 +61,7 @@ function fromForm(b: Form): RunTimeSettings {
     maxStatusChars: number(b.status_max_characters),
     maxImageBytes: number(b.media_image_max_mb) * MB,
     maxVideoBytes: number(b.media_video_max_mb) * MB,
+    contentCacheRetentionDays: b.content_cache_retention_days === undefined ? current.contentCacheRetentionDays : number(b.content_cache_retention_days),
   };
 }
 
@@ -88,7 +90,7 @@ export default async function adminSettingsRoutes(fastify: FastifyInstance, { ct
 
   app.post('/admin/settings', { schema: { body: SettingsForm } }, async (request, reply) => {
     if (!(await operator(request, reply))) return;
-    const values = fromForm(request.body);
+    const values = fromForm(request.body, ctx.settings.current);
     try {
       await ctx.settings.change(values);
     } catch (err) {

@@ -78,6 +78,8 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./admin-settings.ts')).default, { ctx });
   await app.register((await import('./admin-rules.ts')).default, { ctx });
   await app.register((await import('./admin-relays.ts')).default, { ctx });
+  await app.register((await import('./admin-custom-emojis.ts')).default, { ctx });
+  await app.register((await import('./admin-roles.ts')).default, { ctx });
   await app.register((await import('./disputes.ts')).default, { ctx });
   await app.register(exportPageRoutes, { ctx });
   await app.register((await import('./migration.ts')).default, { ctx });

@@ -158,6 +158,26 @@ describe('server settings at run time', () => {
     expect(await readServerSettings(a.ctx.db)).toEqual(before);
   });
 
+  it('the content cache retention period is set here and reaches the other instance; a wrong one is refused', async () => {
+    const web = await signedIn(owner);
+    let page = await web.get('/admin/settings');
+    expect(page.body).toContain('id="content-cache-retention-days"');
+    expect((await web.post('/admin/settings', { ...FORM, content_cache_retention_days: '45' }, page.body)).statusCode).toBe(303);
+    expect(a.ctx.config.contentCacheRetentionDays).toBe(45);
+    expect(await eventually(async () => b.ctx.config.contentCacheRetentionDays, 45, 1000)).toBe(45);
+    expect((await readServerSettings(a.ctx.db)).get('content_cache_retention_period')).toBe(45);
+    page = await web.get('/admin/settings');
+    expect(page.body).toContain('value="45"');
+    const refused = await web.post('/admin/settings', { ...FORM, content_cache_retention_days: 'forever' }, page.body);
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('The content cache retention period must be a whole number from 0 to 36500.');
+    // A form without the field leaves it as it is.
+    expect((await web.post('/admin/settings', FORM, page.body)).statusCode).toBe(303);
+    expect(a.ctx.config.contentCacheRetentionDays).toBe(45);
+    expect((await web.post('/admin/settings', { ...FORM, content_cache_retention_days: '0' }, page.body)).statusCode).toBe(303);
+    expect(a.ctx.config.contentCacheRetentionDays).toBe(0);
+  });
+
   it('needs manage_settings: a moderator gets 403, a stranger is sent to sign in, a form without its token is refused', async () => {
     const web = await signedIn(moderator);
     expect((await web.get('/admin/settings')).statusCode).toBe(403);

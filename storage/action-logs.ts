@@ -60,12 +60,3 @@ export async function actionLogsPage(db: Queryable, f: ActionLogFilters, p: { ma
   );
   return rows;
 }
-
-/** The operators who appear in the log (for the page's filter), at most `limit`. */
-export async function actionLogActors(db: Queryable, limit: number): Promise<string[]> {
-  const { rows } = await db.query<{ account_id: string }>(
-    `SELECT DISTINCT account_id::text FROM admin_action_logs WHERE account_id IS NOT NULL LIMIT $1`,
-    [limit],
-  );
-  return rows.map((r) => r.account_id);
-}

@@ -78,6 +78,12 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./admin-settings.ts')).default, { ctx });
   await app.register((await import('./admin-rules.ts')).default, { ctx });
   await app.register((await import('./admin-relays.ts')).default, { ctx });
+  await app.register((await import('./admin-reports.ts')).default, { ctx });
+  await app.register((await import('./admin-accounts.ts')).default, { ctx });
+  await app.register((await import('./admin-action-logs.ts')).default, { ctx });
+  await app.register((await import('./admin-dashboard.ts')).default, { ctx });
+  await app.register((await import('./admin-domains.ts')).default, { ctx });
+  await app.register((await import('./admin-access-blocks.ts')).default, { ctx });
   await app.register((await import('./disputes.ts')).default, { ctx });
   await app.register(exportPageRoutes, { ctx });
   await app.register((await import('./migration.ts')).default, { ctx });

@@ -228,7 +228,7 @@ describe('domain blocks and allows', () => {
     expect(imported.statusCode).toBe(200);
     expect(imported.body).toContain('Imported: 2 added, 1 already blocked, 2 skipped.');
     expect(imported.body).toContain('Line 5: unknown severity');
-    const api = (await s.app.inject({ method: 'GET', url: '/api/v1/admin/domain_blocks', headers: bearer(boss.token) })).json() as { domain: string; severity: string; reject_reports: boolean; obfuscate: boolean }[];
+    const api = (await s.app.inject({ method: 'GET', url: '/api/v1/admin/domain_blocks', headers: bearer(boss.token) })).json() as { id: string; domain: string; severity: string; reject_reports: boolean; obfuscate: boolean }[];
     expect(api.find((b) => b.domain === 'new.example')).toMatchObject({ severity: 'silence', reject_reports: true, obfuscate: true });
     expect(api.find((b) => b.domain === 'plain.example')).toMatchObject({ severity: 'suspend' });
     const notCsv = await multipart({ _csrf: csrfOf(page), file: { data: Buffer.from('domain\nx.example\n'), filename: 'x.csv', type: 'text/csv' } });
@@ -236,7 +236,7 @@ describe('domain blocks and allows', () => {
     expect(refused.statusCode).toBe(422);
     expect(refused.body).toContain('no #domain column');
 
-    const newId = api.find((b) => b.domain === 'new.example')!.id as unknown as string;
+    const newId = api.find((b) => b.domain === 'new.example')!.id;
     expect((await submit(admin, `/admin/domain_blocks/${newId}`, `/admin/domain_blocks/${newId}`, { severity: 'suspend' })).statusCode).toBe(303);
     expect((await submit(admin, '/admin/domain_blocks', `/admin/domain_blocks/${newId}/delete`)).statusCode).toBe(303);
     expect((await submit(admin, '/admin/domain_blocks', `/admin/domain_blocks/${newId}/delete`)).statusCode).toBe(404);

@@ -8,6 +8,7 @@ import { findAccountByUsername } from '../storage/accounts.ts';
 import { findUserByAccountId, setApproved, setPasswordHash, type UserRoleSummary } from '../storage/users.ts';
 import { findRoleByName, roleHasUsers } from '../storage/roles.ts';
 import { can, permissionForCommand } from '../services/roles.ts';
+import type { Actor } from '../services/action-log.ts';
 import { assignRole } from '../services/role-assignment.ts';
 import { revokeUserTokens } from '../storage/oauth.ts';
 import { registerLocalAccount } from '../services/accounts.ts';
@@ -150,27 +151,29 @@ export type Invalidate = (what: TokenInvalidation) => Promise<void>;
 export async function runCli(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services?: Omit<DomainsCliDeps, 'db'> & { config?: Config; fileHost?: FileHost }): Promise<void> {
   const actor = await actingOperator(db, argv);
   if (actor) argv = actor.argv;
-  return runCommand(argv, db, out, invalidate, services, actor?.role);
+  return runCommand(argv, db, out, invalidate, services, actor?.role, actor?.accountId ?? null);
 }
 
 /**
  * `--as <username>` (anywhere in the command): the command runs for that operator, and only if their role has the
  * permission services/roles.ts names for it. Without it, the command is the shell's operator's, who may do all.
  */
-async function actingOperator(db: Db, argv: string[]): Promise<{ argv: string[]; role: UserRoleSummary | null } | null> {
+async function actingOperator(db: Db, argv: string[]): Promise<{ argv: string[]; role: UserRoleSummary | null; accountId: string } | null> {
   const at = argv.findIndex((a) => a === '--as' || a.startsWith('--as='));
   if (at < 0) return null;
   const name = argv[at]!.startsWith('--as=') ? argv[at]!.slice('--as='.length) : argv[at + 1];
   if (!name) throw new UsageError('--as takes a username');
   const rest = argv.filter((_, i) => i !== at && (argv[at]!.startsWith('--as=') || i !== at + 1));
-  const { user } = await localUser(db, name);
+  const { user, account } = await localUser(db, name);
   const permission = permissionForCommand(rest);
   if (!permission) throw new UsageError(`${rest.slice(0, 2).join(' ')} is not a command run for an operator`);
   if (!can(user.role?.permissions, permission)) throw new Error(`not allowed: ${name}'s role lacks ${permission}`);
-  return { argv: rest, role: user.role };
+  return { argv: rest, role: user.role, accountId: account.id };
 }
 
-async function runCommand(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services: (Omit<DomainsCliDeps, 'db'> & { config?: Config; fileHost?: FileHost }) | undefined, actorRole: UserRoleSummary | null | undefined): Promise<void> {
+async function runCommand(argv: string[], db: Db, out: (line: string) => void, invalidate: Invalidate, services: (Omit<DomainsCliDeps, 'db'> & { config?: Config; fileHost?: FileHost }) | undefined, actorRole: UserRoleSummary | null | undefined,
+  /** The audit log's actor: the --as operator's account, or null for the shell's operator. */
+  actor: Actor): Promise<void> {
   if (argv[0] === 'emoji' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services || (!services.fileHost && !services.config)) throw new Error('emoji commands need Redis and the file host');
     const fileHost = services.fileHost ?? (await createFileHost(services.config!));
@@ -186,14 +189,14 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
   if (argv[0] === 'announcements' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services) throw new Error('announcement commands need Redis');
     try {
-      return await announcementsCommand(argv.slice(1), { db, redis: services.redis, redisPrefix: services.redisPrefix }, out);
+      return await announcementsCommand(argv.slice(1), { db, redis: services.redis, redisPrefix: services.redisPrefix, actor }, out);
     } catch (err) {
       throw err instanceof AnnouncementsUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
   }
   if (argv[0] === 'webhooks' && !argv.includes('--help') && !argv.includes('-h')) {
     try {
-      return await webhooksCommand(argv.slice(1), { db }, out);
+      return await webhooksCommand(argv.slice(1), { db, actor }, out);
     } catch (err) {
       throw err instanceof WebhooksUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
@@ -241,7 +244,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
   }
   if (argv[0] === 'domains' && services && !argv.includes('--help') && !argv.includes('-h')) {
     try {
-      return await domainsCommand(argv.slice(1), { db, ...services }, out);
+      return await domainsCommand(argv.slice(1), { db, ...services, actor }, out);
     } catch (err) {
       throw err instanceof DomainsUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
@@ -249,7 +252,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
   if (isModerationCommand(argv) && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services) throw new Error('moderation commands need Redis');
     try {
-      return await moderationCommand(argv, { db, invalidate, ...services }, out);
+      return await moderationCommand(argv, { db, invalidate, ...services, actor }, out);
     } catch (err) {
       throw err instanceof ModerationUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
@@ -303,7 +306,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       if (command === 'role' && (!roleArg || extra !== undefined)) throw new UsageError('accounts role takes a username and a role name (or none)');
       const roleName = command === 'admin' ? (values.revoke ? null : 'Admin') : roleArg === 'none' ? null : roleArg!;
       const deps = { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate };
-      const role = await assignRole(deps, { userId: user.id, accountId: account.id, role: user.role }, roleName, actorRole);
+      const role = await assignRole(deps, { userId: user.id, accountId: account.id, role: user.role }, roleName, actorRole, { by: actor, acct: username! });
       out(role ? `${username} is now ${role.name}` : `${username} has no role now`);
       return;
     }
@@ -319,7 +322,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
       const account = await accountByName(db, username);
       if (account.deleted_at) throw new Error(`${acct(account)} is already deleted`);
       // No job queue here: the first run of the deletion waits in the outbox for a running server's sweeper.
-      await startAccountDeletion({ db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate, jobs: null }, account);
+      await startAccountDeletion({ db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate, jobs: null }, account, { by: actor });
       out(`${acct(account)} is suspended; its data is being deleted`);
       return;
     }

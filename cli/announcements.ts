@@ -6,6 +6,7 @@ import type { Db } from '../storage/db.ts';
 import type { RedisClient } from '../storage/redis.ts';
 import { listAnnouncements } from '../storage/announcements.ts';
 import { StreamEvents } from '../services/stream-events.ts';
+import type { Actor } from '../services/action-log.ts';
 import { createAnnouncement, publishAnnouncement, removeAnnouncement, unpublishAnnouncement, type AnnouncementDeps } from '../services/announcements.ts';
 
 export const ANNOUNCEMENTS_USAGE = `  announcements add <text> [--starts-at <time>] [--ends-at <time>] [--all-day] [--scheduled-at <time>]
@@ -25,7 +26,7 @@ function time(value: string | undefined, option: string): Date | null {
   return date;
 }
 
-export async function announcementsCommand(argv: string[], deps: { db: Db; redis: RedisClient; redisPrefix: string }, out: (line: string) => void): Promise<void> {
+export async function announcementsCommand(argv: string[], deps: { db: Db; redis: RedisClient; redisPrefix: string; actor?: Actor }, out: (line: string) => void): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -46,7 +47,7 @@ export async function announcementsCommand(argv: string[], deps: { db: Db; redis
       const row = await createAnnouncement(service, {
         text: arg, startsAt: time(values['starts-at'], '--starts-at'), endsAt: time(values['ends-at'], '--ends-at'),
         allDay: values['all-day'], scheduledAt: time(values['scheduled-at'], '--scheduled-at'),
-      });
+      }, deps.actor ?? null);
       out(row.id);
       return;
     }
@@ -64,8 +65,9 @@ export async function announcementsCommand(argv: string[], deps: { db: Db; redis
     case 'unpublish':
     case 'remove': {
       if (!arg || !/^\d{1,20}$/.test(arg)) throw new AnnouncementsUsageError(`announcements ${command} takes the id of an announcement (see announcements list)`);
-      const act = command === 'publish' ? publishAnnouncement : command === 'unpublish' ? unpublishAnnouncement : removeAnnouncement;
-      const changed = await act(service, arg);
+      const by = deps.actor ?? null;
+      const changed = command === 'publish' ? await publishAnnouncement(service, arg, undefined, by)
+        : command === 'unpublish' ? await unpublishAnnouncement(service, arg, by) : await removeAnnouncement(service, arg, by);
       if (!changed && command === 'remove') throw new Error(`no announcement with id ${arg}`);
       out(changed ? `announcement ${arg} ${command === 'remove' ? 'removed' : `${command}ed`}` : `announcement ${arg} was not changed (unknown, or already ${command}ed)`);
       return;

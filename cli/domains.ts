@@ -12,6 +12,7 @@ import {
   createDomainAllow, createDomainBlock, deleteDomainAllow, deleteDomainBlock, SEVERITIES, updateDomainBlock,
   validDomain, type DomainAdminDeps, type DomainBlockInput,
 } from '../services/domain-blocks.ts';
+import type { Actor } from '../services/action-log.ts';
 import { applyDomainBlock, type DomainBlockOutcome } from '../jobs/domain-blocks.ts';
 
 export const DOMAINS_USAGE = `  domains block <domain> [--severity silence|suspend|noop] [--reject-media] [--reject-reports] [--obfuscate]
@@ -31,6 +32,8 @@ export interface DomainsCliDeps {
   db: Db;
   redis: RedisClient;
   redisPrefix: string;
+  /** Who the audit log names: the --as operator's account, or null (the shell's operator). */
+  actor?: Actor;
 }
 
 function describe(b: DomainBlockRow): string {
@@ -104,10 +107,10 @@ export async function domainsCommand(argv: string[], deps: DomainsCliDeps, out: 
       };
       const own = await findDomainBlockByDomain(deps.db, domain);
       if (own) {
-        const updated = (await updateDomainBlock(admin, own.id, input))!;
+        const updated = (await updateDomainBlock(admin, own.id, input, deps.actor ?? null))!;
         out(`block on ${domain} changed: ${describe(updated)}`);
       } else {
-        const result = await createDomainBlock(admin, domain, input);
+        const result = await createDomainBlock(admin, domain, input, deps.actor ?? null);
         if ('existing' in result) throw new Error(`${domain} is already covered by the block on ${result.existing.domain} (${result.existing.severity}); change that one instead`);
         out(`${domain} blocked (${result.block.severity}), id ${result.block.id}`);
       }
@@ -121,13 +124,13 @@ export async function domainsCommand(argv: string[], deps: DomainsCliDeps, out: 
         const above = await domainBlockRuleFor(deps.db, domain);
         throw new Error(above ? `${domain} has no block of its own; it is covered by the block on ${above.domain}` : `${domain} is not blocked`);
       }
-      await deleteDomainBlock(admin, own.id);
+      await deleteDomainBlock(admin, own.id, deps.actor ?? null);
       out(`${domain} unblocked`);
       report();
       return;
     }
     case 'allow': {
-      const allow = await createDomainAllow(admin, needDomain());
+      const allow = await createDomainAllow(admin, needDomain(), deps.actor ?? null);
       out(`${allow.domain} allowed, id ${allow.id}`);
       return;
     }
@@ -135,7 +138,7 @@ export async function domainsCommand(argv: string[], deps: DomainsCliDeps, out: 
       const domain = needDomain();
       const allow = await findDomainAllowByDomain(deps.db, domain);
       if (!allow) throw new Error(`${domain} is not on the allow list`);
-      await deleteDomainAllow(admin, allow.id);
+      await deleteDomainAllow(admin, allow.id, deps.actor ?? null);
       out(`${domain} is no longer allowed`);
       return;
     }

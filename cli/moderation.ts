@@ -5,7 +5,8 @@ import type { RedisClient } from '../storage/redis.ts';
 import type { Db } from '../storage/db.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
 import { findAccountById, findAccountByUsername, findAccountsByIds, type AccountRow } from '../storage/accounts.ts';
-import { findReport, reopenReport, reportsPage, resolveReport } from '../storage/reports.ts';
+import { findReport, reportsPage } from '../storage/reports.ts';
+import type { Actor } from '../services/action-log.ts';
 import { isId } from '../storage/ids.ts';
 import type { TokenInvalidation } from '../services/token-cache.ts';
 import * as moderation from '../services/moderation.ts';
@@ -48,6 +49,8 @@ export interface ModerationCliDeps {
   invalidate: (what: TokenInvalidation) => Promise<void>;
   redis: RedisClient;
   redisPrefix: string;
+  /** Who the audit log names: the --as operator's account, or null (the shell's operator). */
+  actor?: Actor;
 }
 
 const acct = (a: Pick<AccountRow, 'username' | 'domain'>) => (a.domain ? `${a.username}@${a.domain}` : a.username);
@@ -70,8 +73,9 @@ export async function moderationCommand(argv: string[], deps: ModerationCliDeps,
   if (rest.length > 0) throw new ModerationUsageError(`unexpected argument: ${rest[0]}`);
   // No job queue here: what is to be sent out waits in the outbox for a running server's sweeper.
   const services: moderation.ModerationDeps = { db: deps.db, versions: new CacheVersions(deps.redis, deps.redisPrefix), invalidate: deps.invalidate, jobs: null };
-  if (group === 'accounts') return accountCommand(services, command!, arg, out);
-  if (group === 'appeals') return appealCommand(services, command, arg, values.limit, out);
+  const by = deps.actor ?? null;
+  if (group === 'accounts') return accountCommand(services, by, command!, arg, out);
+  if (group === 'appeals') return appealCommand(services, by, command, arg, values.limit, out);
   switch (command) {
     case 'list': {
       if (values.limit !== undefined && !/^\d{1,3}$/.test(values.limit)) throw new ModerationUsageError('--limit takes a number up to 999');
@@ -89,8 +93,7 @@ export async function moderationCommand(argv: string[], deps: ModerationCliDeps,
     case 'reopen': {
       if (!arg) throw new ModerationUsageError(`reports ${command} takes the id of a report (see reports list)`);
       if (!isId(arg) || !(await findReport(deps.db, arg))) throw new Error(`no report with id ${arg}`);
-      if (command === 'resolve') await resolveReport(deps.db, arg, null);
-      else await reopenReport(deps.db, arg);
+      await (command === 'resolve' ? moderation.reportActions.resolve : moderation.reportActions.reopen)(services, arg, by);
       out(`report ${arg} ${command === 'resolve' ? 'resolved' : 'reopened'}`);
       return;
     }
@@ -99,7 +102,7 @@ export async function moderationCommand(argv: string[], deps: ModerationCliDeps,
   }
 }
 
-async function accountCommand(deps: moderation.ModerationDeps, command: string, name: string | undefined, out: (line: string) => void): Promise<void> {
+async function accountCommand(deps: moderation.ModerationDeps, by: Actor, command: string, name: string | undefined, out: (line: string) => void): Promise<void> {
   const account = await accountNamed(deps.db, name);
   const who = acct(account);
   const local = () => {
@@ -108,29 +111,29 @@ async function accountCommand(deps: moderation.ModerationDeps, command: string, 
   switch (command) {
     case 'suspend':
       if (account.suspended_at) return out(`${who} was already suspended`);
-      await moderation.suspendAccount(deps, account);
+      await moderation.suspendAccount(deps, account, by);
       return out(`${who} is suspended`);
     case 'unsuspend':
       if (!account.suspended_at) return out(`${who} is not suspended`);
-      await moderation.unsuspendAccount(deps, account);
+      await moderation.unsuspendAccount(deps, account, by);
       return out(`${who} is no longer suspended`);
     case 'silence':
     case 'unsilence':
-      await moderation.setSilenced(deps, account, command === 'silence');
+      await moderation.setSilenced(deps, account, command === 'silence', by);
       return out(command === 'silence' ? `${who} is silenced` : `${who} is no longer silenced`);
     case 'sensitive':
     case 'unsensitive':
-      await moderation.setSensitized(deps, account, command === 'sensitive');
+      await moderation.setSensitized(deps, account, command === 'sensitive', by);
       return out(command === 'sensitive' ? `${who}'s posts are marked sensitive` : `${who}'s posts are no longer marked sensitive`);
     case 'disable':
     case 'enable':
       local();
-      await moderation.setDisabled(deps, account, command === 'disable');
+      await moderation.setDisabled(deps, account, command === 'disable', by);
       return out(command === 'disable' ? `${who} is disabled` : `${who} is enabled`);
     case 'reject':
       local();
       try {
-        await moderation.rejectAccount(deps, (await findAccountById(deps.db, account.id))!);
+        await moderation.rejectAccount(deps, (await findAccountById(deps.db, account.id))!, by);
       } catch {
         throw new Error(`${who} is not waiting for approval`);
       }
@@ -140,7 +143,7 @@ async function accountCommand(deps: moderation.ModerationDeps, command: string, 
   }
 }
 
-async function appealCommand(deps: moderation.ModerationDeps, command: string | undefined, id: string | undefined, limit: string | undefined, out: (line: string) => void): Promise<void> {
+async function appealCommand(deps: moderation.ModerationDeps, by: Actor, command: string | undefined, id: string | undefined, limit: string | undefined, out: (line: string) => void): Promise<void> {
   switch (command) {
     case 'list': {
       if (limit !== undefined && !/^\d{1,3}$/.test(limit)) throw new ModerationUsageError('--limit takes a number up to 999');
@@ -159,7 +162,7 @@ async function appealCommand(deps: moderation.ModerationDeps, command: string | 
       if (!id) throw new ModerationUsageError(`appeals ${command} takes the id of an appeal (see appeals list)`);
       if (!isId(id)) throw new Error(`no appeal with id ${id}`);
       try {
-        await (command === 'approve' ? approveAppeal : rejectAppeal)(deps, null, id);
+        await (command === 'approve' ? approveAppeal : rejectAppeal)(deps, by, id);
       } catch (err) {
         if (err instanceof ApiError && err.statusCode < 500) throw new Error(err.statusCode === 404 ? `no appeal with id ${id}` : err.message);
         throw err;

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import type { Db } from '../storage/db.ts';
 import { listWebhooks } from '../storage/webhooks.ts';
 import { isId } from '../storage/ids.ts';
+import type { Actor } from '../services/action-log.ts';
 import { createWebhook, removeWebhook, WEBHOOK_EVENTS } from '../services/webhooks.ts';
 import { ApiError } from '../errors.ts';
 
@@ -18,7 +19,7 @@ export const WEBHOOKS_USAGE = `  webhooks add <url> --events <event,event…>
 
 export class WebhooksUsageError extends Error {}
 
-export async function webhooksCommand(argv: string[], deps: { db: Db }, out: (line: string) => void): Promise<void> {
+export async function webhooksCommand(argv: string[], deps: { db: Db; actor?: Actor }, out: (line: string) => void): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { events: { type: 'string' } } });
   const [command, arg, ...rest] = positionals;
   if (rest.length > 0) throw new WebhooksUsageError(`unexpected argument: ${rest[0]}`);
@@ -27,7 +28,7 @@ export async function webhooksCommand(argv: string[], deps: { db: Db }, out: (li
       if (!arg) throw new WebhooksUsageError('webhooks add takes the URL');
       if (!values.events) throw new WebhooksUsageError(`--events is required (${WEBHOOK_EVENTS.join(', ')})`);
       try {
-        const row = await createWebhook(deps.db, { url: arg, events: values.events.split(',') });
+        const row = await createWebhook(deps.db, { url: arg, events: values.events.split(',') }, deps.actor ?? null);
         out(`${row.id}  secret ${row.secret}`);
       } catch (err) {
         throw err instanceof ApiError ? new WebhooksUsageError(err.message) : err;
@@ -43,7 +44,7 @@ export async function webhooksCommand(argv: string[], deps: { db: Db }, out: (li
     case 'remove': {
       if (!arg || !isId(arg)) throw new WebhooksUsageError('webhooks remove takes the id of a webhook (see webhooks list)');
       try {
-        await removeWebhook(deps.db, arg);
+        await removeWebhook(deps.db, arg, deps.actor ?? null);
       } catch (err) {
         if (err instanceof ApiError && err.statusCode === 404) throw new Error(`no webhook with id ${arg}`);
         throw err;

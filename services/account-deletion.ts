@@ -7,6 +7,7 @@ import { endUserAccess, markAccountDeleted, queueSeveredFollows } from '../stora
 import { forbidden } from '../errors.ts';
 import { checkCurrentPassword, checkSecondFactor } from './sign-in.ts';
 import { moderationDeps, type ModerationDeps } from './moderation.ts';
+import { accountTarget, logAction, type Actor } from './action-log.ts';
 
 /**
  * Deleting an account, as Mastodon does (Settings::DeletesController, Admin::AccountDeletionWorker, and a remote
@@ -17,10 +18,11 @@ import { moderationDeps, type ModerationDeps } from './moderation.ts';
  * back by late deliveries or fetches.
  */
 export async function startAccountDeletion(
-  deps: ModerationDeps, account: AccountRow, options: { ownDelete?: boolean } = {},
+  deps: ModerationDeps, account: AccountRow, options: { ownDelete?: boolean; by?: Actor } = {},
 ): Promise<void> {
   const { rows, userId, touched } = await transaction(deps.db, async (tx) => {
     await markAccountDeleted(tx, account.id);
+    await logAction(tx, options.by, 'destroy', accountTarget(account));
     // An operator deleting a remote account tells its server the follows are over (Mastodon's reject_follows! and
     // undo_follows!); the actor's own Delete needs no answer (Mastodon's skip_activitypub).
     const severed = account.domain !== null && !options.ownDelete ? await queueSeveredFollows(tx, account.id) : [];
@@ -63,9 +65,9 @@ export async function deleteOwnAccount(
  * An operator deletes an account's data (DELETE /api/v1/admin/accounts/:id): only a suspended one, as Mastodon's
  * AccountPolicy allows (403 otherwise).
  */
-export async function deleteSuspendedAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+export async function deleteSuspendedAccount(deps: ModerationDeps, target: AccountRow, by: Actor): Promise<void> {
   if (!target.suspended_at) throw forbidden();
-  await startAccountDeletion(deps, target);
+  await startAccountDeletion(deps, target, { by });
 }
 
 /** A remote actor's `Delete` of itself (federation/inbox.ts): what we hold of it goes, its row stays as a tombstone. */

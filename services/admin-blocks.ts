@@ -3,7 +3,8 @@ import ipaddr from 'ipaddr.js';
 import type { RedisClient } from '../storage/redis.ts';
 import { groupsForCommand } from '../storage/redis-keys.ts';
 import { ApiError } from '../errors.ts';
-import type { Db, Queryable } from '../storage/db.ts';
+import { transaction, type Db, type Queryable } from '../storage/db.ts';
+import { logAction, type ActionName, type Actor, type TargetType } from './action-log.ts';
 import {
   activeNoAccessRanges, canonicalEmailBlocksByHash, deleteCanonicalEmailBlock, deleteEmailDomainBlock, deleteIpBlock,
   emailDomainBlocksOn, findIpBlock, insertCanonicalEmailBlock, insertEmailDomainBlock, insertIpBlock, ipBlockSeveritiesFor,
@@ -177,10 +178,19 @@ function ipBlockFields(base: IpBlockFields | null, input: IpBlockInput): IpBlock
 
 const IP_TAKEN = () => invalid('Ip has already been taken');
 
-export async function createIpBlock(db: Db, input: IpBlockInput): Promise<IpBlockRow> {
+/** A block's write and its audit log entry, in one transaction (a removed block is named, no longer pointed to). */
+async function logged<T extends { id: string } | null>(db: Db, by: Actor | undefined, action: ActionName, type: TargetType, name: (row: NonNullable<T>) => string, write: (tx: Queryable) => Promise<T>): Promise<T> {
+  return transaction(db, async (tx) => {
+    const row = await write(tx);
+    if (row) await logAction(tx, by, action, { type, id: action === 'destroy' ? null : row.id, name: name(row as NonNullable<T>) });
+    return row;
+  });
+}
+
+export async function createIpBlock(db: Db, input: IpBlockInput, by?: Actor): Promise<IpBlockRow> {
   const fields = ipBlockFields(null, input);
   try {
-    return await insertIpBlock(db, fields);
+    return await logged(db, by, 'create', 'IpBlock', (r) => r.ip, (tx) => insertIpBlock(tx, fields));
   } catch (err) {
     if (isDuplicate(err)) throw IP_TAKEN();
     throw err;
@@ -190,12 +200,12 @@ export async function createIpBlock(db: Db, input: IpBlockInput): Promise<IpBloc
 }
 
 /** Null when there is no such block. */
-export async function updateIpBlock(db: Db, id: string, input: IpBlockInput): Promise<IpBlockRow | null> {
+export async function updateIpBlock(db: Db, id: string, input: IpBlockInput, by?: Actor): Promise<IpBlockRow | null> {
   const existing = await findIpBlock(db, id);
   if (!existing) return null;
   const fields = ipBlockFields(existing, input);
   try {
-    return await updateIpBlockRow(db, id, fields);
+    return await logged(db, by, 'update', 'IpBlock', (r) => r.ip, (tx) => updateIpBlockRow(tx, id, fields));
   } catch (err) {
     if (isDuplicate(err)) throw IP_TAKEN();
     throw err;
@@ -204,8 +214,8 @@ export async function updateIpBlock(db: Db, id: string, input: IpBlockInput): Pr
   }
 }
 
-export async function removeIpBlock(db: Db, id: string): Promise<IpBlockRow | null> {
-  const row = await deleteIpBlock(db, id);
+export async function removeIpBlock(db: Db, id: string, by?: Actor): Promise<IpBlockRow | null> {
+  const row = await logged<IpBlockRow | null>(db, by, 'destroy', 'IpBlock', (r) => r.ip, (tx) => deleteIpBlock(tx, id));
   ipAccessList(db).invalidate();
   return row;
 }
@@ -220,19 +230,21 @@ export function emailDomainOf(email: string): string | null {
   return domain && !domain.includes(':') ? domain : null;
 }
 
-export async function createEmailDomainBlock(db: Db, input: string | undefined | null): Promise<EmailDomainBlockRow> {
+export async function createEmailDomainBlock(db: Db, input: string | undefined | null, by?: Actor): Promise<EmailDomainBlockRow> {
   if (input === undefined || input === null || input.trim() === '') throw invalid("Domain can't be blank");
   const domain = normalizeDomain(input);
   if (!domain || domain.includes(':')) throw invalid('Domain is not a valid domain name');
   try {
-    return await insertEmailDomainBlock(db, domain);
+    return await logged(db, by, 'create', 'EmailDomainBlock', (r) => r.domain, (tx) => insertEmailDomainBlock(tx, domain));
   } catch (err) {
     if (isDuplicate(err)) throw invalid('Domain has already been taken');
     throw err;
   }
 }
 
-export const removeEmailDomainBlock = deleteEmailDomainBlock;
+export function removeEmailDomainBlock(db: Db, id: string, by?: Actor): Promise<EmailDomainBlockRow | null> {
+  return logged(db, by, 'destroy', 'EmailDomainBlock', (r) => r.domain, (tx) => deleteEmailDomainBlock(tx, id));
+}
 
 const DAY = 86400;
 const HISTORY_DAYS = 7;
@@ -302,7 +314,7 @@ export function canonicalEmailHash(email: string): string {
   return createHash('sha256').update(canonicalEmail(email)).digest('hex');
 }
 
-export async function createCanonicalEmailBlock(db: Db, input: { email?: string | null | undefined; canonical_email_hash?: string | null | undefined }): Promise<CanonicalEmailBlockRow> {
+export async function createCanonicalEmailBlock(db: Db, input: { email?: string | null | undefined; canonical_email_hash?: string | null | undefined }, by?: Actor): Promise<CanonicalEmailBlockRow> {
   let hash: string;
   if (input.email !== undefined && input.email !== null && input.email.trim() !== '') hash = canonicalEmailHash(input.email.trim());
   else {
@@ -312,7 +324,7 @@ export async function createCanonicalEmailBlock(db: Db, input: { email?: string 
     hash = raw;
   }
   try {
-    return await insertCanonicalEmailBlock(db, hash);
+    return await logged(db, by, 'create', 'CanonicalEmailBlock', (r) => r.canonical_email_hash, (tx) => insertCanonicalEmailBlock(tx, hash));
   } catch (err) {
     if (isDuplicate(err)) throw invalid('Canonical email hash has already been taken');
     throw err;
@@ -323,7 +335,9 @@ export async function canonicalEmailBlocksMatching(db: Queryable, email: string)
   return canonicalEmailBlocksByHash(db, canonicalEmailHash(email.trim()));
 }
 
-export const removeCanonicalEmailBlock = deleteCanonicalEmailBlock;
+export function removeCanonicalEmailBlock(db: Db, id: string, by?: Actor): Promise<CanonicalEmailBlockRow | null> {
+  return logged(db, by, 'destroy', 'CanonicalEmailBlock', (r) => r.canonical_email_hash, (tx) => deleteCanonicalEmailBlock(tx, id));
+}
 
 // ---- What a sign-up (or a change of address) meets
 

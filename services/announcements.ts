@@ -1,10 +1,11 @@
-import type { Db } from '../storage/db.ts';
+import type { Db, Queryable } from '../storage/db.ts';
 import { transaction } from '../storage/db.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import * as store from '../storage/announcements.ts';
 import { findLocalEmoji } from '../storage/custom-emojis.ts';
 import { notFound, ValidationFailed } from '../errors.ts';
 import { streamChannels, type StreamEvents } from './stream-events.ts';
+import { logAction, type ActionName, type Actor } from './action-log.ts';
 
 /**
  * Operators' announcements as Mastodon has them: written by an operator whose role may manage announcements (the
@@ -32,7 +33,7 @@ export interface AnnouncementInput {
   scheduledAt?: Date | null;
 }
 
-export async function createAnnouncement(deps: AnnouncementDeps, input: AnnouncementInput): Promise<store.AnnouncementRow> {
+export async function createAnnouncement(deps: AnnouncementDeps, input: AnnouncementInput, by?: Actor): Promise<store.AnnouncementRow> {
   const text = input.text.trim();
   const errors: Record<string, string> = {};
   if (text === '') errors.text = "can't be blank";
@@ -48,6 +49,7 @@ export async function createAnnouncement(deps: AnnouncementDeps, input: Announce
     const row = await store.insertAnnouncement(tx, {
       text, allDay: input.allDay ?? false, startsAt: input.startsAt ?? null, endsAt: input.endsAt ?? null, scheduledAt, published: scheduledAt === null,
     });
+    await logAction(tx, by, 'create', announcementTarget(row));
     const outbox = scheduledAt
       ? await addToOutbox(tx, 'publishAnnouncement', { announcementId: row.id, scheduledAt: scheduledAt.toISOString(), runAt: scheduledAt.toISOString() })
       : null;
@@ -59,22 +61,33 @@ export async function createAnnouncement(deps: AnnouncementDeps, input: Announce
 }
 
 /** Publishes now (or, from the delayed job, only if it is still scheduled for then); false when nothing changed. */
-export async function publishAnnouncement(deps: AnnouncementDeps, id: string, scheduledFor?: Date): Promise<boolean> {
-  const row = await store.setPublished(deps.db, id, true, scheduledFor);
+export async function publishAnnouncement(deps: AnnouncementDeps, id: string, scheduledFor?: Date, by?: Actor): Promise<boolean> {
+  const row = await logged(deps.db, by, 'publish', (tx) => store.setPublished(tx, id, true, scheduledFor));
   if (row) await announce(deps, id);
   return row !== null;
 }
 
-export async function unpublishAnnouncement(deps: AnnouncementDeps, id: string): Promise<boolean> {
-  const row = await store.setPublished(deps.db, id, false);
+export async function unpublishAnnouncement(deps: AnnouncementDeps, id: string, by?: Actor): Promise<boolean> {
+  const row = await logged(deps.db, by, 'unpublish', (tx) => store.setPublished(tx, id, false));
   if (row) await deps.events?.publish(streamChannels.announcements, { event: 'announcement.delete', announcementId: id });
   return row !== null;
 }
 
-export async function removeAnnouncement(deps: AnnouncementDeps, id: string): Promise<boolean> {
-  const row = await store.deleteAnnouncement(deps.db, id);
+export async function removeAnnouncement(deps: AnnouncementDeps, id: string, by?: Actor): Promise<boolean> {
+  const row = await logged(deps.db, by, 'destroy', (tx) => store.deleteAnnouncement(tx, id));
   if (row?.published) await deps.events?.publish(streamChannels.announcements, { event: 'announcement.delete', announcementId: id });
   return row !== null;
+}
+
+/** An announcement as the audit log names it: by the start of its text. */
+const announcementTarget = (row: store.AnnouncementRow) => ({ type: 'Announcement' as const, id: row.id, name: row.text.slice(0, 80) });
+
+async function logged(db: Db, by: Actor | undefined, action: ActionName, write: (tx: Queryable) => Promise<store.AnnouncementRow | null>): Promise<store.AnnouncementRow | null> {
+  return transaction(db, async (tx) => {
+    const row = await write(tx);
+    if (row) await logAction(tx, by, action, { ...announcementTarget(row), id: action === 'destroy' ? null : row.id });
+    return row;
+  });
 }
 
 async function announce(deps: AnnouncementDeps, id: string): Promise<void> {

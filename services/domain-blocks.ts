@@ -8,6 +8,7 @@ import {
   type DomainAllowRow, type DomainBlockFields, type DomainBlockRow, type DomainSeverity,
 } from '../storage/instance-domain-blocks.ts';
 import { normalizeDomain, publishDomainPolicyChange } from './domain-policy.ts';
+import { logAction, type ActionName, type Actor } from './action-log.ts';
 
 /**
  * The operator's instance-wide domain blocks and allows, as the admin API and the CLI make them. A change is told to
@@ -66,10 +67,11 @@ async function afterChange(deps: DomainAdminDeps, row: OutboxRow | null): Promis
   if (row) await deps.enqueue(row);
 }
 
-/** Writes a change with the outbox row of the job that applies it to the domain's accounts. */
-async function withJob<T extends DomainBlockRow | null>(deps: DomainAdminDeps, write: (tx: Queryable) => Promise<T>): Promise<T> {
+/** Writes a change with the outbox row of the job that applies it to the domain's accounts, and its audit log entry. */
+async function withJob<T extends DomainBlockRow | null>(deps: DomainAdminDeps, log: { by: Actor | undefined; action: ActionName }, write: (tx: Queryable) => Promise<T>): Promise<T> {
   const { value, row } = await transaction(deps.db, async (tx) => {
     const value = await write(tx);
+    if (value) await logAction(tx, log.by, log.action, { type: 'DomainBlock', id: log.action === 'destroy' ? null : value.id, name: value.domain });
     const row = value ? await addToOutbox(tx, DOMAIN_BLOCK_JOB, { domain: value.domain, createdAt: value.created_at.toISOString() }) : null;
     return { value, row };
   });
@@ -81,12 +83,12 @@ async function withJob<T extends DomainBlockRow | null>(deps: DomainAdminDeps, w
  * A new block; `{ existing }` when a block on the domain or on a domain above it already holds (Mastodon answers 422
  * with it), as when two operators block the same domain at once.
  */
-export async function createDomainBlock(deps: DomainAdminDeps, domainInput: string | undefined, input: DomainBlockInput): Promise<{ block: DomainBlockRow } | { existing: DomainBlockRow }> {
+export async function createDomainBlock(deps: DomainAdminDeps, domainInput: string | undefined, input: DomainBlockInput, by?: Actor): Promise<{ block: DomainBlockRow } | { existing: DomainBlockRow }> {
   const domain = validDomain(domainInput);
   const f = fields(DEFAULTS, input);
   const existing = await domainBlockRuleFor(deps.db, domain);
   if (existing) return { existing };
-  const block = await withJob(deps, (tx) => insertDomainBlock(tx, domain, f));
+  const block = await withJob(deps, { by, action: 'create' }, (tx) => insertDomainBlock(tx, domain, f));
   if (block) return { block };
   const raced = await findDomainBlockByDomain(deps.db, domain);
   if (!raced) throw new ApiError(422, 'Validation failed: Domain has already been taken');
@@ -94,30 +96,38 @@ export async function createDomainBlock(deps: DomainAdminDeps, domainInput: stri
 }
 
 /** Changes what is given, keeps the rest; null when there is no such block. */
-export async function updateDomainBlock(deps: DomainAdminDeps, id: string, input: DomainBlockInput): Promise<DomainBlockRow | null> {
+export async function updateDomainBlock(deps: DomainAdminDeps, id: string, input: DomainBlockInput, by?: Actor): Promise<DomainBlockRow | null> {
   const current = await findDomainBlock(deps.db, id);
   if (!current) return null;
   const f = fields(current, input);
-  return withJob(deps, (tx) => updateBlockRow(tx, id, f));
+  return withJob(deps, { by, action: 'update' }, (tx) => updateBlockRow(tx, id, f));
 }
 
 /** Lifts a block (its suspensions are lifted by the job); null when there is no such block. */
-export async function deleteDomainBlock(deps: DomainAdminDeps, id: string): Promise<DomainBlockRow | null> {
-  return withJob(deps, (tx) => deleteBlockRow(tx, id));
+export async function deleteDomainBlock(deps: DomainAdminDeps, id: string, by?: Actor): Promise<DomainBlockRow | null> {
+  return withJob(deps, { by, action: 'destroy' }, (tx) => deleteBlockRow(tx, id));
 }
 
 /** Allows a domain; an allow that exists is returned as it is (Mastodon's find_by, else create!). */
-export async function createDomainAllow(deps: DomainAdminDeps, domainInput: string | undefined): Promise<DomainAllowRow> {
+export async function createDomainAllow(deps: DomainAdminDeps, domainInput: string | undefined, by?: Actor): Promise<DomainAllowRow> {
   const domain = validDomain(domainInput);
   const known = await findDomainAllowByDomain(deps.db, domain);
   if (known) return known;
-  const allow = await insertDomainAllow(deps.db, domain);
+  const allow = await transaction(deps.db, async (tx) => {
+    const allow = await insertDomainAllow(tx, domain);
+    await logAction(tx, by, 'create', { type: 'DomainAllow', id: allow.id, name: allow.domain });
+    return allow;
+  });
   await afterChange(deps, null);
   return allow;
 }
 
-export async function deleteDomainAllow(deps: DomainAdminDeps, id: string): Promise<DomainAllowRow | null> {
-  const allow = await deleteAllowRow(deps.db, id);
+export async function deleteDomainAllow(deps: DomainAdminDeps, id: string, by?: Actor): Promise<DomainAllowRow | null> {
+  const allow = await transaction(deps.db, async (tx) => {
+    const allow = await deleteAllowRow(tx, id);
+    if (allow) await logAction(tx, by, 'destroy', { type: 'DomainAllow', id: null, name: allow.domain });
+    return allow;
+  });
   if (allow) await afterChange(deps, null);
   return allow;
 }

@@ -15,6 +15,7 @@ import { queueDelivery } from './deliveries.ts';
 import { alertOperatorsOfReport, type OperatorAlertDeps } from './operator-alerts.ts';
 import { queueMail } from './mail.ts';
 import { insertStrike, type StrikeAction } from '../storage/strikes.ts';
+import { accountTarget, logAction, type ActionName, type Actor } from './action-log.ts';
 
 /**
  * What moderation needs: the database, cache versions to bump after each change, a way to tell every process that a
@@ -69,20 +70,22 @@ async function userIdOf(deps: ModerationDeps, accountId: string): Promise<string
  * (services/hydrate.ts hides a suspended author's statuses; the account's version bump invalidates cached pages),
  * and a local one is sent out as a `Delete` of its actor to its followers' servers, as Mastodon does.
  */
-export async function suspendAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+export async function suspendAccount(deps: ModerationDeps, target: AccountRow, by?: Actor): Promise<void> {
   const outbox = await transaction(deps.db, async (tx) => {
     await moderation.setAccountFlag(tx, target.id, 'suspended', true);
+    await logAction(tx, by, 'suspend', accountTarget(target));
     return target.domain === null && !target.suspended_at ? [await queueDelivery(tx, { activity: 'DeleteActor', accountId: target.id })] : [];
   });
   await afterAccountChange(deps, target);
   await enqueue(deps, outbox);
 }
 
-export async function unsuspendAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+export async function unsuspendAccount(deps: ModerationDeps, target: AccountRow, by?: Actor): Promise<void> {
   // A deleted account stays suspended: its data is gone or going (services/account-deletion.ts).
   if (!target.suspended_at || target.deleted_at) throw forbidden();
   const outbox = await transaction(deps.db, async (tx) => {
     await moderation.setAccountFlag(tx, target.id, 'suspended', false);
+    await logAction(tx, by, 'unsuspend', accountTarget(target));
     // Servers that heard of the suspension learn the actor is back (Mastodon sends an Update of it).
     return target.domain === null ? [await queueDelivery(tx, { activity: 'UpdatePerson', accountId: target.id })] : [];
   });
@@ -90,21 +93,27 @@ export async function unsuspendAccount(deps: ModerationDeps, target: AccountRow)
   await enqueue(deps, outbox);
 }
 
-export async function setSilenced(deps: ModerationDeps, target: AccountRow, on: boolean): Promise<void> {
-  await moderation.setAccountFlag(deps.db, target.id, 'silenced', on);
+/** A change of one mark, written with its audit log entry. */
+async function markAccount(deps: ModerationDeps, target: AccountRow, action: ActionName, by: Actor | undefined, write: (tx: Queryable) => Promise<unknown>): Promise<void> {
+  await transaction(deps.db, async (tx) => {
+    await write(tx);
+    await logAction(tx, by, action, accountTarget(target));
+  });
   await afterAccountChange(deps, target);
 }
 
-export async function setSensitized(deps: ModerationDeps, target: AccountRow, on: boolean): Promise<void> {
-  await moderation.setAccountFlag(deps.db, target.id, 'sensitized', on);
-  await afterAccountChange(deps, target);
+export async function setSilenced(deps: ModerationDeps, target: AccountRow, on: boolean, by?: Actor): Promise<void> {
+  await markAccount(deps, target, on ? 'silence' : 'unsilence', by, (tx) => moderation.setAccountFlag(tx, target.id, 'silenced', on));
+}
+
+export async function setSensitized(deps: ModerationDeps, target: AccountRow, on: boolean, by?: Actor): Promise<void> {
+  await markAccount(deps, target, on ? 'sensitive' : 'unsensitive', by, (tx) => moderation.setAccountFlag(tx, target.id, 'sensitized', on));
 }
 
 /** A disabled user cannot sign in and its tokens are refused; a remote account has no user, so nothing changes. */
-export async function setDisabled(deps: ModerationDeps, target: AccountRow, on: boolean): Promise<void> {
+export async function setDisabled(deps: ModerationDeps, target: AccountRow, on: boolean, by?: Actor): Promise<void> {
   if (target.domain !== null) return;
-  await moderation.setUserDisabled(deps.db, target.id, on);
-  await afterAccountChange(deps, target);
+  await markAccount(deps, target, on ? 'disable' : 'enable', by, (tx) => moderation.setUserDisabled(tx, target.id, on));
 }
 
 async function afterAccountChange(deps: ModerationDeps, target: AccountRow): Promise<void> {
@@ -120,11 +129,12 @@ async function pendingUser(deps: ModerationDeps, target: AccountRow) {
   return user;
 }
 
-export async function approveAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+export async function approveAccount(deps: ModerationDeps, target: AccountRow, by?: Actor): Promise<void> {
   const user = await pendingUser(deps, target);
   // The approval and its mail in one transaction: a crash loses neither half.
   const row = await transaction(deps.db, async (tx) => {
     await setApproved(tx, user.id, true);
+    await logAction(tx, by, 'approve', accountTarget(target));
     return [await queueMail(tx, { type: 'approved', userId: user.id }), ...(await queueWebhookEvent(tx, 'account.approved', target.id))];
   });
   await enqueue(deps, row);
@@ -133,11 +143,13 @@ export async function approveAccount(deps: ModerationDeps, target: AccountRow): 
 }
 
 /** A rejected sign-up is removed with everything of it (its name is free again). */
-export async function rejectAccount(deps: ModerationDeps, target: AccountRow): Promise<void> {
+export async function rejectAccount(deps: ModerationDeps, target: AccountRow, by?: Actor): Promise<void> {
   const user = await pendingUser(deps, target);
   // The user row goes with the account, so the mail carries the address and name it needs.
   const row = await transaction(deps.db, async (tx) => {
     await moderation.deletePendingAccount(tx, target.id);
+    // The account is gone: the entry keeps its name only.
+    await logAction(tx, by, 'reject', { ...accountTarget(target), id: null });
     return queueMail(tx, { type: 'rejected', email: user.email, username: target.username });
   });
   await enqueue(deps, [row]);
@@ -187,10 +199,14 @@ export async function takeAccountAction(deps: ModerationDeps, moderatorId: strin
       });
       if (userId && (options.sendEmail ?? true)) rows.push(await queueMail(tx, { type: 'warning', strikeId: strike.id }));
     }
+    if (type !== 'none' || text !== '') await logAction(tx, moderatorId, type === 'none' ? 'warn' : type, accountTarget(target));
     // Every report resolved here is heard by the operators' webhooks (report.updated).
-    if (report && (await reports.resolveReport(tx, report.id, moderatorId))) rows.push(...(await queueWebhookEvent(tx, 'report.updated', report.id)));
-    if (type !== 'none') {
-      for (const id of await reports.resolveReportsAbout(tx, target.id, moderatorId)) rows.push(...(await queueWebhookEvent(tx, 'report.updated', id)));
+    const resolved: string[] = [];
+    if (report && (await reports.resolveReport(tx, report.id, moderatorId))) resolved.push(report.id);
+    if (type !== 'none') resolved.push(...(await reports.resolveReportsAbout(tx, target.id, moderatorId)));
+    for (const id of resolved) {
+      rows.push(...(await queueWebhookEvent(tx, 'report.updated', id)));
+      await logAction(tx, moderatorId, 'resolve', reportTarget(id));
     }
     return rows;
   });
@@ -200,16 +216,28 @@ export async function takeAccountAction(deps: ModerationDeps, moderatorId: strin
 
 /**
  * A change to a report (assigned, resolved, reopened, its category or rules): made with its report.updated webhook
- * deliveries in one transaction, as every change to a report is heard by the operators' webhooks.
+ * deliveries and its audit log entry in one transaction, as every change to a report is heard by the operators'
+ * webhooks and kept in the log.
  */
-export async function changeReport(deps: ModerationDeps, change: (tx: Queryable) => Promise<reports.ReportRow | null>): Promise<reports.ReportRow | null> {
+export async function changeReport(deps: ModerationDeps, by: Actor, action: ActionName, change: (tx: Queryable) => Promise<reports.ReportRow | null>): Promise<reports.ReportRow | null> {
   const { row, outbox } = await transaction(deps.db, async (tx) => {
     const row = await change(tx);
+    if (row) await logAction(tx, by, action, reportTarget(row.id));
     return { row, outbox: row ? await queueWebhookEvent(tx, 'report.updated', row.id) : [] };
   });
   await enqueue(deps, outbox);
   return row;
 }
+
+const reportTarget = (id: string) => ({ type: 'Report' as const, id, name: `#${id}` });
+
+/** The report actions of the admin API, the report page and the CLI (Mastodon's Admin::ReportsController). */
+export const reportActions = {
+  assignToSelf: (deps: ModerationDeps, id: string, me: string) => changeReport(deps, me, 'assigned_to_self', (tx) => reports.assignReport(tx, id, me)),
+  unassign: (deps: ModerationDeps, id: string, me: Actor) => changeReport(deps, me, 'unassigned', (tx) => reports.assignReport(tx, id, null)),
+  resolve: (deps: ModerationDeps, id: string, me: Actor) => changeReport(deps, me, 'resolve', (tx) => reports.resolveReport(tx, id, me)),
+  reopen: (deps: ModerationDeps, id: string, me: Actor) => changeReport(deps, me, 'reopen', (tx) => reports.reopenReport(tx, id)),
+};
 
 export const COMMENT_LIMIT = 1000;
 

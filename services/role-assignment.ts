@@ -1,4 +1,5 @@
-import type { Db } from '../storage/db.ts';
+import { transaction, type Db } from '../storage/db.ts';
+import { logAction, type Actor } from './action-log.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
 import type { UserRoleSummary } from '../storage/users.ts';
 import { findRoleByName, listRoles, setUserRole, type RoleRow } from '../storage/roles.ts';
@@ -24,6 +25,8 @@ export async function assignRole(
   target: { userId: string; accountId: string; role: UserRoleSummary | null },
   roleName: string | null,
   actor?: UserRoleSummary | null,
+  /** For the audit log: who gives it (undefined: nobody's doing, logged nowhere) and the account's acct. */
+  log?: { by: Actor; acct: string },
 ): Promise<RoleRow | null> {
   const role = roleName === null ? null : await findRoleByName(deps.db, roleName);
   if (roleName !== null && !role) throw new RoleRefused(`no role named ${roleName} (roles: ${(await listRoles(deps.db)).map((r) => r.name).join(', ')})`);
@@ -34,7 +37,10 @@ export async function assignRole(
       throw new RoleRefused('not allowed: that role is not yours to give');
     }
   }
-  await setUserRole(deps.db, target.userId, role?.id ?? null);
+  await transaction(deps.db, async (tx) => {
+    await setUserRole(tx, target.userId, role?.id ?? null);
+    if (log) await logAction(tx, log.by, 'change_role', { type: 'Account', id: target.accountId, name: `${log.acct} → ${role?.name ?? 'no role'}` });
+  });
   // Profiles show the role (the account's cached entity) and tokens carry its permissions (the token cache).
   await deps.versions.bump({ accounts: [target.accountId] });
   await deps.invalidate({ userId: target.userId });

@@ -102,6 +102,12 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/relays', 'manage_federation'],
   ['*', '/admin/custom_emojis', 'manage_custom_emojis'],
   ['*', '/admin/roles', 'manage_roles'],
+  ['*', '/admin/action_logs', 'view_audit_log'],
+  ['*', '/admin/dashboard', 'view_dashboard'],
+  ['*', '/admin/domain_blocks', 'manage_federation'],
+  ['*', '/admin/domain_allows', 'manage_federation'],
+  ['*', '/admin/ip_blocks', 'manage_blocks'],
+  ['*', '/admin/email_domain_blocks', 'manage_blocks'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */

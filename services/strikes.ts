@@ -1,6 +1,7 @@
 import { transaction } from '../storage/db.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
-import { findAccountById } from '../storage/accounts.ts';
+import { findAccountById, type AccountRow } from '../storage/accounts.ts';
+import { accountTarget, logAction } from './action-log.ts';
 import * as moderation from '../storage/moderation.ts';
 import { appealsOfStrikes, decideAppeal, findAppeal, findStrike, insertAppeal, overruleStrike, type AppealRow, type StrikeRow } from '../storage/strikes.ts';
 import { forbidden, notFound, unprocessable } from '../errors.ts';
@@ -61,6 +62,7 @@ export async function approveAppeal(deps: ModerationDeps, operatorAccountId: str
   if (strike.action === 'suspend' && target.deleted_at) throw forbidden();
   const outbox = await transaction(deps.db, async (tx) => {
     if (!(await decideAppeal(tx, appeal.id, 'approved', operatorAccountId))) throw unprocessable('This appeal has already been decided.');
+    await logAction(tx, operatorAccountId, 'approve', appealTarget(appeal.id, target));
     const rows: OutboxRow[] = [];
     switch (strike.action) {
       case 'suspend':
@@ -88,11 +90,17 @@ export async function approveAppeal(deps: ModerationDeps, operatorAccountId: str
 
 /** The appeal is rejected: the strike and its action stay; the person is told by mail. */
 export async function rejectAppeal(deps: ModerationDeps, operatorAccountId: string | null, appealId: string): Promise<void> {
-  if (!(await findAppeal(deps.db, appealId))) throw notFound();
+  const appeal = await findAppeal(deps.db, appealId);
+  const target = appeal ? await findAccountById(deps.db, appeal.account_id) : null;
+  if (!appeal || !target) throw notFound();
   const row = await transaction(deps.db, async (tx) => {
     const decided = await decideAppeal(tx, appealId, 'rejected', operatorAccountId);
     if (!decided) throw unprocessable('This appeal has already been decided.');
+    await logAction(tx, operatorAccountId, 'reject', appealTarget(appealId, target));
     return queueMail(tx, { type: 'appeal_rejected', appealId });
   });
   await enqueue(deps, [row]);
 }
+
+/** An appeal as the audit log names it: by the account that appealed. */
+const appealTarget = (id: string, account: AccountRow) => ({ type: 'Appeal' as const, id, name: accountTarget(account).name });

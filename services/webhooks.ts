@@ -1,9 +1,10 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Db } from '../storage/db.ts';
+import type { Db, Queryable } from '../storage/db.ts';
 import { transaction } from '../storage/db.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
 import * as storage from '../storage/webhooks.ts';
 import { notFound, unprocessable } from '../errors.ts';
+import { logAction, type ActionName, type Actor } from './action-log.ts';
 
 /**
  * Operators' webhooks, as Mastodon's admin webhooks: an event (an account created, approved or edited, a report
@@ -51,22 +52,34 @@ function checkedUrl(url: string): string {
   return parsed.href;
 }
 
-export async function createWebhook(db: Db, input: { url: string; events: readonly string[]; enabled?: boolean }): Promise<storage.WebhookRow> {
-  return storage.insertWebhook(db, { url: checkedUrl(input.url), events: checkedEvents(input.events), secret: newSecret(), enabled: input.enabled ?? true });
-}
-
-export async function changeWebhook(db: Db, id: string, change: { events?: readonly string[]; enabled?: boolean; rotateSecret?: boolean }): Promise<storage.WebhookRow> {
-  const row = await storage.updateWebhook(db, id, {
-    ...(change.events ? { events: checkedEvents(change.events) } : {}),
-    ...(change.enabled !== undefined ? { enabled: change.enabled } : {}),
-    ...(change.rotateSecret ? { secret: newSecret() } : {}),
+/** A webhook's change and its audit log entry in one transaction; the entry names the webhook by its URL. */
+async function logged(db: Db, by: Actor | undefined, action: ActionName, write: (tx: Queryable) => Promise<storage.WebhookRow | null>): Promise<storage.WebhookRow> {
+  const row = await transaction(db, async (tx) => {
+    const row = await write(tx);
+    if (row) await logAction(tx, by, action, { type: 'Webhook', id: action === 'destroy' ? null : row.id, name: row.url });
+    return row;
   });
   if (!row) throw notFound();
   return row;
 }
 
-export async function removeWebhook(db: Db, id: string): Promise<void> {
-  if (!(await storage.deleteWebhook(db, id))) throw notFound();
+export async function createWebhook(db: Db, input: { url: string; events: readonly string[]; enabled?: boolean }, by?: Actor): Promise<storage.WebhookRow> {
+  const fields = { url: checkedUrl(input.url), events: checkedEvents(input.events), secret: newSecret(), enabled: input.enabled ?? true };
+  return logged(db, by, 'create', (tx) => storage.insertWebhook(tx, fields));
+}
+
+export async function changeWebhook(db: Db, id: string, change: { events?: readonly string[]; enabled?: boolean; rotateSecret?: boolean }, by?: Actor): Promise<storage.WebhookRow> {
+  const fields = {
+    ...(change.events ? { events: checkedEvents(change.events) } : {}),
+    ...(change.enabled !== undefined ? { enabled: change.enabled } : {}),
+    ...(change.rotateSecret ? { secret: newSecret() } : {}),
+  };
+  const action: ActionName = change.rotateSecret ? 'rotate_secret' : change.enabled === true ? 'enable' : change.enabled === false ? 'disable' : 'update';
+  return logged(db, by, action, (tx) => storage.updateWebhook(tx, id, fields));
+}
+
+export async function removeWebhook(db: Db, id: string, by?: Actor): Promise<void> {
+  await logged(db, by, 'destroy', (tx) => storage.deleteWebhook(tx, id));
 }
 
 /**

@@ -74,6 +74,7 @@ export interface AdminAccountFilters {
   displayName?: string | undefined;
   byDomain?: string | undefined;
   email?: string | undefined;
+  /** An address range in canonical form (services/admin-blocks.ts parseIpRange); anything else is refused by PostgreSQL. */
   ip?: string | undefined;
 }
 
@@ -103,8 +104,13 @@ export async function adminAccountIds(db: Queryable, f: AdminAccountFilters, p: 
   if (f.username) add(`lower(a.username) LIKE lower($?)`, likePrefix(f.username));
   if (f.displayName) add(`a.display_name ILIKE $?`, `%${f.displayName.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   if (f.email) add(`lower(u.email) LIKE lower($?)`, likePrefix(f.email));
-  // No sign-in addresses are kept, so none matches.
-  if (f.ip) add('FALSE');
+  // The range (canonical, as services/admin-blocks.ts parseIpRange writes it) holds the last sign-in's address or a
+  // browser session's (Mastodon's user_ips).
+  if (f.ip) {
+    values.push(f.ip);
+    const n = `$${values.length}::cidr`;
+    where.push(`(u.last_sign_in_ip <<= ${n} OR EXISTS (SELECT 1 FROM web_sessions s WHERE s.user_id = u.id AND s.ip <<= ${n}))`);
+  }
   const c = pageClause('a.id', p, values);
   const { rows } = await db.query<{ id: string }>(
     `SELECT a.id::text FROM accounts a LEFT JOIN users u ON u.account_id = a.id
@@ -112,4 +118,17 @@ export async function adminAccountIds(db: Queryable, f: AdminAccountFilters, p: 
     values,
   );
   return pageRows(rows, p).map((r) => r.id);
+}
+
+/** Where a local account signed in from (Mastodon's user_ips): its last sign-in and its browser sessions, newest first. */
+export async function accountIps(db: Queryable, accountId: string, limit = 50): Promise<{ ip: string; used_at: Date }[]> {
+  const { rows } = await db.query<{ ip: string; used_at: Date }>(
+    `SELECT host(ip) AS ip, max(used_at) AS used_at FROM (
+       SELECT u.last_sign_in_ip AS ip, u.last_sign_in_at AS used_at FROM users u WHERE u.account_id = $1 AND u.last_sign_in_ip IS NOT NULL
+       UNION ALL
+       SELECT s.ip, s.last_active_at FROM web_sessions s JOIN users u ON u.id = s.user_id WHERE u.account_id = $1 AND s.ip IS NOT NULL
+     ) a WHERE used_at IS NOT NULL GROUP BY ip ORDER BY max(used_at) DESC LIMIT $2`,
+    [accountId, limit],
+  );
+  return rows;
 }

@@ -54,9 +54,10 @@ export async function updateWebhook(db: Queryable, id: string, w: { events?: str
   return rows[0] ?? null;
 }
 
-export async function deleteWebhook(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query(`DELETE FROM webhooks WHERE id = $1`, [id]);
-  return (rowCount ?? 0) > 0;
+/** The removed webhook; null when there was none. */
+export async function deleteWebhook(db: Queryable, id: string): Promise<WebhookRow | null> {
+  const { rows } = await db.query<WebhookRow>(`DELETE FROM webhooks WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+  return rows[0] ?? null;
 }
 
 /**

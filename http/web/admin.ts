@@ -18,6 +18,7 @@ import { findAccountById, findAccountsByIds } from '../../storage/accounts.ts';
 import { findReport, reportsPage } from '../../storage/reports.ts';
 import { isId } from '../../storage/ids.ts';
 import { renderAdminReports } from '../serializers/report.ts';
+import { notesForPage, REPORT_NOTICES } from './admin-reports.ts';
 import { sendFormPage, sendMessagePage } from './page.ts';
 import { operatorGuard } from './admin-access.ts';
 
@@ -99,11 +100,12 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
 
   for (const [name, act] of [['approve', moderation.approveAccount], ['reject', moderation.rejectAccount]] as const) {
     app.post(`/admin/accounts/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
-      if (!(await operator(request, reply))) return;
+      const me = await operator(request, reply);
+      if (!me) return;
       const target = isId(request.params.id) ? await findAccountById(ctx.db, request.params.id) : null;
       if (!target) return refused(request, reply, new ApiError(404, 'Record not found'));
       try {
-        await act(deps, target);
+        await act(deps, target, me.account.id);
       } catch (err) {
         return refused(request, reply, err);
       }
@@ -128,12 +130,14 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   app.get('/admin/reports/:id', { schema: { params: IdParams, querystring: ListQuery } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     const row = isId(request.params.id) ? await findReport(ctx.db, request.params.id) : null;
     const [report] = row ? await renderAdminReports(ctx.db, ctx.render, [row]) : [];
     if (!report) return refused(request, reply, new ApiError(404, 'Record not found'));
     return sendFormPage(ctx, request, reply, 'admin/report', `Report #${row!.id}`, {
-      report, notice: (request.query.notice && NOTICES[request.query.notice]) || '', error: '',
+      report, notes: await notesForPage(ctx.db, 'report', row!.id), me: me.account.id,
+      notice: (request.query.notice && (NOTICES[request.query.notice] ?? REPORT_NOTICES[request.query.notice])) || '', error: '',
     });
   });
 
@@ -220,12 +224,13 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   app.post('/admin/announcements', { schema: { body: AnnouncementForm } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     const b = request.body;
     try {
       await announcements.createAnnouncement(announcementDeps, {
         text: b.text, startsAt: utc(b.starts_at), endsAt: utc(b.ends_at), scheduledAt: utc(b.scheduled_at), allDay: b.all_day === '1',
-      });
+      }, me.account.id);
     } catch (err) {
       if (err instanceof ApiError && err.statusCode === 422) return announcementsPage(request, reply, '', err.message, 422);
       throw err;
@@ -234,14 +239,15 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   for (const [name, act, notice] of [
-    ['publish', announcements.publishAnnouncement, 'published'],
-    ['unpublish', announcements.unpublishAnnouncement, 'unpublished'],
-    ['remove', announcements.removeAnnouncement, 'removed'],
+    ['publish', (id: string, by: string) => announcements.publishAnnouncement(announcementDeps, id, undefined, by), 'published'],
+    ['unpublish', (id: string, by: string) => announcements.unpublishAnnouncement(announcementDeps, id, by), 'unpublished'],
+    ['remove', (id: string, by: string) => announcements.removeAnnouncement(announcementDeps, id, by), 'removed'],
   ] as const) {
     app.post(`/admin/announcements/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
-      if (!(await operator(request, reply))) return;
+      const me = await operator(request, reply);
+      if (!me) return;
       if (!isId(request.params.id)) return refused(request, reply, new ApiError(404, 'Record not found'));
-      await act(announcementDeps, request.params.id);
+      await act(request.params.id, me.account.id);
       return reply.redirect(`/admin/announcements?notice=${notice}`, 303);
     });
   }
@@ -271,9 +277,10 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   app.post('/admin/webhooks', { schema: { body: Type.Object({ url: Type.String({ maxLength: 4096 }), events: Checked }) } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     try {
-      await webhooks.createWebhook(ctx.db, { url: request.body.url, events: listOf(request.body.events) });
+      await webhooks.createWebhook(ctx.db, { url: request.body.url, events: listOf(request.body.events) }, me.account.id);
     } catch (err) {
       return webhookRefused(request, reply, err);
     }
@@ -281,10 +288,11 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   app.post('/admin/webhooks/:id/events', { schema: { params: IdParams, body: Type.Object({ events: Checked }) } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     try {
       if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
-      await webhooks.changeWebhook(ctx.db, request.params.id, { events: listOf(request.body.events) });
+      await webhooks.changeWebhook(ctx.db, request.params.id, { events: listOf(request.body.events) }, me.account.id);
     } catch (err) {
       return webhookRefused(request, reply, err);
     }
@@ -292,16 +300,17 @@ export default async function adminPageRoutes(fastify: FastifyInstance, { ctx }:
   });
 
   for (const [name, notice, act] of [
-    ['enable', 'webhook_enabled', (id: string) => webhooks.changeWebhook(ctx.db, id, { enabled: true })],
-    ['disable', 'webhook_disabled', (id: string) => webhooks.changeWebhook(ctx.db, id, { enabled: false })],
-    ['rotate', 'webhook_rotated', (id: string) => webhooks.changeWebhook(ctx.db, id, { rotateSecret: true })],
-    ['remove', 'webhook_removed', (id: string) => webhooks.removeWebhook(ctx.db, id)],
+    ['enable', 'webhook_enabled', (id: string, by: string) => webhooks.changeWebhook(ctx.db, id, { enabled: true }, by)],
+    ['disable', 'webhook_disabled', (id: string, by: string) => webhooks.changeWebhook(ctx.db, id, { enabled: false }, by)],
+    ['rotate', 'webhook_rotated', (id: string, by: string) => webhooks.changeWebhook(ctx.db, id, { rotateSecret: true }, by)],
+    ['remove', 'webhook_removed', (id: string, by: string) => webhooks.removeWebhook(ctx.db, id, by)],
   ] as const) {
     app.post(`/admin/webhooks/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
-      if (!(await operator(request, reply))) return;
+      const me = await operator(request, reply);
+      if (!me) return;
       try {
         if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
-        await act(request.params.id);
+        await act(request.params.id, me.account.id);
       } catch (err) {
         return webhookRefused(request, reply, err);
       }

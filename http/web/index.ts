@@ -80,6 +80,12 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   await app.register((await import('./admin-relays.ts')).default, { ctx });
   await app.register((await import('./admin-custom-emojis.ts')).default, { ctx });
   await app.register((await import('./admin-roles.ts')).default, { ctx });
+  await app.register((await import('./admin-reports.ts')).default, { ctx });
+  await app.register((await import('./admin-accounts.ts')).default, { ctx });
+  await app.register((await import('./admin-action-logs.ts')).default, { ctx });
+  await app.register((await import('./admin-dashboard.ts')).default, { ctx });
+  await app.register((await import('./admin-domains.ts')).default, { ctx });
+  await app.register((await import('./admin-access-blocks.ts')).default, { ctx });
   await app.register((await import('./disputes.ts')).default, { ctx });
   await app.register(exportPageRoutes, { ctx });
   await app.register((await import('./migration.ts')).default, { ctx });

@@ -9,6 +9,7 @@ import { notFound } from '../../../../errors.ts';
 import { findAccountById, type AccountRow } from '../../../../storage/accounts.ts';
 import { adminAccountIds, usersOfAccounts, type AdminAccountFilters } from '../../../../storage/moderation.ts';
 import * as moderation from '../../../../services/moderation.ts';
+import { parseIpRange } from '../../../../services/admin-blocks.ts';
 import { deleteSuspendedAccount } from '../../../../services/account-deletion.ts';
 import { loadAdminAccounts, renderAdminAccount } from '../../../serializers/admin-account.ts';
 import type { AppContext } from '../../../../context.ts';
@@ -72,7 +73,10 @@ async function adminView(ctx: AppContext, id: string) {
 }
 
 async function listPage(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, q: Paging & { username?: string | undefined; display_name?: string | undefined; by_domain?: string | undefined; email?: string | undefined; ip?: string | undefined }, filters: AdminAccountFilters) {
-  const ids = await adminAccountIds(ctx.db, { ...filters, username: q.username, displayName: q.display_name, byDomain: q.by_domain, email: q.email, ip: q.ip }, pageParams(q, 100));
+  // An address that is no address matches nobody.
+  const ip = q.ip ? parseIpRange(q.ip) : undefined;
+  if (ip === null) return [];
+  const ids = await adminAccountIds(ctx.db, { ...filters, username: q.username, displayName: q.display_name, byDomain: q.by_domain, email: q.email, ip }, pageParams(q, 100));
   setLinkHeader(request, reply, ctx.config.publicUrl, ids[0] ?? null, ids.at(-1) ?? null);
   const rendered = await loadAdminAccounts(ctx.db, ctx.render, ids);
   return ids.map((id) => rendered.get(id)).filter((a) => !!a);
@@ -116,17 +120,17 @@ export default async function adminAccountsRoutes(fastify: FastifyInstance, { ct
     return {};
   });
 
-  const undo: Record<string, (a: AccountRow) => Promise<void>> = {
-    unsuspend: (a) => moderation.unsuspendAccount(deps, a),
-    unsilence: (a) => moderation.setSilenced(deps, a, false),
-    unsensitive: (a) => moderation.setSensitized(deps, a, false),
-    enable: (a) => moderation.setDisabled(deps, a, false),
-    approve: (a) => moderation.approveAccount(deps, a),
+  const undo: Record<string, (a: AccountRow, me: string) => Promise<void>> = {
+    unsuspend: (a, me) => moderation.unsuspendAccount(deps, a, me),
+    unsilence: (a, me) => moderation.setSilenced(deps, a, false, me),
+    unsensitive: (a, me) => moderation.setSensitized(deps, a, false, me),
+    enable: (a, me) => moderation.setDisabled(deps, a, false, me),
+    approve: (a, me) => moderation.approveAccount(deps, a, me),
   };
   for (const [name, act] of Object.entries(undo)) {
     app.post(`/api/v1/admin/accounts/:id/${name}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
       const account = await target(ctx, request.params.id);
-      await act(account);
+      await act(account, requireViewer(request));
       return adminView(ctx, account.id);
     });
   }
@@ -135,14 +139,14 @@ export default async function adminAccountsRoutes(fastify: FastifyInstance, { ct
   app.post('/api/v1/admin/accounts/:id/reject', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
     const account = await target(ctx, request.params.id);
     const before = await adminView(ctx, account.id);
-    await moderation.rejectAccount(deps, account);
+    await moderation.rejectAccount(deps, account, requireViewer(request));
     return before;
   });
 
   app.delete('/api/v1/admin/accounts/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
     const account = await target(ctx, request.params.id);
     // Suspended accounts only (403 otherwise); the data goes in a job, the answer is the account as it is now.
-    await deleteSuspendedAccount(deps, account);
+    await deleteSuspendedAccount(deps, account, requireViewer(request));
     return adminView(ctx, account.id);
   });
 }

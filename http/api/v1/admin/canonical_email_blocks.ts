@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../../route-options.ts';
 import { PagingQuery, isId } from '../../../params.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';
+import { requireViewer } from '../../../plugins/auth.ts';
 import { notFound } from '../../../../errors.ts';
 import { canonicalEmailBlocksPage, findCanonicalEmailBlock } from '../../../../storage/admin-blocks.ts';
 import { canonicalEmailBlocksMatching, createCanonicalEmailBlock, removeCanonicalEmailBlock } from '../../../../services/admin-blocks.ts';
@@ -45,11 +46,11 @@ export default async function adminCanonicalEmailBlocksRoutes(fastify: FastifyIn
   });
 
   app.post('/api/v1/admin/canonical_email_blocks', { schema: { body: CreateBody }, config: { auth: WRITE } }, async (request) => {
-    return renderAdminCanonicalEmailBlock(await createCanonicalEmailBlock(ctx.db, request.body ?? {}));
+    return renderAdminCanonicalEmailBlock(await createCanonicalEmailBlock(ctx.db, request.body ?? {}, requireViewer(request)));
   });
 
   app.delete('/api/v1/admin/canonical_email_blocks/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-    const block = isId(request.params.id) ? await removeCanonicalEmailBlock(ctx.db, request.params.id) : null;
+    const block = isId(request.params.id) ? await removeCanonicalEmailBlock(ctx.db, request.params.id, requireViewer(request)) : null;
     if (!block) throw notFound();
     return {};
   });

@@ -5,6 +5,7 @@ import type { RouteOptions } from '../../../route-options.ts';
 import type { AppContext } from '../../../../context.ts';
 import { PagingQuery, isId } from '../../../params.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';
+import { requireViewer } from '../../../plugins/auth.ts';
 import { notFound } from '../../../../errors.ts';
 import { domainAllowsPage, findDomainAllow } from '../../../../storage/instance-domain-blocks.ts';
 import { createDomainAllow, deleteDomainAllow, type DomainAdminDeps } from '../../../../services/domain-blocks.ts';
@@ -52,10 +53,10 @@ export default async function adminDomainAllowsRoutes(fastify: FastifyInstance, 
   app.post('/api/v1/admin/domain_allows', {
     schema: { body: Type.Object({ domain: Type.Optional(Type.String({ maxLength: 300 })) }) },
     config: { auth: WRITE },
-  }, async (request) => renderAdminDomainAllow(await createDomainAllow(deps, request.body?.domain)));
+  }, async (request) => renderAdminDomainAllow(await createDomainAllow(deps, request.body?.domain, requireViewer(request))));
 
   app.delete('/api/v1/admin/domain_allows/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-    const allow = isId(request.params.id) ? await deleteDomainAllow(deps, request.params.id) : null;
+    const allow = isId(request.params.id) ? await deleteDomainAllow(deps, request.params.id, requireViewer(request)) : null;
     if (!allow) throw notFound();
     return {};
   });

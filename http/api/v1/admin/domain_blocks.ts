@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../../route-options.ts';
 import { Bool, PagingQuery, isId } from '../../../params.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';
+import { requireViewer } from '../../../plugins/auth.ts';
 import { notFound } from '../../../../errors.ts';
 import { domainBlocksPage, findDomainBlock } from '../../../../storage/instance-domain-blocks.ts';
 import { createDomainBlock, deleteDomainBlock, updateDomainBlock, type DomainBlockInput } from '../../../../services/domain-blocks.ts';
@@ -49,19 +50,19 @@ export default async function adminDomainBlocksRoutes(fastify: FastifyInstance, 
 
   app.post('/api/v1/admin/domain_blocks', { schema: { body: CreateBody }, config: { auth: WRITE } }, async (request, reply) => {
     const { domain, ...input } = request.body ?? {};
-    const result = await createDomainBlock(deps, domain, input as DomainBlockInput);
+    const result = await createDomainBlock(deps, domain, input as DomainBlockInput, requireViewer(request));
     if ('existing' in result) return reply.code(422).send(renderExistingDomainBlockError(result.existing));
     return renderAdminDomainBlock(result.block);
   });
 
   app.put('/api/v1/admin/domain_blocks/:id', { schema: { params: IdParams, body: UpdateBody }, config: { auth: WRITE } }, async (request) => {
-    const block = isId(request.params.id) ? await updateDomainBlock(deps, request.params.id, (request.body ?? {}) as DomainBlockInput) : null;
+    const block = isId(request.params.id) ? await updateDomainBlock(deps, request.params.id, (request.body ?? {}) as DomainBlockInput, requireViewer(request)) : null;
     if (!block) throw notFound();
     return renderAdminDomainBlock(block);
   });
 
   app.delete('/api/v1/admin/domain_blocks/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-    const block = isId(request.params.id) ? await deleteDomainBlock(deps, request.params.id) : null;
+    const block = isId(request.params.id) ? await deleteDomainBlock(deps, request.params.id, requireViewer(request)) : null;
     if (!block) throw notFound();
     return {};
   });

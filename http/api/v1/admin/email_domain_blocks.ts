@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../../route-options.ts';
 import { PagingQuery, isId } from '../../../params.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';
+import { requireViewer } from '../../../plugins/auth.ts';
 import { notFound } from '../../../../errors.ts';
 import { emailDomainBlocksPage, findEmailDomainBlock, type EmailDomainBlockRow } from '../../../../storage/admin-blocks.ts';
 import { createEmailDomainBlock, emailDomainBlockHistories, removeEmailDomainBlock } from '../../../../services/admin-blocks.ts';
@@ -41,12 +42,12 @@ export default async function adminEmailDomainBlocksRoutes(fastify: FastifyInsta
   });
 
   app.post('/api/v1/admin/email_domain_blocks', { schema: { body: CreateBody }, config: { auth: WRITE } }, async (request) => {
-    const block = await createEmailDomainBlock(ctx.db, request.body?.domain);
+    const block = await createEmailDomainBlock(ctx.db, request.body?.domain, requireViewer(request));
     return (await render([block]))[0];
   });
 
   app.delete('/api/v1/admin/email_domain_blocks/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-    const block = isId(request.params.id) ? await removeEmailDomainBlock(ctx.db, request.params.id) : null;
+    const block = isId(request.params.id) ? await removeEmailDomainBlock(ctx.db, request.params.id, requireViewer(request)) : null;
     if (!block) throw notFound();
     return {};
   });

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../../route-options.ts';
 import { PagingQuery, isId } from '../../../params.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';
+import { requireViewer } from '../../../plugins/auth.ts';
 import { notFound } from '../../../../errors.ts';
 import { findIpBlock, ipBlocksPage } from '../../../../storage/admin-blocks.ts';
 import { createIpBlock, removeIpBlock, updateIpBlock, type IpBlockInput } from '../../../../services/admin-blocks.ts';
@@ -42,17 +43,17 @@ export default async function adminIpBlocksRoutes(fastify: FastifyInstance, { ct
   });
 
   app.post('/api/v1/admin/ip_blocks', { schema: { body: Fields }, config: { auth: WRITE } }, async (request) => {
-    return renderAdminIpBlock(await createIpBlock(ctx.db, (request.body ?? {}) as IpBlockInput));
+    return renderAdminIpBlock(await createIpBlock(ctx.db, (request.body ?? {}) as IpBlockInput, requireViewer(request)));
   });
 
   app.put('/api/v1/admin/ip_blocks/:id', { schema: { params: IdParams, body: Fields }, config: { auth: WRITE } }, async (request) => {
-    const block = isId(request.params.id) ? await updateIpBlock(ctx.db, request.params.id, (request.body ?? {}) as IpBlockInput) : null;
+    const block = isId(request.params.id) ? await updateIpBlock(ctx.db, request.params.id, (request.body ?? {}) as IpBlockInput, requireViewer(request)) : null;
     if (!block) throw notFound();
     return renderAdminIpBlock(block);
   });
 
   app.delete('/api/v1/admin/ip_blocks/:id', { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-    const block = isId(request.params.id) ? await removeIpBlock(ctx.db, request.params.id) : null;
+    const block = isId(request.params.id) ? await removeIpBlock(ctx.db, request.params.id, requireViewer(request)) : null;
     if (!block) throw notFound();
     return {};
   });

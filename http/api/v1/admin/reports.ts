@@ -10,7 +10,7 @@ import * as reports from '../../../../storage/reports.ts';
 import { listRules } from '../../../../storage/rules.ts';
 import { renderAdminReports } from '../../../serializers/report.ts';
 import type { AppContext } from '../../../../context.ts';
-import { changeReport, moderationDeps } from '../../../../services/moderation.ts';
+import { changeReport, moderationDeps, reportActions } from '../../../../services/moderation.ts';
 
 const READ = { kind: 'admin', scopes: ['admin:read:reports'] } as const;
 const WRITE = { kind: 'admin', scopes: ['admin:write:reports'] } as const;
@@ -69,19 +69,19 @@ export default async function adminReportsRoutes(fastify: FastifyInstance, { ctx
       const known = new Set((await listRules(ctx.db)).map((r) => r.id));
       if (ruleIds.some((r) => !known.has(r))) throw unprocessable('Validation failed: Rule ids contains an unknown rule');
     }
-    return one(ctx, await changeReport(deps, (tx) => reports.updateReport(tx, id, { category: request.body.category, ruleIds })));
+    return one(ctx, await changeReport(deps, requireViewer(request), 'update', (tx) => reports.updateReport(tx, id, { category: request.body.category, ruleIds })));
   });
 
   const actions = {
-    assign_to_self: (id: string, me: string) => changeReport(deps, (tx) => reports.assignReport(tx, id, me)),
-    unassign: (id: string) => changeReport(deps, (tx) => reports.assignReport(tx, id, null)),
-    resolve: (id: string, me: string) => changeReport(deps, (tx) => reports.resolveReport(tx, id, me)),
-    reopen: (id: string) => changeReport(deps, (tx) => reports.reopenReport(tx, id)),
+    assign_to_self: reportActions.assignToSelf,
+    unassign: reportActions.unassign,
+    resolve: reportActions.resolve,
+    reopen: reportActions.reopen,
   };
   for (const [name, act] of Object.entries(actions)) {
     app.post(`/api/v1/admin/reports/:id/${name}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
       const me = requireViewer(request);
-      return one(ctx, await act(reportId(request.params.id), me));
+      return one(ctx, await act(deps, reportId(request.params.id), me));
     });
   }
 }

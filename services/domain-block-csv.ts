@@ -1,0 +1,114 @@
+import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
+import { ApiError } from '../errors.ts';
+import type { Db } from '../storage/db.ts';
+import { domainAllowsPage, domainBlocksPage, type DomainSeverity } from '../storage/instance-domain-blocks.ts';
+import { createDomainAllow, createDomainBlock, SEVERITIES, validDomain, type DomainAdminDeps } from './domain-blocks.ts';
+import type { Actor } from './action-log.ts';
+
+/**
+ * Domain blocks and allows as CSV, in the columns of Mastodon's export (Admin::ExportDomainBlocksController and
+ * ExportDomainAllowsController), so that lists move between Mastodon servers and this one both ways.
+ */
+export const BLOCK_COLUMNS = ['#domain', '#severity', '#reject_media', '#reject_reports', '#public_comment', '#obfuscate'] as const;
+export const ALLOW_COLUMNS = ['#domain'] as const;
+/** An export or an import is bounded: lists of a few thousand servers are what operators share. */
+export const CSV_ROWS_MAX = 10_000;
+const CSV_BYTES_MAX = 2 * 1024 * 1024;
+
+async function allPages<T extends { id: string }>(page: (maxId: string | undefined) => Promise<T[]>): Promise<T[]> {
+  const out: T[] = [];
+  let maxId: string | undefined;
+  while (out.length < CSV_ROWS_MAX) {
+    const rows = await page(maxId);
+    out.push(...rows);
+    if (rows.length < 200) break;
+    maxId = rows.at(-1)!.id;
+  }
+  return out.slice(0, CSV_ROWS_MAX).reverse();
+}
+
+export async function domainBlocksCsv(db: Db): Promise<string> {
+  const rows = await allPages((maxId) => domainBlocksPage(db, { limit: 200, maxId }));
+  return stringify([
+    [...BLOCK_COLUMNS],
+    ...rows.map((b) => [b.domain, b.severity, String(b.reject_media), String(b.reject_reports), b.public_comment ?? '', String(b.obfuscate)]),
+  ]);
+}
+
+export async function domainAllowsCsv(db: Db): Promise<string> {
+  const rows = await allPages((maxId) => domainAllowsPage(db, { limit: 200, maxId }));
+  return stringify([[...ALLOW_COLUMNS], ...rows.map((a) => [a.domain])]);
+}
+
+/** The CSV's records as objects by header; a file without Mastodon's `#domain` header is refused (422). */
+function records(text: string): Record<string, string>[] {
+  if (Buffer.byteLength(text) > CSV_BYTES_MAX) throw new ApiError(422, 'The file is larger than 2 MB.');
+  let rows: Record<string, string>[];
+  try {
+    rows = parse(text, { bom: true, columns: (header: string[]) => header.map((h) => h.trim()), skip_empty_lines: true, relax_column_count: true, to: CSV_ROWS_MAX + 1, trim: true });
+  } catch (err) {
+    throw new ApiError(422, `The file is not valid CSV: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (rows.length > 0 && !('#domain' in rows[0]!)) throw new ApiError(422, 'The file has no #domain column (the first line names the columns, as in an export).');
+  if (rows.length > CSV_ROWS_MAX) throw new ApiError(422, `The file has more than ${CSV_ROWS_MAX} rows.`);
+  return rows;
+}
+
+export interface ImportOutcome {
+  added: string[];
+  /** Already blocked or allowed (by themselves or a domain above them): left as they are, as Mastodon does. */
+  existing: string[];
+  invalid: { line: number; why: string }[];
+}
+
+const TRUE = new Set(['true', '1', 'yes', 't']);
+
+/**
+ * Adds the file's blocks through the same service as the API (each with its audit log entry). A missing severity
+ * is `suspend` (Mastodon's import); a row whose domain or severity is not one is reported and skipped.
+ */
+export async function importDomainBlocks(deps: DomainAdminDeps, text: string, by: Actor): Promise<ImportOutcome> {
+  const out: ImportOutcome = { added: [], existing: [], invalid: [] };
+  for (const [i, r] of records(text).entries()) {
+    const line = i + 2;
+    const severity = (r['#severity'] || 'suspend') as DomainSeverity;
+    if (!SEVERITIES.includes(severity)) {
+      out.invalid.push({ line, why: `unknown severity ${JSON.stringify(r['#severity'])}` });
+      continue;
+    }
+    try {
+      const result = await createDomainBlock(deps, r['#domain'], {
+        severity, reject_media: TRUE.has((r['#reject_media'] ?? '').toLowerCase()), reject_reports: TRUE.has((r['#reject_reports'] ?? '').toLowerCase()),
+        public_comment: r['#public_comment'] || null, obfuscate: TRUE.has((r['#obfuscate'] ?? '').toLowerCase()),
+      }, by);
+      if ('block' in result) out.added.push(result.block.domain);
+      else out.existing.push(validDomain(r['#domain']));
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode === 422) out.invalid.push({ line, why: err.message.replace(/^Validation failed: /, '') });
+      else throw err;
+    }
+  }
+  return out;
+}
+
+export async function importDomainAllows(deps: DomainAdminDeps, text: string, by: Actor): Promise<ImportOutcome> {
+  const out: ImportOutcome = { added: [], existing: [], invalid: [] };
+  const known = new Set((await allPages((maxId) => domainAllowsPage(deps.db, { limit: 200, maxId }))).map((a) => a.domain));
+  for (const [i, r] of records(text).entries()) {
+    try {
+      const domain = validDomain(r['#domain']);
+      if (known.has(domain)) {
+        out.existing.push(domain);
+        continue;
+      }
+      await createDomainAllow(deps, domain, by);
+      known.add(domain);
+      out.added.push(domain);
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode === 422) out.invalid.push({ line: i + 2, why: err.message.replace(/^Validation failed: /, '') });
+      else throw err;
+    }
+  }
+  return out;
+}

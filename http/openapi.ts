@@ -3,10 +3,12 @@
 // as routes are declared, only references to their schemas are kept; the first request loads @fastify/swagger and
 // declares each route again, with those schemas and no work, on a Fastify instance of its own, and keeps the
 // document's text. The app's own routes get no response schemas (Fastify would turn them into serialisers that
-// drop every property a schema does not declare).
+// drop every property a schema does not declare): what each answers is written in http/openapi-answers.ts and given
+// only to that instance.
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { RouteOptions } from './route-options.ts';
 import { ALL_SCOPES } from './oauth/scopes.ts';
+import { ANSWERS, ENTITIES } from './openapi-answers.ts';
 
 interface DescribedRoute {
   method: string;
@@ -49,15 +51,17 @@ export function collectRouteSchemas(app: FastifyInstance): DescribedRoute[] {
 async function buildDocument(routes: DescribedRoute[], publicUrl: string, version: string): Promise<string> {
   const [{ default: Fastify }, { default: swagger }] = await Promise.all([import('fastify'), import('@fastify/swagger')]);
   const doc = Fastify({ logger: false });
-  // The schemas were compiled by the app, with its keywords (maximumClamp…): here they are only read.
+  // The schemas were compiled by the app, with its keywords (maximumClamp…): here they are only read, and the
+  // answers (http/openapi-answers.ts) only described, never serialised through.
   doc.setValidatorCompiler(() => () => true);
+  doc.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await doc.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'fedi-server API',
         version,
-        description: "Mastodon's client API as this server offers it (docs/api.md says where it differs). Request schemas are the ones the server validates with; responses are Mastodon's entities.",
+        description: "Mastodon's client API as this server offers it (docs/api.md says where it differs). Request schemas are the ones the server validates with; responses name Mastodon's entities, described in Mastodon's documentation.",
       },
       servers: [{ url: publicUrl }],
       components: {
@@ -76,8 +80,16 @@ async function buildDocument(routes: DescribedRoute[], publicUrl: string, versio
         },
       },
     },
+    // Mastodon's entities by their names, as components/schemas.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
-  for (const route of routes) doc.route({ method: route.method as 'GET', url: route.url, schema: route.schema, handler: async () => null });
+  for (const [name, description] of Object.entries(ENTITIES)) {
+    doc.addSchema({ $id: name, type: 'object', description: `Mastodon's ${name} entity: ${description}.`, externalDocs: { url: 'https://docs.joinmastodon.org/entities/' } });
+  }
+  for (const route of routes) {
+    const response = ANSWERS[`${route.method} ${route.url}`];
+    doc.route({ method: route.method as 'GET', url: route.url, schema: { ...route.schema, ...(response ? { response } : {}) }, handler: async () => null });
+  }
   await doc.ready();
   try {
     return JSON.stringify(doc.swagger());

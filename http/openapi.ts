@@ -26,7 +26,7 @@ const DESCRIBED = /^\/(api|oauth)\//;
  * Keeps a reference to the request schemas of every API route declared from now on (an onRoute hook on the root,
  * which the route plugins registered after it inherit). Call before registering the routes.
  */
-export function collectRouteSchemas(app: FastifyInstance): DescribedRoute[] {
+export function collectRouteSchemas(app: FastifyInstance): ApiDescription {
   const routes: DescribedRoute[] = [];
   const seen = new Set<string>();
   app.addHook('onRoute', (route) => {
@@ -44,7 +44,7 @@ export function collectRouteSchemas(app: FastifyInstance): DescribedRoute[] {
       routes.push({ method, url: route.url, schema });
     }
   });
-  return routes;
+  return new ApiDescription(routes);
 }
 
 /** The document, built once with @fastify/swagger on an instance that only declares the routes. */
@@ -98,14 +98,27 @@ async function buildDocument(routes: DescribedRoute[], publicUrl: string, versio
   }
 }
 
-export default async function openApiRoutes(app: FastifyInstance, options: RouteOptions & { routes: DescribedRoute[] }) {
-  const { ctx, routes } = options;
-  let document: Promise<string> | null = null;
-  app.get('/api/openapi.json', { config: { auth: { kind: 'anonymous' } } }, async (_request, reply) => {
-    document ??= buildDocument(routes, ctx.config.publicUrl, ctx.config.softwareVersion).catch((err: unknown) => {
-      document = null;
+/** The document, built at its first use (the JSON route's or the page's, http/web/api-page.ts) and kept. */
+export class ApiDescription {
+  private document: Promise<string> | null = null;
+  private readonly routes: DescribedRoute[];
+
+  constructor(routes: DescribedRoute[]) {
+    this.routes = routes;
+  }
+
+  text(publicUrl: string, version: string): Promise<string> {
+    this.document ??= buildDocument(this.routes, publicUrl, version).catch((err: unknown) => {
+      this.document = null;
       throw err;
     });
-    return reply.type('application/json; charset=utf-8').send(await document);
+    return this.document;
+  }
+}
+
+export default async function openApiRoutes(app: FastifyInstance, options: RouteOptions & { description: ApiDescription }) {
+  const { ctx, description } = options;
+  app.get('/api/openapi.json', { config: { auth: { kind: 'anonymous' } } }, async (_request, reply) => {
+    return reply.type('application/json; charset=utf-8').send(await description.text(ctx.config.publicUrl, ctx.config.softwareVersion));
   });
 }

@@ -37,7 +37,7 @@ describe('the API page', () => {
     // The entities the answers name, each once.
     expect(page.body).toContain('<dt id="entity-status"><code>Status</code></dt>');
     expect(page.body).toContain('href="/api/openapi.json"');
-  });
+  }, 60_000); // html-validate reads the whole page (every operation of the API): seconds on a loaded machine
 
   it('escapes descriptions, showing their backquoted spans as code', () => {
     expect(descriptionHtml('Keyed as `a<b>` & <i>so</i>')).toBe('Keyed as <code>a&lt;b&gt;</code> &amp; &lt;i&gt;so&lt;/i&gt;');

@@ -101,8 +101,9 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
     // Each route's validators are compiled at its first request, not all at start (http/lazy-validators.ts).
     schemaController: { compilersFactory: { buildValidator: lazyValidatorFactory() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  // References to the API routes' request schemas, for GET /api/openapi.json (built at its first request).
-  const describedRoutes = collectRouteSchemas(app);
+  // References to the API routes' request schemas, for GET /api/openapi.json and its page /about/api (built at the
+  // first request of either).
+  const apiDescription = collectRouteSchemas(app);
 
   // Before everything that may refuse a request, so that a 401, 429 or 503 still reaches a web client on another origin.
   await app.register(corsPlugin);
@@ -143,7 +144,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(readYourWritesPlugin, { ctx });
 
   // Pages for browsers (http/web/): their own scope, with sessions, CSRF checks and security headers.
-  await app.register(webRoutes, { ctx });
+  await app.register(webRoutes, { ctx, apiDescription });
   await app.register(oauthRoutes, { ctx });
   await app.register(appsRoutes, { ctx });
   await app.register(accountsRoutes, { ctx });
@@ -163,7 +164,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean } = 
   await app.register(instanceV2Routes, { ctx });
   await app.register(trendsRoutes, { ctx });
   await app.register(customEmojisRoutes, { ctx });
-  await app.register(openApiRoutes, { ctx, routes: describedRoutes });
+  await app.register(openApiRoutes, { ctx, description: apiDescription });
   await app.register(preferencesRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(discoveryRoutes, { ctx });

@@ -3,10 +3,12 @@
 // as routes are declared, only references to their schemas are kept; the first request loads @fastify/swagger and
 // declares each route again, with those schemas and no work, on a Fastify instance of its own, and keeps the
 // document's text. The app's own routes get no response schemas (Fastify would turn them into serialisers that
-// drop every property a schema does not declare).
+// drop every property a schema does not declare): what each answers is written in http/openapi-answers.ts and given
+// only to that instance.
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { RouteOptions } from './route-options.ts';
 import { ALL_SCOPES } from './oauth/scopes.ts';
+import { ANSWERS, ENTITIES } from './openapi-answers.ts';
 
 interface DescribedRoute {
   method: string;
@@ -24,7 +26,7 @@ const DESCRIBED = /^\/(api|oauth)\//;
  * Keeps a reference to the request schemas of every API route declared from now on (an onRoute hook on the root,
  * which the route plugins registered after it inherit). Call before registering the routes.
  */
-export function collectRouteSchemas(app: FastifyInstance): DescribedRoute[] {
+export function collectRouteSchemas(app: FastifyInstance): ApiDescription {
   const routes: DescribedRoute[] = [];
   const seen = new Set<string>();
   app.addHook('onRoute', (route) => {
@@ -42,22 +44,24 @@ export function collectRouteSchemas(app: FastifyInstance): DescribedRoute[] {
       routes.push({ method, url: route.url, schema });
     }
   });
-  return routes;
+  return new ApiDescription(routes);
 }
 
 /** The document, built once with @fastify/swagger on an instance that only declares the routes. */
 async function buildDocument(routes: DescribedRoute[], publicUrl: string, version: string): Promise<string> {
   const [{ default: Fastify }, { default: swagger }] = await Promise.all([import('fastify'), import('@fastify/swagger')]);
   const doc = Fastify({ logger: false });
-  // The schemas were compiled by the app, with its keywords (maximumClamp…): here they are only read.
+  // The schemas were compiled by the app, with its keywords (maximumClamp…): here they are only read, and the
+  // answers (http/openapi-answers.ts) only described, never serialised through.
   doc.setValidatorCompiler(() => () => true);
+  doc.setSerializerCompiler(() => (data) => JSON.stringify(data));
   await doc.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'fedi-server API',
         version,
-        description: "Mastodon's client API as this server offers it (docs/api.md says where it differs). Request schemas are the ones the server validates with; responses are Mastodon's entities.",
+        description: "Mastodon's client API as this server offers it (docs/api.md says where it differs). Request schemas are the ones the server validates with; responses name Mastodon's entities, described in Mastodon's documentation.",
       },
       servers: [{ url: publicUrl }],
       components: {
@@ -76,8 +80,16 @@ async function buildDocument(routes: DescribedRoute[], publicUrl: string, versio
         },
       },
     },
+    // Mastodon's entities by their names, as components/schemas.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
-  for (const route of routes) doc.route({ method: route.method as 'GET', url: route.url, schema: route.schema, handler: async () => null });
+  for (const [name, description] of Object.entries(ENTITIES)) {
+    doc.addSchema({ $id: name, type: 'object', description: `Mastodon's ${name} entity: ${description}.`, externalDocs: { url: 'https://docs.joinmastodon.org/entities/' } });
+  }
+  for (const route of routes) {
+    const response = ANSWERS[`${route.method} ${route.url}`];
+    doc.route({ method: route.method as 'GET', url: route.url, schema: { ...route.schema, ...(response ? { response } : {}) }, handler: async () => null });
+  }
   await doc.ready();
   try {
     return JSON.stringify(doc.swagger());
@@ -86,14 +98,27 @@ async function buildDocument(routes: DescribedRoute[], publicUrl: string, versio
   }
 }
 
-export default async function openApiRoutes(app: FastifyInstance, options: RouteOptions & { routes: DescribedRoute[] }) {
-  const { ctx, routes } = options;
-  let document: Promise<string> | null = null;
-  app.get('/api/openapi.json', { config: { auth: { kind: 'anonymous' } } }, async (_request, reply) => {
-    document ??= buildDocument(routes, ctx.config.publicUrl, ctx.config.softwareVersion).catch((err: unknown) => {
-      document = null;
+/** The document, built at its first use (the JSON route's or the page's, http/web/api-page.ts) and kept. */
+export class ApiDescription {
+  private document: Promise<string> | null = null;
+  private readonly routes: DescribedRoute[];
+
+  constructor(routes: DescribedRoute[]) {
+    this.routes = routes;
+  }
+
+  text(publicUrl: string, version: string): Promise<string> {
+    this.document ??= buildDocument(this.routes, publicUrl, version).catch((err: unknown) => {
+      this.document = null;
       throw err;
     });
-    return reply.type('application/json; charset=utf-8').send(await document);
+    return this.document;
+  }
+}
+
+export default async function openApiRoutes(app: FastifyInstance, options: RouteOptions & { description: ApiDescription }) {
+  const { ctx, description } = options;
+  app.get('/api/openapi.json', { config: { auth: { kind: 'anonymous' } } }, async (_request, reply) => {
+    return reply.type('application/json; charset=utf-8').send(await description.text(ctx.config.publicUrl, ctx.config.softwareVersion));
   });
 }

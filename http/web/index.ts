@@ -15,13 +15,15 @@ import invitePageRoutes from './invites.ts';
 import exportPageRoutes from './exports.ts';
 import clientPageRoutes from './client-pages.ts';
 import clientActionRoutes from './client-actions.ts';
+import apiPageRoutes from './api-page.ts';
+import type { ApiDescription } from '../openapi.ts';
 
 /**
  * What a browser gets: public pages, joining and signing in, the pages of a signed-in person (timelines, posting,
  * notifications, search), settings and moderation. One encapsulated scope, so
  * its cookies, CSRF checks and page security headers never touch the API's routes.
  */
-export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
+export default async function webRoutes(app: FastifyInstance, { ctx, apiDescription }: RouteOptions & { apiDescription: ApiDescription }) {
   await app.register(helmet, {
     // Scripts only from our own origin (the signed-in pages' one script, http/public/assets/client.js; no other page
     // has any); styles and fonts come from our stylesheet; images and media may be remote (avatars and attachments
@@ -52,6 +54,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx }: RouteOpti
   });
   await app.register(sessionPlugin, { ctx });
   await app.register(publicPageRoutes, { ctx });
+  await app.register(apiPageRoutes, { ctx, apiDescription });
   await app.register(authPageRoutes, { ctx });
   await app.register(authorizePageRoutes, { ctx });
   await app.register(oidcPageRoutes, { ctx });

@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 
 // Mastodon's API described as OpenAPI (abraham/mastodon-openapi's dist/schema.json, kept beside the checkout in
 // ../shared/reference, or where MASTODON_OPENAPI says): our entities must have every required field, typed right.
-const specPath = process.env.MASTODON_OPENAPI ?? fileURLToPath(new URL('../../../shared/reference/mastodon-openapi.json', import.meta.url));
+export const MASTODON_OPENAPI = process.env.MASTODON_OPENAPI ?? fileURLToPath(new URL('../../../shared/reference/mastodon-openapi.json', import.meta.url));
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 const addFormats = addFormatsModule as unknown as (a: Ajv2020) => void;
@@ -17,10 +17,10 @@ let loaded = false;
 
 function load() {
   if (loaded) return;
-  if (!existsSync(specPath)) {
-    throw new Error(`Mastodon's OpenAPI description is missing at ${specPath}: put dist/schema.json of github.com/abraham/mastodon-openapi there, or set MASTODON_OPENAPI (see docs/testing.md)`);
+  if (!existsSync(MASTODON_OPENAPI)) {
+    throw new Error(`Mastodon's OpenAPI description is missing at ${MASTODON_OPENAPI}: put dist/schema.json of github.com/abraham/mastodon-openapi there, or set MASTODON_OPENAPI (see docs/testing.md)`);
   }
-  const spec = JSON.parse(readFileSync(specPath, 'utf8'));
+  const spec = JSON.parse(readFileSync(MASTODON_OPENAPI, 'utf8'));
   ajv.addSchema({ $id: 'mastodon', components: spec.components });
   loaded = true;
 }

@@ -1,6 +1,10 @@
 // GET /api/openapi.json: our own OpenAPI 3.1 description, built from the route schemas the server validates with.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { ANSWERS } from '../../http/openapi-answers.ts';
+import { compareWithMastodon } from '../../cli/openapi-compare.ts';
+import { MASTODON_OPENAPI } from '../helpers/schema.ts';
 
 describe('GET /api/openapi.json', () => {
   let s: TestServer;
@@ -41,5 +45,50 @@ describe('GET /api/openapi.json', () => {
     const instance = await s.app.inject({ method: 'GET', url: '/api/v2/instance' });
     expect(instance.statusCode).toBe(200);
     expect(Object.keys(instance.json())).toEqual(expect.arrayContaining(['domain', 'configuration', 'registrations', 'contact', 'rules']));
+  });
+
+  it('describes what every route answers: a success with its description and schema, and the error body', async () => {
+    const doc = (await s.app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
+    const missing: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }> }>>)) {
+      if (!/^\/api\/(v1|v2|v1_alpha)\//.test(path)) continue;
+      for (const [method, op] of Object.entries(ops)) {
+        const answers = Object.entries(op.responses ?? {});
+        const success = answers.filter(([code]) => /^[12]/.test(code));
+        const described = success.filter(([code, r]) => r.description && r.description !== 'Default Response' && (code === '101' || Object.values(r.content ?? {}).some((c) => c.schema)));
+        const errors = answers.find(([code]) => code === '4XX')?.[1];
+        if (described.length === 0 || !errors?.content?.['application/json']?.schema) missing.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    expect(missing, 'routes without a described answer: add them to http/openapi-answers.ts').toEqual([]);
+    // Entities are components of the document, referred to by name.
+    expect(doc.paths['/api/v1/statuses/{id}'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Status' });
+    expect(doc.paths['/api/v1/timelines/home'].get.responses['200'].content['application/json'].schema.items).toEqual({ $ref: '#/components/schemas/Status' });
+    expect(doc.components.schemas.Status.description).toContain('Status');
+  });
+
+  it('has an answer for each route and no answer for a route that does not exist', async () => {
+    const doc = (await s.app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
+    const declared = new Set<string>();
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, object>)) {
+      for (const method of Object.keys(ops)) declared.add(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`);
+    }
+    expect(Object.keys(ANSWERS).filter((key) => !declared.has(key)), 'answers of routes that do not exist').toEqual([]);
+    expect([...declared].filter((key) => !(key in ANSWERS)), 'routes without answers').toEqual([]);
+  });
+
+  it('lists the differences from Mastodon\'s description as docs/api.md states them', async () => {
+    const doc = (await s.app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
+    const { theirsOnly, oursOnly } = compareWithMastodon(doc, JSON.parse(readFileSync(MASTODON_OPENAPI, 'utf8')));
+    const apiDoc = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+    const section = (title: string) => {
+      const start = apiDoc.indexOf(title);
+      expect(start, `docs/api.md has no "${title}"`).toBeGreaterThan(-1);
+      const rest = apiDoc.slice(start + title.length);
+      const end = rest.search(/\n(#+ |\*\*)/);
+      return [...(end === -1 ? rest : rest.slice(0, end)).matchAll(/`((?:GET|POST|PUT|PATCH|DELETE) [^`]+)`/g)].map((m) => m[1]).sort();
+    };
+    expect(section('**In Mastodon\'s description, not served here**'), 'docs/api.md: Mastodon\'s operations we do not serve').toEqual(theirsOnly);
+    expect(section('**Served here, not in Mastodon\'s description**'), 'docs/api.md: our operations Mastodon\'s description lacks').toEqual(oursOnly);
   });
 });

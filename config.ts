@@ -121,6 +121,9 @@ export interface Config {
   ffmpegPath: string;
   ffprobePath: string;
   heifConvertPath: string;
+  /** PostgreSQL's pg_dump and pg_restore, for `npm run cli -- backup` and `restore` (a name on the PATH, or a path). */
+  pgDumpPath: string;
+  pgRestorePath: string;
   /** Transcodes (ffmpeg, heif-convert) one worker process runs at once; each waits its turn on the media queue. */
   mediaTranscodeConcurrency: number;
   /** The longest one run of ffmpeg may take before it is killed and the upload fails. */
@@ -480,6 +483,8 @@ export function loadConfig(env: Env = process.env): Config {
     ffmpegPath: str(env, 'FFMPEG_PATH', 'ffmpeg'),
     ffprobePath: str(env, 'FFPROBE_PATH', 'ffprobe'),
     heifConvertPath: str(env, 'HEIF_CONVERT_PATH', 'heif-convert'),
+    pgDumpPath: str(env, 'PG_DUMP_PATH', 'pg_dump'),
+    pgRestorePath: str(env, 'PG_RESTORE_PATH', 'pg_restore'),
     // Half the cores (one on two), so posting, reading and fan-out keep the rest.
     mediaTranscodeConcurrency: int(env, 'MEDIA_TRANSCODE_CONCURRENCY', Math.max(1, Math.floor(availableParallelism() / 2)), 1, 64),
     mediaTranscodeTimeoutMs: int(env, 'MEDIA_TRANSCODE_TIMEOUT_SECONDS', 900, 1, 86_400) * 1000,

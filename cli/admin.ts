@@ -35,6 +35,7 @@ import { emojiCommand, EmojiUsageError, EMOJI_USAGE } from './emoji.ts';
 import { announcementsCommand, AnnouncementsUsageError, ANNOUNCEMENTS_USAGE } from './announcements.ts';
 import { createFileHost, type FileHost } from '../storage/filehost/index.ts';
 import { webhooksCommand, WebhooksUsageError, WEBHOOKS_USAGE } from './webhooks.ts';
+import { backup, BackupFailed, BACKUP_USAGE, restore } from './backup.ts';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -85,7 +86,8 @@ ${FEDERATION_USAGE}
 ${MEDIA_USAGE}
 ${RELAYS_USAGE}
 ${ROLES_USAGE}
-${STATUSES_USAGE}`;
+${STATUSES_USAGE}
+${BACKUP_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -446,6 +448,38 @@ async function rulesCommand(deps: RuleDeps, command: string, args: string[], opt
   }
 }
 
+/**
+ * `backup <dir>` and `restore <dir> [--force]`: before the database is made or migrated (a restore goes into an empty
+ * one), so they run apart from the other commands. Returns the exit status.
+ */
+export async function backupCommand(config: Config, argv: string[]): Promise<number> {
+  let parsed: { values: { force?: boolean }; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { force: { type: 'boolean', default: false } } });
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}\n\n${BACKUP_USAGE}`);
+    return 1;
+  }
+  const { values, positionals } = parsed;
+  const [command, dir, extra] = positionals;
+  if (!dir || extra !== undefined || (command === 'backup' && values.force)) {
+    console.error(`error: ${command ?? argv[0]} takes one directory${command === 'restore' ? ' (and --force)' : ''}\n\n${BACKUP_USAGE}`);
+    return 1;
+  }
+  const redis = command === 'restore' ? createRedis(config) : null;
+  try {
+    if (redis) await connectRedis(redis, config);
+    if (command === 'backup') await backup(config, dir, (line) => console.log(line));
+    else await restore(config, dir, { force: values.force ?? false }, redis!, (line) => console.log(line));
+    return 0;
+  } catch (err) {
+    console.error(`error: ${err instanceof BackupFailed || err instanceof ConfigError ? err.message : ((err as Error).message ?? err)}`);
+    return 1;
+  } finally {
+    redis?.disconnect();
+  }
+}
+
 async function main() {
   const help = cliHelp(process.argv.slice(2));
   if (help !== null) {
@@ -462,6 +496,10 @@ async function main() {
     }
   })();
   setPasswordHashCost(config.passwordHash);
+  if (process.argv[2] === 'backup' || process.argv[2] === 'restore') {
+    process.exitCode = await backupCommand(config, process.argv.slice(2));
+    return;
+  }
   const redis = createRedis(config);
   try {
     await ensureDatabase(config.databaseDirectUrl, databaseDirectSetting(config));

@@ -84,7 +84,9 @@ export type FanoutJob =
   /** Copies of remote media past MEDIA_CACHE_RETENTION_DAYS removed, hourly. */
   | { kind: 'pruneMediaCache'; outboxId?: undefined }
   /** Other servers' posts nobody here interacted with, past CONTENT_CACHE_RETENTION_DAYS, removed in batches, hourly. */
-  | { kind: 'pruneRemoteStatuses'; outboxId?: undefined };
+  | { kind: 'pruneRemoteStatuses'; outboxId?: undefined }
+  /** Old posts deleted by their authors' cleanup policies (services/statuses-cleanup.ts), every ten minutes. */
+  | { kind: 'cleanStatuses'; outboxId?: undefined };
 
 /** A Redis connection (or Cluster client) of BullMQ's own (workers block on theirs). */
 export function bullConnection(target: string | RedisTarget): RedisClient {
@@ -176,13 +178,14 @@ export class JobQueues {
     await Promise.all([add(this.fanout, fanout), add(this.pull, pull), add(this.media, media)]);
   }
 
-  /** The repeating jobs: the clean-up of abandoned uploads, of old copies of remote media and of old remote posts, and the notification digests due, hourly; trend scores, every five minutes. One schedule, however many processes ask. */
+  /** The repeating jobs: the clean-up of abandoned uploads, of old copies of remote media and of old remote posts, and the notification digests due, hourly; trend scores, every five minutes; posts past their authors' cleanup policies, every ten minutes. One schedule, however many processes ask. */
   async scheduleRepeating(): Promise<void> {
     await this.fanout.upsertJobScheduler('clean-media', { every: 3_600_000 }, { name: 'cleanMedia', data: { kind: 'cleanMedia' } });
     await this.fanout.upsertJobScheduler('refresh-trends', { every: 300_000 }, { name: 'refreshTrends', data: { kind: 'refreshTrends' } });
     await this.fanout.upsertJobScheduler('prune-media-cache', { every: 3_600_000 }, { name: 'pruneMediaCache', data: { kind: 'pruneMediaCache' } });
     await this.fanout.upsertJobScheduler('prune-remote-statuses', { every: 3_600_000 }, { name: 'pruneRemoteStatuses', data: { kind: 'pruneRemoteStatuses' } });
     await this.fanout.upsertJobScheduler('notification-digests', { every: 3_600_000 }, { name: 'queueNotificationDigests', data: { kind: 'queueNotificationDigests' } });
+    await this.fanout.upsertJobScheduler('clean-statuses', { every: 600_000 }, { name: 'cleanStatuses', data: { kind: 'cleanStatuses' } });
   }
 
   async close(): Promise<void> {

@@ -114,6 +114,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'cacheRemoteMedia') await (await import('../services/remote-media.ts')).copyStatusMedia(ctx, data.statusId, log);
     else if (data.kind === 'cacheAccountImages') await (await import('../services/remote-media.ts')).copyAccountImages(ctx, data.accountId, log);
     else if (data.kind === 'deliverWebhook') await (await import('./webhooks.ts')).deliverWebhookJob(ctx, data, job);
+    else if (data.kind === 'cleanStatuses') await (await import('../services/statuses-cleanup.ts')).runStatusesCleanup(ctx);
     else if (data.kind === 'pruneMediaCache') await (await import('../services/remote-media.ts')).pruneExpiredMedia(ctx);
     else if (data.kind === 'pruneRemoteStatuses' && ctx.config.contentCacheRetentionDays > 0) {
       await (await import('../services/status-retention.ts')).removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false });

@@ -75,6 +75,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx, apiDescript
   await app.register(securityKeyPageRoutes, { ctx });
   await app.register((await import('./settings-appearance.ts')).default, { ctx });
   await app.register((await import('./settings-development.ts')).default, { ctx });
+  await app.register((await import('./settings-statuses-cleanup.ts')).default, { ctx });
   await app.register((await import('./account-deletion.ts')).default, { ctx });
   await app.register(importPageRoutes, { ctx });
   await app.register(adminPageRoutes, { ctx });

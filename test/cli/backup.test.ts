@@ -1,0 +1,237 @@
+// The restore drill: content made through the API, a backup taken while the server runs, PostgreSQL, Redis and the
+// files wiped, a restore, and the server started again answering as before. Then the refusals.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import sharp from 'sharp';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { multipart } from '../helpers/multipart.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { workSettled } from '../helpers/work-settled.ts';
+import { backup, BackupFailed, MANIFEST_FORMAT, restore } from '../../cli/backup.ts';
+import { closeContext } from '../../server.ts';
+import { dropDatabase } from '../../storage/db.ts';
+import { connectRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../storage/redis.ts';
+import { HomeFeeds } from '../../storage/feeds.ts';
+import type { Config } from '../../config.ts';
+
+const run = promisify(execFile);
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
+
+let s: TestServer;
+let config: Config;
+let redis: RedisClient;
+let work: string;
+let alice: TestUser, bob: TestUser, carol: TestUser;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  config = s.config;
+  redis = createRedis(config);
+  await connectRedis(redis, config);
+  work = await mkdtemp(join(tmpdir(), 'fedi-backups-'));
+  [alice, bob, carol] = await registerUsers(s.app, 'alice', 'bob', 'carol');
+}, 60_000);
+afterAll(async () => {
+  redis?.disconnect();
+  await s?.close();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+const get = (url: string, token?: string) => s.app.inject({ method: 'GET', url, headers: token ? bearer(token) : {} });
+
+async function post(user: TestUser, payload: Json) {
+  const res = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(user.token), payload });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as Json;
+}
+
+async function uploadPhoto(user: TestUser, colour: string): Promise<Json> {
+  const data = await sharp({ create: { width: 300, height: 200, channels: 3, background: colour } }).jpeg().toBuffer();
+  const form = await multipart({ description: `a ${colour} square`, file: { data, filename: 'photo.jpg', type: 'image/jpeg' } });
+  const res = await s.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(user.token), ...form.headers }, payload: form.payload });
+  expect([200, 202]).toContain(res.statusCode);
+  for (let i = 0; i < 200; i++) {
+    const done = await get(`/api/v1/media/${res.json().id}`, user.token);
+    if (done.statusCode === 200) return done.json();
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('media did not finish processing');
+}
+
+/** What the site answers that a backup must keep: accounts, posts, follows, media bytes, home and list timelines. */
+async function snapshot(users: TestUser[], statusIds: string[], mediaUrls: string[], listId: string) {
+  const answers: Record<string, unknown> = {};
+  for (const u of users) {
+    answers[`account ${u.username}`] = (await get(`/api/v1/accounts/${u.id}`)).json();
+    answers[`following ${u.username}`] = (await get(`/api/v1/accounts/${u.id}/following`, u.token)).json();
+    answers[`followers ${u.username}`] = (await get(`/api/v1/accounts/${u.id}/followers`, u.token)).json();
+    answers[`home ${u.username}`] = (await get('/api/v1/timelines/home?limit=40', u.token)).json();
+    answers[`me ${u.username}`] = (await get('/api/v1/accounts/verify_credentials', u.token)).statusCode;
+  }
+  for (const id of statusIds) answers[`status ${id}`] = (await get(`/api/v1/statuses/${id}`, alice.token)).json();
+  for (const url of mediaUrls) {
+    const res = await get(new URL(url).pathname);
+    answers[`file ${url}`] = `${res.statusCode} ${res.rawPayload.toString('base64')}`;
+  }
+  answers.list = (await get(`/api/v1/timelines/list/${listId}`, alice.token)).json();
+  return answers;
+}
+
+/** Stops the server's web, workers and connections, leaving its database, Redis keys and files in place. */
+async function stopServer(server: TestServer) {
+  await server.app.close();
+  await server.stopWorkers();
+  await closeContext(server.ctx);
+}
+
+async function wipe(cfg: Config) {
+  await dropDatabase(cfg.databaseUrl);
+  const admin = new pg.Client({ connectionString: cfg.databaseUrl.replace(/\/[^/]+$/, '/postgres') });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(new URL(cfg.databaseUrl).pathname.slice(1))}`);
+  await admin.end();
+  await deleteKeysWithPrefix(redis, cfg.redisPrefix);
+  await rm(join(cfg.dataDir, 'files'), { recursive: true, force: true });
+}
+
+describe('backup and restore', () => {
+  it('a site wiped and restored from its backup answers as before', async () => {
+    // Content made through the API: follows, posts with media, a reply, a private post, a list.
+    for (const [who, whom] of [[alice, bob], [alice, carol], [bob, alice], [carol, bob]] as const) {
+      expect((await s.app.inject({ method: 'POST', url: `/api/v1/accounts/${whom.id}/follow`, headers: bearer(who.token) })).statusCode).toBe(200);
+    }
+    const photo1 = await uploadPhoto(bob, '#c84');
+    const photo2 = await uploadPhoto(carol, '#48c');
+    const posts = [
+      await post(bob, { status: 'a red photo', media_ids: [photo1.id] }),
+      await post(carol, { status: 'a blue photo', media_ids: [photo2.id], visibility: 'unlisted' }),
+      await post(alice, { status: 'hello, followers only', visibility: 'private' }),
+    ];
+    posts.push(await post(alice, { status: '@bob nice photo', in_reply_to_id: posts[0]!.id }));
+    const list = (await s.app.inject({ method: 'POST', url: '/api/v1/lists', headers: bearer(alice.token), payload: { title: 'pictures' } })).json();
+    expect((await s.app.inject({ method: 'POST', url: `/api/v1/lists/${list.id}/accounts`, headers: bearer(alice.token), payload: { account_ids: [carol.id] } })).statusCode).toBe(200);
+    // Fan-out done: every home timeline holds what it will hold.
+    await eventually(() => workSettled(s.ctx), true, 20_000);
+    await eventually(async () => (await get('/api/v1/timelines/home', alice.token)).json().length, 4, 10_000);
+    const users = [alice, bob, carol];
+    const mediaUrls = [photo1.url, photo1.preview_url, photo2.url, photo2.preview_url];
+    const before = await snapshot(users, posts.map((p) => p.id), mediaUrls, list.id);
+    expect((before['home alice'] as Json[]).map((st) => st.id)).toEqual(posts.map((p) => p.id).reverse());
+    expect((before.list as Json[]).map((st) => st.id)).toEqual([posts[1]!.id]);
+    for (const url of mediaUrls) expect(before[`file ${url}`]).toMatch(/^200 \S{100,}/);
+
+    // A backup taken while the server runs.
+    const dir = join(work, 'site-1');
+    const lines: string[] = [];
+    const manifest = await backup(config, dir, (l) => lines.push(l));
+    expect(manifest).toMatchObject({ format: MANIFEST_FORMAT, database: new URL(config.databaseUrl).pathname.slice(1), file_host: 'local', version: config.softwareVersion });
+    expect(manifest.files).toBeGreaterThanOrEqual(4);
+    expect(manifest.commit === null || /^[0-9a-f]{40}$/.test(manifest.commit)).toBe(true);
+    expect(JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'))).toEqual(manifest);
+    expect((await stat(join(dir, 'database.dump'))).size).toBeGreaterThan(10_000);
+    expect(lines.at(-1)).toBe(`backup written to ${dir}`);
+    expect((await readdir(work)).filter((n) => n.includes('partial'))).toEqual([]);
+
+    // Everything gone: the database dropped and made again empty, the Redis keys, the files.
+    await stopServer(s);
+    await wipe(config);
+    expect(await redis.keys(`${config.redisPrefix}*`)).toEqual([]);
+
+    const restored: string[] = [];
+    await restore(config, dir, { force: false }, redis, (l) => restored.push(l));
+    expect(restored.join('\n')).toMatch(/3 home feed\(s\) and 1 list feed\(s\) rebuilt/);
+    // The feeds were built by the restore, before anyone read them.
+    const feeds = new HomeFeeds(redis, config.redisPrefix);
+    for (const u of users) expect(await feeds.isReady(u.id)).toBe(true);
+
+    s = await startTestServer({ DATABASE_URL: config.databaseUrl, DATA_DIR: config.dataDir, REDIS_PREFIX: config.redisPrefix });
+    const after = await snapshot(users, posts.map((p) => p.id), mediaUrls, list.id);
+    expect(after).toEqual(before);
+    // And the site goes on: a new post reaches its followers' home timelines.
+    const next = await post(bob, { status: 'back again' });
+    await eventually(async () => (await get('/api/v1/timelines/home', alice.token)).json()[0]?.id, next.id, 10_000);
+  }, 180_000);
+
+  it('refuses to restore into a database that is not empty, and replaces it with --force', async () => {
+    const dir = join(work, 'site-1');
+    const countBefore = (await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n;
+    await expect(restore(s.config, dir, { force: false }, redis, () => {})).rejects.toThrow(/is not empty: a restore goes into an empty database/);
+    expect((await s.ctx.db.query('SELECT count(*)::int AS n FROM statuses')).rows[0].n).toBe(countBefore);
+
+    const cfg = s.config;
+    await stopServer(s);
+    await restore(cfg, dir, { force: true }, redis, () => {});
+    s = await startTestServer({ DATABASE_URL: cfg.databaseUrl, DATA_DIR: cfg.dataDir, REDIS_PREFIX: cfg.redisPrefix });
+    // The post made after the backup is gone; the backup's are there.
+    const home = (await get('/api/v1/timelines/home', alice.token)).json() as Json[];
+    expect(home.map((st) => st.content)).not.toContain('<p>back again</p>');
+    expect(home).toHaveLength(4);
+  }, 120_000);
+
+  it('refuses a directory that is not a backup, and a target that is not an empty directory', async () => {
+    const empty = join(work, 'empty');
+    await mkdir(empty);
+    await expect(restore(s.config, empty, { force: true }, redis, () => {})).rejects.toThrow(/is not a backup: it has no readable manifest.json/);
+    await writeFile(join(empty, 'manifest.json'), '{"format":"something-else"}');
+    await expect(restore(s.config, empty, { force: true }, redis, () => {})).rejects.toThrow(/is not a backup of this server/);
+    await expect(restore(s.config, join(work, 'nowhere'), { force: true }, redis, () => {})).rejects.toThrow(/does not exist/);
+    await writeFile(join(work, 'a-file'), 'x');
+    await expect(restore(s.config, join(work, 'a-file'), { force: true }, redis, () => {})).rejects.toThrow(/is not a directory/);
+    // The database is as it was: nothing was emptied.
+    expect((await get('/api/v1/timelines/home', alice.token)).json()).toHaveLength(4);
+
+    await expect(backup(s.config, join(work, 'a-file'), () => {})).rejects.toThrow(/exists and is not a directory/);
+    await expect(backup(s.config, join(work, 'site-1'), () => {})).rejects.toThrow(/is not empty/);
+    await expect(backup(s.config, empty, () => {})).rejects.toBeInstanceOf(BackupFailed);
+  });
+
+  it('the command exits non-zero with a clear message and writes nothing when pg_dump is missing or the directory unwritable', async () => {
+    const env = {
+      ...process.env,
+      DATABASE_URL: s.config.databaseUrl, REDIS_URL: s.config.redisUrl, REDIS_PREFIX: s.config.redisPrefix, DATA_DIR: s.config.dataDir, LOCAL_DOMAIN: 'test.local', LOG_LEVEL: 'silent',
+    };
+    const cli = (args: string[], extra: Record<string, string> = {}) =>
+      run(process.execPath, ['cli/admin.ts', ...args], { env: { ...env, ...extra }, timeout: 60_000 }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+      );
+
+    const target = join(work, 'no-pg-dump');
+    const missing = await cli(['backup', target], { PG_DUMP_PATH: join(work, 'bin', 'pg_dump') });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`error: ${join(work, 'bin', 'pg_dump')} not found: install PostgreSQL's client programs or set PG_DUMP_PATH to its path`);
+    expect(await readdir(work)).not.toContain('no-pg-dump');
+    expect((await readdir(work)).filter((n) => n.includes('partial'))).toEqual([]);
+
+    // Root writes anywhere it may: where even root may not (sysfs), otherwise a directory without write permission.
+    let unwritable: string;
+    if (process.getuid?.() === 0) unwritable = '/sys/fedi-backup-test/b';
+    else {
+      const locked = join(work, 'locked');
+      await mkdir(locked, { mode: 0o500 });
+      unwritable = join(locked, 'b');
+    }
+    const refused = await cli(['backup', unwritable]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/error: cannot (make|write in) .*: permission denied/);
+
+    const usage = await cli(['restore']);
+    expect(usage.code).toBe(1);
+    expect(usage.stderr).toContain('restore takes one directory');
+
+    const notBackup = await cli(['restore', join(work, 'empty')]);
+    expect(notBackup.code).toBe(1);
+    expect(notBackup.stderr).toMatch(/is not a backup/);
+
+    // And a whole backup through the command.
+    const ok = await cli(['backup', join(work, 'by-command')]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`backup written to ${join(work, 'by-command')}`);
+  }, 120_000);
+});

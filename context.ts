@@ -8,6 +8,7 @@ import type { RenderContext } from './http/serializers/context.ts';
 import type { HomeFeeds } from './storage/feeds.ts';
 import type { JobQueues } from './jobs/queues.ts';
 import type { TokenCache } from './services/token-cache.ts';
+import type { ResolvedSession, SessionCache } from './services/session-cache.ts';
 import type { StatusLoader } from './services/hydrate.ts';
 import type { StreamEvents, StreamView } from './services/stream-events.ts';
 import type { FilterCache } from './services/filters.ts';
@@ -51,6 +52,8 @@ export interface AppContext {
   /** How far behind this process's job worker is; new posts wait while it is too far behind (ROLE=all). */
   jobBacklog: JobBacklog;
   tokens: TokenCache;
+  /** The pages' resolved web sessions (http/web/session.ts), forgotten with the tokens' invalidations. */
+  sessions: SessionCache<ResolvedSession>;
   versions: CacheVersions;
   /** Live events for streaming sockets, published over Redis pub/sub. */
   events: StreamEvents;

@@ -15,6 +15,7 @@ import { HomeFeeds } from './storage/feeds.ts';
 import { JobQueues } from './jobs/queues.ts';
 import { startWorkers } from './jobs/worker.ts';
 import { TokenCache } from './services/token-cache.ts';
+import { SessionCache, type ResolvedSession } from './services/session-cache.ts';
 import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
 import { RenderedPageCache } from './services/page-cache.ts';
@@ -56,6 +57,8 @@ export async function createContext(config: Config): Promise<AppContext> {
   const tokens = new TokenCache();
   const subscriber = createSubscriber(config, 'fedi:invalidations');
   await tokens.subscribe(subscriber, config.redisPrefix);
+  const sessions = new SessionCache<ResolvedSession>();
+  await sessions.subscribe(subscriber, config.redisPrefix);
   // The operators' run-time settings, over the environment's, before anything reads them.
   const settings = new ServerSettings(db, redis, config);
   await settings.start(subscriber);
@@ -119,6 +122,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     jobs,
     jobBacklog: new JobBacklog(config.postHoldMs),
     tokens,
+    sessions,
     versions,
     events,
     statusLoader,

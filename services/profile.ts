@@ -8,6 +8,7 @@ import { keepVerification } from './profile-links.ts';
 import { renderStatusText } from '../text/status.ts';
 import { resolveMentions } from './statuses.ts';
 import { processProfileImage, type ProfileImageKind } from './images.ts';
+import { personChanged } from './session-cache.ts';
 
 export interface ProfileUpdate {
   displayName?: string | undefined;
@@ -90,6 +91,7 @@ export async function updateAccountProfile(ctx: AppContext, current: AccountRow,
     // The files the committed row replaced, not those read before: two edits racing must not leave one orphaned.
     const replaced = images.map((i) => (i.kind === 'avatar' ? previous.avatar_file : previous.header_file)).filter((k): k is string => !!k);
     await Promise.all(replaced.map((k) => ctx.fileHost.delete(k).catch(() => {})));
+    await personChanged(ctx, { accountId: current.id });
     return updated;
   } catch (err) {
     await Promise.all(stored.map((k) => ctx.fileHost.delete(k).catch(() => {})));
@@ -107,5 +109,6 @@ export async function removeProfileImage(ctx: AppContext, accountId: string, kin
   const { account, previous } = await ctx.actors.ask(accountId, { type: 'updateProfile', profile, source: {} });
   const removed = kind === 'avatar' ? previous.avatar_file : previous.header_file;
   if (removed) await ctx.fileHost.delete(removed).catch(() => {});
+  await personChanged(ctx, { accountId });
   return account;
 }

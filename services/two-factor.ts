@@ -1,3 +1,4 @@
+import { personChanged } from './session-cache.ts';
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -105,6 +106,7 @@ function newRecoveryCodes(): string[] {
 export async function enableTwoFactor(ctx: AppContext, userId: string, secret: string): Promise<string[]> {
   const codes = newRecoveryCodes();
   await setOtp(ctx.db, userId, { secret: sealSecret(ctx.config, secret), enabled: true, backupCodeHashes: codes.map((c) => hashSecret(c)) });
+  await personChanged(ctx, { userId });
   return codes;
 }
 
@@ -114,12 +116,14 @@ export async function disableTwoFactor(ctx: AppContext, userId: string): Promise
     await setOtp(tx, userId, { secret: null, enabled: false, backupCodeHashes: [] });
     await deleteUserSecurityKeys(tx, userId);
   });
+  await personChanged(ctx, { userId });
 }
 
 /** New recovery codes, replacing the old ones. */
 export async function regenerateRecoveryCodes(ctx: AppContext, user: UserRow): Promise<string[]> {
   const codes = newRecoveryCodes();
   await setOtp(ctx.db, user.id, { secret: user.otp_secret, enabled: true, backupCodeHashes: codes.map((c) => hashSecret(c)) });
+  await personChanged(ctx, { userId: user.id });
   return codes;
 }
 

@@ -107,7 +107,7 @@ class OpenSessions {
       let ended: boolean;
       if (credential.startsWith('session:')) {
         const { activeSessionOf } = await webSessions();
-        ended = (await activeSessionOf(ctx, hash).catch(() => undefined)) === null;
+        ended = (await activeSessionOf(ctx, hash, { fresh: true }).catch(() => undefined)) === null;
       } else {
         const token = await findActiveAccessTokenByHash(ctx.db, hash).catch(() => undefined);
         ended = token === null || (!!token && (token.suspended || !token.approved));

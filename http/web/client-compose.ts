@@ -66,12 +66,18 @@ export interface ComposeView {
   canSchedule: boolean;
 }
 
-/** The instance's languages first, then every other by name. */
+/** The instance's languages first, then every other by name: made once for the instance's languages, not per form. */
 let languageList: [string, string][] | undefined;
+const languageChoices = new Map<string, [string, string][]>();
 function languagesFor(config: AppContext['config']): [string, string][] {
+  const key = config.instanceLanguages.join(',');
+  const known = languageChoices.get(key);
+  if (known) return known;
   languageList ??= [...LANGUAGES].sort((a, b) => a[1].localeCompare(b[1]));
   const first = config.instanceLanguages.filter((c) => LANGUAGES.has(c)).map((c): [string, string] => [c, LANGUAGES.get(c)!]);
-  return [...first, ...languageList.filter(([c]) => !config.instanceLanguages.includes(c))];
+  const list = [...first, ...languageList.filter(([c]) => !config.instanceLanguages.includes(c))];
+  if (languageChoices.size < 100) languageChoices.set(key, list);
+  return list;
 }
 
 /** The compose form for the signed-in person: their default visibility and language unless given. */

@@ -145,10 +145,20 @@ export interface EntryView {
 // no page (an API-only or streaming one) would otherwise keep resident.
 let dateFormat: Intl.DateTimeFormat | undefined;
 
+// A page shows the same posts' dates again and again: each date's text is kept once made (bounded, emptied when full).
+const dateTexts = new Map<number, string>();
+
 export function dateView(iso: string | Date): DateView {
   const d = typeof iso === 'string' ? new Date(iso) : iso;
-  dateFormat ??= new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-  return { iso: d.toISOString(), text: `${dateFormat.format(d)} UTC` };
+  const time = d.getTime();
+  let text = dateTexts.get(time);
+  if (text === undefined) {
+    dateFormat ??= new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+    text = `${dateFormat.format(d)} UTC`;
+    if (dateTexts.size >= 20_000) dateTexts.clear();
+    dateTexts.set(time, text);
+  }
+  return { iso: d.toISOString(), text };
 }
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };

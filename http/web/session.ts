@@ -10,6 +10,7 @@ import { findUserById, recordSignIn, type UserRow } from '../../storage/users.ts
 import { findAccountById, type AccountRow } from '../../storage/accounts.ts';
 import { disputesOnly, loginBlocker } from '../../services/sign-in.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
+import type { CachedSession, ResolvedSession } from '../../services/session-cache.ts';
 
 export const SESSION_COOKIE = '_session';
 /** A session unused for this long is over (a person who comes back after a month signs in again). */
@@ -41,11 +42,12 @@ const cache = new WeakMap<FastifyRequest, Promise<(SignedIn & { restricted: bool
 async function sessionOf(ctx: AppContext, request: FastifyRequest): Promise<(SignedIn & { restricted: boolean }) | null> {
   const raw = request.cookies[SESSION_COOKIE];
   if (!raw || raw.length > 100) return null;
-  return sessionOfHash(ctx, hashSecret(raw));
+  // A form (any method but GET and HEAD) acts on its person's rows as PostgreSQL has them now, never on a cached copy.
+  return sessionOfHash(ctx, hashSecret(raw), request.method !== 'GET' && request.method !== 'HEAD');
 }
 
-/** The session of a cookie token's hash, its user and account, and whether the person may only see their strikes. */
-async function sessionOfHash(ctx: AppContext, tokenHash: string): Promise<(SignedIn & { restricted: boolean }) | null> {
+/** The session of a cookie token's hash read from PostgreSQL, with whose it is; null when it may not be used. */
+async function readSession(ctx: AppContext, tokenHash: string): Promise<CachedSession<ResolvedSession> | null> {
   const session = await findWebSession(ctx.db, tokenHash, SESSION_IDLE_SECONDS);
   if (!session) return null;
   const user = await findUserById(ctx.db, session.user_id);
@@ -53,8 +55,23 @@ async function sessionOfHash(ctx: AppContext, tokenHash: string): Promise<(Signe
   if (!user || !account) return null;
   const restricted = loginBlocker(user, account) !== null;
   if (restricted && !disputesOnly(user, account)) return null;
-  if (Date.now() - session.last_active_at.getTime() > TOUCH_EVERY_MS) await touchWebSession(ctx.db, session.id);
-  return { session, user, account, restricted };
+  return { userId: user.id, accountId: account.id, value: { session, user, account, restricted } };
+}
+
+/**
+ * The session of a cookie token's hash, its user and account, and whether the person may only see their strikes:
+ * from the process's cache of sessions (services/session-cache.ts, forgotten in every process when the session ends
+ * or its person changes), or `fresh` from PostgreSQL.
+ */
+async function sessionOfHash(ctx: AppContext, tokenHash: string, fresh = false): Promise<ResolvedSession | null> {
+  const found = fresh ? ((await readSession(ctx, tokenHash))?.value ?? null) : await ctx.sessions.lookup(tokenHash, () => readSession(ctx, tokenHash));
+  if (!found) return null;
+  if (Date.now() - found.session.last_active_at.getTime() > TOUCH_EVERY_MS) {
+    // Marked on the copy this process keeps too, so that its next pages do not write again.
+    found.session.last_active_at = new Date();
+    await touchWebSession(ctx.db, found.session.id);
+  }
+  return found;
 }
 
 /**
@@ -75,15 +92,17 @@ export function sessionCookieOf(header: string | undefined): string | null {
 
 /**
  * Who a session (by its token's hash) belongs to, when it still stands and its person may use the site: null for an
- * ended or expired session and for a suspended or disabled person (who may only see their strikes).
+ * ended or expired session and for a suspended or disabled person (who may only see their strikes). `fresh`: read
+ * from PostgreSQL, not the cache (to check a session again when something about its person changed).
  */
-export async function activeSessionOf(ctx: AppContext, tokenHash: string): Promise<SignedIn | null> {
-  const found = await sessionOfHash(ctx, tokenHash);
+export async function activeSessionOf(ctx: AppContext, tokenHash: string, options: { fresh?: boolean } = {}): Promise<SignedIn | null> {
+  const found = await sessionOfHash(ctx, tokenHash, options.fresh);
   return found && !found.restricted ? { session: found.session, user: found.user, account: found.account } : null;
 }
 
-/** Tells every process that a session ended, so that streams it opened close (http/streaming/routes.ts). */
+/** Tells every process that a session ended: its cached copies go, and streams it opened close (http/streaming/routes.ts). */
 async function announceEnded(ctx: AppContext, tokenHash: string): Promise<void> {
+  ctx.sessions.drop(tokenHash);
   await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { sessionHash: tokenHash }).catch(() => {});
 }
 

@@ -1,3 +1,4 @@
+import { personChanged } from '../../services/session-cache.ts';
 import { Type } from '../schema.ts';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -38,6 +39,7 @@ export default async function appearancePageRoutes(fastify: FastifyInstance, { c
       return sendFormPage(ctx, request, reply, 'settings/appearance', 'Appearance', { user: me.user, themes: THEMES, languages: languageChoices(), notice: '', error }, 422);
     }
     await updateAppearance(ctx.db, me.user.id, { locale: locale || null, theme, reduceMotion: b.reduce_motion === '1', largerText: b.larger_text === '1' });
+    await personChanged(ctx, { userId: me.user.id });
     return reply.redirect('/settings/appearance?notice=saved', 303);
   });
 }

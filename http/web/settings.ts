@@ -213,6 +213,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const ended = isId(id) ? await deleteUserWebSession(ctx.db, me.user.id, id) : null;
     if (!ended) return notFoundPage(request, reply);
     // Its live updates (a stream opened with that session's cookie) end too, in whichever process holds them.
+    ctx.sessions.drop(ended);
     await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, { sessionHash: ended });
     return reply.redirect('/settings/account?notice=session_ended', 303);
   });

@@ -12,6 +12,20 @@ const eta = new Eta({
   autoTrim: false,
 });
 
+// Eta resolves a template's name to its file at every render and every include (a JSON key, path joins, a check that
+// the file is inside the views): the same answer each time, since the names are the templates' own. Kept once found.
+const resolvePath = eta.resolvePath!;
+const resolved = new Map<string, string>();
+eta.resolvePath = function resolveOnce(template, options) {
+  const key = `${options?.filepath ?? ''}\0${template}`;
+  let path = resolved.get(key);
+  if (path === undefined) {
+    path = resolvePath.call(this, template, options);
+    if (resolved.size < 10_000) resolved.set(key, path);
+  }
+  return path;
+};
+
 /** What the layout shows on every page: the instance's name, who is signed in, the form token. */
 export interface PageChrome {
   title: string;

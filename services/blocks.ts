@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { domainToASCII } from 'node:url';
 import { transaction } from '../storage/db.ts';
 import { findAccountById } from '../storage/accounts.ts';
 import * as follows from '../storage/follows.ts';
 import * as blocks from '../storage/blocks.ts';
 import { removeNotification } from '../storage/notifications.ts';
 import type { OutboxRow } from '../storage/outbox.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { ApiError, notFound, unprocessable } from '../errors.ts';
 import { queueDelivery } from './deliveries.ts';
 import { unmergeFromHomeFeed, type StatusDeps } from './statuses.ts';
 
@@ -105,6 +106,24 @@ export async function muteAccount(deps: StatusDeps, accountId: string, targetId:
 
 export async function unmuteAccount(deps: StatusDeps, accountId: string, targetId: string): Promise<void> {
   if (await blocks.deleteMute(deps.db, accountId, targetId)) await deps.versions.bump({ relations: [accountId] });
+}
+
+/** A domain as Mastodon stores one (lower case, IDN as punycode), taken from a bare host or a pasted URL; or a 422. */
+export function normalizeDomain(input: string | undefined): string {
+  const raw = (input ?? '').trim();
+  if (!raw) throw unprocessable("Validation failed: Domain can't be blank");
+  let host = raw;
+  try {
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) host = new URL(raw).host;
+  } catch {
+    /* judged below as it is */
+  }
+  const [name, port] = host.toLowerCase().split(/:(?=\d+$)/) as [string, string | undefined];
+  const ascii = domainToASCII(name.replace(/\.$/, ''));
+  if (!ascii || !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(ascii) || ascii.length > 253) {
+    throw unprocessable('Validation failed: Domain is not a valid domain name');
+  }
+  return port ? `${ascii}:${port}` : ascii;
 }
 
 /**

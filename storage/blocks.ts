@@ -85,13 +85,13 @@ export interface RelationPage<T> {
 async function accountsPage(db: Queryable, sql: (where: string, order: string, limit: string) => string, accountId: string, p: PageParams) {
   const values: unknown[] = [accountId];
   const clause = pageClause('r.id', p, values);
-  const { rows } = await db.query<{ page_id: string; account_id: string; expires_at: Date | null }>(sql(clause.where, clause.order, clause.limit), values);
+  const { rows } = await db.query<{ page_id: string; account_id: string; expires_at: Date | null; hide_notifications: boolean }>(sql(clause.where, clause.order, clause.limit), values);
   const ordered = pageRows(rows, p);
   const byId = new Map((await findAccountsByIds(db, ordered.map((r) => r.account_id))).map((a) => [a.id, a]));
   return {
     entries: ordered.flatMap((r) => {
       const account = byId.get(r.account_id);
-      return account ? [{ account, expiresAt: r.expires_at }] : [];
+      return account ? [{ account, expiresAt: r.expires_at, hidesNotifications: r.hide_notifications }] : [];
     }),
     firstId: ordered[0]?.page_id ?? null,
     lastId: ordered.at(-1)?.page_id ?? null,
@@ -100,13 +100,13 @@ async function accountsPage(db: Queryable, sql: (where: string, order: string, l
 
 export function blocksPage(db: Queryable, accountId: string, p: PageParams): Promise<RelationPage<{ account: AccountRow }>> {
   return accountsPage(db, (where, order, limit) =>
-    `SELECT r.id AS page_id, r.target_account_id AS account_id, NULL::timestamptz AS expires_at FROM blocks r
+    `SELECT r.id AS page_id, r.target_account_id AS account_id, NULL::timestamptz AS expires_at, false AS hide_notifications FROM blocks r
       WHERE r.account_id = $1 AND ${where} ORDER BY ${order} ${limit}`, accountId, p);
 }
 
-export function mutesPage(db: Queryable, accountId: string, p: PageParams): Promise<RelationPage<{ account: AccountRow; expiresAt: Date | null }>> {
+export function mutesPage(db: Queryable, accountId: string, p: PageParams): Promise<RelationPage<{ account: AccountRow; expiresAt: Date | null; hidesNotifications: boolean }>> {
   return accountsPage(db, (where, order, limit) =>
-    `SELECT r.id AS page_id, r.target_account_id AS account_id, r.expires_at FROM mutes r
+    `SELECT r.id AS page_id, r.target_account_id AS account_id, r.expires_at, r.hide_notifications FROM mutes r
       WHERE r.account_id = $1 AND (r.expires_at IS NULL OR r.expires_at > now()) AND ${where} ORDER BY ${order} ${limit}`, accountId, p);
 }
 

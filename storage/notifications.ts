@@ -53,11 +53,13 @@ export interface NotificationFilters {
   accountId?: string | undefined;
   /** Also those the notification policy filtered (Mastodon's `include_filtered`). */
   includeFiltered?: boolean | undefined;
+  /** Only those the notification policy filtered (what a notification request holds). */
+  onlyFiltered?: boolean | undefined;
 }
 
 export async function notificationsPage(db: Queryable, accountId: string, f: NotificationFilters, p: PageParams): Promise<NotificationRow[]> {
   const values: unknown[] = [accountId];
-  let extra = f.includeFiltered ? '' : ' AND NOT n.filtered';
+  let extra = f.onlyFiltered ? ' AND n.filtered' : f.includeFiltered ? '' : ' AND NOT n.filtered';
   if (f.types && f.types.length > 0) {
     values.push(f.types);
     extra += ` AND n.type = ANY($${values.length}::text[])`;

@@ -2,18 +2,26 @@ import { Type } from '../schema.ts';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
-import { findPolicy, requestsPage, POLICY_ACTIONS, POLICY_FIELDS, type NotificationPolicy, type PolicyAction } from '../../storage/notification-policy.ts';
+import { findPolicy, findRequest, requestsPage, POLICY_ACTIONS, POLICY_FIELDS, type NotificationPolicy, type PolicyAction } from '../../storage/notification-policy.ts';
 import { changePolicy, policyWithSummary, settleRequests } from '../../services/notification-policy.ts';
 import { renderNotificationRequests } from '../serializers/notification-groups.ts';
 import { safeReturnTo } from './auth.ts';
 import { signedInOrRedirect } from './page.ts';
-import { pagingOf, sendClientPage } from './client-page.ts';
+import { pageOf, pagingOf, sendClientPage } from './client-page.ts';
 import { refused, signedInForForm } from './client-actions.ts';
 import { clientEntry } from './client-view.ts';
 import { accountView } from './page-view.ts';
+import { notificationViews } from './client-pages.ts';
+import { notFoundPage } from './error-pages.ts';
+import { notificationsPage } from '../../storage/notifications.ts';
+import { isId } from '../params.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SignedIn } from './session.ts';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const Back = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })) });
+// The list's check boxes: one id, or several (a form repeats the name); at most a page of them, as the API's bulk routes.
+const Chosen = Type.Object({ id: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Array(Type.String({ maxLength: 40 }), { maxItems: 100 })])) });
 const PolicyForm = Type.Object(Object.fromEntries(POLICY_FIELDS.map((f) => [f, Type.Optional(Type.String({ maxLength: 20 }))])));
 const PER_PAGE = 40;
 
@@ -35,11 +43,9 @@ const ACTIONS: Record<PolicyAction, string> = { accept: 'Show them', filter: 'Ke
 export default async function clientNotificationRequestRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.get('/notifications/requests', async (request, reply) => {
-    const me = await signedInOrRedirect(request, reply);
-    if (!me) return reply;
+  async function requestsListPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, error = '', status = 200) {
     const viewerId = me.account.id;
-    const p = { ...pagingOf(request), minId: undefined, limit: PER_PAGE + 1 };
+    const p = { ...(request.method === 'GET' ? pagingOf(request) : { maxId: undefined }), minId: undefined, limit: PER_PAGE + 1 };
     const rows = await requestsPage(ctx.db, viewerId, p);
     const shown = rows.slice(0, PER_PAGE);
     const requests = (await renderNotificationRequests(ctx, viewerId, shown)).map((r) => ({
@@ -50,10 +56,52 @@ export default async function clientNotificationRequestRoutes(fastify: FastifyIn
     }));
     const last = shown.at(-1);
     return sendClientPage(ctx, request, reply, 'client/notification_requests', 'Filtered notifications', {
-      requests, older: !!p.maxId,
+      requests, older: !!p.maxId, error, pagePath: '/notifications/requests',
       pager: { older: rows.length > PER_PAGE && last ? `/notifications/requests?max_id=${last.id}` : null, newer: p.maxId ? '/notifications/requests' : null },
+    }, status);
+  }
+
+  app.get('/notifications/requests', async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    return requestsListPage(request, reply, me);
+  });
+
+  // One request: the notifications from its sender that were kept aside, newest first, with Accept and Dismiss (as
+  // GET /api/v1/notifications/requests/:id and, for the list, GET /api/v1/notifications?account_id=…, but only the
+  // filtered ones). Another person's request, or one settled since, is not found.
+  app.get('/notifications/requests/:id', { schema: { params: IdParams } }, async (request, reply) => {
+    const me = await signedInOrRedirect(request, reply);
+    if (!me) return reply;
+    const viewerId = me.account.id;
+    const row = isId(request.params.id) ? await findRequest(ctx.db, viewerId, request.params.id) : null;
+    const [rendered] = row ? await renderNotificationRequests(ctx, viewerId, [row]) : [];
+    if (!row || !rendered) return notFoundPage(request, reply);
+    const path = `/notifications/requests/${row.id}`;
+    const p = pagingOf(request);
+    const rows = await notificationsPage(ctx.db, viewerId, { accountId: row.from_account_id, onlyFiltered: true }, p);
+    const page = pageOf(rows.map((n) => n.id), p, path);
+    const shown = new Set(page.ids);
+    const account = accountView(ctx.render, rendered.account);
+    return sendClientPage(ctx, request, reply, 'client/notification_request', `Filtered notifications from @${account.handle}`, {
+      id: row.id, account, count: Number(rendered.notifications_count), older: !!p.maxId, pager: page.pager,
+      items: await notificationViews(ctx, viewerId, rows.filter((n) => shown.has(n.id))),
     });
   });
+
+  // Several at once, chosen on the list: as POST /api/v1/notifications/requests/accept and /dismiss (ids that are not
+  // the person's are passed over); choosing none brings the list back with why.
+  for (const how of ['accept', 'dismiss'] as const) {
+    app.post(`/notifications/requests/${how}`, { schema: { body: Chosen } }, async (request, reply) => {
+      const me = await signedInForForm(request, reply, '/notifications/requests');
+      if (!me) return reply;
+      const raw = request.body.id;
+      const ids = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+      if (ids.length === 0) return requestsListPage(request, reply, me, `Choose the requests to ${how}.`, 422);
+      await settleRequests(ctx.db, me.account.id, ids, how);
+      return reply.redirect('/notifications/requests', 303);
+    });
+  }
 
   for (const how of ['accept', 'dismiss'] as const) {
     app.post(`/notifications/requests/:id/${how}`, { schema: { params: IdParams, body: Back } }, async (request, reply) => {

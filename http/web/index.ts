@@ -64,6 +64,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx, apiDescript
   await app.register((await import('./client-lists.ts')).default, { ctx });
   await app.register((await import('./client-filters.ts')).default, { ctx });
   await app.register((await import('./client-relations.ts')).default, { ctx });
+  await app.register((await import('./client-blocks.ts')).default, { ctx });
   await app.register((await import('./client-notification-requests.ts')).default, { ctx });
   await app.register((await import('./client-tags.ts')).default, { ctx });
   await app.register((await import('./client-translation.ts')).default, { ctx });

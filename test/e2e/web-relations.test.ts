@@ -82,7 +82,7 @@ describe('relations on a phone', () => {
       expect(await page.locator('.notification-request').count()).toBe(1);
     }, { timeout: 5000 });
     await look(page, 'filtered notifications');
-    await page.getByRole('button', { name: /^Accept/ }).click();
+    await page.getByRole('button', { name: /^Accept @/ }).click();
     await page.getByText('Nothing kept aside.').waitFor();
     await page.goto(`${s.url}/notifications`);
     await page.getByText('hello from someone you do not follow').first().waitFor();

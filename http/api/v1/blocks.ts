@@ -1,4 +1,3 @@
-import { domainToASCII } from 'node:url';
 import { Type } from '../../schema.ts';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -6,9 +5,8 @@ import type { RouteOptions } from '../../route-options.ts';
 import { Bool, PagingQuery } from '../../params.ts';
 import { requireViewer } from '../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../paging.ts';
-import { unprocessable } from '../../../errors.ts';
 import { visibleAccount } from '../../../services/accounts.ts';
-import { MAX_MUTE_SECONDS, muteOptions } from '../../../services/blocks.ts';
+import { MAX_MUTE_SECONDS, muteOptions, normalizeDomain } from '../../../services/blocks.ts';
 import * as follows from '../../../storage/follows.ts';
 import { blocksPage, domainBlocksPage, mutesPage } from '../../../storage/blocks.ts';
 import { renderAccount } from '../../serializers/account.ts';
@@ -18,24 +16,6 @@ import { withAccountEmojis } from '../../../services/custom-emojis.ts';
 const AccountIdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const BLOCKS = { kind: 'user', scopes: ['follow', 'write:blocks'] } as const;
 const MUTES = { kind: 'user', scopes: ['follow', 'write:mutes'] } as const;
-
-/** A domain as Mastodon stores one (lower case, IDN as punycode), taken from a bare host or a pasted URL; or a 422. */
-function normalizeDomain(input: string | undefined): string {
-  const raw = (input ?? '').trim();
-  if (!raw) throw unprocessable("Validation failed: Domain can't be blank");
-  let host = raw;
-  try {
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) host = new URL(raw).host;
-  } catch {
-    /* judged below as it is */
-  }
-  const [name, port] = host.toLowerCase().split(/:(?=\d+$)/) as [string, string | undefined];
-  const ascii = domainToASCII(name.replace(/\.$/, ''));
-  if (!ascii || !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(ascii) || ascii.length > 253) {
-    throw unprocessable('Validation failed: Domain is not a valid domain name');
-  }
-  return port ? `${ascii}:${port}` : ascii;
-}
 
 export default async function blocksRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

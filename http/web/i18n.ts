@@ -16,6 +16,8 @@ export type Params = Record<string, string | number>;
 export interface Translate {
   (key: string, params?: Params): string;
   readonly locale: string;
+  /** Whether the key is a message (of this locale or English). */
+  has(key: string): boolean;
   number(n: number): string;
   /** A moment as the pages show it: the date and time in UTC, saying so. */
   date(iso: string | Date): string;
@@ -68,6 +70,7 @@ function makeTranslator(locale: string): Translate {
   }) as Translate;
   Object.defineProperties(t, {
     locale: { value: locale },
+    has: { value: (key: string) => key in own || key in source },
     number: { value: number },
     date: {
       value: (iso: string | Date) => {

@@ -118,7 +118,7 @@ describe('a visitor', () => {
 
   it('with no language of ours, or none at all, gets English', async () => {
     const visitor = new WebClient(s.app);
-    for (const header of [{ 'accept-language': 'xx-YY, tlh;q=0.5' }, {}]) {
+    for (const header of [{ 'accept-language': 'xx-YY, tlh;q=0.5' }, {}] as Record<string, string>[]) {
       const signIn = await visitor.get('/auth/sign_in', header);
       expect(htmlLang(signIn.body)).toBe('en');
       expect(signIn.body).toContain('<h1>Sign in</h1>');

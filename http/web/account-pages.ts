@@ -159,7 +159,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
   async function profile(request: FastifyRequest, reply: FastifyReply, username: string, tab: Tab, rss: boolean) {
     const maxId = rss ? undefined : maxIdOf(request);
     const path = `${profilePath(username)}${TABS.find((t) => t.tab === tab)!.suffix}${rss ? '.rss' : ''}`;
-    return servePage(opts, request, reply, `${path}?${maxId ?? ''}`, null, async (viewer): Promise<PageResult | FastifyReply> => {
+    return servePage(opts, request, reply, `${path}?${maxId ?? ''}`, null, async (viewer, locale): Promise<PageResult | FastifyReply> => {
       const found = await accountWithVersions(ctx, username);
       if (!found) return notFoundPage(request, reply);
       const { account: row } = found;
@@ -169,7 +169,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       if (movedTo) {
         const to = accountView(ctx.render, renderAccount(ctx.render, movedTo));
         const body = renderView('message', {
-          chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle}) has moved`),
+          chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle}) has moved`, '', locale),
           heading: `${account.displayName} has moved`, kind: 'notice',
           message: `@${account.handle} has moved to @${to.handle} and is no longer in use.`,
           link: { href: to.url, text: `Go to @${to.handle}` },
@@ -199,7 +199,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       const last = pageIds.at(-1);
       const body = renderView('public/profile', {
         chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle})`,
-          profileHead(ctx, row, account, tab === 'posts' && !maxId ? account.url : undefined)),
+          profileHead(ctx, row, account, tab === 'posts' && !maxId ? account.url : undefined), locale),
         account,
         rssUrl: `${base}.rss`,
         followPath: interactionPath(profilePath(row.username)),
@@ -246,7 +246,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
     // A signed-in person reads the thread as the API gives it to them (another server's posts too), with a reply form.
     const me = await viewerOf(request);
     if (me) return clientThread(ctx, request, reply, me, id);
-    return servePage(opts, request, reply, `${profilePath(username)}/${id}`, null, async (viewer): Promise<PageResult | FastifyReply> => {
+    return servePage(opts, request, reply, `${profilePath(username)}/${id}`, null, async (viewer, locale): Promise<PageResult | FastifyReply> => {
       const found = await accountWithVersions(ctx, username);
       const status = found ? await findStatus(ctx.db, id) : null;
       if (!found || !status || status.account_id !== found.account.id) return notFoundPage(request, reply);
@@ -265,7 +265,7 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       const descendants = replies.order.map((d) => replies.loaded.get(d)!);
       const p = entry.post;
       const body = renderView('public/post', {
-        chrome: publicChrome(ctx.config, viewer, `${p.author.displayName}: "${truncate(p.spoiler ? `Content warning: ${p.spoiler}` : p.text || 'Post', 60)}"`, postHead(ctx, row, entry)),
+        chrome: publicChrome(ctx.config, viewer, `${p.author.displayName}: "${truncate(p.spoiler ? `Content warning: ${p.spoiler}` : p.text || 'Post', 60)}"`, postHead(ctx, row, entry), locale),
         heading: `Post by ${p.author.displayName}`,
         ancestors: thread.ancestors.map((a) => byId.get(a)).filter((e) => e !== undefined),
         entry,

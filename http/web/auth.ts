@@ -16,7 +16,8 @@ import { listRules } from '../../storage/rules.ts';
 import { findUserById } from '../../storage/users.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { endWebSession, startWebSession } from './session.ts';
-import { KEEPS_OPENER, letFormsRedirectAway, sendFormPage, sendMessagePage, type FieldErrors } from './page.ts';
+import { KEEPS_OPENER, letFormsRedirectAway, sendFormPage, sendMessagePage, translatorOf, type FieldErrors } from './page.ts';
+import { negotiate } from './i18n.ts';
 
 const SignInForm = Type.Object({
   email: Type.Optional(Type.String({ maxLength: 320 })),
@@ -87,7 +88,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     // form (/invite/:code) is open and needs no reason, whatever the registration mode.
     const invited = typeof values.invite_code === 'string' && values.invite_code !== '';
     const mode = ctx.config.omniauthOnly ? 'none' : invited ? 'open' : ctx.config.registrationsMode;
-    return sendFormPage(ctx, request, reply, 'auth/sign_up', 'Create an account', {
+    return sendFormPage(ctx, request, reply, 'auth/sign_up', (await translatorOf(ctx, request))('sign_up.title'), {
       closed: mode === 'none',
       closedMessage: mode === 'none' ? operatorHtml(ctx.config.registrationsClosedMessage) : '',
       approvalRequired: mode === 'approved',
@@ -100,9 +101,9 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }
 
   /** The sign-in form, with single sign-on's button when a provider is set (whose form leaves for the provider). */
-  function signInPage(request: FastifyRequest, reply: FastifyReply, values: { email: string; returnTo: string; error: string }, status = 200) {
+  async function signInPage(request: FastifyRequest, reply: FastifyReply, values: { email: string; returnTo: string; error: string }, status = 200) {
     if (ctx.config.oidc) letFormsRedirectAway(reply);
-    return sendFormPage(ctx, request, reply, 'auth/sign_in', 'Sign in', {
+    return sendFormPage(ctx, request, reply, 'auth/sign_in', (await translatorOf(ctx, request))('sign_in.title'), {
       ...values, notice: '', oidc: ctx.config.oidc?.displayName ?? '', omniauthOnly: ctx.config.omniauthOnly,
     }, status);
   }
@@ -132,7 +133,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
         email: values.email.trim(),
         password: body.password ?? '',
         agreement: values.agreement,
-        locale: ctx.config.instanceLanguages[0] ?? 'en',
+        // The language the sign-up page spoke (the browser's, where the pages speak it), as Mastodon keeps it.
+        locale: negotiate(request.headers['accept-language']) ?? ctx.config.instanceLanguages[0] ?? 'en',
         reason: values.reason,
         passwordConfirmation: body.password_confirmation ?? '',
         inviteCode: values.invite_code || null,

@@ -13,7 +13,7 @@ import { isLanguage } from '../../services/languages.ts';
 import type { Visibility } from '../../storage/statuses.ts';
 import { safeReturnTo } from './auth.ts';
 import { interactionPath } from './interaction.ts';
-import { sendMessagePage } from './page.ts';
+import { sendMessagePage, translatorOf } from './page.ts';
 import { clientThread } from './client-pages.ts';
 import { composeView, MEDIA_BOXES, POLL_BOXES } from './client-compose.ts';
 import { clientEntries } from './client-view.ts';
@@ -185,7 +185,8 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
         quoted: quotedId ? (await clientEntries(ctx, viewerId, [quotedId], null))[0] ?? null : null,
       });
       if (inReplyToId && err.statusCode !== 404) return clientThread(ctx, request, reply, me, inReplyToId, compose, err.statusCode);
-      return sendClientPage(ctx, request, reply, 'client/publish', 'New post', { heading: 'New post', compose }, err.statusCode);
+      const heading = (await translatorOf(ctx, request))('publish.title');
+      return sendClientPage(ctx, request, reply, 'client/publish', heading, { heading, compose }, err.statusCode);
     }
     return reply.redirect(`${returnTo.replace(/#.*$/, '')}#s-${id}`, 303);
   });

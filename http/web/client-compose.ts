@@ -107,8 +107,9 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
     // A new key for each form shown: the same form sent twice (a double click, a resend) makes one post.
     idempotencyKey: randomBytes(16).toString('base64url'),
     returnTo: o.returnTo,
-    heading: o.heading ?? (reply ? 'Reply' : 'New post'),
-    label: o.label ?? (reply ? 'Your reply' : "What's on your mind?"),
+    // Empty: the form's own words, in the page's language (the template chooses them).
+    heading: o.heading ?? '',
+    label: o.label ?? '',
     languages: languagesFor(ctx.config),
     pollDurations: POLL_DURATIONS,
     offsets: UTC_OFFSETS,

@@ -9,6 +9,7 @@ import { notificationViews } from './client-pages.ts';
 import type { ClientForms } from './client-page.ts';
 import { clientEntries } from './client-view.ts';
 import { renderFragment } from './views.ts';
+import { pageLocale } from './i18n.ts';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
 const Query = Type.Object({
@@ -41,7 +42,7 @@ export default async function clientLiveRoutes(fastify: FastifyInstance, { ctx }
     const context = CONTEXTS[request.query.context as keyof typeof CONTEXTS] ?? null;
     const [entry] = isId(request.params.id) ? await clientEntries(ctx, me.account.id, [request.params.id], context) : [];
     if (!entry) return reply.code(404).type('text/plain').send('Not found.');
-    return fragment(reply, renderFragment('client/entry', { entry, client: formsOf(reply, request.query.return_to) }));
+    return fragment(reply, renderFragment('client/entry', { entry, client: formsOf(reply, request.query.return_to) }, pageLocale(request, me.user, ctx.config.instanceLanguages)));
   });
 
   app.get('/notifications/:id/entry', { schema: { params: IdParams, querystring: Query } }, async (request, reply) => {
@@ -50,6 +51,6 @@ export default async function clientLiveRoutes(fastify: FastifyInstance, { ctx }
     const row = isId(request.params.id) ? await findNotification(ctx.db, me.account.id, request.params.id) : null;
     const [n] = row && !row.filtered ? await notificationViews(ctx, me.account.id, [row]) : [];
     if (!n) return reply.code(404).type('text/plain').send('Not found.');
-    return fragment(reply, renderFragment('client/notification-entry', { n, client: formsOf(reply, request.query.return_to ?? '/notifications') }));
+    return fragment(reply, renderFragment('client/notification-entry', { n, client: formsOf(reply, request.query.return_to ?? '/notifications') }, pageLocale(request, me.user, ctx.config.instanceLanguages)));
   });
 }

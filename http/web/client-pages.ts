@@ -18,7 +18,7 @@ import { isWordQuery, searchStatuses, statusIdOfLink } from '../../services/stat
 import { tagTrends, trendIds } from '../../services/trends.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { renderNotifications } from '../serializers/statuses.ts';
-import { signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect, translatorOf } from './page.ts';
 import { liveOf, pageOf, pagingOf, sendClientPage } from './client-page.ts';
 import { composeView, type ComposeView } from './client-compose.ts';
 import { notFoundPage } from './error-pages.ts';
@@ -42,6 +42,8 @@ async function homeIds(ctx: AppContext, viewerId: string, p: PageParams): Promis
 /** A notification as a line: who did what, and the post it is about. */
 interface NotificationView {
   id: string;
+  /** The notification's type: its words come from the page's catalogue (`notification.<type>`), `text` where it has none. */
+  type: string;
   account: AccountView;
   text: string;
   created: DateView;
@@ -71,7 +73,7 @@ export async function notificationViews(ctx: AppContext, viewerId: string, rows:
   return rendered.map((raw) => {
     const n = raw as { id: string; type: string; created_at: string; account: Parameters<typeof accountView>[1]; status: Record<string, unknown> | null };
     return {
-      id: n.id, account: accountView(ctx.render, n.account), text: NOTIFICATION_TEXT[n.type] ?? n.type, created: dateView(n.created_at),
+      id: n.id, type: n.type, account: accountView(ctx.render, n.account), text: NOTIFICATION_TEXT[n.type] ?? n.type, created: dateView(n.created_at),
       entry: n.status ? clientEntry(ctx, viewerId, n.status) : null,
     };
   });
@@ -147,13 +149,14 @@ export async function clientThread(ctx: AppContext, request: FastifyRequest, rep
   // A reply mentions the one replied to, and keeps a post's narrower audience.
   const mention = p.author.id === viewerId ? '' : `@${p.author.path.slice(2)} `;
   const narrower = p.visibility === 'public' ? undefined : p.visibility;
-  return sendClientPage(ctx, request, reply, 'client/thread', `Post by ${p.author.displayName}`, {
-    heading: `Post by ${p.author.displayName}`,
+  const t = await translatorOf(ctx, request);
+  return sendClientPage(ctx, request, reply, 'client/thread', t('thread.title', { name: p.author.displayName }), {
+    heading: t('thread.title', { name: p.author.displayName }),
     pagePath: entry.threadPath,
     ancestors, entry, descendants, translation,
     compose: compose ?? composeView(ctx, me, {
       in_reply_to_id: p.id, status: mention, visibility: narrower, spoiler_text: p.spoiler, returnTo: entry.threadPath,
-      heading: `Reply to ${p.author.displayName}`,
+      heading: t('compose.reply_to', { name: p.author.displayName }),
     }),
   }, status);
 }
@@ -184,10 +187,11 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     if (!me) return reply;
     const p = pagingOf(request);
     const page = pageOf(await homeIds(ctx, me.account.id, p), p, '/home');
-    return sendClientPage(ctx, request, reply, 'client/timeline', 'Home', {
-      heading: 'Home', intro: '', more: true, live: liveOf(p, { stream: 'user', context: 'home' }), entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
+    const t = await translatorOf(ctx, request);
+    return sendClientPage(ctx, request, reply, 'client/timeline', t('home.title'), {
+      heading: t('home.title'), intro: '', more: true, live: liveOf(p, { stream: 'user', context: 'home' }), entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
       compose: p.maxId || p.minId ? null : composeView(ctx, me, { returnTo: '/home' }),
-      empty: p.maxId ? 'No older posts.' : 'Your home timeline is empty. Follow people (find them with Search) and their posts will show here.',
+      empty: t(p.maxId ? 'profile.no_older' : 'home.empty'),
     });
   });
 
@@ -217,7 +221,7 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     const page = pageOf(rows.map((n) => n.id), p, '/notifications');
     const shown = new Set(page.ids);
     const items = await notificationViews(ctx, viewerId, rows.filter((n) => shown.has(n.id)));
-    return sendClientPage(ctx, request, reply, 'client/notifications', 'Notifications', { items, older: !!p.maxId, live: !p.maxId && !p.minId, pager: page.pager });
+    return sendClientPage(ctx, request, reply, 'client/notifications', (await translatorOf(ctx, request))('notifications.title'), { items, older: !!p.maxId, live: !p.maxId && !p.minId, pager: page.pager });
   });
 
   app.get('/explore', async (request, reply) => {
@@ -278,8 +282,10 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     const quote = (request.query as { quote?: unknown }).quote;
     const [quoted] = typeof quote === 'string' && isId(quote) ? await clientEntries(ctx, me.account.id, [quote], null) : [];
     if (quote !== undefined && !quoted) return notFoundPage(request, reply);
-    const compose = composeView(ctx, me, { returnTo: '/home', quoted_status_id: quoted?.post.id ?? '', quoted: quoted ?? null, heading: quoted ? 'Quote' : 'New post' });
-    return sendClientPage(ctx, request, reply, 'client/publish', quoted ? 'Quote a post' : 'New post', { heading: quoted ? 'Quote a post' : 'New post', compose });
+    const t = await translatorOf(ctx, request);
+    const compose = composeView(ctx, me, { returnTo: '/home', quoted_status_id: quoted?.post.id ?? '', quoted: quoted ?? null, heading: t(quoted ? 'status.quote' : 'compose.new_post_heading') });
+    const heading = t(quoted ? 'publish.quote_title' : 'publish.title');
+    return sendClientPage(ctx, request, reply, 'client/publish', heading, { heading, compose });
   });
 
   app.get<{ Params: { id: string } }>('/statuses/:id/delete', async (request, reply) => {

@@ -24,7 +24,7 @@ export default async function instancePageRoutes(app: FastifyInstance, opts: Pub
   const { ctx } = opts;
   const { config } = ctx;
 
-  const about = (request: FastifyRequest, reply: FastifyReply) => servePage(opts, request, reply, '/about', null, async (viewer) => {
+  const about = (request: FastifyRequest, reply: FastifyReply) => servePage(opts, request, reply, '/about', null, async (viewer, locale) => {
     // The same facts the instance API shows (http/serializers/instance.ts), and the figures behind them.
     const [stats, contact, rules, thumbnail, description] = await Promise.all([
       instanceStats(ctx.db), contactAccount(ctx), listRules(ctx.db), instanceThumbnail(config), extendedDescription(ctx),
@@ -55,7 +55,7 @@ export default async function instancePageRoutes(app: FastifyInstance, opts: Pub
         ['og:url', `${config.publicUrl}/about`], ['og:image', entity.thumbnail]],
       twitter: [['twitter:card', 'summary_large_image'], ['twitter:title', entity.title], ['twitter:description', entity.description], ['twitter:image', entity.thumbnail]],
     });
-    const body = renderView('public/about', { chrome: publicChrome(config, viewer, `About ${entity.title}`, head), instance, signedIn: !!viewer });
+    const body = renderView('public/about', { chrome: publicChrome(config, viewer, `About ${entity.title}`, head, locale), instance, signedIn: !!viewer });
     return { body, cache: { used: NO_VERSIONS, ttlMs: ABOUT_TTL_MS } };
   });
   // A signed-in person starts at home, as on Mastodon; a stranger at the about page.
@@ -63,11 +63,11 @@ export default async function instancePageRoutes(app: FastifyInstance, opts: Pub
   app.get('/about', about);
 
   const policyPage = (path: string, heading: string, text: (c: typeof ctx) => Promise<PolicyText>) =>
-    app.get(path, (request, reply) => servePage(opts, request, reply, path, null, async (viewer) => {
+    app.get(path, (request, reply) => servePage(opts, request, reply, path, null, async (viewer, locale) => {
       const policy = await text(ctx);
       const head = headTags({ canonical: `${config.publicUrl}${path}`, description: `${heading} of ${config.instanceTitle}` });
       const body = renderView('public/policy', {
-        chrome: publicChrome(config, viewer, `${heading} - ${config.instanceTitle}`, head),
+        chrome: publicChrome(config, viewer, `${heading} - ${config.instanceTitle}`, head, locale),
         heading, updated: dateView(policy.updatedAt), content: belowPageHeading(policy.content),
       });
       return { body, cache: { used: NO_VERSIONS, ttlMs: POLICY_TTL_MS } };

@@ -5,9 +5,13 @@ import type { PageChrome } from './views.ts';
 import { SESSION_COOKIE, type SignedIn } from './session.ts';
 import { escapeHtml } from '../../text/render.ts';
 import { truncate } from './page-view.ts';
+import { SOURCE_LOCALE } from './i18n.ts';
 
-/** The layout's chrome for a public page: for a stranger when `signedIn` is null (the form that is cached). */
-export function publicChrome(config: AppContext['config'], signedIn: SignedIn | null, title: string, head = ''): PageChrome {
+/**
+ * The layout's chrome for a public page: for a stranger when `signedIn` is null (the form that is cached, one per
+ * locale: `servePage` gives the render its locale).
+ */
+export function publicChrome(config: AppContext['config'], signedIn: SignedIn | null, title: string, head = '', locale = SOURCE_LOCALE): PageChrome {
   return {
     // Titles are what search results and tabs show: kept short.
     title: truncate(title, 70),
@@ -16,7 +20,7 @@ export function publicChrome(config: AppContext['config'], signedIn: SignedIn | 
     csrfToken: '',
     head,
     registrationsOpen: config.registrationsMode !== 'none',
-    lang: config.instanceLanguages[0] ?? 'en',
+    lang: locale,
   };
 }
 

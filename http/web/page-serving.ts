@@ -6,6 +6,7 @@ import type { SignedIn } from './session.ts';
 import { viewerOf } from './page-chrome.ts';
 import { renderStatus } from '../serializers/status.ts';
 import { entryView, type EntryView } from './page-view.ts';
+import { pageLocale } from './i18n.ts';
 
 export interface PublicPageOptions {
   ctx: AppContext;
@@ -34,25 +35,30 @@ export function mergeVersions(first: Versions, later: Versions): Versions {
 export const NO_VERSIONS: Versions = { s: new Map(), a: new Map(), v: new Map() };
 
 /**
- * Serves a public page: a stranger gets the bytes kept for `key` while they are current (one Redis read), or a
- * fresh rendering, kept for the next stranger; a signed-in visitor always gets a fresh rendering (their name in the
- * chrome). `render` returns the page, or the reply when it answered otherwise (a redirect, a 404 page).
+ * Serves a public page: a stranger gets the bytes kept for `key` in their language (as `Accept-Language` asks) while
+ * they are current (one Redis read), or a fresh rendering, kept for the next stranger; a signed-in visitor always
+ * gets a fresh rendering (their name in the chrome, their language). `render` returns the page in the given locale,
+ * or the reply when it answered otherwise (a redirect, a 404 page).
  * `ids`: for pages whose list of posts has no version (a tag's), the ids just read.
  */
+const VARY = 'Accept, Accept-Language, Cookie';
+
 export async function servePage(
-  { cache }: PublicPageOptions, request: FastifyRequest, reply: FastifyReply, key: string, ids: string[] | null,
-  render: (viewer: SignedIn | null) => Promise<PageResult | FastifyReply>,
+  opts: PublicPageOptions, request: FastifyRequest, reply: FastifyReply, key: string, ids: string[] | null,
+  render: (viewer: SignedIn | null, locale: string) => Promise<PageResult | FastifyReply>,
 ): Promise<FastifyReply> {
   const viewer = await viewerOf(request);
+  const locale = pageLocale(request, viewer?.user ?? null, opts.ctx.config.instanceLanguages);
+  key = `${locale} ${key}`;
   if (!viewer) {
-    const hit = await cache.get(key, ids);
-    if (hit) return reply.code(hit.statusCode).header('vary', 'Accept, Cookie').type(hit.contentType).send(hit.body);
+    const hit = await opts.cache.get(key, ids);
+    if (hit) return reply.code(hit.statusCode).header('vary', VARY).type(hit.contentType).send(hit.body);
   }
-  const result = await render(viewer);
+  const result = await render(viewer, locale);
   if (!('body' in result)) return result;
   const page = { statusCode: result.statusCode ?? 200, contentType: result.contentType ?? HTML, body: Buffer.from(result.body) };
-  if (!viewer && result.cache) cache.set(key, page, result.cache.used, result.cache.ttlMs, ids);
-  return reply.code(page.statusCode).header('vary', 'Accept, Cookie').type(page.contentType).send(page.body);
+  if (!viewer && result.cache) opts.cache.set(key, page, result.cache.used, result.cache.ttlMs, ids);
+  return reply.code(page.statusCode).header('vary', VARY).type(page.contentType).send(page.body);
 }
 
 /**

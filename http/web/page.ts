@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { renderView, type PageChrome } from './views.ts';
 import type { SignedIn } from './session.ts';
+import { pageLocale, translator, type Translate } from './i18n.ts';
 
 /**
  * Route options for the pages an OAuth sign-in passes through (sign-in, its second step, authorize): without
@@ -31,9 +32,15 @@ export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: 
     signedInAs: signedIn ? { username: signedIn.account.username, admin: isStaff(signedIn.user.role?.permissions) } : null,
     csrfToken: reply.generateCsrf(),
     registrationsOpen: ctx.config.registrationsMode !== 'none',
-    lang: ctx.config.instanceLanguages[0] ?? 'en',
+    lang: pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages),
     htmlClass: signedIn ? appearanceClasses(signedIn.user) : '',
   };
+}
+
+/** The translator of the request's page language, for words a handler puts on a page. */
+export async function translatorOf(ctx: AppContext, request: FastifyRequest): Promise<Translate> {
+  const signedIn = await request.signedIn();
+  return translator(pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages));
 }
 
 /** Renders a form page (sign-in, sign-up, settings): private, uncached. */

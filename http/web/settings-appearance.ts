@@ -5,10 +5,16 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
 import { isLanguage } from '../../services/languages.ts';
 import { updateAppearance, type UserRow } from '../../storage/users.ts';
-import { sendFormPage, signedInOrRedirect } from './page.ts';
+import { sendFormPage, signedInOrRedirect, translatorOf } from './page.ts';
 import { languageChoices } from './settings.ts';
+import { LOCALES } from './i18n.ts';
 
-const THEMES: [UserRow['theme'], string][] = [['system', 'As my device is set (light or dark)'], ['light', 'Light'], ['dark', 'Dark']];
+const THEMES: [UserRow['theme'], string][] = [['system', 'appearance.theme.system'], ['light', 'appearance.theme.light'], ['dark', 'appearance.theme.dark']];
+
+/** The languages the pages speak, named in the page's language (what the locale hint lists); made once per locale. */
+const languageLists = new Map<string, string>();
+const interfaceLanguages = (locale: string) => languageLists.get(locale) ?? languageLists.set(locale, new Intl.ListFormat(locale, { type: 'conjunction' })
+  .format(LOCALES.map((l) => new Intl.DisplayNames([locale], { type: 'language' }).of(l) ?? l))).get(locale)!;
 
 /** How the pages look and which language the interface speaks: stored on the user, applied on every page they open. */
 export default async function appearancePageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
@@ -16,8 +22,10 @@ export default async function appearancePageRoutes(fastify: FastifyInstance, { c
 
   app.get('/settings/appearance', { schema: { querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) }) } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && sendFormPage(ctx, request, reply, 'settings/appearance', 'Appearance', {
-      user: me.user, themes: THEMES, languages: languageChoices(), notice: request.query.notice === 'saved' ? 'Your changes are saved.' : '', error: '',
+    if (!me) return;
+    const t = await translatorOf(ctx, request);
+    return sendFormPage(ctx, request, reply, 'settings/appearance', t('appearance.title'), {
+      user: me.user, themes: THEMES, languages: languageChoices(), interfaceLanguages: interfaceLanguages(t.locale), notice: request.query.notice === 'saved' ? t('settings.saved') : '', error: '',
     });
   });
 
@@ -34,9 +42,10 @@ export default async function appearancePageRoutes(fastify: FastifyInstance, { c
     const b = request.body;
     const locale = (b.locale ?? '').trim();
     const theme = THEMES.find(([t]) => t === b.theme)?.[0];
-    const error = !theme ? 'Choose light, dark or your device\'s colours.' : locale !== '' && !isLanguage(locale) ? 'Choose a language from the list.' : '';
+    const t = await translatorOf(ctx, request);
+    const error = !theme ? t('appearance.error.theme') : locale !== '' && !isLanguage(locale) ? t('appearance.error.locale') : '';
     if (error || !theme) {
-      return sendFormPage(ctx, request, reply, 'settings/appearance', 'Appearance', { user: me.user, themes: THEMES, languages: languageChoices(), notice: '', error }, 422);
+      return sendFormPage(ctx, request, reply, 'settings/appearance', t('appearance.title'), { user: me.user, themes: THEMES, languages: languageChoices(), interfaceLanguages: interfaceLanguages(t.locale), notice: '', error }, 422);
     }
     await updateAppearance(ctx.db, me.user.id, { locale: locale || null, theme, reduceMotion: b.reduce_motion === '1', largerText: b.larger_text === '1' });
     await personChanged(ctx, { userId: me.user.id });

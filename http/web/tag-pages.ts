@@ -34,7 +34,7 @@ export default async function tagPageRoutes(app: FastifyInstance, opts: PublicPa
     const ids = await publicTimelineIds(ctx.db, { local: false, remote: false, tag: name, viewerId: null }, { maxId, limit: PAGE_SIZE + 1 });
     const pageIds = ids.slice(0, PAGE_SIZE);
     const path = `/tags/${encodeURIComponent(name)}`;
-    return servePage(opts, request, reply, `${path}${rss ? '.rss' : ''}?${maxId ?? ''}`, ids, async (viewer): Promise<PageResult | FastifyReply> => {
+    return servePage(opts, request, reply, `${path}${rss ? '.rss' : ''}?${maxId ?? ''}`, ids, async (viewer, locale): Promise<PageResult | FastifyReply> => {
       const { entries, versions } = await loadEntries(ctx, pageIds);
       const cache = { used: versions, ttlMs: TTL_MS };
       const url = `${ctx.config.publicUrl}${path}`;
@@ -51,7 +51,7 @@ export default async function tagPageRoutes(app: FastifyInstance, opts: PublicPa
           alternates: [{ type: 'application/rss+xml', href: `${url}.rss`, title: `Posts tagged #${name}` }],
           og: [['og:type', 'website'], ['og:site_name', ctx.config.instanceTitle], ['og:title', `#${name}`], ['og:description', description], ['og:url', url]],
           twitter: [['twitter:card', 'summary'], ['twitter:title', `#${name}`], ['twitter:description', description]],
-        })),
+        }), locale),
         tag: name,
         rssUrl: `${url}.rss`,
         entries,

@@ -1,5 +1,6 @@
 import { Eta } from 'eta';
 import { fileURLToPath } from 'node:url';
+import { SOURCE_LOCALE, translator } from './i18n.ts';
 
 /**
  * The web pages' template engine. Eta escapes every `<%= %>` value by default; `<%~ %>` (raw) is used only for
@@ -38,7 +39,7 @@ export interface PageChrome {
   head?: string;
   /** Where sign-up stands: the layout links to it only when it is open. */
   registrationsOpen: boolean;
-  /** The page's language (the instance's first language by default). */
+  /** The page's language: the locale its words are in (http/web/i18n.ts, `pageLocale`). */
   lang: string;
   /** Classes on <html> from the signed-in person's Appearance settings (theme, less motion, larger text); '' otherwise. */
   htmlClass?: string;
@@ -46,12 +47,16 @@ export interface PageChrome {
   enhance?: boolean;
 }
 
-/** Renders a page template (`templates/<name>.eta`) with its data and the chrome the layout needs. */
+/**
+ * Renders a page template (`templates/<name>.eta`) with its data and the chrome the layout needs, and `t`, the
+ * translator of the page's language (included templates see it too). The operators' pages stay in English.
+ */
 export function renderView(name: string, data: Record<string, unknown> & { chrome: PageChrome }): string {
-  return eta.render(`./${name}`, data);
+  if (name.startsWith('admin/') && data.chrome.lang !== SOURCE_LOCALE) data = { ...data, chrome: { ...data.chrome, lang: SOURCE_LOCALE } };
+  return eta.render(`./${name}`, { ...data, t: translator(data.chrome.lang) });
 }
 
 /** Renders a part of a page (`templates/<name>.eta`, no layout): what the signed-in pages' script puts in place. */
-export function renderFragment(name: string, data: Record<string, unknown>): string {
-  return eta.render(`./${name}`, data);
+export function renderFragment(name: string, data: Record<string, unknown>, locale: string = SOURCE_LOCALE): string {
+  return eta.render(`./${name}`, { ...data, t: translator(locale) });
 }

@@ -147,8 +147,9 @@ describe('appearance, language and search', () => {
     expect((await web.post('/settings/appearance', { theme: 'dark', locale: 'xx-nope' }, page.body)).statusCode).toBe(422);
     const saved = await web.post('/settings/appearance', { theme: 'dark', reduce_motion: '1', larger_text: '1', locale: 'de' }, page.body);
     expect([saved.statusCode, saved.headers.location]).toEqual([303, '/settings/appearance?notice=saved']);
+    // The pages speak the chosen language (German), and say so.
     for (const path of ['/home', '/settings/profile', '/lists']) {
-      expect((await web.get(path)).body, path).toContain('<html lang="en" class="theme-dark reduce-motion larger-text">');
+      expect((await web.get(path)).body, path).toContain('<html lang="de" class="theme-dark reduce-motion larger-text">');
     }
     expect((await s.ctx.db.query(`SELECT locale FROM users WHERE account_id = $1`, [alice.id])).rows[0].locale).toBe('de');
     // Public pages are the same for everyone (and cached): no one's setting on them.

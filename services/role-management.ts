@@ -31,7 +31,8 @@ export interface RoleInput {
 
 const COLOR = /^#([0-9a-f]{3}){1,2}$/i;
 
-function checked(input: RoleInput, actor: UserRoleSummary | null | undefined) {
+/** `kept`: permission bits the role holds that the actor lacks; they stay as they are, beyond the actor's reach. */
+function checked(input: RoleInput, actor: UserRoleSummary | null | undefined, kept = 0) {
   const name = input.name.trim();
   if (name === '' || name.length > 100) throw new RoleChangeRefused('a role\'s name is 1 to 100 characters');
   const unknown = input.permissions.find((p) => !(p in PERMISSION_FLAGS));
@@ -44,7 +45,7 @@ function checked(input: RoleInput, actor: UserRoleSummary | null | undefined) {
     if (input.position >= (actor?.position ?? 0)) throw new RoleChangeRefused('not allowed: a role\'s position must be below your own role\'s');
     if ((bits & ~effectivePermissions(actor?.permissions)) !== 0) throw new RoleChangeRefused('not allowed: you cannot give permissions your own role lacks');
   }
-  return { name, color, position: input.position, permissions: bits, highlighted: input.highlighted ?? false };
+  return { name, color, position: input.position, permissions: bits | kept, highlighted: input.highlighted ?? false };
 }
 
 /** An operator's right to touch an existing role: manage_roles, and the role below their own. */
@@ -72,11 +73,15 @@ export async function createRole(deps: RoleManagementDeps, input: RoleInput, act
 export async function changeRole(deps: RoleManagementDeps, name: string, change: Partial<RoleInput>, actor?: UserRoleSummary | null): Promise<RoleRow> {
   const role = await existing(deps.db, name);
   mayTouch(role, actor);
-  const current = Object.entries(PERMISSION_FLAGS).filter(([, bit]) => (Number(role.permissions) & bit) !== 0).map(([p]) => p);
+  // An operator changes only the permissions they have themselves: those of the role beyond their own are kept,
+  // neither given nor taken away (a form cannot offer them, so leaving them out means no change).
+  const beyond = actor === undefined ? 0 : Number(role.permissions) & ~effectivePermissions(actor?.permissions);
+  const current = Object.entries(PERMISSION_FLAGS).filter(([, bit]) => (Number(role.permissions) & bit & ~beyond) !== 0).map(([p]) => p);
+  const requested = change.permissions?.filter((p) => !(p in PERMISSION_FLAGS) || (PERMISSION_FLAGS[p as Permission] & beyond) === 0);
   const values = checked({
-    name: change.name ?? role.name, permissions: change.permissions ?? current, position: change.position ?? role.position,
+    name: change.name ?? role.name, permissions: requested ?? current, position: change.position ?? role.position,
     color: change.color ?? role.color, highlighted: change.highlighted ?? role.highlighted,
-  }, actor);
+  }, actor, beyond);
   const other = values.name.toLowerCase() !== role.name.toLowerCase() ? await findRoleByName(deps.db, values.name) : null;
   if (other) throw new RoleChangeRefused(`a role named ${values.name} exists`);
   const updated = await updateRole(deps.db, role.id, values);

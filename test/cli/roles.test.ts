@@ -56,6 +56,16 @@ describe('roles on the command line', () => {
     expect((await listRoles(s.ctx.db)).map((r) => [r.name, r.position])).toEqual([['Helper', 5], ['Moderator', 10], ['Tag Curator', 40], ['Admin', 100], ['Owner', 1000]]);
   });
 
+  it('an operator changing a role keeps, untouched, the permissions it holds beyond their own', async () => {
+    expect(await cli('roles', 'create', 'Devops', '--position', '20', '--permissions', 'view_devops,manage_reports')).toEqual(['role Devops created']);
+    // The admin lacks view_devops: it is neither given nor taken away by their edit, which names only what they have.
+    expect(await cli('--as', 'roleadmin', 'roles', 'edit', 'Devops', '--permissions', 'view_dashboard')).toEqual(['role Devops changed']);
+    expect((await cli('roles', 'list')).find((l) => l.startsWith('Devops '))).toMatch(/position 20 {2}view_devops,view_dashboard$/);
+    await expect(cli('--as', 'roleadmin', 'roles', 'edit', 'Devops', '--permissions', 'view_audit_log,view_devops')).resolves.toEqual(['role Devops changed']);
+    expect((await cli('roles', 'list')).find((l) => l.startsWith('Devops '))).toMatch(/position 20 {2}view_devops,view_audit_log$/);
+    await cli('roles', 'delete', 'Devops');
+  });
+
   it('refuses unknown permissions, names taken or missing, bad positions and colours, changing nothing', async () => {
     const before = await listRoles(s.ctx.db);
     await expect(cli('roles', 'create', 'Odd', '--position', '3', '--permissions', 'fly')).rejects.toThrow(/no permission named fly/);

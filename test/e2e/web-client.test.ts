@@ -100,7 +100,7 @@ describe('a web client on another origin (as Elk and Phanpy)', () => {
 
     // The client registers itself and sends the browser to the server's authorize page, which asks for a sign-in.
     await page.fill('#server', s.url);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL((url) => url.origin === s.url && url.pathname === '/auth/sign_in');
     const returnTo = new URL(page.url()).searchParams.get('return_to') ?? '';
     expect(returnTo).toMatch(/^\/oauth\/authorize\?/);
@@ -112,7 +112,7 @@ describe('a web client on another origin (as Elk and Phanpy)', () => {
 
     await page.fill('#email', EMAIL);
     await page.fill('#password', PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL((url) => url.origin === s.url && url.pathname === '/oauth/authorize');
     await page.getByRole('heading', { name: 'Authorize Test Web Client' }).waitFor();
     expect(await page.textContent('body')).toContain('@webby');
@@ -234,11 +234,11 @@ describe('a web client on another origin (as Elk and Phanpy)', () => {
     try {
       const page = await fresh.newPage();
       await page.goto(`${client.url}/popup?${new URLSearchParams({ authorize })}`);
-      const [popup] = await Promise.all([page.waitForEvent('popup'), page.getByRole('button', { name: 'Sign in' }).click()]);
+      const [popup] = await Promise.all([page.waitForEvent('popup'), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
       await popup.waitForURL((url) => url.origin === s.url && url.pathname === '/auth/sign_in');
       await popup.getByLabel('E-mail address').fill(EMAIL);
       await popup.getByLabel('Password').fill(PASSWORD);
-      await popup.getByRole('button', { name: 'Sign in' }).click();
+      await popup.getByRole('button', { name: 'Sign in', exact: true }).click();
       await popup.getByRole('heading', { name: 'Authorize Popup Client' }).waitFor();
       await popup.getByRole('button', { name: 'Authorize' }).click();
       await popup.waitForURL((url) => url.origin === client.url && url.pathname === '/popup-callback');

@@ -42,7 +42,7 @@ describe('collections and settings on a phone', () => {
     await page.goto(`${s.url}/auth/sign_in`);
     await page.getByLabel('E-mail address').fill(me.email);
     await page.getByLabel('Password').fill(me.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(/\/(home|@keeper)$/);
 
     await page.goto(`${s.url}/lists`);

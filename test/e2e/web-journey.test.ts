@@ -97,7 +97,7 @@ describe('joining from a browser', () => {
     await page.goto(s.url + '/auth/sign_in');
     await page.getByLabel('E-mail address').fill('newcomer@example.com');
     await page.getByLabel('Password').fill('newcomer-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.textContent('main')).toContain('confirm your e-mail address');
     await page.goto(link);
     await expect.poll(() => page.textContent('main')).toContain('Your e-mail address is confirmed');
@@ -113,7 +113,7 @@ describe('joining from a browser', () => {
     await op.goto(s.url + '/auth/sign_in');
     await op.getByLabel('E-mail address').fill('operator@example.com');
     await op.getByLabel('Password').fill('operator-password');
-    await op.getByRole('button', { name: 'Sign in' }).click();
+    await op.getByRole('button', { name: 'Sign in', exact: true }).click();
     await op.waitForURL(s.url + '/home');
     const alert = await smtp.waitFor((m) => m.envelopeTo.includes('operator@example.com') && /newcomer/.test(m.text));
     expect(linkIn(alert.text, '/admin/approvals')).toBeTruthy();
@@ -134,7 +134,7 @@ describe('joining from a browser', () => {
     await page.getByLabel('E-mail address').fill('newcomer@example.com');
     await page.getByLabel('Password').fill('newcomer-password');
     await look(page, 'sign-in');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(s.url + '/home');
     await page.goto(s.url + '/settings/two_factor');
     await look(page, 'two-factor-off');
@@ -157,12 +157,12 @@ describe('joining from a browser', () => {
     await page.goto(s.url + '/auth/sign_in');
     await page.getByLabel('E-mail address').fill('newcomer@example.com');
     await page.getByLabel('Password').fill('newcomer-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL('**/auth/sign_in/two_factor');
     await look(page, 'two-factor-code');
     // A code of the next time step: the one used to turn it on was spent.
     await page.getByLabel(/Code from your authenticator app/).fill(await generate({ secret, epoch: Math.floor(Date.now() / 1000) + 30 }));
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL(s.url + '/home');
   });
 
@@ -228,11 +228,11 @@ describe('joining from a browser', () => {
     await page.waitForURL('**/auth/sign_in**');
     await page.getByLabel('E-mail address').fill('newcomer@example.com');
     await page.getByLabel('Password').fill('brand-new-password');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL('**/auth/sign_in/two_factor');
     // A recovery code this time, as after losing the phone.
     await page.getByLabel(/Code from your authenticator app/).fill(recoveryCodes[0]!);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.waitForURL('**/settings/profile');
     await look(page, 'signed-in-again');
     expect(problems).toEqual([]);

@@ -49,7 +49,7 @@ const focus = (page: Page) => page.locator('article.status-focus');
 async function signIn(page: Page) {
   await page.getByLabel('E-mail address').fill(READER.email);
   await page.getByLabel('Password').fill(READER.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
 }
 
 describe('reading and writing in the browser', () => {

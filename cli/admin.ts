@@ -222,7 +222,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
   if (argv[0] === 'roles' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services) throw new Error('role commands need Redis');
     try {
-      return await rolesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate }, actorRole, out);
+      return await rolesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), invalidate }, actorRole, out, actor);
     } catch (err) {
       throw err instanceof RolesUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
@@ -275,7 +275,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
     },
   });
   const [group, command, username] = positionals;
-  if (group === 'rules' && command && !values.help) return rulesCommand({ db, redis: services?.redis, redisPrefix: services?.redisPrefix }, command, positionals.slice(2), values, out);
+  if (group === 'rules' && command && !values.help) return rulesCommand({ db, redis: services?.redis, redisPrefix: services?.redisPrefix }, command, positionals.slice(2), values, out, actor);
   if (values.help || (group !== 'accounts' && group !== 'suggestions') || !command) throw new UsageError(values.help ? '' : 'unknown command');
   if (group === 'suggestions') return suggestionsCommand(db, command, username, out);
 
@@ -389,14 +389,14 @@ async function suggestionsCommand(db: Db, command: string, name: string | undefi
   }
 }
 
-async function rulesCommand(deps: RuleDeps, command: string, args: string[], options: { hint?: string | undefined; priority?: string | undefined }, out: (line: string) => void): Promise<void> {
+async function rulesCommand(deps: RuleDeps, command: string, args: string[], options: { hint?: string | undefined; priority?: string | undefined }, out: (line: string) => void, by: Actor): Promise<void> {
   const refusal = (err: unknown) => (err instanceof RuleRefused ? new Error(err.missing ? `no rule with id ${args[0]}` : err.message.replace(/^A /, 'a ').replace(/\.$/, '')) : err);
   switch (command) {
     case 'add': {
       if (args.length !== 1) throw new UsageError('rules add takes the rule as one argument (quote it)');
       if (options.priority !== undefined && !/^-?\d{1,6}$/.test(options.priority)) throw new UsageError('--priority takes a whole number');
       try {
-        const rule = await addRule(deps, { text: args[0]!, hint: options.hint ?? '', priority: Number(options.priority ?? 0) });
+        const rule = await addRule(deps, { text: args[0]!, hint: options.hint ?? '', priority: Number(options.priority ?? 0) }, by);
         out(rule.id);
       } catch (err) {
         throw refusal(err);
@@ -412,7 +412,7 @@ async function rulesCommand(deps: RuleDeps, command: string, args: string[], opt
       if (!id || text === undefined || args.length !== 2) throw new UsageError('rules edit takes the id of a rule and its new text as one argument');
       try {
         if (!isId(id)) throw new RuleRefused('', true);
-        await changeRule(deps, id, { text, hint: options.hint ?? '' });
+        await changeRule(deps, id, { text, hint: options.hint ?? '' }, by);
       } catch (err) {
         throw refusal(err);
       }
@@ -436,7 +436,7 @@ async function rulesCommand(deps: RuleDeps, command: string, args: string[], opt
       if (!id) throw new UsageError('rules remove takes the id of a rule (see rules list)');
       try {
         if (!isId(id)) throw new RuleRefused('', true);
-        await removeRule(deps, id);
+        await removeRule(deps, id, by);
       } catch (err) {
         throw refusal(err);
       }

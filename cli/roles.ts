@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { listRoles } from '../storage/roles.ts';
 import type { UserRoleSummary } from '../storage/users.ts';
+import type { Actor } from '../services/action-log.ts';
 import { changeRole, createRole, removeRole, RoleChangeRefused, type RoleManagementDeps } from '../services/role-management.ts';
 import { PERMISSION_FLAGS } from '../services/roles.ts';
 
@@ -25,7 +26,7 @@ function position(v: string | undefined): number | undefined {
   return Number(v);
 }
 
-export async function rolesCommand(argv: string[], deps: RoleManagementDeps, actor: UserRoleSummary | null | undefined, out: (line: string) => void): Promise<void> {
+export async function rolesCommand(argv: string[], deps: RoleManagementDeps, actor: UserRoleSummary | null | undefined, out: (line: string) => void, by: Actor = null): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv, allowPositionals: true,
     options: { name: { type: 'string' }, position: { type: 'string' }, permissions: { type: 'string' }, color: { type: 'string' }, highlighted: { type: 'boolean' }, 'not-highlighted': { type: 'boolean' } },
@@ -46,7 +47,7 @@ export async function rolesCommand(argv: string[], deps: RoleManagementDeps, act
         if (!name) throw new RolesUsageError('roles create takes the role\'s name');
         const at = position(values.position);
         if (at === undefined) throw new RolesUsageError('--position is required (below your own role\'s when run --as an operator)');
-        const role = await createRole(deps, { name, position: at, permissions: flags(values.permissions) ?? [], color: values.color ?? '', highlighted: values.highlighted ?? false }, actor);
+        const role = await createRole(deps, { name, position: at, permissions: flags(values.permissions) ?? [], color: values.color ?? '', highlighted: values.highlighted ?? false }, actor, by);
         out(`role ${role.name} created`);
         return;
       }
@@ -60,13 +61,13 @@ export async function rolesCommand(argv: string[], deps: RoleManagementDeps, act
           ...(values.color !== undefined ? { color: values.color } : {}),
           ...(highlighted !== undefined ? { highlighted } : {}),
         };
-        const role = await changeRole(deps, name, change, actor);
+        const role = await changeRole(deps, name, change, actor, by);
         out(`role ${role.name} changed`);
         return;
       }
       case 'delete': {
         if (!name) throw new RolesUsageError('roles delete takes the role\'s name');
-        const holders = await removeRole(deps, name, actor);
+        const holders = await removeRole(deps, name, actor, by);
         out(`role ${name} deleted; ${holders} ${holders === 1 ? 'person' : 'people'} left without a role`);
         return;
       }

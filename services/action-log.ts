@@ -9,7 +9,8 @@ import { insertActionLog } from '../storage/action-logs.ts';
 /** The kinds of things operators act on, as Mastodon names them (its target_type). */
 export const TARGET_TYPES = [
   'Account', 'Report', 'AccountWarning', 'Appeal', 'AccountModerationNote', 'ReportNote', 'Announcement', 'Webhook',
-  'DomainBlock', 'DomainAllow', 'IpBlock', 'EmailDomainBlock', 'CanonicalEmailBlock', 'UserRole', 'User',
+  'DomainBlock', 'DomainAllow', 'IpBlock', 'EmailDomainBlock', 'CanonicalEmailBlock', 'UserRole', 'User', 'CustomEmoji',
+  'Form::AdminSettings', 'Rule', 'Relay',
 ] as const;
 export type TargetType = (typeof TARGET_TYPES)[number];
 
@@ -17,7 +18,7 @@ export type TargetType = (typeof TARGET_TYPES)[number];
 export const ACTIONS = [
   'approve', 'reject', 'warn', 'sensitive', 'unsensitive', 'disable', 'enable', 'silence', 'unsilence', 'suspend', 'unsuspend',
   'destroy', 'create', 'update', 'publish', 'unpublish', 'rotate_secret',
-  'assigned_to_self', 'unassigned', 'resolve', 'reopen', 'change_role',
+  'assigned_to_self', 'unassigned', 'resolve', 'reopen', 'change_role', 'copy',
 ] as const;
 export type ActionName = (typeof ACTIONS)[number];
 

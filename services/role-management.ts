@@ -1,8 +1,10 @@
 import type { Db } from '../storage/db.ts';
+import { transaction } from '../storage/db.ts';
 import type { UserRoleSummary } from '../storage/users.ts';
 import { deleteRole, findRoleByName, insertRole, listRoles, updateRole, usersOfRole, type RoleRow } from '../storage/roles.ts';
 import type { CacheVersions } from '../storage/cache-versions.ts';
 import type { TokenInvalidation } from './token-cache.ts';
+import { logAction, type Actor } from './action-log.ts';
 import { can, effectivePermissions, PERMISSION_FLAGS, permissionBits, type Permission } from './roles.ts';
 
 /**
@@ -10,7 +12,8 @@ import { can, effectivePermissions, PERMISSION_FLAGS, permissionBits, type Permi
  * an operator acting (`actor`: their role) must be able to manage roles, and may only touch a role below their own
  * position, give it a position below their own, and give it only permissions they have themselves. Without an actor
  * (the shell's operator on the command line) all of it is allowed. Users of a changed or deleted role learn of it at
- * once (their tokens' cached permissions are dropped everywhere).
+ * once (their tokens' cached permissions are dropped everywhere). Each change is in the operators' audit log (`by`:
+ * the operator's account, null for the shell's operator), written in the change's transaction.
  */
 export interface RoleManagementDeps {
   db: Db;
@@ -62,15 +65,21 @@ async function existing(db: Db, name: string): Promise<RoleRow> {
   return role;
 }
 
-export async function createRole(deps: RoleManagementDeps, input: RoleInput, actor?: UserRoleSummary | null): Promise<RoleRow> {
+export async function createRole(deps: RoleManagementDeps, input: RoleInput, actor?: UserRoleSummary | null, by?: Actor): Promise<RoleRow> {
   if (actor !== undefined && !can(actor?.permissions, 'manage_roles')) throw new RoleChangeRefused('not allowed: your role cannot manage roles');
   const values = checked(input, actor);
   if (await findRoleByName(deps.db, values.name)) throw new RoleChangeRefused(`a role named ${values.name} exists`);
-  return insertRole(deps.db, values);
+  return transaction(deps.db, async (tx) => {
+    const role = await insertRole(tx, values);
+    await logAction(tx, by, 'create', roleTarget(role));
+    return role;
+  });
 }
 
+const roleTarget = (role: RoleRow, gone = false) => ({ type: 'UserRole' as const, id: gone ? null : role.id, name: role.name });
+
 /** Changes a role, by its present name; what is not given keeps its value. */
-export async function changeRole(deps: RoleManagementDeps, name: string, change: Partial<RoleInput>, actor?: UserRoleSummary | null): Promise<RoleRow> {
+export async function changeRole(deps: RoleManagementDeps, name: string, change: Partial<RoleInput>, actor?: UserRoleSummary | null, by?: Actor): Promise<RoleRow> {
   const role = await existing(deps.db, name);
   mayTouch(role, actor);
   // An operator changes only the permissions they have themselves: those of the role beyond their own are kept,
@@ -84,18 +93,24 @@ export async function changeRole(deps: RoleManagementDeps, name: string, change:
   }, actor, beyond);
   const other = values.name.toLowerCase() !== role.name.toLowerCase() ? await findRoleByName(deps.db, values.name) : null;
   if (other) throw new RoleChangeRefused(`a role named ${values.name} exists`);
-  const updated = await updateRole(deps.db, role.id, values);
+  const updated = await transaction(deps.db, async (tx) => {
+    const row = await updateRole(tx, role.id, values);
+    if (row) await logAction(tx, by, 'update', roleTarget(row));
+    return row;
+  });
   if (!updated) throw new RoleChangeRefused(`no role named ${name}`);
   await holdersChanged(deps, await usersOfRole(deps.db, role.id));
   return updated;
 }
 
 /** Deletes a role; its users are left without one. Returns how many they were. */
-export async function removeRole(deps: RoleManagementDeps, name: string, actor?: UserRoleSummary | null): Promise<number> {
+export async function removeRole(deps: RoleManagementDeps, name: string, actor?: UserRoleSummary | null, by?: Actor): Promise<number> {
   const role = await existing(deps.db, name);
   mayTouch(role, actor);
   const users = await usersOfRole(deps.db, role.id);
-  await deleteRole(deps.db, role.id);
+  await transaction(deps.db, async (tx) => {
+    if (await deleteRole(tx, role.id)) await logAction(tx, by, 'destroy', roleTarget(role, true));
+  });
   await holdersChanged(deps, users);
   return users.length;
 }

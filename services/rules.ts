@@ -5,12 +5,14 @@ import {
   deleteRule, insertRule, lockRuleOrder, nextRulePriority, RULE_HINT_LIMIT, RULE_TEXT_LIMIT, setRuleOrder, updateRule, type RuleRow,
 } from '../storage/rules.ts';
 import { publishSettingsChange } from './server-settings.ts';
+import { logAction, type Actor } from './action-log.ts';
 
 /**
  * The server's rules (Mastodon's Admin::RulesController and `tootctl`-less CLI): added, edited, moved and removed by
  * operators with manage_rules on /admin/rules or through `npm run cli -- rules …`. They are read where they are shown
  * (the instance entities, /api/v1/instance/rules, the about and sign-up pages, reports); a change tells every process
- * (the same message as a settings change), so cached public pages show it at once.
+ * (the same message as a settings change), so cached public pages show it at once. Adding, editing and removing one
+ * is in the operators' audit log (`by`: the operator's account, null for the shell's operator), as Mastodon logs them.
  */
 export interface RuleDeps {
   db: Db;
@@ -41,16 +43,27 @@ const changed = async (deps: RuleDeps) => {
 };
 
 /** Adds a rule, at `priority` or after the last one. */
-export async function addRule(deps: RuleDeps, input: { text: string; hint?: string; priority?: number }): Promise<RuleRow> {
+export async function addRule(deps: RuleDeps, input: { text: string; hint?: string; priority?: number }, by?: Actor): Promise<RuleRow> {
   const { text, hint } = checked(input.text, input.hint ?? '');
   if (input.priority !== undefined && (!Number.isInteger(input.priority) || Math.abs(input.priority) > 999_999)) throw new RuleRefused('A priority is a whole number.');
-  const rule = await insertRule(deps.db, { text, hint, priority: input.priority ?? (await nextRulePriority(deps.db)) });
+  const rule = await transaction(deps.db, async (tx) => {
+    const row = await insertRule(tx, { text, hint, priority: input.priority ?? (await nextRulePriority(tx)) });
+    await logAction(tx, by, 'create', ruleTarget(row.id, row.text));
+    return row;
+  });
   await changed(deps);
   return rule;
 }
 
-export async function changeRule(deps: RuleDeps, id: string, input: { text: string; hint: string }): Promise<void> {
-  if (!(await updateRule(deps.db, id, checked(input.text, input.hint)))) throw new RuleRefused('That rule no longer exists.', true);
+/** A rule as the audit log names it: by the start of its text. */
+const ruleTarget = (id: string | null, text: string) => ({ type: 'Rule' as const, id, name: text.slice(0, 80) });
+
+export async function changeRule(deps: RuleDeps, id: string, input: { text: string; hint: string }, by?: Actor): Promise<void> {
+  const values = checked(input.text, input.hint);
+  await transaction(deps.db, async (tx) => {
+    if (!(await updateRule(tx, id, values))) throw new RuleRefused('That rule no longer exists.', true);
+    await logAction(tx, by, 'update', ruleTarget(id, values.text));
+  });
   await changed(deps);
 }
 
@@ -67,7 +80,11 @@ export async function moveRule(deps: RuleDeps, id: string, direction: 'up' | 'do
   await changed(deps);
 }
 
-export async function removeRule(deps: RuleDeps, id: string): Promise<void> {
-  if (!(await deleteRule(deps.db, id))) throw new RuleRefused('That rule no longer exists.', true);
+export async function removeRule(deps: RuleDeps, id: string, by?: Actor): Promise<void> {
+  await transaction(deps.db, async (tx) => {
+    const text = await deleteRule(tx, id);
+    if (text === null) throw new RuleRefused('That rule no longer exists.', true);
+    await logAction(tx, by, 'destroy', ruleTarget(null, text));
+  });
   await changed(deps);
 }

@@ -29,9 +29,10 @@ export async function insertRule(db: Queryable, r: { text: string; hint: string;
   return rows[0]!;
 }
 
-export async function deleteRule(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query(`DELETE FROM instance_rules WHERE id = $1`, [id]);
-  return (rowCount ?? 0) > 0;
+/** Deletes a rule; its text, or null when there was none with that id. */
+export async function deleteRule(db: Queryable, id: string): Promise<string | null> {
+  const { rows } = await db.query<{ text: string }>(`DELETE FROM instance_rules WHERE id = $1 RETURNING text`, [id]);
+  return rows[0]?.text ?? null;
 }
 
 export async function updateRule(db: Queryable, id: string, r: { text: string; hint: string }): Promise<boolean> {

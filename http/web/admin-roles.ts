@@ -111,7 +111,7 @@ export default async function adminRoleRoutes(fastify: FastifyInstance, { ctx }:
     if (!me) return;
     const typed = typedOf(request.body);
     try {
-      await createRole(deps, inputOf(typed), me.user.role);
+      await createRole(deps, inputOf(typed), me.user.role, me.account.id);
     } catch (err) {
       if (err instanceof RoleChangeRefused) return form(request, reply, me, null, typed, sentence(err.message), 422);
       throw err;
@@ -137,7 +137,7 @@ export default async function adminRoleRoutes(fastify: FastifyInstance, { ctx }:
     if (!role) return list(request, reply, me, '', 'That role no longer exists.', 404);
     const typed = typedOf(request.body);
     try {
-      await changeRole(deps, role.name, inputOf(typed), me.user.role);
+      await changeRole(deps, role.name, inputOf(typed), me.user.role, me.account.id);
     } catch (err) {
       if (err instanceof RoleChangeRefused) return form(request, reply, me, role, typed, sentence(err.message), err.message.startsWith('not allowed') ? 403 : 422);
       throw err;
@@ -151,7 +151,7 @@ export default async function adminRoleRoutes(fastify: FastifyInstance, { ctx }:
     const role = await roleOf(request.params.id);
     if (!role) return list(request, reply, me, '', 'That role no longer exists.', 404);
     try {
-      await removeRole(deps, role.name, me.user.role);
+      await removeRole(deps, role.name, me.user.role, me.account.id);
     } catch (err) {
       if (err instanceof RoleChangeRefused) return list(request, reply, me, '', sentence(err.message), 403);
       throw err;

@@ -40,10 +40,11 @@ export default async function adminRulesRoutes(fastify: FastifyInstance, { ctx }
   });
 
   app.post('/admin/rules', { schema: { body: RuleForm } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     const typed = { text: request.body.text, hint: request.body.hint ?? '' };
     try {
-      await addRule(deps, typed);
+      await addRule(deps, typed, me.account.id);
     } catch (err) {
       return refused(request, reply, err, typed);
     }
@@ -51,10 +52,11 @@ export default async function adminRulesRoutes(fastify: FastifyInstance, { ctx }
   });
 
   app.post('/admin/rules/:id', { schema: { params: IdParams, body: RuleForm } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     try {
       if (!isId(request.params.id)) throw new RuleRefused('That rule no longer exists.', true);
-      await changeRule(deps, request.params.id, { text: request.body.text, hint: request.body.hint ?? '' });
+      await changeRule(deps, request.params.id, { text: request.body.text, hint: request.body.hint ?? '' }, me.account.id);
     } catch (err) {
       return refused(request, reply, err);
     }
@@ -64,13 +66,14 @@ export default async function adminRulesRoutes(fastify: FastifyInstance, { ctx }
   for (const [name, act, notice] of [
     ['up', (id: string) => moveRule(deps, id, 'up'), 'moved'],
     ['down', (id: string) => moveRule(deps, id, 'down'), 'moved'],
-    ['remove', (id: string) => removeRule(deps, id), 'removed'],
+    ['remove', (id: string, by: string) => removeRule(deps, id, by), 'removed'],
   ] as const) {
     app.post(`/admin/rules/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {
-      if (!(await operator(request, reply))) return;
+      const me = await operator(request, reply);
+      if (!me) return;
       try {
         if (!isId(request.params.id)) throw new RuleRefused('That rule no longer exists.', true);
-        await act(request.params.id);
+        await act(request.params.id, me.account.id);
       } catch (err) {
         return refused(request, reply, err);
       }

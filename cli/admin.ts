@@ -181,7 +181,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
     const fileHost = services.fileHost ?? (await createFileHost(services.config!));
     try {
       const remote = services.config ? { config: services.config, redis: services.redis } : undefined;
-      return await emojiCommand(argv.slice(1), { db, fileHost, versions: new CacheVersions(services.redis, services.redisPrefix), ...(remote ? { remote } : {}) }, out);
+      return await emojiCommand(argv.slice(1), { db, fileHost, versions: new CacheVersions(services.redis, services.redisPrefix), actor, ...(remote ? { remote } : {}) }, out);
     } catch (err) {
       throw err instanceof EmojiUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     } finally {
@@ -239,7 +239,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
   if (argv[0] === 'relay' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services?.config) throw new Error('relay commands need the settings and Redis');
     try {
-      return await relaysCommand(argv.slice(1), { db, redis: services.redis, config: services.config }, out);
+      return await relaysCommand(argv.slice(1), { db, redis: services.redis, config: services.config, actor }, out);
     } catch (err) {
       throw err instanceof RelaysUsageError ? new UsageError(err.message) : err;
     }

@@ -9,11 +9,13 @@ import { addLocalEmoji, EMOJI_SIZE_LIMIT, EmojiRefused, removeLocalEmoji, setLoc
 import { findRemoteEmojiByShortcode, listLocalEmojis } from '../storage/custom-emojis.ts';
 import { normalizeDomain } from '../services/domain-policy.ts';
 import { copyRemoteEmoji } from '../services/emoji-copy.ts';
+import type { Actor } from '../services/action-log.ts';
 import type { Config } from '../config.ts';
 import type { RedisClient } from '../storage/redis.ts';
 
 /** The emoji commands' needs; `remote` (settings and Redis) for fetching another server's emoji. */
-export type EmojiCliDeps = EmojiDeps & { remote?: { config: Config; redis: RedisClient } };
+/** `actor`: the audit log's, the --as operator's account or null for the shell's operator. */
+export type EmojiCliDeps = EmojiDeps & { remote?: { config: Config; redis: RedisClient }; actor?: Actor };
 
 export const EMOJI_USAGE = `  emoji add <shortcode> <file> [--category <name>] [--unlisted] [--overwrite]
       Adds a custom emoji from a PNG, GIF or WebP image under ${EMOJI_SIZE_LIMIT / 1024} KB (shortcode: 2 or more of a-z, A-Z,
@@ -58,7 +60,7 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
       const [shortcode, file] = args;
       if (!shortcode || !file || args.length !== 2) throw new EmojiUsageError('emoji add takes a shortcode and an image file');
       const image = await readImageFile(file);
-      const { outcome } = await addLocalEmoji(deps, { shortcode, image, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite });
+      const { outcome } = await addLocalEmoji(deps, { shortcode, image, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite }, deps.actor ?? null);
       if (outcome === 'exists') throw new Error(`:${shortcode}: already exists (use --overwrite to replace its image)`);
       out(outcome === 'replaced' ? `:${shortcode}: replaced` : `:${shortcode}: added`);
       return;
@@ -81,7 +83,7 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
       const [name] = args;
       if (!name) throw new EmojiUsageError(`emoji ${command} takes a shortcode`);
       const [shortcode, domain] = name.split('@') as [string, string | undefined];
-      const row = domain ? await setRemoteEmojiEnabled(deps, shortcode, domain, command === 'enable') : await setLocalEmojiEnabled(deps, shortcode, command === 'enable');
+      const row = domain ? await setRemoteEmojiEnabled(deps, shortcode, domain, command === 'enable', deps.actor ?? null) : await setLocalEmojiEnabled(deps, shortcode, command === 'enable', deps.actor ?? null);
       if (!row) throw new Error(`no emoji :${name}:`);
       out(`:${name}: ${command}d`);
       return;
@@ -95,7 +97,7 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
       const remote = normalized ? await findRemoteEmojiByShortcode(deps.db, shortcode, normalized) : null;
       if (!remote) throw new Error(`no emoji :${shortcode}: of ${domain} is known here`);
       const as = values.name ?? shortcode;
-      const added = await copyRemoteEmoji({ ...deps, ...deps.remote }, remote, { shortcode: as, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite });
+      const added = await copyRemoteEmoji({ ...deps, ...deps.remote }, remote, { shortcode: as, category, visibleInPicker: !values.unlisted, overwrite: values.overwrite }, deps.actor ?? null);
       if (added.outcome === 'exists') throw new Error(`:${as}: already exists (use --overwrite to replace its image, or --name to name the copy)`);
       out(`:${as}: ${added.outcome === 'replaced' ? 'replaced' : 'added'} from :${shortcode}@${normalized}:`);
       return;
@@ -103,7 +105,7 @@ export async function emojiCommand(argv: string[], deps: EmojiCliDeps, out: (lin
     case 'remove': {
       const [shortcode] = args;
       if (!shortcode) throw new EmojiUsageError('emoji remove takes a shortcode');
-      if (!(await removeLocalEmoji(deps, shortcode))) throw new Error(`no emoji :${shortcode}:`);
+      if (!(await removeLocalEmoji(deps, shortcode, deps.actor ?? null))) throw new Error(`no emoji :${shortcode}:`);
       out(`:${shortcode}: removed`);
       return;
     }
@@ -134,7 +136,7 @@ interface ImportOptions {
  * stores nothing, and the others go on. An archive is unpacked by the system's tar into a private temporary folder
  * (tar keeps members inside it), of which only regular files are read.
  */
-async function importEmojis(deps: EmojiDeps, source: string, options: ImportOptions, out: (line: string) => void): Promise<void> {
+async function importEmojis(deps: EmojiCliDeps, source: string, options: ImportOptions, out: (line: string) => void): Promise<void> {
   const info = await stat(source).catch(() => null);
   if (!info) throw new Error(`${source} does not exist`);
   let root = source;
@@ -155,7 +157,7 @@ async function importEmojis(deps: EmojiDeps, source: string, options: ImportOpti
     for (const file of await imageFiles(root)) {
       const shortcode = `${options.prefix}${basename(file, extname(file))}${options.suffix}`;
       try {
-        const { outcome } = await addLocalEmoji(deps, { shortcode, image: await readImageFile(file), category: options.category, visibleInPicker: options.visibleInPicker, overwrite: options.overwrite });
+        const { outcome } = await addLocalEmoji(deps, { shortcode, image: await readImageFile(file), category: options.category, visibleInPicker: options.visibleInPicker, overwrite: options.overwrite }, deps.actor ?? null);
         counts[outcome === 'exists' ? 'skipped' : 'imported']++;
       } catch (err) {
         if (!(err instanceof EmojiRefused)) throw err;

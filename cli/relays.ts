@@ -4,6 +4,7 @@ import type { Db } from '../storage/db.ts';
 import type { RedisClient } from '../storage/redis.ts';
 import { listRelays, type RelayRow } from '../storage/relays.ts';
 import { addRelay, RelayInputError, removeRelay } from '../services/relays.ts';
+import type { Actor } from '../services/action-log.ts';
 
 export const RELAYS_USAGE = `  relay add <url>
       Subscribes to a relay: a Mastodon-style relay's inbox (https://relay.example/inbox) or a LitePub relay's actor
@@ -21,6 +22,8 @@ export interface RelaysCliDeps {
   db: Db;
   redis: RedisClient;
   config: Config;
+  /** The audit log's actor: the --as operator's account, or null for the shell's operator. */
+  actor?: Actor;
 }
 
 function describe(r: RelayRow): string {
@@ -37,12 +40,12 @@ export async function relaysCommand(argv: string[], deps: RelaysCliDeps, out: (l
     switch (command) {
       case 'add': {
         // No job queue here: the Follow waits in the outbox for a running server's sweeper.
-        const relay = await addRelay(deps, one());
+        const relay = await addRelay(deps, one(), deps.actor ?? null);
         out(`${relay.url} is pending: the Follow is sent by a running server, and the relay's answer recorded`);
         return;
       }
       case 'remove': {
-        const relay = await removeRelay(deps, one());
+        const relay = await removeRelay(deps, one(), deps.actor ?? null);
         out(`${relay.url} removed${relay.kind ? '; the Undo of our Follow is sent by a running server' : ''}`);
         return;
       }

@@ -12,6 +12,7 @@ import {
 } from '../storage/custom-emojis.ts';
 import { loadSharp } from './sharp.ts';
 import { normalizeDomain } from './domain-policy.ts';
+import { logAction, type Actor } from './action-log.ts';
 
 /** Mastodon's CustomEmoji::LIMIT: an emoji image is less than 256 KB. */
 export const EMOJI_SIZE_LIMIT = 256 * 1024;
@@ -163,8 +164,15 @@ export type AddOutcome = 'added' | 'replaced' | 'exists';
  * Adds one of this server's emoji (or, with `overwrite`, replaces the image of the one with that shortcode). The
  * image is checked first and stored before the row; a refused or failed row leaves no file behind, and a replaced
  * image's files go once the new row is committed. Then every process renders emoji again (the emoji version).
+ *
+ * The operators' actions on emoji are in their audit log, written in the action's transaction (`by`: the operator's
+ * account, null for the shell's operator; left out, nothing is logged): an emoji added is 'create' (or `action`:
+ * 'copy' for another server's copied here), one replaced 'update'.
  */
-export async function addLocalEmoji(deps: EmojiDeps, e: { shortcode: string; image: Buffer; category: string | null; visibleInPicker: boolean; overwrite: boolean }): Promise<{ outcome: AddOutcome; row: EmojiRow | null }> {
+export async function addLocalEmoji(
+  deps: EmojiDeps, e: { shortcode: string; image: Buffer; category: string | null; visibleInPicker: boolean; overwrite: boolean },
+  by?: Actor, action: 'create' | 'copy' = 'create',
+): Promise<{ outcome: AddOutcome; row: EmojiRow | null }> {
   checkEmojiNames(e.shortcode, e.category);
   const image = await processEmojiImage(e.image);
   const base = `custom_emojis/${randomBytes(8).toString('hex')}`;
@@ -177,10 +185,14 @@ export async function addLocalEmoji(deps: EmojiDeps, e: { shortcode: string; ima
     stored.push(imageKey);
     await deps.fileHost.put(staticKey, image.staticPng, 'image/png');
     stored.push(staticKey);
-    result = await transaction(deps.db, (client) => putLocalEmoji(client, {
-      shortcode: e.shortcode, image_key: imageKey, image_content_type: image.contentType, image_size: image.data.length, static_key: staticKey,
-      category: e.category?.trim() ?? null, visible_in_picker: e.visibleInPicker,
-    }, e.overwrite));
+    result = await transaction(deps.db, async (client) => {
+      const put = await putLocalEmoji(client, {
+        shortcode: e.shortcode, image_key: imageKey, image_content_type: image.contentType, image_size: image.data.length, static_key: staticKey,
+        category: e.category?.trim() ?? null, visible_in_picker: e.visibleInPicker,
+      }, e.overwrite);
+      if (put) await logAction(client, by, put.replaced.length > 0 && action === 'create' ? 'update' : action, emojiTarget(put.row));
+      return put;
+    });
   } catch (err) {
     await removeFiles(deps.fileHost, stored);
     throw err;
@@ -199,29 +211,41 @@ async function removeFiles(fileHost: FileHost, keys: string[]): Promise<void> {
   await Promise.all(keys.map((k) => fileHost.delete(k).catch(() => undefined)));
 }
 
-export async function setLocalEmojiEnabled(deps: EmojiDeps, shortcode: string, enabled: boolean): Promise<EmojiRow | null> {
-  const row = await setLocalEmojiDisabled(deps.db, shortcode, !enabled);
+/** An emoji as the audit log names it: its shortcode, and another server's domain. */
+const emojiTarget = (e: EmojiRow, gone = false) => ({ type: 'CustomEmoji' as const, id: gone ? null : e.id, name: e.domain ? `${e.shortcode}@${e.domain}` : e.shortcode });
+
+/** A change of one row and its audit log entry, in one transaction. */
+function logged(deps: EmojiDeps, by: Actor | undefined, action: 'enable' | 'disable' | 'update' | 'destroy', write: (tx: Queryable) => Promise<EmojiRow | null>): Promise<EmojiRow | null> {
+  return transaction(deps.db, async (tx) => {
+    const row = await write(tx);
+    if (row) await logAction(tx, by, action, emojiTarget(row, action === 'destroy'));
+    return row;
+  });
+}
+
+export async function setLocalEmojiEnabled(deps: EmojiDeps, shortcode: string, enabled: boolean, by?: Actor): Promise<EmojiRow | null> {
+  const row = await logged(deps, by, enabled ? 'enable' : 'disable', (tx) => setLocalEmojiDisabled(tx, shortcode, !enabled));
   if (row) await deps.versions.bump({ emojis: true });
   return row;
 }
 
 /** Offers one of this server's emoji in apps' pickers or keeps it out (it still shows where it is used). */
-export async function setLocalEmojiInPicker(deps: EmojiDeps, shortcode: string, visible: boolean): Promise<EmojiRow | null> {
-  const row = await setLocalEmojiVisibleInPicker(deps.db, shortcode, visible);
+export async function setLocalEmojiInPicker(deps: EmojiDeps, shortcode: string, visible: boolean, by?: Actor): Promise<EmojiRow | null> {
+  const row = await logged(deps, by, 'update', (tx) => setLocalEmojiVisibleInPicker(tx, shortcode, visible));
   if (row) await deps.versions.bump({ emojis: true });
   return row;
 }
 
 /** Disables or enables another server's emoji here: every process renders emoji again. */
-export async function setRemoteEmojiEnabled(deps: EmojiDeps, shortcode: string, domain: string, enabled: boolean): Promise<EmojiRow | null> {
+export async function setRemoteEmojiEnabled(deps: EmojiDeps, shortcode: string, domain: string, enabled: boolean, by?: Actor): Promise<EmojiRow | null> {
   const normalized = normalizeDomain(domain);
-  const row = normalized ? await setRemoteEmojiDisabled(deps.db, shortcode, normalized, !enabled) : null;
+  const row = normalized ? await logged(deps, by, enabled ? 'enable' : 'disable', (tx) => setRemoteEmojiDisabled(tx, shortcode, normalized, !enabled)) : null;
   if (row) await deps.versions.bump({ emojis: true });
   return row;
 }
 
-export async function removeLocalEmoji(deps: EmojiDeps, shortcode: string): Promise<EmojiRow | null> {
-  const row = await deleteLocalEmoji(deps.db, shortcode);
+export async function removeLocalEmoji(deps: EmojiDeps, shortcode: string, by?: Actor): Promise<EmojiRow | null> {
+  const row = await logged(deps, by, 'destroy', (tx) => deleteLocalEmoji(tx, shortcode));
   if (!row) return null;
   await removeFiles(deps.fileHost, [row.image_key, row.static_key].filter((k): k is string => !!k));
   await deps.versions.bump({ emojis: true });

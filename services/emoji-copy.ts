@@ -6,21 +6,23 @@ import type { EmojiRow } from '../storage/custom-emojis.ts';
 import { findRemoteEmoji } from '../storage/custom-emojis.ts';
 import { addLocalEmoji, EmojiRefused, type AddOutcome, type EmojiDeps } from './custom-emojis.ts';
 import { copyEmoji } from './remote-media.ts';
+import type { Actor } from './action-log.ts';
 
 export type EmojiCopyDeps = EmojiDeps & { config: Config; redis: RedisClient };
 
 /**
  * Adds the remote emoji `remoteId` to this server's emoji as `as.shortcode` (by default its own shortcode). Refused
  * (EmojiRefused) when its image cannot be had; 'exists' when the shortcode is taken here and `overwrite` is off.
+ * The operators' audit log has it as 'copy' (`by`: the operator's account, null for the shell's operator).
  */
 export async function copyRemoteEmoji(
   deps: EmojiCopyDeps, remote: EmojiRow,
-  as: { shortcode?: string; category: string | null; visibleInPicker: boolean; overwrite: boolean },
+  as: { shortcode?: string; category: string | null; visibleInPicker: boolean; overwrite: boolean }, by?: Actor,
 ): Promise<{ outcome: AddOutcome; row: EmojiRow | null }> {
   if (remote.domain === null) throw new EmojiRefused(`:${remote.shortcode}: is already this server's`);
   const outcome = await copyEmoji(deps, remote.id);
   const copied = await findRemoteEmoji(deps.db, remote.id);
   const image = copied?.image_key ? await deps.fileHost.get(copied.image_key) : null;
   if (!image) throw new EmojiRefused(`the image of :${remote.shortcode}@${remote.domain}: could not be had (${outcome})`);
-  return addLocalEmoji(deps, { shortcode: as.shortcode ?? remote.shortcode, image, category: as.category, visibleInPicker: as.visibleInPicker, overwrite: as.overwrite });
+  return addLocalEmoji(deps, { shortcode: as.shortcode ?? remote.shortcode, image, category: as.category, visibleInPicker: as.visibleInPicker, overwrite: as.overwrite }, by, 'copy');
 }

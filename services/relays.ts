@@ -6,6 +6,7 @@ import type { RedisClient } from '../storage/redis.ts';
 import type { KeyTracking } from '../storage/key-tracking.ts';
 import { deleteRelay, findRelayByUrl, insertRelay, listRelays, MAX_RELAYS, type RelayRow } from '../storage/relays.ts';
 import { queueDelivery, type Delivery } from './deliveries.ts';
+import { logAction, type Actor } from './action-log.ts';
 
 /**
  * Relays (FEP-ae0c): the server subscribes, as its instance actor, to a Mastodon-style relay (a Follow of the public
@@ -38,9 +39,10 @@ type Deps = { db: Db; redis: RedisClient; config: Pick<Config, 'publicUrl' | 're
 
 /**
  * Subscribes to a relay: a pending row and, in the same transaction, the delivery that looks at the URL and sends the
- * Follow (an outbox row: a running server's sweeper queues it, and its worker sends it).
+ * Follow (an outbox row: a running server's sweeper queues it, and its worker sends it). Adding and removing a relay
+ * are in the operators' audit log (`by`: the operator's account, null for the shell's operator).
  */
-export async function addRelay(deps: Deps, input: string): Promise<RelayRow> {
+export async function addRelay(deps: Deps, input: string, by?: Actor): Promise<RelayRow> {
   const url = relayUrl(input);
   const followUri = new URL(`/relays/follows/${randomUUID()}`, deps.config.publicUrl).href;
   const added = await transaction(deps.db, async (tx) => {
@@ -48,6 +50,7 @@ export async function addRelay(deps: Deps, input: string): Promise<RelayRow> {
     const relay = await insertRelay(tx, url, followUri);
     if (!relay) throw new RelayInputError(`${url} is already a relay here`);
     await queueDelivery(tx, { activity: 'RelayFollow', relayId: relay.id });
+    await logAction(tx, by, 'create', { type: 'Relay', id: relay.id, name: relay.url });
     return { relay };
   });
   await publishRelaysChange(deps.redis, deps.config.redisPrefix);
@@ -55,7 +58,7 @@ export async function addRelay(deps: Deps, input: string): Promise<RelayRow> {
 }
 
 /** Leaves a relay: its row goes, and an Undo of our Follow is sent (what it needs travels in the delivery). */
-export async function removeRelay(deps: Deps, input: string): Promise<RelayRow> {
+export async function removeRelay(deps: Deps, input: string, by?: Actor): Promise<RelayRow> {
   const url = relayUrl(input);
   const removed = await transaction(deps.db, async (tx) => {
     const found = await findRelayByUrl(tx, url);
@@ -66,6 +69,7 @@ export async function removeRelay(deps: Deps, input: string): Promise<RelayRow> 
       ? { activity: 'UndoRelayFollow', kind: relay.kind, inboxUrl: relay.inbox_url, actorUri: relay.actor_uri, followUri: relay.follow_uri }
       : null;
     if (undo) await queueDelivery(tx, undo);
+    await logAction(tx, by, 'destroy', { type: 'Relay', id: null, name: relay.url });
     return { relay };
   });
   await publishRelaysChange(deps.redis, deps.config.redisPrefix);

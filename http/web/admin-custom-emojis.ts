@@ -84,7 +84,8 @@ export default async function adminCustomEmojiRoutes(fastify: FastifyInstance, {
 
   // A multipart form: the image comes in request.uploads (http/plugins/body.ts), the names in the body.
   app.post('/admin/custom_emojis', async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     const body = (request.body ?? {}) as Record<string, unknown>;
     const text = (v: unknown, max: number) => (typeof v === 'string' ? v.slice(0, max) : '');
     const typed: Typed = {
@@ -96,7 +97,7 @@ export default async function adminCustomEmojiRoutes(fastify: FastifyInstance, {
       if (!image) throw new EmojiRefused('Choose an image (PNG, GIF or WebP).');
       const { outcome } = await addLocalEmoji(deps, {
         shortcode: typed.shortcode, image: image.data, category: typed.category.trim() === '' ? null : typed.category, visibleInPicker: typed.visible_in_picker, overwrite: false,
-      });
+      }, me.account.id);
       if (outcome === 'exists') throw new EmojiRefused(`:${typed.shortcode}: already exists.`);
     } catch (err) {
       if (err instanceof EmojiRefused) return page(request, reply, filterOf({}), '', sentence(err.message), 422, typed);
@@ -109,7 +110,9 @@ export default async function adminCustomEmojiRoutes(fastify: FastifyInstance, {
     app.post(`/admin/custom_emojis/:id/${action}`, {
       schema: { params: IdParams, body: Type.Object({ back: Type.Optional(Type.String({ maxLength: 600 })) }) },
     }, async (request, reply) => {
-      if (!(await operator(request, reply))) return;
+      const me = await operator(request, reply);
+      if (!me) return;
+      const by = me.account.id;
       const back = backOf(request.body.back);
       const emoji = isId(request.params.id) ? await findEmojiById(ctx.db, request.params.id) : null;
       const filter = filterOf({});
@@ -120,23 +123,23 @@ export default async function adminCustomEmojiRoutes(fastify: FastifyInstance, {
         switch (action) {
           case 'enable':
           case 'disable':
-            done = local ? await setLocalEmojiEnabled(deps, emoji.shortcode, action === 'enable') : await setRemoteEmojiEnabled(deps, emoji.shortcode, emoji.domain!, action === 'enable');
+            done = local ? await setLocalEmojiEnabled(deps, emoji.shortcode, action === 'enable', by) : await setRemoteEmojiEnabled(deps, emoji.shortcode, emoji.domain!, action === 'enable', by);
             break;
           case 'list':
           case 'unlist':
             if (!local) throw new EmojiRefused('Only this server\'s emoji are offered in the picker; copy it first.');
-            done = await setLocalEmojiInPicker(deps, emoji.shortcode, action === 'list');
+            done = await setLocalEmojiInPicker(deps, emoji.shortcode, action === 'list', by);
             break;
           case 'copy': {
             if (local) throw new EmojiRefused(`:${emoji.shortcode}: is already this server's.`);
-            const copied = await copyRemoteEmoji({ ...deps, config: ctx.config, redis: ctx.redis }, emoji, { category: emoji.category, visibleInPicker: true, overwrite: false });
+            const copied = await copyRemoteEmoji({ ...deps, config: ctx.config, redis: ctx.redis }, emoji, { category: emoji.category, visibleInPicker: true, overwrite: false }, by);
             if (copied.outcome === 'exists') throw new EmojiRefused(`This server already has an emoji :${emoji.shortcode}:.`);
             done = copied.row;
             break;
           }
           case 'remove':
             if (!local) throw new EmojiRefused('Only this server\'s emoji can be removed; another server\'s can be disabled.');
-            done = await removeLocalEmoji(deps, emoji.shortcode);
+            done = await removeLocalEmoji(deps, emoji.shortcode, by);
             break;
         }
       } catch (err) {

@@ -28,9 +28,10 @@ export default async function adminRelaysRoutes(fastify: FastifyInstance, { ctx 
   });
 
   app.post('/admin/relays', { schema: { body: UrlForm } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     try {
-      await addRelay(deps, request.body.url.trim());
+      await addRelay(deps, request.body.url.trim(), me.account.id);
     } catch (err) {
       if (err instanceof RelayInputError) return page(request, reply, '', `Not added: ${err.message}.`, 422, request.body.url);
       throw err;
@@ -39,9 +40,10 @@ export default async function adminRelaysRoutes(fastify: FastifyInstance, { ctx 
   });
 
   app.post('/admin/relays/remove', { schema: { body: UrlForm } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     try {
-      await removeRelay(deps, request.body.url);
+      await removeRelay(deps, request.body.url, me.account.id);
     } catch (err) {
       if (err instanceof RelayInputError) return page(request, reply, '', `Not removed: ${err.message}.`, 404);
       throw err;

@@ -1,9 +1,11 @@
 import type { Config, RegistrationsMode } from '../config.ts';
 import type { Db } from '../storage/db.ts';
+import { transaction } from '../storage/db.ts';
 import { onSubscriptionLapse, type RedisClient } from '../storage/redis.ts';
 import { readServerSettings, seedServerSettings, writeServerSettings } from '../storage/server-settings.ts';
 import { findAccountByUsername } from '../storage/accounts.ts';
 import { isLanguage } from './languages.ts';
+import { logAction, type Actor } from './action-log.ts';
 
 /**
  * The settings an operator changes while the server runs (Mastodon's Form::AdminSettings): kept in PostgreSQL, shown
@@ -149,9 +151,11 @@ export class ServerSettings {
 
   /**
    * Validates and stores a change, applies it here and tells the other processes. A contact account must be a
-   * local account. Throws SettingsRefused, with nothing stored, when any value is wrong.
+   * local account. Throws SettingsRefused, with nothing stored, when any value is wrong. The operators' audit log has
+   * it as 'update' of the settings, named by the settings whose value changed (`by`: the operator's account), in
+   * the same transaction.
    */
-  async change(values: Partial<RunTimeSettings>): Promise<void> {
+  async change(values: Partial<RunTimeSettings>, by?: Actor): Promise<void> {
     const fields: Partial<Record<SettingField, string>> = {};
     for (const f of FIELDS) {
       if (!(f in values)) continue;
@@ -162,7 +166,13 @@ export class ServerSettings {
       fields.contactUsername = `There is no account named ${values.contactUsername} here.`;
     }
     if (Object.keys(fields).length > 0) throw new SettingsRefused(fields);
-    await writeServerSettings(this.db, Object.fromEntries(FIELDS.filter((f) => f in values).map((f) => [SETTING_NAMES[f], values[f]])));
+    const given = FIELDS.filter((f) => f in values);
+    const current = this.current;
+    const changed = given.filter((f) => JSON.stringify(values[f]) !== JSON.stringify(current[f])).map((f) => SETTING_NAMES[f]);
+    await transaction(this.db, async (tx) => {
+      await writeServerSettings(tx, Object.fromEntries(given.map((f) => [SETTING_NAMES[f], values[f]])));
+      await logAction(tx, by, 'update', { type: 'Form::AdminSettings', id: null, name: changed.length > 0 ? changed.join(', ') : 'no setting changed' });
+    });
     await this.reload();
     await publishSettingsChange(this.redis, this.config.redisPrefix);
   }

@@ -89,10 +89,11 @@ export default async function adminSettingsRoutes(fastify: FastifyInstance, { ct
   });
 
   app.post('/admin/settings', { schema: { body: SettingsForm } }, async (request, reply) => {
-    if (!(await operator(request, reply))) return;
+    const me = await operator(request, reply);
+    if (!me) return;
     const values = fromForm(request.body, ctx.settings.current);
     try {
-      await ctx.settings.change(values);
+      await ctx.settings.change(values, me.account.id);
     } catch (err) {
       if (err instanceof SettingsRefused) return page(request, reply, values, err.fields, '', 422);
       throw err;

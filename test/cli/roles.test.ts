@@ -8,9 +8,11 @@ import { eventually } from '../helpers/eventually.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { listRoles } from '../../storage/roles.ts';
+import { actionLogsPage } from '../../storage/action-logs.ts';
 
 let s: TestServer;
 let helper: TestUser;
+let roleAdmin: TestUser;
 
 async function cli(...args: string[]): Promise<string[]> {
   const lines: string[] = [];
@@ -23,7 +25,7 @@ const reportsStatus = async () => (await s.app.inject({ method: 'GET', url: '/ap
 beforeAll(async () => {
   s = await startTestServer();
   const client = await createApp(s.app, 'read write follow push admin:read admin:write');
-  [helper] = await Promise.all([
+  [helper, roleAdmin] = await Promise.all([
     registerUser(s.app, client, 'rolehelper', 'read write follow push admin:read admin:write'),
     registerUser(s.app, client, 'roleadmin'),
     registerUser(s.app, client, 'rolemod'),
@@ -42,6 +44,9 @@ describe('roles on the command line', () => {
     expect(await cli('roles', 'edit', 'Helper', '--permissions', 'view_dashboard', '--not-highlighted')).toEqual(['role Helper changed']);
     expect(await eventually(reportsStatus, 403)).toBe(403);
     expect(await cli('roles', 'list')).toContain('Helper  position 5  view_dashboard  #3a6');
+    // In the audit log, without --as, as the command line's doing (no account).
+    const logged = await actionLogsPage(s.ctx.db, { targetType: 'UserRole' }, { limit: 2 });
+    expect(logged.map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([[null, 'update', 'Helper'], [null, 'create', 'Helper']]);
   });
 
   it('run for an operator: only roles below their own, only permissions they have, and only with manage_roles', async () => {
@@ -54,6 +59,9 @@ describe('roles on the command line', () => {
     expect(await cli('--as', 'roleadmin', 'roles', 'edit', 'Curator', '--name', 'Tag Curator', '--position', '40')).toEqual(['role Tag Curator changed']);
     await expect(cli('--as', 'rolemod', 'roles', 'list')).rejects.toThrow(/rolemod's role lacks manage_roles/);
     expect((await listRoles(s.ctx.db)).map((r) => [r.name, r.position])).toEqual([['Helper', 5], ['Moderator', 10], ['Tag Curator', 40], ['Admin', 100], ['Owner', 1000]]);
+    // With --as, the audit log names the operator; refused changes are not in it.
+    const logged = await actionLogsPage(s.ctx.db, { targetType: 'UserRole' }, { limit: 2 });
+    expect(logged.map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([[roleAdmin.id, 'update', 'Tag Curator'], [roleAdmin.id, 'create', 'Curator']]);
   });
 
   it('an operator changing a role keeps, untouched, the permissions it holds beyond their own', async () => {

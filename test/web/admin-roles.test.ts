@@ -14,6 +14,7 @@ import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { findRoleByName } from '../../storage/roles.ts';
 import { PERMISSION_FLAGS } from '../../services/roles.ts';
+import { actionLogsPage } from '../../storage/action-logs.ts';
 
 let s: TestServer & { url: string };
 let browser: Browser;
@@ -93,6 +94,16 @@ describe('roles page', () => {
     expect((await holder.get('/admin/rules')).statusCode).toBe(403);
     expect((await web.post(`/admin/roles/${role.id}/delete`, {}, edit.body)).statusCode).toBe(404);
     expect((await web.get('/admin/roles/nope/edit')).statusCode).toBe(404);
+
+    // The audit log has each of them, as the operator's doing (newest first), and its page shows them.
+    const logged = await actionLogsPage(s.ctx.db, { targetType: 'UserRole' }, { limit: 10 });
+    expect(logged.slice(0, 3).map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([
+      [admin.id, 'destroy', 'Rule keeper'], [admin.id, 'update', 'Rule keeper'], [admin.id, 'create', 'Helper'],
+    ]);
+    const logPage = await web.get('/admin/action_logs?target_type=UserRole&action_type=destroy');
+    expect(logPage.statusCode).toBe(200);
+    expect(logPage.body).toContain('Rule keeper');
+    expect(logPage.body).toContain('@roleadmin');
   });
 
   it("refuses, keeping what was typed, what Mastodon's rules forbid: a position not below one's own, a permission one lacks, a taken name", async () => {

@@ -8,7 +8,7 @@ import { isLanguage } from './languages.ts';
 import { logAction, type Actor } from './action-log.ts';
 
 /**
- * The settings an operator changes while the server runs (Mastodon's Form::AdminSettings): kept in PostgreSQL, shown
+ * The settings an operator changes while the server runs (Mastodon's AdminSettings): kept in PostgreSQL, shown
  * and changed on /admin/settings. They are fields of the process's Config: a process writes the stored values onto
  * its own `config` object when it starts and whenever another process says they changed (Redis pub/sub), so every
  * reader of `ctx.config.instanceTitle`, `maxStatusChars`… (the instance entities, posting, uploads, sign-up, pages)
@@ -152,8 +152,8 @@ export class ServerSettings {
   /**
    * Validates and stores a change, applies it here and tells the other processes. A contact account must be a
    * local account. Throws SettingsRefused, with nothing stored, when any value is wrong. The operators' audit log has
-   * it as 'update' of the settings, named by the settings whose value changed (`by`: the operator's account), in
-   * the same transaction.
+   * it as 'update' of AdminSettings (Mastodon's Form::AdminSettings; the log's kinds are single words), named by the
+   * settings whose value changed (`by`: the operator's account), in the same transaction.
    */
   async change(values: Partial<RunTimeSettings>, by?: Actor): Promise<void> {
     const fields: Partial<Record<SettingField, string>> = {};
@@ -171,7 +171,7 @@ export class ServerSettings {
     const changed = given.filter((f) => JSON.stringify(values[f]) !== JSON.stringify(current[f])).map((f) => SETTING_NAMES[f]);
     await transaction(this.db, async (tx) => {
       await writeServerSettings(tx, Object.fromEntries(given.map((f) => [SETTING_NAMES[f], values[f]])));
-      await logAction(tx, by, 'update', { type: 'Form::AdminSettings', id: null, name: changed.length > 0 ? changed.join(', ') : 'no setting changed' });
+      await logAction(tx, by, 'update', { type: 'AdminSettings', id: null, name: changed.length > 0 ? changed.join(', ') : 'no setting changed' });
     });
     await this.reload();
     await publishSettingsChange(this.redis, this.config.redisPrefix);

@@ -17,6 +17,7 @@ import { signedInContext } from '../helpers/browser-session.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { storeRemoteEmojis } from '../../services/custom-emojis.ts';
+import { actionLogsPage } from '../../storage/action-logs.ts';
 
 let s: TestServer & { url: string };
 let origin: Server;
@@ -114,6 +115,12 @@ describe('custom emoji page', () => {
     expect(await emoji('party')).toBeUndefined();
     expect((await web.post(`/admin/custom_emojis/${id}/remove`, {}, page.body)).statusCode).toBe(404);
     expect((await web.post('/admin/custom_emojis/not-an-id/disable', {}, page.body)).statusCode).toBe(404);
+    // Each action is in the audit log as the operator's, newest first.
+    const logged = await actionLogsPage(s.ctx.db, { targetType: 'CustomEmoji' }, { limit: 20 });
+    expect(logged.map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([
+      [owner.id, 'destroy', 'party'], [owner.id, 'create', 'other_one'], [owner.id, 'enable', 'party'], [owner.id, 'disable', 'party'],
+      [owner.id, 'update', 'party'], [owner.id, 'update', 'party'], [owner.id, 'create', 'party'],
+    ]);
   });
 
   it('refuses a bad upload with 422 keeping the shortcode and category', async () => {
@@ -166,6 +173,10 @@ describe('custom emoji page', () => {
     // A return address elsewhere is not followed.
     const away = await web.post(`/admin/custom_emojis/${blobdog.id}/enable`, { back: 'https://elsewhere.example/' }, cats.body);
     expect(away.headers.location).toBe('/admin/custom_emojis?notice=enabled');
+    const logged = await actionLogsPage(s.ctx.db, { targetType: 'CustomEmoji' }, { limit: 3 });
+    expect(logged.map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([
+      [owner.id, 'enable', 'blobdog@dogs.example'], [owner.id, 'disable', 'blobdog@dogs.example'], [owner.id, 'copy', 'blobcat'],
+    ]);
   });
 
   it('needs manage_custom_emojis: a moderator gets 403 and changes nothing; a form without its token is refused', async () => {

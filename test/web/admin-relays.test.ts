@@ -13,6 +13,7 @@ import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { pendingOutbox } from '../../storage/outbox.ts';
 import { listRelays } from '../../storage/relays.ts';
+import { actionLogsPage } from '../../storage/action-logs.ts';
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 let ours: Instance;
@@ -83,6 +84,9 @@ describe('relays page', () => {
     const undo = await peer.waitFor((d) => d.inbox === '/inbox' && d.activity.type === 'Undo');
     expect(undo.activity.object).toMatchObject({ id: follow.activity.id, type: 'Follow' });
     expect(await listRelays(ours.ctx.db)).toEqual([]);
+    // Both are in the audit log as the operator's (Mastodon logs no relays; this server does).
+    const logged = await actionLogsPage(ours.ctx.db, { targetType: 'Relay' }, { limit: 10 });
+    expect(logged.map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([[owner.id, 'destroy', `${peer.url}/inbox`], [owner.id, 'create', `${peer.url}/inbox`]]);
   });
 
   it('refuses a URL that is no relay URL or one added twice with 422, and removing one that is not a relay with 404', async () => {
@@ -98,6 +102,11 @@ describe('relays page', () => {
     expect(twice.statusCode).toBe(422);
     expect(twice.body).toContain('already a relay here');
     expect((await web.post('/admin/relays/remove', { url: 'https://other.example/inbox' }, page.body)).statusCode).toBe(404);
+    // The command line's additions and removals are logged without an operator.
+    await cli('relay', 'add', 'https://cli.example/inbox');
+    await cli('relay', 'remove', 'https://cli.example/inbox');
+    expect((await actionLogsPage(ours.ctx.db, { targetType: 'Relay' }, { limit: 2 })).map((r) => [r.account_id, r.action, r.human_identifier]))
+      .toEqual([[null, 'destroy', 'https://cli.example/inbox'], [null, 'create', 'https://cli.example/inbox']]);
     expect((await listRelays(ours.ctx.db)).map((r) => r.url)).toEqual(['https://relay.example/inbox']);
   });
 

@@ -16,6 +16,7 @@ import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { closeContext } from '../../server.ts';
 import { readServerSettings } from '../../storage/server-settings.ts';
+import { actionLogsPage } from '../../storage/action-logs.ts';
 
 let a: TestServer & { url: string };
 /** A second server instance on A's PostgreSQL and Redis, started with other environment values. */
@@ -95,6 +96,10 @@ describe('server settings at run time', () => {
     const saved = await web.post('/admin/settings', FORM, page.body);
     expect(saved.statusCode, saved.body).toBe(303);
     expect(saved.headers.location).toBe('/admin/settings?notice=saved');
+    // The audit log has the change as the operator's, named by the settings that changed.
+    const [entry] = await actionLogsPage(a.ctx.db, { targetType: 'AdminSettings' }, { limit: 1 });
+    expect(entry).toMatchObject({ account_id: owner.id, action: 'update', target_id: null });
+    expect(entry!.human_identifier.split(', ')).toEqual(expect.arrayContaining(['site_title', 'registrations_mode', 'status_max_characters']));
 
     // No fixed wait: B is asked until it answers with the new title, for at most a second.
     expect(await eventually(async () => (await instanceOf(b, 'v2')).title, 'Settled Place', 1000)).toBe('Settled Place');

@@ -47,12 +47,6 @@ export function rawObjectOf(object: APObject): Json | null {
   return object.id ? sentJsonOf(object.id.href) : null;
 }
 
-/** Whether an activity came with its object inlined (not named by id alone), as sent. */
-export function inlinesObject(activity: APObject): boolean {
-  const raw = activity.id ? rawObjectOf(activity) : null;
-  return asArray(raw?.object).some((o) => o !== null && typeof o === 'object');
-}
-
 export interface StatusText {
   /** Sanitised HTML. */
   content: string;

@@ -107,6 +107,43 @@ describe('Lemmy: a community relays its members\' posts', () => {
     expect((await peer.waitFor((d) => d.activity.type === 'Announce' && d.activity.object === page)).verified).toBe(true);
   });
 
+  it('fetches an activity the community names by id alone, and takes it only when its actor and its post are of its own server', async () => {
+    // The member's Create, served at its id by its server (as Lemmy serves activities); the Announce names it only.
+    const byId = `${peer.url}/post/${++seq}`;
+    const createId = `${peer.url}/activities/create/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyActivity('Create', { id: createId, actor: actors.picard!, community: community(), object: lemmyPage({ id: byId, author: actors.picard!, community: community(), name: 'Named by id' }) }) });
+    expect(await peer.send('tenforward', inbox(), announce(createId))).toBe(202);
+    const entry = await inHome(byId);
+    expect(entry.account.acct).toBe(`tenforward@${peer.domain}`);
+    expect(entry.reblog.account.acct).toBe(`picard@${peer.domain}`);
+    expect(entry.reblog.content).toContain('<h2>Named by id</h2>');
+    expect(peer.gets.find((g) => g.path === new URL(createId).pathname)).toMatchObject({ signed: true, status: 200 });
+
+    // A post named by id alone is fetched and shown as the community's boost too.
+    const page2 = `${peer.url}/post/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyPage({ id: page2, author: actors.picard!, community: community(), name: 'A post by id' }) });
+    expect(await peer.send('tenforward', inbox(), announce(page2))).toBe(202);
+    expect((await inHome(page2)).account.acct).toBe(`tenforward@${peer.domain}`);
+
+    // Served by this server but claiming another server's member as its actor: refused.
+    const spoofed = `${peer.url}/post/${++seq}`;
+    const claimId = `${peer.url}/activities/create/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyActivity('Create', { id: claimId, actor: actors.riker!, community: community(), object: lemmyPage({ id: spoofed, author: actors.riker!, community: community(), name: 'Spoofed by id' }) }) });
+    // A post served here but attributed to another server's account: refused.
+    const foreign = `${peer.url}/post/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyPage({ id: foreign, author: actors.riker!, community: community(), name: 'Foreign by id' }) });
+    // An Announce served by id: not followed further (one level only).
+    const nestedId = `${peer.url}/activities/announce/${++seq}`;
+    const nestedPage = `${peer.url}/post/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyAnnounce({ id: nestedId, community: community(), object: lemmyActivity('Create', { id: `${peer.url}/activities/create/${++seq}`, actor: actors.picard!, community: community(), object: lemmyPage({ id: nestedPage, author: actors.picard!, community: community(), name: 'Nested' }) }) }) });
+    // An id nobody serves.
+    const missing = `${peer.url}/activities/create/${++seq}`;
+    for (const id of [claimId, foreign, nestedId, missing]) expect(await peer.send('tenforward', inbox(), announce(id))).toBe(202);
+    await quiet();
+    for (const uri of [spoofed, foreign, nestedPage]) expect(await search(uri)).toEqual([]);
+    expect((await home()).some((s) => /Spoofed by id|Foreign by id|Nested/.test(String((s.reblog ?? s).content)))).toBe(false);
+  });
+
   it('takes a relayed Delete by the post\'s author, and ignores relayed votes', async () => {
     const like = lemmyActivity('Like', { id: `${peer.url}/activities/like/${++seq}`, actor: actors.picard!, community: community(), object: page });
     expect(await peer.send('tenforward', inbox(), announce(like))).toBe(202);

@@ -124,7 +124,7 @@ export async function receiveNote(fed: Fed, note: StatusObject, author: AccountR
   const raw = rawObjectOf(note);
   // A server whose media is rejected has its attachments kept as links only (`unknown`), never shown inline.
   const rejectMedia = await domainPolicy(app).rejectsMedia(author.domain);
-  const media = await mediaOf(note, { raw, rejectMedia, loader: loader ?? fed.documentLoader });
+  const media = await mediaOf(note, { raw, rejectMedia, loader: loader ?? fed.documentLoader, maxVideoBytes: app.config.maxVideoBytes });
   const text = statusTextOf(note, raw);
   // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
   const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, { depth: depth + 1, loader }) : null);

@@ -24,6 +24,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main() {
   await ensureDatabase(config.databaseUrl);
   await migrate(config.databaseUrl);
+  // Set-up writes in bulk (a long bound); the prune runs with the server's own bound per statement.
+  const setup = createPool(config.databaseUrl, 2, 300_000);
   const db = createPool(config.databaseUrl, 4);
   const redis = createRedis(config);
   await connectRedis(redis, config);
@@ -31,29 +33,29 @@ async function main() {
   const versions = new CacheVersions(redis, config.redisPrefix);
   try {
     const setupStart = performance.now();
-    const { rows: [author] } = await db.query<{ id: string }>(
+    const { rows: [author] } = await setup.query<{ id: string }>(
       `INSERT INTO accounts (username, domain, uri, inbox_url, fetched_at) VALUES ('far', 'files.bench.example', 'https://files.bench.example/users/far', 'https://files.bench.example/users/far/inbox', now()) RETURNING id`,
     );
     const posts = Math.ceil(ATTACHMENTS / PER_POST);
-    await db.query(
+    await setup.query(
       `INSERT INTO statuses (account_id, visibility, uri, content)
        SELECT $1, 'public', 'https://files.bench.example/statuses/' || g, '<p>post ' || g || '</p>' FROM generate_series(1, $2) g`, [author!.id, posts],
     );
     // Every attachment copied (both keys set), and its two files in the ledger, cached ten days ago.
-    const { rows: media } = await db.query<{ id: string }>(
+    const { rows: media } = await setup.query<{ id: string }>(
       `INSERT INTO media_attachments (account_id, status_id, position, type, state, remote_url, original_key, original_type, small_key, small_type)
        SELECT $1, s.id, p, 'image', 'ready', 'https://files.bench.example/media/' || s.id || '-' || p || '.jpg',
               'cache/media/x/original.jpg', 'image/jpeg', 'cache/media/x/small.webp', 'image/webp'
          FROM (SELECT id FROM statuses WHERE account_id = $1 ORDER BY id) s, generate_series(1, $2) p
         LIMIT $3 RETURNING id`, [author!.id, PER_POST, ATTACHMENTS],
     );
-    await db.query(
+    await setup.query(
       `UPDATE media_attachments SET original_key = 'cache/media/' || id || '/h/original.jpg', small_key = 'cache/media/' || id || '/h/small.webp' WHERE account_id = $1`, [author!.id],
     );
     const ids = media.map((m) => m.id);
     for (let i = 0; i < ids.length; i += 10_000) {
       const chunk = ids.slice(i, i + 10_000);
-      await db.query(
+      await setup.query(
         `INSERT INTO cached_files (key, kind, owner_id, source_url, bytes, cached_at)
          SELECT 'cache/media/' || m || '/h/' || f, 'attachment', m, 'https://files.bench.example/media/' || m, 300, now() - interval '10 days'
            FROM unnest($1::bigint[]) m, unnest(ARRAY['original.jpg', 'small.webp']) f`, [chunk],
@@ -66,7 +68,7 @@ async function main() {
       writeFileSync(join(dir, 'original.jpg'), bytes);
       writeFileSync(join(dir, 'small.webp'), bytes);
     }
-    const files = Number((await db.query(`SELECT count(*) AS n FROM cached_files`)).rows[0].n);
+    const files = Number((await setup.query(`SELECT count(*) AS n FROM cached_files`)).rows[0].n);
     console.log(`\nset up ${files} cached files of ${ids.length} attachments in ${posts} posts in ${((performance.now() - setupStart) / 1000).toFixed(1)} s (file host: ${config.fileHost ?? 'local'} under ${env.DATA_DIR})`);
 
     const ctx = { db, redis, config, fileHost, versions };
@@ -95,6 +97,7 @@ async function main() {
     console.log(`  left: ${left} ledger rows, ${stillCopied} attachments still naming a copy, ${onDisk} files on disk\n`);
   } finally {
     await db.end();
+    await setup.end();
     fileHost.close?.();
     await deleteKeysWithPrefix(redis, config.redisPrefix);
     redis.disconnect();

@@ -78,6 +78,7 @@ async function main() {
     const watched = [readerId, ...others.slice(0, 9)];
 
     let seq = 0;
+    let retried = 0;
     async function deliver(withMedia: boolean): Promise<string> {
       const n = ++seq;
       const id = `${far}/statuses/${n}`;
@@ -88,10 +89,15 @@ async function main() {
       };
       const body = JSON.stringify({ '@context': AS, id: `${id}/activity`, type: 'Create', actor: far, object: note, to: note.to, cc: note.cc });
       const request = new Request(`${base}/inbox`, { method: 'POST', body, headers: { 'content-type': 'application/activity+json', 'user-agent': 'bench-remote/1.0' } });
-      const res = await fetch(await signRequest(request, keys.privateKey, new URL(`${far}#main-key`), { spec: 'draft-cavage-http-signatures-12' }));
-      await res.arrayBuffer();
-      if (res.status >= 300) throw new Error(`inbox answered ${res.status}`);
-      return id;
+      // As a sending server does: a 503 or 429 (a loaded server shedding work) is tried again a little later.
+      for (let attempt = 0; ; attempt++) {
+        const res = await fetch(await signRequest(request.clone(), keys.privateKey, new URL(`${far}#main-key`), { spec: 'draft-cavage-http-signatures-12' }));
+        await res.arrayBuffer();
+        if (res.status < 300) return id;
+        if ((res.status !== 503 && res.status !== 429) || attempt >= 20) throw new Error(`inbox answered ${res.status}`);
+        retried++;
+        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+      }
     }
 
     /** One phase: POSTS posts sent SENDERS at a time while the reader's home is read; then waits for fan-out (and copies). */
@@ -149,7 +155,7 @@ async function main() {
     const rate = (p: Phase) => POSTS / (p.fanoutMs / 1000);
     console.log(`  posts fanned out per second: with media ${spread(rounds.map((r) => rate(r.media)), 0)}; without ${spread(rounds.map((r) => rate(r.plain)), 0)}; with/without ${spread(rounds.map((r) => rate(r.media) / rate(r.plain)))}`);
     console.log(`  home req/s while they arrive: with media ${spread(rounds.map((r) => r.media.rps), 0)}; without ${spread(rounds.map((r) => r.plain.rps), 0)}; with/without ${spread(rounds.map((r) => r.media.rps / r.plain.rps))}`);
-    console.log(`  photos copied per second (from the first delivery): ${spread(rounds.map((r) => POSTS / (r.media.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server\n`);
+    console.log(`  photos copied per second (from the first delivery): ${spread(rounds.map((r) => POSTS / (r.media.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
   } finally {
     await db.end();
     remote.close();

@@ -2,7 +2,7 @@
 // with one photo each (about 100 KB, served by a loopback file server in this process) arrive signed at the shared
 // inbox from a remote account followed by a reader and 100 other local accounts, and their photos are copied to our
 // file host as they arrive; against the same number of posts without attachments. Alternating rounds of 200 posts
-// each way; in each, the time until every post is in the reader's feed and in the others' (fan-out), the time until
+// each way; in each, the time until every post is in the reader's feed (fan-out; the others' feeds are never built), the time until
 // every photo is copied, and the reader's home-timeline requests per second meanwhile. Figures printed, never asserted.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -75,7 +75,9 @@ async function main() {
     const others = await seedFollowers(db, farRow!.id, FOLLOWERS, 'fan');
     await db.query(`INSERT INTO follows (account_id, target_account_id) VALUES ($1, $2)`, [readerId, farRow!.id]);
     await db.query(`UPDATE accounts SET followers_count = followers_count + 1 WHERE id = $1`, [farRow!.id]);
-    const watched = [readerId, ...others.slice(0, 9)];
+    // Only the reader's feed is watched: fan-out skips feeds never built (the others never read their home), as it should.
+    void others;
+    const watched = [readerId];
 
     let seq = 0;
     let retried = 0;

@@ -45,7 +45,7 @@ export type AccountMessage =
   | { type: 'revokeQuote'; statusId: string; quotingStatusId: string }
   | { type: 'setQuotePolicy'; statusId: string; policy: string }
   | { type: 'votePoll'; pollId: string; choices: number[] }
-  | { type: 'favourite'; status: StatusRow }
+  | { type: 'favourite'; status: StatusRow; uri?: string | null }
   | { type: 'unfavourite'; status: StatusRow }
   | { type: 'reblog'; status: StatusRow; visibility: Visibility; uri?: string }
   | { type: 'unreblog'; status: StatusRow }
@@ -230,7 +230,7 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
     case 'votePoll':
       return pollService.vote(deps, accountId, msg.pollId, msg.choices);
     case 'favourite':
-      return statusService.favouriteStatus(deps, accountId, msg.status);
+      return statusService.favouriteStatus(deps, accountId, msg.status, msg.uri ?? null);
     case 'unfavourite':
       return statusService.unfavouriteStatus(deps, accountId, msg.status);
     case 'reblog':

@@ -123,8 +123,11 @@ export async function untilInAllFeeds(redis: Redis | Cluster, feeds: HomeFeeds, 
 
 /** Stops a benchmark's server and removes what it made: its Redis keys, its database and its data directory. */
 export async function cleanUpBench(server: ChildProcess, redis: Redis, config: Config, dataDir?: string): Promise<void> {
-  server.kill('SIGTERM');
-  await new Promise((r) => server.once('exit', r));
+  // A server that could not start has exited already: its exit is not waited for again.
+  if (server.exitCode === null && server.signalCode === null) {
+    server.kill('SIGTERM');
+    await new Promise((r) => server.once('exit', r));
+  }
   await deleteKeysWithPrefix(redis, config.redisPrefix);
   redis.disconnect();
   await dropDatabase(config.databaseUrl);

@@ -10,9 +10,8 @@ import { deleteStatus, editRemoteStatus } from '../services/statuses.ts';
 import { transaction } from '../storage/db.ts';
 import { canSee } from '../services/visibility.ts';
 import { accountForActorUri, storeRemoteActor } from './remote-accounts.ts';
-import { fetchNote, isPublic, localActor, receiveNote, remotePollOf, statusByUri, storeFetchedNote, visibilityOf } from './remote-statuses.ts';
-import { fetchById } from './fetch-object.ts';
-import { inlinesObject, isStatusObject, rawObjectOf, statusTextOf, type StatusObject } from './incoming-objects.ts';
+import { fetchNote, fetchObjectOnce, isPublic, localActor, receiveNote, remotePollOf, statusByUri, storeFetchedNote, visibilityOf } from './remote-statuses.ts';
+import { isStatusObject, rawObjectOf, statusTextOf, type StatusObject } from './incoming-objects.ts';
 import { Question } from '@fedify/vocab';
 import { pollOfStatus } from '../storage/polls.ts';
 import { receiveRemoteVote } from '../services/polls.ts';
@@ -34,7 +33,7 @@ import { Move } from '@fedify/vocab';
 import { onMove } from './move.ts';
 import { arrivedThroughRelay, onRelayAnnounce, onRelayAnswer, onRelayFollow } from './relays.ts';
 import { EmojiReact } from '@fedify/vocab';
-import { onReaction, undoReaction } from './reactions.ts';
+import { onReaction, undoReaction, undoReactionById } from './reactions.ts';
 import { receiveRemoteEmojis } from './emojis.ts';
 
 type Fed = InboxContext<AppContext>;
@@ -163,7 +162,7 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   const remote = await sender(fed, undo);
   if (!remote || remote.domain === null || !undo.objectId) return;
   // Some servers name what they undo by its id alone; as Mastodon does, a boost or a follow of theirs that we hold
-  // under that id is what is meant. Only then is the object fetched (an inlined one costs nothing).
+  // under that id is what is meant (and, beyond Mastodon, a Like or EmojiReact: Pleroma's and Akkoma's Undo). Only then is the object fetched (an inlined one costs nothing).
   if (await undoByReference(fed, remote, undo.objectId)) return;
   let object;
   try {
@@ -188,9 +187,10 @@ async function onUndo(fed: Fed, undo: Undo): Promise<void> {
   }
 }
 
-/** Undoes the sender's boost or follow stored under this id; false when it names neither. */
+/** Undoes the sender's boost, reaction, block or follow stored under this id; false when it names none of them. */
 async function undoByReference(fed: Fed, remote: AccountRow, id: URL): Promise<boolean> {
   if (await undoAnnounce(fed, remote, id)) return true;
+  if (await undoReactionById(fed, remote, id)) return true;
   const block = await blockByUri(fed.data.db, id.href, remote.id);
   if (block) {
     await fed.data.actors.ask(remote.id, { type: 'unblock', targetId: block.targetId });
@@ -357,14 +357,16 @@ async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
     // inlined). Fedify gives an inlined object of the sender's own origin as it is, and one of another origin only as
     // fetched from that origin: what the sender says another server wrote is never taken on its word.
     const inlined = await announce.getObject({ documentLoader: refuseFetch }).catch(() => null);
-    // Inlined from another origin: fetched from there by its id (once), and taken as what it turns out to be.
-    const crossOrigin = !inlined && inlinesObject(announce);
-    const fetched = crossOrigin && announce.objectId ? await fetchById(fed, announce.objectId.href, fed.documentLoader).catch(() => null) : null;
+    // Inlined from another origin, or named by its id alone (groups may relay an activity so, FEP-1b12; PeerTube
+    // channels name their videos so): fetched from its id (signed, once), and taken as what it turns out to be. What
+    // is fetched is its own server's word: fetchById takes only a document whose id is the URL it was fetched from,
+    // and an activity must be of its actor's origin (onRelayed), a post of its author's (storeFetchedNote).
+    const fetched = !inlined && announce.objectId ? await fetchObjectOnce(fed, announce.objectId) : null;
     const object = inlined ?? fetched;
     if (object instanceof Activity && !(object instanceof Question)) return onRelayed(fed, announce, remote, object);
     if (object && !isStatusObject(object)) return dropUnsupported(fed, announce, object);
     // A boost of a post we have not seen (a third server's, usually) brings the post in first, from its own server.
-    if (crossOrigin) status = fetched && isStatusObject(fetched) ? await storeFetchedNote(fed, fetched) : null;
+    if (fetched) status = isStatusObject(fetched) ? await storeFetchedNote(fed, fetched) : null;
     else status = await fetchNote(fed, announce.objectId);
   }
   if (!status) return dropUnavailable(fed.data, announce, 'object', announce.objectId);

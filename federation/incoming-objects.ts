@@ -47,12 +47,6 @@ export function rawObjectOf(object: APObject): Json | null {
   return object.id ? sentJsonOf(object.id.href) : null;
 }
 
-/** Whether an activity came with its object inlined (not named by id alone), as sent. */
-export function inlinesObject(activity: APObject): boolean {
-  const raw = activity.id ? rawObjectOf(activity) : null;
-  return asArray(raw?.object).some((o) => o !== null && typeof o === 'object');
-}
-
 export interface StatusText {
   /** Sanitised HTML. */
   content: string;
@@ -103,6 +97,8 @@ function languageOf(...texts: readonly (string | LanguageString)[][]): string | 
 /**
  * A post that came with no `content` but with its `source` as plain text or Markdown (some Pleroma and Akkoma
  * versions, bridges): shown as plain text, escaped and linked, a paragraph per blank line. Mastodon would show nothing.
+ * Misskey's MFM (`text/x.misskeymarkdown`) is never shown so: its functions (`$[spin …]`) and markup would show raw;
+ * Misskey sends its HTML rendering as `content`, which is what is shown.
  */
 function sourceAsHtml(object: Note | Question): string {
   const source = object.source;
@@ -110,7 +106,7 @@ function sourceAsHtml(object: Note | Question): string {
   const type = source?.mediaType ?? 'text/plain';
   if (!text.trim()) return '';
   if (type === 'text/html') return sanitizeRemoteHtml(text);
-  if (!/^text\/(plain|markdown|x\.misskeymarkdown)/.test(type)) return '';
+  if (!/^text\/(plain|markdown)(;|$)/.test(type)) return '';
   return sanitizeRemoteHtml(text.trim().split(/\n\s*\n/).map((para) => `<p>${para.split('\n').map(renderInline).join('<br>')}</p>`).join(''));
 }
 
@@ -160,9 +156,11 @@ export const MAX_MEDIA = 4;
  * The attachments of a status: Documents (Image, Video, Audio, Document) with a URL, as Mastodon's
  * MediaAttachmentParser reads them: description from `summary` or `name`, `blurhash`, `focalPoint` (the latter two
  * from the raw object, `raw`, when Fedify dropped them). A server whose media is rejected has them kept as links
- * only (`unknown`). A Video or Audio object with no attachment of its own shows its preview image.
+ * only (`unknown`). A Video object with no attachment of its own (PeerTube's) shows its best MP4 file within
+ * `maxVideoBytes` as a video with its preview image; one without such a file, and an Audio object, show the preview
+ * image alone.
  */
-export async function mediaOf(object: StatusObject, options: { raw: Json | null; rejectMedia: boolean; loader?: DocumentLoader }): Promise<RemoteMedia[]> {
+export async function mediaOf(object: StatusObject, options: { raw: Json | null; rejectMedia: boolean; loader?: DocumentLoader; maxVideoBytes?: number }): Promise<RemoteMedia[]> {
   const media: RemoteMedia[] = [];
   const rawAttachments = asArray(options.raw?.attachment).filter((a): a is Json => a !== null && typeof a === 'object');
   for (const attachment of await boundedItems((o) => object.getAttachments(o), 16, options.loader)) {
@@ -175,7 +173,13 @@ export async function mediaOf(object: StatusObject, options: { raw: Json | null;
   }
   if (media.length === 0 && (object instanceof Video || object instanceof Audio)) {
     const preview = await previewImageOf(object);
-    if (preview) media.push({ ...mediaEntry(preview.url, preview.mediaType, null, null, options.rejectMedia), description: String(object.name ?? '').slice(0, 1500), width: preview.width, height: preview.height });
+    const file = object instanceof Video ? videoFileOf(object, options.raw, options.maxVideoBytes ?? Infinity) : null;
+    if (file) {
+      media.push({
+        ...mediaEntry(file.url, 'video/mp4', null, null, options.rejectMedia),
+        description: String(object.name ?? '').slice(0, 1500), width: file.width, height: file.height, previewUrl: preview?.url ?? null,
+      });
+    } else if (preview) media.push({ ...mediaEntry(preview.url, preview.mediaType, null, null, options.rejectMedia), description: String(object.name ?? '').slice(0, 1500), width: preview.width, height: preview.height });
   }
   return media;
 }
@@ -229,6 +233,29 @@ export function focusOf(v: unknown): { x: number; y: number } | null {
   const [x, y] = list.map((n) => (typeof n === 'number' ? n : typeof n === 'string' ? Number(n) : NaN));
   if (!Number.isFinite(x) || !Number.isFinite(y) || Math.abs(x!) > 1 || Math.abs(y!) > 1) return null;
   return { x: Math.round(x! * 100) / 100, y: Math.round(y! * 100) / 100 };
+}
+
+/**
+ * The MP4 file to show of a Video whose `url` lists its files (PeerTube: the watch page, an MP4 per resolution with
+ * its `size`, their torrents and magnets, an HLS playlist whose fragmented MP4s sit in its `tag`): of the MP4 Links
+ * at the top of `url` that are video (not PeerTube's audio-only or fragmented files) and within `maxBytes` (a file
+ * whose size is not given is tried, the copy being capped all the same), the tallest. Null when there is none.
+ */
+function videoFileOf(video: Video, raw: Json | null, maxBytes: number): { url: string; width: number | null; height: number | null } | null {
+  const rawLinks = asArray(raw?.url).filter((u): u is Json => u !== null && typeof u === 'object' && typeof (u as Json).href === 'string');
+  let best: { url: string; width: number | null; height: number | null } | null = null;
+  for (const link of video.urls.slice(0, 32)) {
+    if (!(link instanceof Link) || link.mediaType !== 'video/mp4' || !link.href) continue;
+    if (link.href.protocol !== 'https:' && link.href.protocol !== 'http:') continue;
+    const sent = rawLinks.find((r) => URL.canParse(r.href as string) && new URL(r.href as string).href === link.href!.href);
+    const size = typeof sent?.size === 'number' ? sent.size : null;
+    if (size !== null && size > maxBytes) continue;
+    const flags = asArray(sent?.attachment).filter((a): a is Json => a !== null && typeof a === 'object');
+    if (flags.some((f) => (f.name === 'ffprobe_codec_type' && f.value === 'audio') || (f.name === 'peertube_format_flag' && f.value === 'fragmented'))) continue;
+    const height = positiveInt(link.height);
+    if (!best || (height ?? 0) > (best.height ?? 0)) best = { url: link.href.href, width: positiveInt(link.width), height };
+  }
+  return best;
 }
 
 /** A Video's or Audio's preview image: the largest inlined `icon` (PeerTube's thumbnails), else its `image`. */

@@ -37,7 +37,7 @@ export async function withReceivedJson<T>(task: unknown, handle: () => Promise<T
 /** Fetched objects' parts that are read again, by id: the last few hundred, each a few small fields. */
 const FETCHED_MAX = 256;
 const fetched = state.fetched;
-/** What is kept of a fetched object: the terms Fedify may drop, and its place in the document (nested objects). */
+/** What is kept of a fetched object: the terms Fedify may drop, and its place in the document (nested objects); and its `url` links' sizes. */
 const KEPT = ['id', 'type', 'attachment', 'location'] as const;
 const KEPT_MAX_CHARS = 16_384;
 
@@ -52,6 +52,8 @@ export function rememberFetchedJson(url: string, document: unknown): void {
   for (let depth = 0; depth < 3 && isJson(node) && typeof node.id === 'string' && URL.canParse(node.id) && new URL(node.id).origin === origin; depth++) {
     const kept: Json = {};
     for (const key of KEPT) if (node[key] !== undefined) kept[key] = Array.isArray(node[key]) ? (node[key] as unknown[]).slice(0, 16) : node[key];
+    // A Video's files (PeerTube): their sizes and kinds, which Fedify's Link does not keep.
+    if (Array.isArray(node.url)) kept.url = node.url.slice(0, 32).map((u) => (isJson(u) ? { href: u.href, mediaType: u.mediaType, size: u.size, attachment: u.attachment } : u));
     fetched.delete(node.id);
     // A few kilobytes each at most: a document padded with megabytes of attachments is not kept in memory.
     if (JSON.stringify(kept).length <= KEPT_MAX_CHARS) fetched.set(node.id, kept);

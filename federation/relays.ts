@@ -157,7 +157,8 @@ export async function deliverRelayActivity(app: AppContext, d: Extract<Delivery,
   const fed = app.federation.createContext(new URL(app.config.publicUrl), app);
   const me = fed.getActorUri(INSTANCE_ACTOR);
   if (d.activity === 'UndoRelayFollow') {
-    const follow = relayFollow(me, d.kind, d.followUri, d.actorUri);
+    // `relayKind`, not `kind`: a job's `kind` is its outbox row's (jobs/queues.ts), which would hide it.
+    const follow = relayFollow(me, d.relayKind, d.followUri, d.actorUri);
     const undo = new Undo({ id: new URL(`${d.followUri}#undo`), actor: me, object: follow, ...(d.actorUri ? { tos: [new URL(d.actorUri)] } : {}) });
     if (await mayDeliver(app, d.inboxUrl)) await fed.sendActivity({ identifier: INSTANCE_ACTOR }, relayRecipient(d.inboxUrl, d.actorUri), undo);
     return;

@@ -1,4 +1,4 @@
-import { Collection, Hashtag, Mention, Note, Question } from '@fedify/vocab';
+import { Collection, Hashtag, Mention, Note, Question, type Object as APObject } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { DocumentLoader } from '@fedify/vocab-runtime';
 import type { AppContext } from '../context.ts';
@@ -124,7 +124,7 @@ export async function receiveNote(fed: Fed, note: StatusObject, author: AccountR
   const raw = rawObjectOf(note);
   // A server whose media is rejected has its attachments kept as links only (`unknown`), never shown inline.
   const rejectMedia = await domainPolicy(app).rejectsMedia(author.domain);
-  const media = await mediaOf(note, { raw, rejectMedia, loader: loader ?? fed.documentLoader });
+  const media = await mediaOf(note, { raw, rejectMedia, loader: loader ?? fed.documentLoader, maxVideoBytes: app.config.maxVideoBytes });
   const text = statusTextOf(note, raw);
   // The post replied to joins the thread too: fetched when unknown, one level up (its own parent is not followed).
   const parent = (await statusByUri(fed, note.replyTargetId)) ?? (depth < 1 ? await fetchNote(fed, note.replyTargetId, { depth: depth + 1, loader }) : null);
@@ -184,6 +184,23 @@ export function fetchNote(fed: Fed, id: URL | null, options: { depth?: number; l
 }
 
 const fetching = new Map<string, Promise<StatusRow | null>>();
+
+/**
+ * Whatever a remote id names (a post, an activity, anything), fetched signed from its own origin by the context's
+ * loader, once per process while the fetch is under way (many Announces of one object at once cost one GET). Null
+ * when it cannot be had. Only the fetch is shared: what is done with it is the caller's.
+ */
+export function fetchObjectOnce(fed: Fed, id: URL): Promise<APObject | null> {
+  if (fed.parseUri(id) !== null) return Promise.resolve(null);
+  let pending = objectFetches.get(id.href);
+  if (!pending) {
+    pending = fetchById(fed, id.href, fed.documentLoader).catch(() => null).finally(() => objectFetches.delete(id.href));
+    objectFetches.set(id.href, pending);
+  }
+  return pending;
+}
+
+const objectFetches = new Map<string, Promise<APObject | null>>();
 
 async function fetchNoteNow(fed: Fed, id: URL, options: { depth?: number; loader?: DocumentLoader }): Promise<StatusRow | null> {
   try {

@@ -34,7 +34,7 @@ export type Delivery =
   | { activity: 'DeleteQuoteAuthorization'; accountId: string; quoteId: string; requesterId: string }
   /** The instance actor's Follow of a relay, or its Undo once the relay is removed (federation/relays.ts). */
   | { activity: 'RelayFollow'; relayId: string }
-  | { activity: 'UndoRelayFollow'; kind: 'mastodon' | 'litepub'; inboxUrl: string; actorUri: string | null; followUri: string }
+  | { activity: 'UndoRelayFollow'; relayKind: 'mastodon' | 'litepub'; inboxUrl: string; actorUri: string | null; followUri: string }
   | CollectionDelivery;
 
 /**

@@ -19,13 +19,15 @@ export function accountImageUrl(w: Where, a: { id: string; avatar_file: string |
 }
 
 /** An attachment's `url` and `preview_url` (null while an upload is processed). */
-export function attachmentUrls(w: Where, m: { id: string; type: string; state: string; original_key: string | null; small_key: string | null; thumbnail_key: string | null; remote_url: string | null }): { url: string | null; preview: string | null } {
+export function attachmentUrls(w: Where, m: { id: string; type: string; state: string; original_key: string | null; small_key: string | null; thumbnail_key: string | null; remote_url: string | null; thumbnail_remote_url?: string | null }): { url: string | null; preview: string | null } {
   const ready = m.state === 'ready';
   if (m.remote_url && !m.original_key) {
     // Another server's attachment not copied here: the proxy copies it at the first view. `unknown` ones (what we
     // cannot show, and everything from a server whose media is rejected) are links to their origin, as on Mastodon.
     if (m.type === 'unknown') return { url: m.remote_url, preview: null };
-    return { url: `${w.publicUrl}/media_proxy/${m.id}/original`, preview: m.type === 'image' ? `${w.publicUrl}/media_proxy/${m.id}/small` : null };
+    // A video's or audio's preview image (PeerTube's thumbnail) is copied with it.
+    const preview = m.type === 'image' || m.thumbnail_remote_url ? `${w.publicUrl}/media_proxy/${m.id}/small` : null;
+    return { url: `${w.publicUrl}/media_proxy/${m.id}/original`, preview };
   }
   const url = ready && m.original_key ? w.fileHost.url(m.original_key) : null;
   const preview = m.thumbnail_key ? w.fileHost.url(m.thumbnail_key) : ready && m.small_key ? w.fileHost.url(m.small_key) : null;

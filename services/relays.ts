@@ -66,7 +66,7 @@ export async function removeRelay(deps: Deps, input: string, by?: Actor): Promis
     if (!relay) throw new RelayInputError(`${url} is not a relay here`);
     // A relay never looked at was never sent a Follow: there is nothing to undo.
     const undo: Delivery | null = relay.inbox_url && relay.kind
-      ? { activity: 'UndoRelayFollow', kind: relay.kind, inboxUrl: relay.inbox_url, actorUri: relay.actor_uri, followUri: relay.follow_uri }
+      ? { activity: 'UndoRelayFollow', relayKind: relay.kind, inboxUrl: relay.inbox_url, actorUri: relay.actor_uri, followUri: relay.follow_uri }
       : null;
     if (undo) await queueDelivery(tx, undo);
     await logAction(tx, by, 'destroy', { type: 'Relay', id: null, name: relay.url });

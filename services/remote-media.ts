@@ -107,9 +107,14 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
       if (!av) return refused(ctx, `attachment:${mediaId}`, m.remote_url, new Undecodable(`not a video or audio file (${fetched.contentType})`), log);
       const original = { key: `${base}/original.${av.extension}`, data: fetched.body, type: av.mime };
       const tools = mediaTools(ctx.config);
+      // The preview image the other server gave (PeerTube's thumbnail) is the small image when it can be had; else,
+      // with the media programs, a frame of the file.
+      const given = m.thumbnail_remote_url ? await copyPreview(ctx, m.thumbnail_remote_url, log) : null;
       if (!tools.ffmpeg || !tools.ffprobe) {
         // Without the media programs (the start-up notice says so) the file is kept as sent, unprobed.
-        copy = { files: [original], originalType: av.mime, smallType: null, meta: {}, blurhash: null, type: undefined };
+        copy = given
+          ? { files: [original, { key: `${base}/small.webp`, data: given.data, type: 'image/webp' }], originalType: av.mime, smallType: 'image/webp' as string | null, meta: { small: dims(given.width, given.height) }, blurhash: given.blurhash, type: undefined }
+          : { files: [original], originalType: av.mime, smallType: null, meta: {}, blurhash: null, type: undefined };
       } else {
         let probed;
         try {
@@ -117,13 +122,14 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
         } catch (err) {
           return refused(ctx, `attachment:${mediaId}`, m.remote_url, err instanceof Unprocessable ? new Undecodable(err.message) : err, log);
         }
-        const preview = probed.preview ?? await plainPreview();
-        const size = await imageSize(preview);
+        const preview = given?.data ?? probed.preview ?? await plainPreview();
+        const size = given ?? await imageSize(preview);
         const colors = probed.type === 'audio' ? await colorsOf(preview) : null;
+        const small = given ? { key: `${base}/small.webp`, type: 'image/webp' } : { key: `${base}/small.jpg`, type: 'image/jpeg' };
         copy = {
-          files: [original, { key: `${base}/small.jpg`, data: preview, type: 'image/jpeg' }], originalType: av.mime, smallType: 'image/jpeg' as string | null,
+          files: [original, { ...small, data: preview }], originalType: av.mime, smallType: small.type as string | null,
           // The file's own figures replace what the sender said of it; `small` is our preview's.
-          meta: { original: probed.meta, small: dims(size.width, size.height), ...(colors ? { colors } : {}) }, blurhash: await blurhashOf(preview),
+          meta: { original: probed.meta, small: dims(size.width, size.height), ...(colors ? { colors } : {}) }, blurhash: given?.blurhash ?? await blurhashOf(preview),
           // A video without sound is a gifv, as Mastodon's transcoder makes it.
           type: probed.type,
         };
@@ -138,6 +144,22 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
     if (m.status_id) await ctx.versions.bump({ statuses: [m.status_id] });
     return 'copied';
   });
+}
+
+/** A video's or audio's preview image, fetched and re-encoded as an image attachment's small one is; null when it cannot be had. */
+async function copyPreview(ctx: Ctx, url: string, log?: Log): Promise<{ data: Buffer; width: number; height: number; blurhash: string | null } | null> {
+  try {
+    const fetched = await guardedGet(new URL(url), {
+      accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: ctx.config.maxImageBytes,
+      allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
+    });
+    const r = await renderImage(fetched.body);
+    return { data: r.small.data, width: r.small.width, height: r.small.height, blurhash: r.blurhash };
+  } catch (err) {
+    if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || isNetworkError(err))) throw err;
+    log?.warn({ url, reason: (err as Error).message }, 'remote preview image not copied');
+    return null;
+  }
 }
 
 /** Every remote attachment of a status (the cacheRemoteMedia job, queued when the status arrives). */

@@ -434,10 +434,11 @@ async function refuseBlocked(deps: StatusDeps, accountId: string, status: status
   if (status.account_id !== accountId && (await blockedEitherWay(deps.db, accountId, status.account_id))) throw new ApiError(403, 'This action is not allowed');
 }
 
-export async function favouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow): Promise<void> {
+/** `uri`: the id of a remote account's Like or EmojiReact (kept so that an Undo naming only it finds the favourite). */
+export async function favouriteStatus(deps: StatusDeps, accountId: string, status: statuses.StatusRow, uri: string | null = null): Promise<void> {
   await refuseBlocked(deps, accountId, status);
   const delivery = await transaction(deps.db, async (tx) => {
-    if (!(await statuses.favourite(tx, accountId, status.id))) return null;
+    if (!(await statuses.favourite(tx, accountId, status.id, uri))) return null;
     await notifyAccount(deps, tx, status.account_id, accountId, 'favourite', status.id);
     return queueDelivery(tx, { activity: 'Like', accountId, statusId: status.id, likeId: await statuses.favouriteId(tx, accountId, status.id) });
   });

@@ -52,6 +52,7 @@ export interface RemoteAttachment {
   status_id: string | null;
   type: string;
   remote_url: string;
+  thumbnail_remote_url: string | null;
   original_key: string | null;
   blurhash: string | null;
   meta: Record<string, unknown>;
@@ -60,7 +61,7 @@ export interface RemoteAttachment {
 
 export async function remoteAttachments(db: Queryable, ids: string[]): Promise<RemoteAttachment[]> {
   const { rows } = await db.query<RemoteAttachment>(
-    `SELECT m.id, m.status_id, m.type, m.remote_url, m.original_key, m.blurhash, m.meta, a.domain
+    `SELECT m.id, m.status_id, m.type, m.remote_url, m.thumbnail_remote_url, m.original_key, m.blurhash, m.meta, a.domain
        FROM media_attachments m JOIN accounts a ON a.id = m.account_id
       WHERE m.id = ANY($1::bigint[]) AND m.remote_url IS NOT NULL AND a.domain IS NOT NULL`,
     [ids],

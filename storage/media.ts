@@ -16,6 +16,8 @@ export interface MediaRow {
   small_type: string | null;
   thumbnail_key: string | null;
   remote_url: string | null;
+  /** Another server's preview image of its video or audio (copied as small_key with the attachment). */
+  thumbnail_remote_url: string | null;
   meta: Record<string, unknown>;
   blurhash: string | null;
   description: string;
@@ -26,7 +28,7 @@ export interface MediaRow {
 }
 
 const COLUMNS = `id, account_id, status_id, type, state, staged_key, original_key, original_type, small_key, small_type, thumbnail_key,
-  remote_url, meta, blurhash, description, focus_x, focus_y, failure, created_at`;
+  remote_url, thumbnail_remote_url, meta, blurhash, description, focus_x, focus_y, failure, created_at`;
 
 export async function insertMedia(db: Queryable, m: { id: string; accountId: string; type: MediaType; stagedKey: string; description: string; focusX: number; focusY: number; thumbnailKey: string | null }): Promise<MediaRow> {
   const { rows } = await db.query<MediaRow>(
@@ -171,15 +173,17 @@ export interface RemoteMedia {
   /** As the other server computed it, and its focal point (-1..1 each way); null when it sent none. */
   blurhash?: string | null;
   focus?: { x: number; y: number } | null;
+  /** A video's or audio's preview image, as the other server gives it (PeerTube's thumbnail). */
+  previewUrl?: string | null;
 }
 
 export async function insertRemoteMedia(db: Queryable, statusId: string, accountId: string, media: RemoteMedia[]): Promise<void> {
   for (const [i, m] of media.entries()) {
     const meta = m.width && m.height ? { original: { width: m.width, height: m.height, size: `${m.width}x${m.height}`, aspect: m.width / m.height } } : {};
     await db.query(
-      `INSERT INTO media_attachments (account_id, status_id, position, type, state, remote_url, original_type, description, meta, blurhash, focus_x, focus_y)
-       VALUES ($1, $2, $3, $4, 'ready', $5, $6, $7, $8, $9, $10, $11)`,
-      [accountId, statusId, i + 1, m.type, m.remoteUrl, m.contentType, m.description, JSON.stringify(meta), m.blurhash ?? null, m.focus?.x ?? 0, m.focus?.y ?? 0],
+      `INSERT INTO media_attachments (account_id, status_id, position, type, state, remote_url, original_type, description, meta, blurhash, focus_x, focus_y, thumbnail_remote_url)
+       VALUES ($1, $2, $3, $4, 'ready', $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [accountId, statusId, i + 1, m.type, m.remoteUrl, m.contentType, m.description, JSON.stringify(meta), m.blurhash ?? null, m.focus?.x ?? 0, m.focus?.y ?? 0, m.previewUrl ?? null],
     );
   }
 }

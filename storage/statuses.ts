@@ -436,12 +436,19 @@ export async function threadIds(db: Queryable, status: StatusRow): Promise<{ anc
   return { ancestors: up.rows.map((r) => r.id), descendants: down.rows };
 }
 
-export async function favourite(db: Queryable, accountId: string, statusId: string): Promise<boolean> {
+/** `uri`: the id of the Like (or EmojiReact) another server sent for it; null for a local favourite. */
+export async function favourite(db: Queryable, accountId: string, statusId: string, uri: string | null = null): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO favourites (account_id, status_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [accountId, statusId],
+    `INSERT INTO favourites (account_id, status_id, uri) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [accountId, statusId, uri],
   );
   if (rowCount === 1) await db.query(`UPDATE statuses SET favourites_count = favourites_count + 1 WHERE id = $1`, [statusId]);
   return rowCount === 1;
+}
+
+/** The status an account's favourite received under this Like id is of, or null. */
+export async function favouritedByUri(db: Queryable, accountId: string, uri: string): Promise<string | null> {
+  const { rows } = await db.query<{ status_id: string }>(`SELECT status_id FROM favourites WHERE uri = $1 AND account_id = $2 LIMIT 1`, [uri, accountId]);
+  return rows[0]?.status_id ?? null;
 }
 
 export async function unfavourite(db: Queryable, accountId: string, statusId: string): Promise<boolean> {

@@ -13,7 +13,7 @@ export function renderMedia(ctx: RenderContext, m: MediaRow) {
     url,
     preview_url: preview,
     remote_url: m.remote_url,
-    preview_remote_url: null,
+    preview_remote_url: m.thumbnail_remote_url,
     text_url: null,
     meta: ready ? { ...m.meta, focus } : { focus },
     description: m.description === '' ? null : m.description,

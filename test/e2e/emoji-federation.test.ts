@@ -235,4 +235,29 @@ describe('reactions', () => {
     expect(await peer.send('carol', `${ours.url}/inbox`, undo)).toBe(202);
     await until(favourites, (n) => n === 0, "snac's Undo of its EmojiReact");
   });
+
+  it("takes back a favourite whose Undo names the Like or EmojiReact by id alone (Pleroma, Akkoma), and only its sender's", async () => {
+    const posted = await api('POST', '/api/v1/statuses', { status: 'react, then take it back', visibility: 'public' });
+    const statusUri = posted.body.uri;
+    const favouritedBy = () => api('GET', `/api/v1/statuses/${posted.body.id}/favourited_by`).then((r) => (r.body as Json[]).map((a) => a.acct as string).sort());
+    // Pleroma's EmojiReact and plain Like, and Misskey's reaction Like; none of them is served at its id (Pleroma
+    // deletes a reaction when it is undone), so only the id we kept tells which favourite an Undo means.
+    const react = { '@context': PLEROMA_CONTEXT, type: 'EmojiReact', id: `${peer.url}/activities/7f1e-react`, actor: pia, object: statusUri, content: '🔥', to: [aliceId()], cc: [PUBLIC] };
+    const like = { '@context': PLEROMA_CONTEXT, type: 'Like', id: `${peer.url}/activities/7f1e-like`, actor: gus, object: statusUri, to: [aliceId()], cc: [PUBLIC] };
+    const mkLike = { '@context': MISSKEY_CONTEXT, type: 'Like', id: `${peer.url}/likes/9f00`, actor: mia, object: statusUri, content: '👍', _misskey_reaction: '👍' };
+    expect(await peer.send('pia', `${ours.url}/inbox`, react)).toBe(202);
+    expect(await peer.send('gus', `${ours.url}/inbox`, like)).toBe(202);
+    expect(await peer.send('mia', `${ours.url}/inbox`, mkLike)).toBe(202);
+    await until(favouritedBy, (l) => l.length === 3, 'three favourites');
+
+    // gus names pia's reaction: not his to undo.
+    expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': PLEROMA_CONTEXT, type: 'Undo', id: `${peer.url}/activities/undo-x`, actor: gus, object: react.id, to: [aliceId()], cc: [PUBLIC] })).toBe(202);
+    // pia's Undo of her EmojiReact, by id, as Pleroma sends it.
+    expect(await peer.send('pia', `${ours.url}/inbox`, { '@context': PLEROMA_CONTEXT, type: 'Undo', id: `${peer.url}/activities/undo-react`, actor: pia, object: react.id, to: [aliceId()], cc: [PUBLIC] })).toBe(202);
+    expect(await until(favouritedBy, (l) => l.length === 2, 'the EmojiReact undone')).toEqual([`gus@${peer.domain}`, `mia@${peer.domain}`]);
+    expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': PLEROMA_CONTEXT, type: 'Undo', id: `${peer.url}/activities/undo-like`, actor: gus, object: like.id, to: [aliceId()], cc: [PUBLIC] })).toBe(202);
+    expect(await peer.send('mia', `${ours.url}/inbox`, { '@context': MISSKEY_CONTEXT, type: 'Undo', id: `${peer.url}/likes/9f00/undo`, actor: mia, object: mkLike.id })).toBe(202);
+    await until(favouritedBy, (l) => l.length === 0, 'every favourite undone');
+    expect((await api('GET', `/api/v1/statuses/${posted.body.id}`)).body.favourites_count).toBe(0);
+  });
 });

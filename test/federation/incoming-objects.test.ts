@@ -50,6 +50,11 @@ describe('status text', () => {
     expect(statusTextOf(plain).content).toBe('<p>line one<br />see <a href="https://x.example" target="_blank" rel="nofollow noopener noreferrer">https://x.example</a></p><p>&lt;b&gt;two&lt;/b&gt;</p>');
     const bbcode = await parse({ type: 'Note', id: 'https://p.example/n/2', source: { content: '[b]x[/b]', mediaType: 'text/bbcode' } });
     expect(statusTextOf(bbcode).content).toBe('');
+    // Misskey's MFM is not plain text: without its HTML content, nothing of it is shown raw.
+    const mfm = await parse({ type: 'Note', id: 'https://mk.example/notes/1', source: { content: '$[spin 🍮] **hi**', mediaType: 'text/x.misskeymarkdown' } });
+    expect(statusTextOf(mfm).content).toBe('');
+    const both = await parse({ type: 'Note', id: 'https://mk.example/notes/2', content: '<p><span><i>🍮</i> <b>hi</b></span></p>', source: { content: '$[spin 🍮] **hi**', mediaType: 'text/x.misskeymarkdown' } });
+    expect(statusTextOf(both).content).toBe('<p><span><i>🍮</i> <b>hi</b></span></p>');
   });
 
   it('puts an Event\'s times in the text, without a place it cannot read', async () => {
@@ -99,5 +104,25 @@ describe('attachments', () => {
     ]);
     const article = await parse({ type: 'Article', id: 'https://b.example/a', image: { type: 'Image', url: 'https://b.example/i.jpg' } });
     expect(await mediaOf(article, { raw: null, rejectMedia: false })).toEqual([]);
+  });
+
+  it("gives a Video without attachments its tallest MP4 within the size cap, with its preview image; never a playlist's fragment", async () => {
+    const json = { type: 'Video', id: 'https://v.example/videos/watch/3', name: 'Jam', icon: [{ type: 'Image', url: 'https://v.example/p.jpg', mediaType: 'image/jpeg', width: 850, height: 480 }], url: [
+      { type: 'Link', mediaType: 'text/html', href: 'https://v.example/w/3' },
+      { type: 'Link', mediaType: 'video/mp4', href: 'https://v.example/3-1080.mp4', height: 1080, width: 1920, size: 9_000 },
+      { type: 'Link', mediaType: 'video/mp4', href: 'https://v.example/3-720.mp4', height: 720, width: 1280, size: 5_000 },
+      { type: 'Link', mediaType: 'video/mp4', href: 'https://v.example/3-audio.mp4', height: 0, size: 100, attachment: [{ type: 'PropertyValue', name: 'ffprobe_codec_type', value: 'audio' }] },
+      { type: 'Link', mediaType: 'video/mp4', href: 'ftp://v.example/3-4k.mp4', height: 2160 },
+      { type: 'Link', mediaType: 'application/x-bittorrent', href: 'https://v.example/3-720.torrent', height: 720 },
+      { type: 'Link', mediaType: 'application/x-mpegURL', href: 'https://v.example/3/master.m3u8', tag: [{ type: 'Link', mediaType: 'video/mp4', href: 'https://v.example/3-frag.mp4', height: 2160 }] },
+    ] };
+    const video = await parse(json);
+    const [media] = await mediaOf(video, { raw: json, rejectMedia: false, maxVideoBytes: 8_000 });
+    expect(media).toMatchObject({ type: 'video', remoteUrl: 'https://v.example/3-720.mp4', contentType: 'video/mp4', description: 'Jam', width: 1280, height: 720, previewUrl: 'https://v.example/p.jpg' });
+    // The sizes not at hand (the object's JSON was not kept): the tallest file is tried, its copy capped all the same.
+    expect((await mediaOf(video, { raw: null, rejectMedia: false, maxVideoBytes: 8_000 }))[0]).toMatchObject({ remoteUrl: 'https://v.example/3-1080.mp4' });
+    expect((await mediaOf(video, { raw: json, rejectMedia: true, maxVideoBytes: 8_000 }))[0]).toMatchObject({ type: 'unknown', remoteUrl: 'https://v.example/3-720.mp4' });
+    const none = await mediaOf(video, { raw: json, rejectMedia: false, maxVideoBytes: 1_000 });
+    expect(none).toEqual([{ type: 'image', remoteUrl: 'https://v.example/p.jpg', contentType: 'image/jpeg', description: 'Jam', width: 850, height: 480, blurhash: null, focus: null }]);
   });
 });

@@ -107,6 +107,43 @@ describe('Lemmy: a community relays its members\' posts', () => {
     expect((await peer.waitFor((d) => d.activity.type === 'Announce' && d.activity.object === page)).verified).toBe(true);
   });
 
+  it('fetches an activity the community names by id alone, and takes it only when its actor and its post are of its own server', async () => {
+    // The member's Create, served at its id by its server (as Lemmy serves activities); the Announce names it only.
+    const byId = `${peer.url}/post/${++seq}`;
+    const createId = `${peer.url}/activities/create/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyActivity('Create', { id: createId, actor: actors.picard!, community: community(), object: lemmyPage({ id: byId, author: actors.picard!, community: community(), name: 'Named by id' }) }) });
+    expect(await peer.send('tenforward', inbox(), announce(createId))).toBe(202);
+    const entry = await inHome(byId);
+    expect(entry.account.acct).toBe(`tenforward@${peer.domain}`);
+    expect(entry.reblog.account.acct).toBe(`picard@${peer.domain}`);
+    expect(entry.reblog.content).toContain('<h2>Named by id</h2>');
+    expect(peer.gets.find((g) => g.path === new URL(createId).pathname)).toMatchObject({ signed: true, status: 200 });
+
+    // A post named by id alone is fetched and shown as the community's boost too.
+    const page2 = `${peer.url}/post/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyPage({ id: page2, author: actors.picard!, community: community(), name: 'A post by id' }) });
+    expect(await peer.send('tenforward', inbox(), announce(page2))).toBe(202);
+    expect((await inHome(page2)).account.acct).toBe(`tenforward@${peer.domain}`);
+
+    // Served by this server but claiming another server's member as its actor: refused.
+    const spoofed = `${peer.url}/post/${++seq}`;
+    const claimId = `${peer.url}/activities/create/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyActivity('Create', { id: claimId, actor: actors.riker!, community: community(), object: lemmyPage({ id: spoofed, author: actors.riker!, community: community(), name: 'Spoofed by id' }) }) });
+    // A post served here but attributed to another server's account: refused.
+    const foreign = `${peer.url}/post/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyPage({ id: foreign, author: actors.riker!, community: community(), name: 'Foreign by id' }) });
+    // An Announce served by id: not followed further (one level only).
+    const nestedId = `${peer.url}/activities/announce/${++seq}`;
+    const nestedPage = `${peer.url}/post/${++seq}`;
+    peer.publish('picard', { '@context': LEMMY_CONTEXT, ...lemmyAnnounce({ id: nestedId, community: community(), object: lemmyActivity('Create', { id: `${peer.url}/activities/create/${++seq}`, actor: actors.picard!, community: community(), object: lemmyPage({ id: nestedPage, author: actors.picard!, community: community(), name: 'Nested' }) }) }) });
+    // An id nobody serves.
+    const missing = `${peer.url}/activities/create/${++seq}`;
+    for (const id of [claimId, foreign, nestedId, missing]) expect(await peer.send('tenforward', inbox(), announce(id))).toBe(202);
+    await quiet();
+    for (const uri of [spoofed, foreign, nestedPage]) expect(await search(uri)).toEqual([]);
+    expect((await home()).some((s) => /Spoofed by id|Foreign by id|Nested/.test(String((s.reblog ?? s).content)))).toBe(false);
+  });
+
   it('takes a relayed Delete by the post\'s author, and ignores relayed votes', async () => {
     const like = lemmyActivity('Like', { id: `${peer.url}/activities/like/${++seq}`, actor: actors.picard!, community: community(), object: page });
     expect(await peer.send('tenforward', inbox(), announce(like))).toBe(202);
@@ -143,7 +180,7 @@ describe('Lemmy: a community relays its members\' posts', () => {
 });
 
 describe('PeerTube: a channel announces its account\'s Video', () => {
-  it('shows the video as the channel\'s boost: title, link to its page, its preview image', async () => {
+  it('shows the video as the channel\'s boost: title, link to its page, its largest MP4 within the size cap with its preview image', async () => {
     const uuid = '0f3c2b1a-5d4e-4f60-8a7b-9c8d7e6f5a4b';
     const video = peertubeVideo({ base: peer.url, uuid, account: actors.root!, channel: actors.root_channel!, name: 'Modular synth jam', description: '**Patch** notes' });
     peer.publish('root', video);
@@ -156,8 +193,16 @@ describe('PeerTube: a channel announces its account\'s Video', () => {
     expect(status.content).toBe(`<h2>Modular synth jam</h2><p><a href="${watch}" rel="nofollow noopener noreferrer" target="_blank">${watch}</a></p>`);
     expect(status.url).toBe(watch);
     expect(status.tags.map((t: Json) => t.name)).toEqual(['synthesizer']);
+    // The 1080p file is over MAX_VIDEO_BYTES and the HLS playlist's fragments are not files to show: the 720p web video.
     expect(status.media_attachments).toHaveLength(1);
-    expect(status.media_attachments[0]).toMatchObject({ type: 'image', remote_url: `${peer.url}/lazy-static/previews/${uuid}.jpg`, description: 'Modular synth jam' });
+    const media = status.media_attachments[0];
+    expect(media).toMatchObject({
+      type: 'video', remote_url: `${peer.url}/static/web-videos/${uuid}-720.mp4`, preview_remote_url: `${peer.url}/lazy-static/previews/${uuid}.jpg`,
+      description: 'Modular synth jam', meta: { original: { width: 1280, height: 720 } },
+    });
+    // Readers load it (and its preview) from here: the media proxy copies both at the first view.
+    expect(media.url).toBe(`${ours.url}/media_proxy/${media.id}/original`);
+    expect(media.preview_url).toBe(`${ours.url}/media_proxy/${media.id}/small`);
   });
 });
 
@@ -201,10 +246,23 @@ describe('long posts, events and photos', () => {
 describe('posts written in other markups', () => {
   it('shows Misskey\'s HTML content, not its MFM', async () => {
     const id = `${peer.url}/notes/9${++seq}`;
-    expect(await peer.send('mk', inbox(), misskeyCreate({ user: actors.mk!, id, html: '<p><span>Hello <b>world</b><br>$[spin 🍮]</span></p>', mfm: 'Hello **world**\n$[spin 🍮]', file: `${peer.url}/files/webpublic-1.webp` }))).toBe(202);
+    // Misskey renders MFM's functions ($[spin …]) as <i> in its HTML.
+    expect(await peer.send('mk', inbox(), misskeyCreate({ user: actors.mk!, id, html: '<p><span>Hello <b>world</b><br><i>🍮</i></span></p>', mfm: 'Hello **world**\n$[spin 🍮]', file: `${peer.url}/files/webpublic-1.webp` }))).toBe(202);
     const status = await inHome(id);
-    expect(status.content).toBe('<p><span>Hello <b>world</b><br />$[spin 🍮]</span></p>');
+    expect(status.content).toBe('<p><span>Hello <b>world</b><br /><i>🍮</i></span></p>');
     expect(status.media_attachments[0]).toMatchObject({ type: 'image', description: null });
+  });
+
+  it('takes a Misskey quote (`_misskey_quote`, `quoteUrl`) of a post here as a quote awaiting approval, showing its HTML', async () => {
+    const quoted = await api('POST', '/api/v1/statuses', { status: 'quote me', visibility: 'public' });
+    const id = `${peer.url}/notes/9${++seq}`;
+    const mfm = '$[x2 **Look**] at this <plain>:not_an_emoji:</plain>';
+    expect(await peer.send('mk', inbox(), misskeyCreate({ user: actors.mk!, id, html: '<p><span><i><b>Look</b></i> at this :not_an_emoji:</span></p>', mfm, quote: quoted.uri }))).toBe(202);
+    const status = await inHome(id);
+    expect(status.content).toBe(`<p><span><i><b>Look</b></i> at this :not_an_emoji:<br /><br />RE: ${`<a href="${quoted.uri}" rel="nofollow noopener noreferrer" target="_blank">${quoted.uri}</a>`}</span></p>`);
+    expect(status.content).not.toContain('$[');
+    expect(status.quote).toMatchObject({ state: 'pending' });
+    expect((await api('GET', `/api/v1/statuses/${quoted.id}`)).quotes_count).toBe(0); // not counted before it is approved
   });
 
   it('shows an Akkoma post that comes with contentMap and no content, in its language', async () => {

@@ -4,6 +4,7 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type PeerDelivery, type StrictPeer } from '../helpers/strict-peer.ts';
 import { runCli } from '../../cli/admin.ts';
 import { pendingOutbox } from '../../storage/outbox.ts';
+import { LITEPUB_CONTEXT, pleromaNote, pleromaRelayAnnounce } from './fixtures/other-software.ts';
 
 // Relays (FEP-ae0c), with the strict peer as the relay's server: a Mastodon-style relay (its inbox is the peer's
 // shared inbox, its actor `relay`) and a LitePub one (the actor `litepub`, followed as an actor, which follows back).
@@ -155,6 +156,60 @@ describe('a relay that refuses', () => {
     await new Promise((r) => setTimeout(r, 1000));
     expect(peer.received.some((d) => d.inbox === '/users/relay/inbox' && d.activity.type === 'Create')).toBe(false);
     await cli('relay', 'remove', inbox);
+  });
+});
+
+describe('Pleroma (or Akkoma) as a LitePub relay', () => {
+  // A Pleroma server: its relay actor is an Application at /relay (key `/relay#main-key`), its posts at /objects/<uuid>.
+  let pleroma: StrictPeer;
+  let relay: string;
+  let lain: string;
+  const context = () => `${pleroma.url}/schemas/litepub-0.1.jsonld`;
+  beforeAll(async () => {
+    pleroma = await startStrictPeer();
+    pleroma.publishOpenly('/schemas/litepub-0.1.jsonld', LITEPUB_CONTEXT);
+    [relay, lain] = await Promise.all([
+      pleroma.addActor('relay', { type: 'Application', at: '/relay', extra: {
+        '@context': [AS, `${pleroma.url}/schemas/litepub-0.1.jsonld`, { '@language': 'und' }], invisible: true, discoverable: false, name: null, summary: '',
+      } }),
+      pleroma.addActor('lain'),
+    ]);
+  });
+  afterAll(() => pleroma?.close());
+
+  it('is followed as its actor at /relay/inbox, and its Accept makes the subscription accepted', async () => {
+    await cli('relay', 'add', relay);
+    await sweep();
+    const follow = await pleroma.waitFor((d) => d.inbox === '/relay/inbox' && d.activity.type === 'Follow');
+    expect(follow.verified, follow.reason).toBe(true);
+    expect(follow.activity).toMatchObject({ actor: instanceActor(), object: relay });
+    expect([follow.activity.to].flat()).toEqual([relay]);
+    await until(() => cli('relay', 'list'), (l) => l.includes(`${relay}  accepted  litepub  inbox ${relay}/inbox`), 'accepted');
+  });
+
+  it("brings the public post its relay actor announces by id (fetched from Pleroma, signed) into the federated timeline", async () => {
+    const note = `${pleroma.url}/objects/7d1f0e52-6a5b-4c3d-9e8f-0a1b2c3d4e5f`;
+    pleroma.publish('lain', pleromaNote({ user: lain, id: note, html: 'hello from <b>pleroma</b>', text: 'hello from pleroma', context: context() }));
+    const announce = pleromaRelayAnnounce({ relay, admin: `${pleroma.url}/users/admin`, id: `${pleroma.url}/activities/e24e46a2-8926-4a20-9f5f-638e06102159`, object: note, context: context() });
+    expect(await pleroma.send('relay', `${ours.url}/inbox`, announce)).toBe(202);
+    const timeline = await until(publicTimeline, (t) => t.some((s: Json) => s.uri === note), 'the relayed post in the federated timeline');
+    expect(timeline.find((s: Json) => s.uri === note)).toMatchObject({ account: { acct: `lain@${pleroma.domain}` }, reblog: null, content: 'hello from <b>pleroma</b>', visibility: 'public' });
+    expect(timeline.some((s: Json) => s.reblog?.uri === note)).toBe(false);
+    expect((await api('GET', '/api/v1/timelines/home')).some((s: Json) => (s.reblog ?? s).uri === note)).toBe(false);
+    expect(pleroma.gets.find((g) => g.path === new URL(note).pathname)).toMatchObject({ signed: true, status: 200 });
+
+  });
+
+  it('gets our public posts at the relay actor\'s inbox, and an Undo when removed', async () => {
+    const post = await api('POST', '/api/v1/statuses', { status: 'hello pleroma relay', visibility: 'public' });
+    const create = await pleroma.waitFor((d) => d.inbox === '/relay/inbox' && d.activity.type === 'Create');
+    expect(create.verified, create.reason).toBe(true);
+    expect(create.activity.object).toMatchObject({ id: post.uri });
+    await cli('relay', 'remove', relay);
+    await sweep();
+    const undo = await pleroma.waitFor((d) => d.inbox === '/relay/inbox' && d.activity.type === 'Undo');
+    expect(undo.verified, undo.reason).toBe(true);
+    expect(undo.activity).toMatchObject({ actor: instanceActor(), object: { type: 'Follow', object: relay } });
   });
 });
 

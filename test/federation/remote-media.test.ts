@@ -18,6 +18,7 @@ import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { copyAttachment } from '../../services/remote-media.ts';
 import { findExecutable } from '../../services/media-tools.ts';
 import { requireProgram } from '../helpers/programs.ts';
+import { peertubeVideo } from './fixtures/other-software.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 const AS = 'https://www.w3.org/ns/activitystreams';
@@ -56,6 +57,7 @@ function hue(hex: string): string {
   return `other (${hex})`;
 }
 let seq = 0;
+const VIDEO_UUID = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
 /** A Note by gus with these attachments, pushed to our shared inbox as Mastodon sends it. */
 async function pushNote(attachment: Json[], extra: Json = {}): Promise<string> {
   const id = `${gus}/statuses/${++seq}`;
@@ -118,8 +120,11 @@ beforeAll(async () => {
     '/media/page.jpg': { type: 'image/jpeg', body: Buffer.from('<html><body>not a picture</body></html>') },
     '/media/huge.jpg': { type: 'image/jpeg', body: Buffer.alloc(300_000, 0xff) },
     ...avFiles,
+    // A PeerTube video's files: its 720p web video (here the one-second clip) and its preview image.
+    [`/static/web-videos/${VIDEO_UUID}-720.mp4`]: avFiles['/media/video.mp4']!,
+    [`/lazy-static/previews/${VIDEO_UUID}.jpg`]: { type: 'image/jpeg', body: photo },
   });
-  [ours, peer] = await Promise.all([startHttpsInstance({ MAX_IMAGE_BYTES: '200000' }), startStrictPeer()]);
+  [ours, peer] = await Promise.all([startHttpsInstance({ MAX_IMAGE_BYTES: '200000', MAX_VIDEO_BYTES: '1000000' }), startStrictPeer()]);
   [alice] = await registerUsers(ours.app, 'alice');
   Object.assign(gusExtra, { icon: { type: 'Image', mediaType: 'image/png', url: `${origin.url}/media/avatar.png` } });
   gus = await peer.addActor('gus', { extra: gusExtra });
@@ -263,6 +268,32 @@ describe("other servers' media, copied here", () => {
     expect(await copyAttachment(ours.ctx, ids[0]!, log)).toBe('refused');
     expect(await copyAttachment(ours.ctx, ids[1]!, log)).toBe('refused');
     expect(warnings).toEqual(['remote media not copied: the file is not a video or audio file that can be read', 'remote media not copied: the file said to be audio has moving pictures']);
+  });
+
+  it("copies a PeerTube Video's largest MP4 within MAX_VIDEO_BYTES with its preview image, or shows the preview alone", async () => {
+    const uuid = VIDEO_UUID;
+    const video = peertubeVideo({ base: peer.url, uuid, account: gus, channel: `${peer.url}/video-channels/gus_channel`, name: 'Harbour timelapse', description: 'Boats', files: origin.url, sizes: { 1080: 3_000_000, 720: 600_000, 480: 200_000 } });
+    // PeerTube's account sends the Create (its channel then announces it).
+    const { '@context': context, ...object } = video;
+    expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': context, id: `${video.id}/activity`, type: 'Create', actor: gus, object, to: object.to, cc: object.cc })).toBe(202);
+    const status = await until(() => statusByUri(String(video.id)), (s) => s.media_attachments[0]?.url.startsWith(`${ours.url}/system/`), 'video copied');
+    const media = status.media_attachments[0];
+    expect(media).toMatchObject({ type: 'video', remote_url: `${origin.url}/static/web-videos/${uuid}-720.mp4`, preview_remote_url: `${origin.url}/lazy-static/previews/${uuid}.jpg`, description: 'Harbour timelapse' });
+    // The file's own figures (the clip is 96×64), and the sender's preview image as our small one.
+    expect(media.meta).toMatchObject({ original: { width: 96, height: 64 }, small: { width: expect.any(Number), height: expect.any(Number) } });
+    expect(media.preview_url).toMatch(new RegExp(`^${ours.url}/system/cache/media/${media.id}/.*/small\.webp$`));
+    expect((await ours.app.inject({ method: 'GET', url: path(media.url) })).rawPayload.subarray(4, 8).toString()).toBe('ftyp');
+    expect(origin.hits.get(`/static/web-videos/${uuid}-720.mp4`)).toBe(1);
+    expect(origin.hits.get(`/static/web-videos/${uuid}-1080.mp4`)).toBeUndefined();
+    expect([...origin.hits.keys()].some((k) => k.includes('fragmented') || k.includes('-480'))).toBe(false);
+
+    // Every MP4 over the cap: the preview image is the attachment, as for a Video that lists no file.
+    const big = peertubeVideo({ base: peer.url, uuid: `${uuid}-big`, account: gus, channel: `${peer.url}/video-channels/gus_channel`, name: 'Too big', description: '', files: origin.url, sizes: { 720: 3_000_000 } });
+    const { '@context': bigContext, ...bigObject } = big;
+    expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': bigContext, id: `${big.id}/activity`, type: 'Create', actor: gus, object: bigObject, to: bigObject.to, cc: bigObject.cc })).toBe(202);
+    const preview = (await statusByUri(String(big.id))).media_attachments;
+    expect(preview).toHaveLength(1);
+    expect(preview[0]).toMatchObject({ type: 'image', remote_url: `${origin.url}/lazy-static/previews/${uuid}-big.jpg` });
   });
 
   it("copies a changed avatar and removes the old copy", async () => {

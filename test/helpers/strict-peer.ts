@@ -34,11 +34,13 @@ export interface PeerSent { inbox: string; activity: Json; status: number; error
 /**
  * `fields`: profile fields, published as Mastodon does (`PropertyValue` attachments, the value HTML); `type`: relays'
  * actors are Applications, a Lemmy community or a PeerTube channel a Group; `extra`: more of the actor document (icon, image…), as that server would serve it.
+ * `at`: the actor's path when it is not `/users/<name>` (Pleroma's relay actor is `/relay`); such an actor's key is
+ * `<actor>#main-key`, in its actor document, as Pleroma's and Mastodon's are.
  */
-export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; type?: ActorType; extra?: Json }
+export interface PeerActorOptions { locked?: boolean; autoAccept?: boolean; fields?: PeerField[]; type?: ActorType; extra?: Json; at?: string }
 export interface PeerField { name: string; value: string }
 type ActorType = 'Person' | 'Group' | 'Service' | 'Application';
-interface Actor { username: string; type: ActorType; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[]; extra: Json }
+interface Actor { username: string; path: string; type: ActorType; keys: RsaKeyPair; pem: string; locked: boolean; autoAccept: boolean; followers: Set<string>; fields: PeerField[]; extra: Json }
 
 const AS = 'https://www.w3.org/ns/activitystreams';
 const CONTEXT = [AS, 'https://w3id.org/security/v1'];
@@ -100,15 +102,18 @@ export class StrictPeer {
     });
   }
 
-  actorId(username: string): string { return `${this.url}/users/${username}`; }
-  keyId(username: string): string { return `${this.actorId(username)}/main-key`; }
+  actorId(username: string): string { return `${this.url}${this.actors.get(username)?.path ?? `/users/${username}`}`; }
+  keyId(username: string): string {
+    const a = this.actors.get(username);
+    return a && a.path !== `/users/${username}` ? `${this.actorId(username)}#main-key` : `${this.actorId(username)}/main-key`;
+  }
   get instanceActorId(): string { return this.actorId(INSTANCE); }
   followers(username: string): string[] { return [...this.actor(username).followers]; }
 
-  async addActor(username: string, { locked = false, autoAccept = true, fields = [], type: asked, extra = {} }: PeerActorOptions = {}): Promise<string> {
+  async addActor(username: string, { locked = false, autoAccept = true, fields = [], type: asked, extra = {}, at }: PeerActorOptions = {}): Promise<string> {
     const keys = await rsaKeyPair();
     const type = asked ?? (username === INSTANCE ? 'Application' : 'Person');
-    this.actors.set(username, { username, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set(), fields, extra });
+    this.actors.set(username, { username, path: at ?? `/users/${username}`, type, keys, pem: await exportSpki(keys.publicKey), locked, autoAccept, followers: new Set(), fields, extra });
     return this.actorId(username);
   }
 
@@ -214,6 +219,12 @@ export class StrictPeer {
     await new Promise<void>((resolve) => { this.server.close(() => resolve()); this.server.closeAllConnections(); });
   }
 
+  /** The actor whose document is at this path. */
+  private actorAt(path: string): Actor | undefined {
+    for (const a of this.actors.values()) if (a.path === path) return a;
+    return undefined;
+  }
+
   private actor(username: string): Actor {
     const a = this.actors.get(username);
     if (!a) throw new Error(`strict peer: no actor ${username}`);
@@ -239,8 +250,8 @@ export class StrictPeer {
     if (!req.headers['user-agent']) { logGet(418); return reply(res, 418, { error: 'no User-Agent' }); }
 
     if (req.method === 'POST') {
-      const inbox = path === '/inbox' || /^\/users\/([^/]+)\/inbox$/.exec(path)?.[1];
-      if (!inbox || (inbox !== true && !this.actors.has(inbox))) return reply(res, 404, { error: 'not found' });
+      const inbox = path === '/inbox' || (path.endsWith('/inbox') && this.actorAt(path.slice(0, -'/inbox'.length)) !== undefined);
+      if (!inbox) return reply(res, 404, { error: 'not found' });
       const body = await readBody(req);
       reply(res, 202, null); // snac: accepted first, checked later
       return this.process(req, path, body, sig.spec);
@@ -279,15 +290,16 @@ export class StrictPeer {
         version: '2.1', software: { name: 'strict-peer', version: '1.0.0' }, protocols: ['activitypub'], services: { inbound: [], outbound: [] },
         openRegistrations: false, usage: { users: { total: this.actors.size - 1 }, localPosts: this.objects.size }, metadata: {} } };
     }
-    const m = /^\/users\/([^/]+)(\/main-key)?$/.exec(path);
-    const a = m && this.actors.get(m[1]!);
-    if (a && (m[2] || a.type === 'Application')) return { status: 200, body: m[2] ? this.keyStub(a) : this.actorDocument(a), type: AP_TYPE };
+    const key = path.endsWith('/main-key') ? this.actorAt(path.slice(0, -'/main-key'.length)) : undefined;
+    if (key) return { status: 200, body: this.keyStub(key), type: AP_TYPE };
+    const a = this.actorAt(path);
+    if (a?.type === 'Application') return { status: 200, body: this.actorDocument(a), type: AP_TYPE };
     return null;
   }
 
   private protectedDocument(path: string): Json | null {
-    const m = /^\/users\/([^/]+)(?:\/(outbox|followers|following))?$/.exec(path);
-    const a = m && this.actors.get(m[1]!);
+    const m = /^(.*?)(?:\/(outbox|followers|following))?$/.exec(path)!;
+    const a = this.actorAt(m[1]!);
     const featured = /^\/users\/([^/]+)\/collections\/featured$/.exec(path)?.[1];
     if (featured && this.featuredOf.has(featured)) {
       const items = this.featuredOf.get(featured)!;
@@ -354,7 +366,7 @@ export class StrictPeer {
     })().catch((e: unknown) => `error while checking: ${String(e)}`);
     this.received.push({ inbox, activity, verified: !reason, spec, ...(reason ? { reason } : {}) });
     if (reason) return;
-    const target = (id: unknown) => { const s = idOf(id); const m = s && /^\/users\/([^/]+)$/.exec(new URL(s).pathname); return s?.startsWith(`${this.url}/`) && m ? this.actors.get(m[1]!) : undefined; };
+    const target = (id: unknown) => { const s = idOf(id); return s?.startsWith(`${this.url}/`) ? this.actorAt(new URL(s).pathname) : undefined; };
     if (activity.type === 'Follow') {
       const a = target(activity.object);
       if (a && a.autoAccept && !a.locked) {

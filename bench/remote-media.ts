@@ -1,0 +1,168 @@
+// `npm run bench:remote-media`: what copying other servers' media costs the rest of the server. 1,000 remote posts
+// with one photo each (about 100 KB, served by a loopback file server in this process) arrive signed at the shared
+// inbox from a remote account followed by a reader and 100 other local accounts, and their photos are copied to our
+// file host as they arrive; against the same number of posts without attachments. Alternating rounds of 200 posts
+// each way; in each, the time until every post is in the reader's feed (fan-out; the others' feeds are never built), the time until
+// every photo is copied, and the reader's home-timeline requests per second meanwhile. Figures printed, never asserted.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import autocannon from 'autocannon';
+import type { Redis } from 'ioredis';
+import sharp from 'sharp';
+import { exportSpki, signRequest } from '@fedify/fedify';
+import { createPool, ensureDatabase, migrate } from '../storage/db.ts';
+import { connectRedis, createRedis } from '../storage/redis.ts';
+import { HomeFeeds } from '../storage/feeds.ts';
+import { seedFollowers } from './seed.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+
+const PORT = Number(process.env.BENCH_PORT ?? 3970);
+/** BENCH_ROUNDS: alternating rounds (5 unless told) of BENCH_POSTS posts each way (200); BENCH_SECONDS of home reads in each (8). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const POSTS = Number(process.env.BENCH_POSTS ?? 200);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const FOLLOWERS = 100;
+const SENDERS = 8;
+const { env, config, base } = benchSettings(PORT, { ALLOW_PRIVATE_ADDRESSES: 'true' });
+const AS = 'https://www.w3.org/ns/activitystreams';
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const spread = (xs: number[], digits = 2) => `median ${median(xs).toFixed(digits)}, spread ${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+
+async function main() {
+  await ensureDatabase(config.databaseUrl);
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, 4);
+  const redis = createRedis(config);
+  await connectRedis(redis, config);
+  const feeds = new HomeFeeds(redis, config.redisPrefix);
+
+  // The remote server: its actor (with its key) and its files.
+  const keys = await crypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, true, ['sign', 'verify']);
+  const pem = await exportSpki(keys.publicKey);
+  const photo = await sharp(randomBytes(320 * 240 * 3), { raw: { width: 320, height: 240, channels: 3 } }).jpeg({ quality: 85 }).toBuffer();
+  let fileGets = 0;
+  const remote = createServer((req, res) => {
+    const url = req.url ?? '/';
+    if (url.startsWith('/media/')) {
+      fileGets++;
+      return void res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
+    }
+    if (url === '/users/far' || url.startsWith('/users/far#')) {
+      return void res.writeHead(200, { 'content-type': 'application/activity+json' }).end(JSON.stringify(actor));
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => remote.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${(remote.address() as AddressInfo).port}`;
+  const far = `${origin}/users/far`;
+  const actor = {
+    '@context': [AS, 'https://w3id.org/security/v1'], id: far, type: 'Person', preferredUsername: 'far', inbox: `${far}/inbox`, outbox: `${far}/outbox`,
+    followers: `${far}/followers`, endpoints: { sharedInbox: `${origin}/inbox` }, publicKey: { id: `${far}#main-key`, owner: far, publicKeyPem: pem },
+  };
+
+  const server = startServer(env);
+  try {
+    await waitHealthy(base);
+    const reader = await (await accountMaker(base))('reader');
+    const readerId = (await api(base, '/api/v1/accounts/verify_credentials', { token: reader })).id as string;
+    // The remote account as stored on first sight, followed by the reader and by 100 others.
+    const { rows: [farRow] } = await db.query<{ id: string }>(
+      `INSERT INTO accounts (username, domain, uri, url, inbox_url, shared_inbox_url, followers_url, fetched_at)
+       VALUES ('far', $1, $2, $2, $3, $4, $5, now()) RETURNING id`, [new URL(origin).host, far, `${far}/inbox`, `${origin}/inbox`, `${far}/followers`],
+    );
+    const others = await seedFollowers(db, farRow!.id, FOLLOWERS, 'fan');
+    await db.query(`INSERT INTO follows (account_id, target_account_id) VALUES ($1, $2)`, [readerId, farRow!.id]);
+    await db.query(`UPDATE accounts SET followers_count = followers_count + 1 WHERE id = $1`, [farRow!.id]);
+    // Only the reader's feed is watched: fan-out skips feeds never built (the others never read their home), as it should.
+    void others;
+    const watched = [readerId];
+
+    let seq = 0;
+    let retried = 0;
+    async function deliver(withMedia: boolean): Promise<string> {
+      const n = ++seq;
+      const id = `${far}/statuses/${n}`;
+      const note = {
+        id, type: 'Note', attributedTo: far, content: `<p>Post ${n}: ${'a few words about the day. '.repeat(4)}</p>`, published: new Date().toISOString(),
+        to: [`${AS}#Public`], cc: [`${far}/followers`],
+        attachment: withMedia ? [{ type: 'Document', mediaType: 'image/jpeg', url: `${origin}/media/${n}.jpg`, name: `photo ${n}`, width: 320, height: 240 }] : [],
+      };
+      const body = JSON.stringify({ '@context': AS, id: `${id}/activity`, type: 'Create', actor: far, object: note, to: note.to, cc: note.cc });
+      const request = new Request(`${base}/inbox`, { method: 'POST', body, headers: { 'content-type': 'application/activity+json', 'user-agent': 'bench-remote/1.0' } });
+      // As a sending server does: a 503 or 429 (a loaded server shedding work) is tried again a little later.
+      for (let attempt = 0; ; attempt++) {
+        const res = await fetch(await signRequest(request.clone(), keys.privateKey, new URL(`${far}#main-key`), { spec: 'draft-cavage-http-signatures-12' }));
+        await res.arrayBuffer();
+        if (res.status < 300) return id;
+        if ((res.status !== 503 && res.status !== 429) || attempt >= 20) throw new Error(`inbox answered ${res.status}`);
+        retried++;
+        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+      }
+    }
+
+    /** One phase: POSTS posts sent SENDERS at a time while the reader's home is read; then waits for fan-out (and copies). */
+    async function phase(withMedia: boolean) {
+      const started = performance.now();
+      const reads = autocannon({ url: `${base}/api/v1/timelines/home`, connections: 16, duration: SECONDS, headers: { authorization: `Bearer ${reader}` } });
+      const uris: string[] = [];
+      let next = 0;
+      await Promise.all(Array.from({ length: SENDERS }, async () => {
+        while (next < POSTS) {
+          next++;
+          uris.push(await deliver(withMedia));
+        }
+      }));
+      const sent = performance.now() - started;
+      let ids: string[] = [];
+      let fanout = NaN;
+      while (performance.now() - started < 120_000) {
+        if (ids.length < uris.length) ids = (await db.query<{ id: string }>(`SELECT id FROM statuses WHERE uri = ANY($1)`, [uris])).rows.map((r) => r.id);
+        if (ids.length === uris.length) {
+          const pipeline = redis.pipeline();
+          for (const account of watched) for (const id of ids) pipeline.zscore(feeds.key(account), id);
+          const scores = (await pipeline.exec())!.map(([, s]) => s);
+          if (scores.every((s) => s !== null)) { fanout = performance.now() - started; break; }
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      let copied = NaN;
+      if (withMedia) {
+        while (performance.now() - started < 300_000) {
+          const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM media_attachments WHERE status_id = ANY($1::bigint[]) AND original_key IS NOT NULL`, [ids]);
+          if (Number(rows[0]!.n) === uris.length) { copied = performance.now() - started; break; }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      const result = await reads;
+      return { sentMs: sent, fanoutMs: fanout, copiedMs: copied, rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx };
+    }
+
+    // Warm-up (not counted): the key fetched, the caches and JIT warm.
+    await phase(false);
+    type Phase = Awaited<ReturnType<typeof phase>>;
+    const rounds: { media: Phase; plain: Phase }[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      // Each way goes first in every other round.
+      const first = await phase(i % 2 === 0);
+      const second = await phase(i % 2 !== 0);
+      rounds.push(i % 2 === 0 ? { media: first, plain: second } : { media: second, plain: first });
+    }
+    const copiedFiles = Number((await db.query(`SELECT count(*) AS n FROM cached_files WHERE kind = 'attachment'`)).rows[0].n);
+    console.log(`\n${ROUNDS * POSTS} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive) against ${ROUNDS * POSTS} without, ${POSTS} a round each way, ${SENDERS} signed deliveries at a time to the shared inbox; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, 16 connections, ${SECONDS} s)`);
+    for (const [i, r] of rounds.entries()) {
+      console.log(`  round ${i + 1}: with media: sent in ${(r.media.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(r.media.fanoutMs / 1000).toFixed(1)} s, photos copied after ${(r.media.copiedMs / 1000).toFixed(1)} s, home ${r.media.rps} req/s (p99 ${r.media.p99} ms)  |  without: sent in ${(r.plain.sentMs / 1000).toFixed(1)} s, in every feed after ${(r.plain.fanoutMs / 1000).toFixed(1)} s, home ${r.plain.rps} req/s (p99 ${r.plain.p99} ms); errors ${r.media.errors + r.plain.errors}`);
+    }
+    const rate = (p: Phase) => POSTS / (p.fanoutMs / 1000);
+    console.log(`  posts fanned out per second: with media ${spread(rounds.map((r) => rate(r.media)), 0)}; without ${spread(rounds.map((r) => rate(r.plain)), 0)}; with/without ${spread(rounds.map((r) => rate(r.media) / rate(r.plain)))}`);
+    console.log(`  home req/s while they arrive: with media ${spread(rounds.map((r) => r.media.rps), 0)}; without ${spread(rounds.map((r) => r.plain.rps), 0)}; with/without ${spread(rounds.map((r) => r.media.rps / r.plain.rps))}`);
+    console.log(`  photos copied per second (from the first delivery): ${spread(rounds.map((r) => POSTS / (r.media.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
+  } finally {
+    await db.end();
+    remote.close();
+    await cleanUpBench(server, redis as Redis, config, env.DATA_DIR);
+  }
+}
+
+await main();

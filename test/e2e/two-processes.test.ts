@@ -200,7 +200,7 @@ describe.concurrent('start-up with a bad setting prints one line naming it and e
         PORT: String(await freePort()),
         ...bad,
       });
-      expect(await exitCode(proc, 15_000), proc.output()).toBe(1);
+      expect(await exitCode(proc, 45_000), proc.output()).toBe(1);
       const lines = proc.stderr().split('\n').filter((l) => l !== '');
       expect(lines, proc.output()).toHaveLength(1);
       expect(lines[0]).toContain(setting);
@@ -209,5 +209,5 @@ describe.concurrent('start-up with a bad setting prints one line naming it and e
       // The Redis case gets as far as creating and migrating its database.
       await dropTestData(config);
     }
-  });
+  }, 60_000);
 });

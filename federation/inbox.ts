@@ -351,6 +351,11 @@ async function onAnnounce(fed: Fed, announce: Announce): Promise<void> {
   const remote = await sender(fed, announce);
   if (!remote || remote.domain === null || !ownedBy(remote, announce.id)) return;
   let status = await statusByUri(fed, announce.objectId);
+  // As Mastodon, a boost is this server's business only when someone here follows its sender or it boosts a post of
+  // ours; anything else would bring strangers' posts in unasked (and fetch them on their word).
+  if (!(status && status.uri === null) && !(await hasLocalFollowers(fed.data.db, remote.id))) {
+    return dropInbound(fed.data, announce, 'not_addressed', 'it concerns nobody here (no follower of its sender, and no post of ours)');
+  }
   if (!status) {
     // What is announced: a post (a boost, a PeerTube channel's Video), or an activity that a group relays to its
     // followers (FEP-1b12: Lemmy's and others' communities announce their members' Create, Update, Delete, Like…,

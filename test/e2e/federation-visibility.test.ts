@@ -156,6 +156,21 @@ describe('activities that cannot be verified or concern nobody here', () => {
     await quiet();
     expect(warnings().slice(before)).toHaveLength(1);
   });
+
+  it("logs a boost from someone nobody here follows, of a post not ours, as not addressed; a boost of alice's post counts", async () => {
+    // Counted (its warning is folded into the Create's above: one a server and reason at a time).
+    const unaddressed = async () => Number(/fedi_inbound_dropped_total\{reason="not_addressed"\} (\d+)/.exec(await metrics())?.[1] ?? 0);
+    const before = await unaddressed();
+    // gus's post, boosted by the stranger: nobody here follows the stranger, and the post is not this server's.
+    const announce = { '@context': AS, id: `${stranger}/statuses/2/activity`, type: 'Announce', actor: stranger, object: `${gus}/statuses/boosted`, to: [`${AS}#Public`] };
+    expect(await peer.send('stranger', `${ours.url}/inbox`, announce)).toBe(202);
+    await until(unaddressed, (n) => n === before + 1, 'the drop');
+    expect(peer.gets.some((g) => g.path.endsWith('/statuses/boosted'))).toBe(false);
+    const mine = (await ours.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(alice.token), payload: { status: 'boost me' } })).json();
+    const boost = { '@context': AS, id: `${stranger}/statuses/3/activity`, type: 'Announce', actor: stranger, object: mine.uri, to: [`${AS}#Public`] };
+    expect(await peer.send('stranger', `${ours.url}/inbox`, boost)).toBe(202);
+    await until(async () => (await ours.app.inject({ method: 'GET', url: `/api/v1/statuses/${mine.id}`, headers: bearer(alice.token) })).json(), (st) => st.reblogs_count === 1, 'boosted');
+  });
 });
 
 describe('browsers and the operators', () => {
@@ -174,7 +189,7 @@ describe('browsers and the operators', () => {
     await healthOf(ours.ctx).flush();
     const page = await ours.app.inject({ method: 'GET', url: '/admin/queues', headers: bearer(admin.token) });
     expect(page.statusCode).toBe(200);
-    expect(page.json().servers.find((s: { host: string }) => s.host === peer.domain)).toMatchObject({ dropped_inbound: 3, signature_spec: 'draft-cavage-http-signatures-12' });
+    expect(page.json().servers.find((s: { host: string }) => s.host === peer.domain)).toMatchObject({ dropped_inbound: 4, signature_spec: 'draft-cavage-http-signatures-12' });
 
     expect((await ours.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);
     expect((await ours.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer wrong-token-0123456789' } })).statusCode).toBe(401);

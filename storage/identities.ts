@@ -41,6 +41,12 @@ export async function listIdentities(db: Queryable, limit: number): Promise<(Ide
   return rows;
 }
 
+/** A user's identities at providers (a handful at most: one a provider), for the operator's page of the account. */
+export async function identitiesOfUser(db: Queryable, userId: string): Promise<IdentityRow[]> {
+  const { rows } = await db.query<IdentityRow>(`SELECT ${COLUMNS} FROM user_identities WHERE user_id = $1 ORDER BY created_at, id LIMIT 20`, [userId]);
+  return rows;
+}
+
 export async function deleteUserIdentity(db: Queryable, userId: string, provider: string): Promise<boolean> {
   const { rowCount } = await db.query(`DELETE FROM user_identities WHERE user_id = $1 AND provider = $2`, [userId, provider]);
   return (rowCount ?? 0) > 0;

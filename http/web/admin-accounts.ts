@@ -5,6 +5,7 @@ import type { RouteOptions } from '../route-options.ts';
 import { findAccountById, findAccountsByIds, type AccountRow } from '../../storage/accounts.ts';
 import { accountIps, adminAccountIds, usersOfAccounts, type AdminAccountFilters, type ModeratedUser } from '../../storage/moderation.ts';
 import { strikesOf } from '../../storage/strikes.ts';
+import { identitiesOfUser } from '../../storage/identities.ts';
 import { reportsPage } from '../../storage/reports.ts';
 import { isId } from '../../storage/ids.ts';
 import * as moderation from '../../services/moderation.ts';
@@ -102,9 +103,10 @@ export default async function adminAccountPageRoutes(fastify: FastifyInstance, {
     const account = await target(request.params.id);
     if (!account) return refusedPage(ctx, request, reply, gone(), '/admin/accounts');
     const user = (await usersOfAccounts(ctx.db, [account.id])).get(account.id);
-    const [strikes, notes, ips, reports] = await Promise.all([
+    const [strikes, notes, ips, reports, identities] = await Promise.all([
       strikesOf(ctx.db, account.id, { limit: 50 }), notesForPage(ctx.db, 'account', account.id),
       user ? accountIps(ctx.db, account.id) : [], reportsPage(ctx.db, { targetAccountId: account.id }, { limit: 20 }),
+      user ? identitiesOfUser(ctx.db, user.id) : [],
     ]);
     const moderators = new Map((await findAccountsByIds(ctx.db, [...new Set(strikes.flatMap((s) => (s.account_id ? [s.account_id] : [])))])).map((a) => [a.id, a.username]));
     return sendFormPage(ctx, request, reply, 'admin/account', `@${acctOf(account)}`, {
@@ -115,7 +117,7 @@ export default async function adminAccountPageRoutes(fastify: FastifyInstance, {
         email: user?.email ?? null, role: user?.role?.name ?? null, disabled: !!user?.disabled, pending: !!user && !user.approved, state: stateOf(account, user),
       },
       strikes: strikes.map((s) => ({ action: s.action, text: s.text, createdAt: s.created_at, overruled: !!s.overruled_at, by: (s.account_id && moderators.get(s.account_id)) || '' })),
-      notes, ips, reports: reports.map((r) => ({ id: r.id, category: r.category, createdAt: r.created_at })),
+      notes, ips, identities: identities.map((i) => ({ provider: i.provider, uid: i.uid, createdAt: i.created_at })), reports: reports.map((r) => ({ id: r.id, category: r.category, createdAt: r.created_at })),
       notice: (request.query.notice && NOTICES[request.query.notice]) || '', error: '',
     });
   });

@@ -6,6 +6,7 @@ import { multipart } from '../helpers/multipart.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { findAccountById } from '../../storage/accounts.ts';
+import { insertIdentity } from '../../storage/identities.ts';
 
 // The operators' console beyond sign-ups and reports: accounts, notes, the audit log, the dashboard, domain blocks
 // and allows with their CSV, IP rules and e-mail domain blocks; each behind its permission, on the page, the API and
@@ -105,6 +106,14 @@ describe('accounts', () => {
     const api = await s.app.inject({ method: 'GET', url: '/api/v1/admin/accounts?ip=127.0.0.1', headers: bearer(boss.token) });
     expect(api.json().map((a: { username: string }) => a.username)).toContain('boss');
     expect((await s.app.inject({ method: 'GET', url: '/api/v1/admin/accounts?ip=nonsense', headers: bearer(boss.token) })).json()).toEqual([]);
+  });
+
+  it("shows who signs in through a single sign-on provider, with their id there", async () => {
+    expect((await admin.get(`/admin/accounts/${target.id}`)).body).toContain("Signs in with this server's password only.");
+    const { rows } = await s.ctx.db.query<{ id: string }>('SELECT id FROM users WHERE account_id = $1', [target.id]);
+    expect(await insertIdentity(s.ctx.db, { provider: 'openid_connect', uid: 'sub-<42>', userId: rows[0]!.id })).toBe(true);
+    const page = (await admin.get(`/admin/accounts/${target.id}`)).body;
+    expect(page).toContain('<td>openid_connect</td><td>sub-&lt;42&gt;</td>');
   });
 
   it('an operator limits an account with a text: a strike, the status filter and the audit log show it; lifting it too', async () => {

@@ -17,7 +17,9 @@ async function main() {
   if (config.role !== 'worker') {
     server.app.log.info(`Answering at ${config.publicUrl}/ (listening on ${config.bind}:${config.port})`);
     // A fresh install has nobody to approve sign-ups or handle reports: say how to make the first operator.
-    if (!(await anyOperator(server.ctx.db))) {
+    // A notice only: PostgreSQL slow to answer at this moment (its probe timed out) must not end a started server.
+    const hasOperator = await anyOperator(server.ctx.db).catch((err: unknown) => (unavailableDependency(err) ? true : Promise.reject(err)));
+    if (!hasOperator) {
       server.app.log.warn('No operator yet: make one with `npm run cli -- accounts create <username> --email <address> --admin` (it prints the password), then sign in at ' + `${config.publicUrl}/auth/sign_in`);
     }
   }

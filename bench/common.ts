@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../config.ts';
 import { dropDatabase } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import type { Cluster, Redis } from 'ioredis';
+import autocannon from 'autocannon';
 import type { HomeFeeds } from '../storage/feeds.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -132,4 +133,16 @@ export async function cleanUpBench(server: ChildProcess, redis: Redis, config: C
   redis.disconnect();
   await dropDatabase(config.databaseUrl);
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}
+
+/** The median of the rounds (the mean of the middle two when they are even in number). */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
+}
+
+/** One round of GETs at `url` (32 connections): requests per second, latencies and what failed. */
+export async function loadPage(url: string, headers: Record<string, string>, duration: number) {
+  const result = await autocannon({ url, connections: 32, duration, headers });
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
 }

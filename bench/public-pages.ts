@@ -1,20 +1,10 @@
 // The public profile page of an account with 20 posts, served to strangers from the page cache
 // (http/web/public-page-cache.ts), against `GET /api/v1/accounts/:id/statuses?limit=20` for the same posts, both
 // asked without a token or cookie. Part of `npm run bench` (bench/run.ts); `node bench/public-pages.ts` runs it alone.
-import autocannon from 'autocannon';
-import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, loadPage, median, startServer, waitHealthy } from './common.ts';
 import { ensureDatabase, migrate } from '../storage/db.ts';
 import { Redis } from 'ioredis';
 
-async function load(url: string, headers: Record<string, string>, duration: number) {
-  const result = await autocannon({ url, connections: 32, duration, headers });
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
-}
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
-};
 
 /** Makes the account and its posts through the API of the server at `base`, then measures and prints. */
 export async function benchPublicProfile(base: string, register: (username: string) => Promise<string>): Promise<void> {
@@ -33,10 +23,10 @@ export async function benchPublicProfile(base: string, register: (username: stri
   const apiBytes = Buffer.byteLength(JSON.stringify(statuses));
 
   // Both warmed up first, then alternating rounds, so that the machine's other work touches both sides alike.
-  await load(pageUrl, browser, 3);
-  await load(apiUrl, {}, 3);
-  const rounds: { page: Awaited<ReturnType<typeof load>>; api: Awaited<ReturnType<typeof load>> }[] = [];
-  for (let i = 0; i < 4; i++) rounds.push({ page: await load(pageUrl, browser, 5), api: await load(apiUrl, {}, 5) });
+  await loadPage(pageUrl, browser, 3);
+  await loadPage(apiUrl, {}, 3);
+  const rounds: { page: Awaited<ReturnType<typeof loadPage>>; api: Awaited<ReturnType<typeof loadPage>> }[] = [];
+  for (let i = 0; i < 4; i++) rounds.push({ page: await loadPage(pageUrl, browser, 5), api: await loadPage(apiUrl, {}, 5) });
   const ratios = rounds.map((r) => r.page.rps / r.api.rps);
 
   console.log(`\npublic profile page /@profile (${page.status}, ${pageBytes} bytes of HTML) vs. GET /api/v1/accounts/:id/statuses?limit=20 (${statuses.length} statuses, ${apiBytes} bytes), both without a token or cookie (autocannon, 32 connections, after a warm-up, 4 alternating rounds of 5 s)`);

@@ -2,20 +2,10 @@
 // `GET /api/v1/timelines/home?limit=20` for the same posts with a token; and what each signed-in timeline page weighs
 // with 20 posts (HTML and the stylesheet; the script beside). Part of `npm run bench` (bench/run.ts);
 // `node bench/web-client.ts` runs it alone.
-import autocannon from 'autocannon';
-import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, loadPage, median, startServer, waitHealthy } from './common.ts';
 import { ensureDatabase, migrate } from '../storage/db.ts';
 import { Redis } from 'ioredis';
 
-async function load(url: string, headers: Record<string, string>, duration: number) {
-  const result = await autocannon({ url, connections: 32, duration, headers });
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
-}
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
-};
 
 /** Signs in through the sign-in form, as a browser does: the session cookie. */
 async function signIn(base: string, email: string, password: string): Promise<string> {
@@ -64,10 +54,10 @@ export async function benchWebClient(base: string, register: (username: string) 
   const pageUrl = `${base}/home`;
   const apiUrl = `${base}/api/v1/timelines/home?limit=20`;
   const statuses = (await (await fetch(apiUrl, { headers: token })).json()) as unknown[];
-  await load(pageUrl, page, 3);
-  await load(apiUrl, token, 3);
-  const rounds: { page: Awaited<ReturnType<typeof load>>; api: Awaited<ReturnType<typeof load>> }[] = [];
-  for (let i = 0; i < 4; i++) rounds.push({ page: await load(pageUrl, page, 5), api: await load(apiUrl, token, 5) });
+  await loadPage(pageUrl, page, 3);
+  await loadPage(apiUrl, token, 3);
+  const rounds: { page: Awaited<ReturnType<typeof loadPage>>; api: Awaited<ReturnType<typeof loadPage>> }[] = [];
+  for (let i = 0; i < 4; i++) rounds.push({ page: await loadPage(pageUrl, page, 5), api: await loadPage(apiUrl, token, 5) });
   const ratios = rounds.map((r) => r.page.rps / r.api.rps);
   console.log(`\nsigned-in home page /home (session cookie) vs. GET /api/v1/timelines/home?limit=20 (${statuses.length} statuses, token), the same posts (autocannon, 32 connections, after a warm-up, 4 alternating rounds of 5 s)`);
   for (const [i, r] of rounds.entries()) {

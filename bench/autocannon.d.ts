@@ -7,6 +7,10 @@ declare module 'autocannon' {
     non2xx: number;
     '2xx': number;
   }
+  interface Tracker {
+    /** Ends the run early; the callback then gets the result so far. */
+    stop(): void;
+  }
   interface Client {
     setHeaders(headers: Record<string, string>): void;
   }
@@ -20,4 +24,11 @@ declare module 'autocannon' {
     /** Called for each connection before it starts: per-connection headers (a token each). */
     setupClient?: (client: Client) => void;
   }): Promise<Result>;
+  /** With a callback: a run that can be stopped before its duration (duration 0: until stopped). */
+  export default function autocannon(options: {
+    url: string;
+    connections: number;
+    duration: number;
+    headers?: Record<string, string>;
+  }, done: (err: Error | null, result: Result) => void): Tracker;
 }

@@ -37,6 +37,10 @@ export class JobBacklog {
   private lastProgressAt = 0;
   /** Held posts' releases, in the order the posts came (a Set keeps insertion order). */
   private readonly held = new Set<() => void>();
+  /** Fan-out jobs running now in this process's worker. */
+  private active = 0;
+  /** CPU-heavy background work waiting for the worker to have nothing running (`idle`). */
+  private readonly awaitingIdle = new Set<() => void>();
   /** Held posts owed by the jobs finished meanwhile (see `finished`), less than one. */
   private credit = 0;
   /** Background jobs waiting for the worker to catch up (`caughtUp`). */
@@ -50,6 +54,7 @@ export class JobBacklog {
   /** Whether this process runs a job worker taking jobs (started or resumed; stopped or paused). */
   setWorking(working: boolean): void {
     this.working = working;
+    if (!working) for (const done of [...this.awaitingIdle]) done();
     this.release();
   }
 
@@ -58,6 +63,7 @@ export class JobBacklog {
    * after its backoff or a delayed job has waited on purpose.
    */
   started(queuedAt: number, immediate: boolean): void {
+    this.active++;
     this.lastProgressAt = Date.now();
     if (immediate) this.lastWaitMs = Math.max(0, this.lastProgressAt - queuedAt);
     this.release();
@@ -69,6 +75,8 @@ export class JobBacklog {
    * four jobs at 2 s), so that a backlog left by a burst drains rather than staying at its height.
    */
   finished(): void {
+    this.active = Math.max(0, this.active - 1);
+    if (this.active === 0) for (const done of [...this.awaitingIdle]) done();
     this.lastProgressAt = Date.now();
     if (!this.behind) return this.release();
     this.credit = Math.min(1, this.credit + Math.min(1, (2 * BEHIND_MS) / this.lastWaitMs));
@@ -98,6 +106,25 @@ export class JobBacklog {
   caughtUp(maxWaitMs: number): Promise<void> {
     if (!this.behind) return Promise.resolve();
     return this.wait(this.deferred, maxWaitMs);
+  }
+
+  /**
+   * For background work that takes a core while it runs (decoding and encoding other servers' pictures): resolves at
+   * once when the worker has no fan-out job running, else when it next has none, or after `maxWaitMs`. Stricter than
+   * `caughtUp`: under a steady stream of posts the worker is never far behind, yet such work beside it would slow
+   * every post's way to its followers' homes; here it fills the gaps between their jobs.
+   */
+  idle(maxWaitMs: number): Promise<void> {
+    if (!this.working || this.active === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.awaitingIdle.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxWaitMs);
+      this.awaitingIdle.add(done);
+    });
   }
 
   private wait(waiting: Set<() => void>, maxWaitMs: number): Promise<void> {

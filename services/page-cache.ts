@@ -36,6 +36,8 @@ export class RenderedPageCache {
   /** Of the hits, those served without asking Redis (the page was tracked); the rest were checked by a feed read. */
   trackedHits = 0;
   private readonly ttlMs: number;
+  /** Pages being rendered now, by key: a request for the same page waits for that rendering instead of repeating it. */
+  private readonly rendering = new Map<string, Promise<void>>();
 
   constructor(maxBytes: number, ttlMs: number) {
     this.maxBytes = maxBytes;
@@ -54,6 +56,26 @@ export class RenderedPageCache {
   getTracked(key: string): RenderedPage | undefined {
     const e = this.entries.get(key);
     return e?.tracked && e.expires > Date.now() ? e : undefined;
+  }
+
+  /**
+   * The rendering of this page under way, if any. Many requests for one page arrive together after a change (a
+   * client's several connections, a stream of new posts): one renders while the others wait, then take its page
+   * through the same checks as any cached page, rather than each rendering it again.
+   */
+  renderingOf(key: string): Promise<void> | undefined {
+    return this.rendering.get(key);
+  }
+
+  /** Marks a page as being rendered; the function returned ends that (call it whatever the outcome). */
+  startRendering(key: string): () => void {
+    let end!: () => void;
+    const done = new Promise<void>((resolve) => { end = resolve; });
+    this.rendering.set(key, done);
+    return () => {
+      if (this.rendering.get(key) === done) this.rendering.delete(key);
+      end();
+    };
   }
 
   /** True when a fresh read of the page's ids finds the ones it was rendered with. */

@@ -24,7 +24,32 @@ import { findRemoteEmoji, setRemoteEmojiCopy } from '../storage/custom-emojis.ts
  * stored. Fetches are guarded (public addresses only, capped, time-limited); a domain whose media is rejected is
  * never fetched. Copies older than MEDIA_CACHE_RETENTION_DAYS are removed in batches (pruneCachedMedia).
  */
-type Ctx = Pick<AppContext, 'db' | 'redis' | 'config' | 'fileHost' | 'versions'> & { tracking?: AppContext['tracking'] };
+type Ctx = Pick<AppContext, 'db' | 'redis' | 'config' | 'fileHost' | 'versions'> & { tracking?: AppContext['tracking']; jobBacklog?: AppContext['jobBacklog'] };
+
+/**
+ * Who waits for a copy: a reader's app through the media proxy ('now'), or nobody yet (the jobs queued when a post or
+ * an actor arrives: 'background').
+ */
+export type CopyUrgency = 'now' | 'background';
+/** The longest a background copy waits for fan-out to have nothing running before it decodes its picture anyway. */
+const BACKGROUND_DEFER_MS = 10_000;
+/** The picture work of background copies, one at a time in this process (each takes a core while it runs). */
+let backgroundTurn: Promise<unknown> = Promise.resolve();
+
+/**
+ * Decoding and encoding a picture: at once for a reader waiting on the proxy; for a background copy, one at a time,
+ * each when this process's fan-out has nothing running (services/job-backlog.ts `idle`), so that a burst of posts
+ * with pictures reaches followers' homes at the pace of one without, and the copies fill the gaps.
+ */
+function pictureWork<T>(ctx: Ctx, urgency: CopyUrgency, work: () => Promise<T>): Promise<T> {
+  if (urgency === 'now') return work();
+  const turn = backgroundTurn.then(async () => {
+    await ctx.jobBacklog?.idle(BACKGROUND_DEFER_MS);
+    return work();
+  });
+  backgroundTurn = turn.catch(() => {});
+  return turn;
+}
 
 /** Limits of one fetch; a test may shorten them (read at each fetch). */
 export const REMOTE_MEDIA_LIMITS = { timeoutMs: 30_000, redirects: 3 };
@@ -70,7 +95,7 @@ function isNetworkError(err: unknown): boolean {
 }
 
 /** Copies a remote attachment (an image is re-encoded without metadata and given a preview; video and audio as sent). */
-export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<CopyOutcome> {
+export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: CopyUrgency = 'now'): Promise<CopyOutcome> {
   return once(`attachment:${mediaId}`, async () => {
     const [m] = await remoteAttachments(ctx.db, [mediaId]);
     if (!m || m.type === 'unknown') return 'gone';
@@ -93,7 +118,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
     if (image) {
       let r;
       try {
-        r = await renderImage(fetched.body);
+        r = await pictureWork(ctx, urgency, () => renderImage(fetched.body));
       } catch (err) {
         return refused(ctx, `attachment:${mediaId}`, m.remote_url, err, log);
       }
@@ -109,7 +134,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
       const tools = mediaTools(ctx.config);
       // The preview image the other server gave (PeerTube's thumbnail) is the small image when it can be had; else,
       // with the media programs, a frame of the file.
-      const given = m.thumbnail_remote_url ? await copyPreview(ctx, m.thumbnail_remote_url, log) : null;
+      const given = m.thumbnail_remote_url ? await copyPreview(ctx, m.thumbnail_remote_url, urgency, log) : null;
       if (!tools.ffmpeg || !tools.ffprobe) {
         // Without the media programs (the start-up notice says so) the file is kept as sent, unprobed.
         copy = given
@@ -147,13 +172,13 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<Co
 }
 
 /** A video's or audio's preview image, fetched and re-encoded as an image attachment's small one is; null when it cannot be had. */
-async function copyPreview(ctx: Ctx, url: string, log?: Log): Promise<{ data: Buffer; width: number; height: number; blurhash: string | null } | null> {
+async function copyPreview(ctx: Ctx, url: string, urgency: CopyUrgency, log?: Log): Promise<{ data: Buffer; width: number; height: number; blurhash: string | null } | null> {
   try {
     const fetched = await guardedGet(new URL(url), {
       accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: ctx.config.maxImageBytes,
       allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
     });
-    const r = await renderImage(fetched.body);
+    const r = await pictureWork(ctx, urgency, () => renderImage(fetched.body));
     return { data: r.small.data, width: r.small.width, height: r.small.height, blurhash: r.blurhash };
   } catch (err) {
     if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || isNetworkError(err))) throw err;
@@ -165,12 +190,12 @@ async function copyPreview(ctx: Ctx, url: string, log?: Log): Promise<{ data: Bu
 /** Every remote attachment of a status (the cacheRemoteMedia job, queued when the status arrives). */
 export async function copyStatusMedia(ctx: Ctx, statusId: string, log?: Log): Promise<CopyOutcome[]> {
   const outcomes: CopyOutcome[] = [];
-  for (const id of await remoteAttachmentIdsOfStatus(ctx.db, statusId)) outcomes.push(await copyAttachment(ctx, id, log));
+  for (const id of await remoteAttachmentIdsOfStatus(ctx.db, statusId)) outcomes.push(await copyAttachment(ctx, id, log, 'background'));
   return outcomes;
 }
 
 /** Copies a remote account's avatar or header as its actor names it now; older copies of it are removed. */
-export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | 'header', log?: Log): Promise<CopyOutcome> {
+export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | 'header', log?: Log, urgency: CopyUrgency = 'now'): Promise<CopyOutcome> {
   return once(`${kind}:${accountId}`, async () => {
     const a = await remoteAccountImage(ctx.db, accountId, kind);
     if (!a || !a.remote_url) return 'gone';
@@ -182,7 +207,7 @@ export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | '
         accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: ctx.config.maxImageBytes,
         allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
       });
-      processed = await processProfileImage(kind, fetched.body);
+      processed = await pictureWork(ctx, urgency, () => processProfileImage(kind, fetched.body));
     } catch (err) {
       // processProfileImage refuses what is not an image it can read with a 422 meant for uploads.
       return refused(ctx, `${kind}:${accountId}`, a.remote_url, err instanceof ApiError ? new Undecodable(err.message) : err, log);
@@ -203,7 +228,7 @@ export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | '
 
 /** Both of a remote account's images (the cacheAccountImages job). */
 export async function copyAccountImages(ctx: Ctx, accountId: string, log?: Log): Promise<CopyOutcome[]> {
-  return [await copyAccountImage(ctx, accountId, 'avatar', log), await copyAccountImage(ctx, accountId, 'header', log)];
+  return [await copyAccountImage(ctx, accountId, 'avatar', log, 'background'), await copyAccountImage(ctx, accountId, 'header', log, 'background')];
 }
 
 /**

@@ -178,3 +178,31 @@ describe('with POST_HOLD_MS=0', () => {
     }
   });
 });
+
+describe('background picture work beside fan-out', () => {
+  it('waits while a fan-out job runs and goes on when none does, or after its bound', async () => {
+    const { JobBacklog } = await import('../../services/job-backlog.ts');
+    const backlog = new JobBacklog(5_000);
+    // No worker in this process: nothing to wait for.
+    let resolved = false;
+    await backlog.idle(60_000);
+    backlog.setWorking(true);
+    backlog.started(Date.now(), true);
+    backlog.started(Date.now(), true);
+    const waiting = backlog.idle(60_000).then(() => { resolved = true; });
+    await sleep(100);
+    expect(resolved).toBe(false);
+    backlog.finished();
+    await sleep(50);
+    // One job still runs.
+    expect(resolved).toBe(false);
+    backlog.finished();
+    await waiting;
+    expect(resolved).toBe(true);
+    // With a job running, the bound ends the wait.
+    backlog.started(Date.now(), true);
+    const before = Date.now();
+    await backlog.idle(200);
+    expect(Date.now() - before).toBeGreaterThanOrEqual(190);
+  });
+});

@@ -226,6 +226,23 @@ describe('rendered home pages', () => {
     expect(kays.find((x) => x.id === st.id)).toMatchObject({ favourited: true });
   });
 
+  it('asked for many times at once after a change, are rendered once, and each answer shows the change', async () => {
+    const st = await post(jon, { status: 'asked for together' });
+    await fannedOut();
+    const misses = s.ctx.homePages.misses;
+    const answers = await Promise.all(Array.from({ length: 8 }, () => get('/api/v1/timelines/home?limit=7', ida)));
+    for (const res of answers) {
+      expect(res.statusCode).toBe(200);
+      expect((res.json() as { id: string }[])[0]?.id).toBe(st.id);
+    }
+    expect(s.ctx.homePages.misses - misses).toBe(1);
+    // A change while they wait is shown too: the page rendered for the first is checked before it is given to the rest.
+    const edited = await s.app.inject({ method: 'PUT', url: `/api/v1/statuses/${st.id}`, headers: bearer(jon.token), payload: { status: 'asked for together, edited' } });
+    expect(edited.statusCode).toBe(200);
+    const again = await Promise.all(Array.from({ length: 4 }, () => get('/api/v1/timelines/home?limit=7', ida)));
+    for (const res of again) expect((res.json() as { content: string }[])[0]?.content).toContain('edited');
+  });
+
   it('keep the query of the request in their Link headers, less the paging ids', async () => {
     const res = await get('/api/v1/timelines/home?limit=2&max_id=99999999999999999999&foo=a%20b', ida);
     expect(res.statusCode).toBe(200);

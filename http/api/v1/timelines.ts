@@ -28,7 +28,7 @@ const PublicQuery = Type.Object({
  * Whether the viewer may see a status in their own feed changes only with what removes it from the feed
  * (unfollowing) or with a version bump (an edit of its mentions, a deletion).
  */
-async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams): Promise<{ ids: string[]; body: Buffer }> {
+async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams, waited = false): Promise<{ ids: string[]; body: Buffer }> {
   const key = `${viewerId}/${p.maxId ?? ''}/${p.sinceId ?? ''}/${p.minId ?? ''}/${p.limit}`;
   if (ctx.homePages.getTracked(key) && (await ctx.tracking.sync())) {
     const page = ctx.homePages.getTracked(key);
@@ -38,6 +38,14 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
       return page;
     }
   }
+  // The same page being rendered for another request: its result, checked as any cached page is (once: a change
+  // that came meanwhile makes this request render it).
+  const rendering = waited ? undefined : ctx.homePages.renderingOf(key);
+  if (rendering) {
+    await rendering;
+    return homeTimelinePage(ctx, viewerId, p, true);
+  }
+  const rendered = ctx.homePages.startRendering(key);
   let ticket = ctx.tracking.begin();
   try {
     const cached = ctx.homePages.get(key);
@@ -63,6 +71,7 @@ async function homeTimelinePage(ctx: AppContext, viewerId: string, p: PageParams
     return page;
   } finally {
     ctx.tracking.end(ticket);
+    rendered();
   }
 }
 

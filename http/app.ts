@@ -79,11 +79,12 @@ import openApiRoutes, { collectRouteSchemas } from './openapi.ts';
 export type App = FastifyInstance;
 
 /** The whole web application, ready to `listen` or to `inject` requests in tests. */
-export async function buildApp(ctx: AppContext, options: { logger?: boolean } = {}) {
+export async function buildApp(ctx: AppContext, options: { logger?: boolean; logStream?: { write(line: string): void } } = {}) {
   const app = Fastify({
     // Serving TLS itself (TLS_CERT_FILE, TLS_KEY_FILE) or plain HTTP behind a TLS-terminating proxy.
     ...(ctx.config.tlsCertFile ? { https: { cert: readFileSync(ctx.config.tlsCertFile), key: readFileSync(ctx.config.tlsKeyFile) } } : {}),
-    logger: options.logger === false ? false : { level: ctx.config.logLevel },
+    // JSON lines to stdout, or to the stream given (the tests read what a request logged).
+    logger: options.logger === false ? false : { level: ctx.config.logLevel, ...(options.logStream ? { stream: options.logStream } : {}) },
     // Request ids in every log line; a proxy's X-Request-Id is kept so logs join up across hops.
     genReqId: () => randomUUID(),
     requestIdHeader: 'x-request-id',

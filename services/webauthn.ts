@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { findUserById, type UserRow } from '../storage/users.ts';
 import {
   countWebauthnCredentials, findPasskey, insertWebauthnCredential, MAX_KEYS_PER_USER, useWebauthnCredential, userWebauthnCredentials,
+  type WebauthnCredentialRow,
 } from '../storage/webauthn-credentials.ts';
 
 // @simplewebauthn/server (with its CBOR and COSE helpers) is loaded at the first use of a security key, not at start.
@@ -85,26 +86,57 @@ export async function authenticationOptions(ctx: AppContext, user: UserRow, pend
 }
 
 /**
+ * Why a key's answer was refused. `counter`: the signature was the key's own, but its signature counter did not move
+ * on past the one we stored: a copy of the key that has signed less than the original (a cloned key), or an answer
+ * racing another. The others: no challenge of ours is waiting (none asked, used, expired), the credential is none of
+ * this person's, or the answer does not verify (signature, challenge, origin, RP ID, user verification).
+ */
+export type KeyRefusal =
+  | { reason: 'no-challenge' | 'unknown-key' | 'not-verified'; userId: string | null }
+  | { reason: 'counter'; userId: string; credentialId: string; stored: number; reported: number };
+export type KeyCheck<T> = { ok: true; value: T } | ({ ok: false } & KeyRefusal);
+
+/** WebAuthn's rule for the counter (§6.1.1): when either is not 0, the new one must be greater than the stored one. */
+const counterMovedOn = (stored: number, reported: number) => (stored === 0 && reported === 0) || reported > stored;
+
+/**
+ * Verifies an answer against one stored credential, and records the use. The library checks everything but the
+ * counter (it is given 0 for the stored one, so that it never refuses on that ground); the counter is checked here,
+ * after the signature verified, so that a refusal on that ground means the key material itself answered. The stored
+ * counter moves only forward, in one conditional UPDATE (useWebauthnCredential), so two answers racing cannot both pass.
+ */
+async function verifyUse(ctx: AppContext, key: WebauthnCredentialRow, challenge: string, response: unknown, requireUserVerification: boolean): Promise<KeyCheck<null>> {
+  const { verifyAuthenticationResponse } = await library();
+  const { rpID, origin } = relyingParty(ctx);
+  let reported: number;
+  try {
+    const result = await verifyAuthenticationResponse({
+      response: response as never, expectedChallenge: challenge, expectedOrigin: origin, expectedRPID: rpID, requireUserVerification,
+      credential: { id: key.credential_id, publicKey: new Uint8Array(key.public_key), counter: 0, transports: key.transports as never },
+    });
+    if (!result.verified) return { ok: false, reason: 'not-verified', userId: key.user_id };
+    reported = result.authenticationInfo.newCounter;
+  } catch {
+    return { ok: false, reason: 'not-verified', userId: key.user_id };
+  }
+  const stored = Number(key.sign_count);
+  if (!counterMovedOn(stored, reported) || !(await useWebauthnCredential(ctx.db, key.id, reported))) {
+    return { ok: false, reason: 'counter', userId: key.user_id, credentialId: key.id, stored, reported };
+  }
+  return { ok: true, value: null };
+}
+
+/**
  * Checks a key's answer in the second step of a sign-in: one of this user's keys, signing our challenge (used once)
  * for our origin, with a counter that moved on (a cloned key's would not).
  */
-export async function securityKeyMatches(ctx: AppContext, user: UserRow, pendingToken: string, response: unknown): Promise<boolean> {
+export async function checkSecurityKey(ctx: AppContext, user: UserRow, pendingToken: string, response: unknown): Promise<KeyCheck<null>> {
   const challenge = await ctx.redis.getdel(signInKey(ctx, pendingToken));
   const id = (response as { id?: unknown } | null)?.id;
-  if (!challenge || typeof id !== 'string' || !user.otp_enabled_at) return false;
+  if (!challenge || typeof id !== 'string' || !user.otp_enabled_at) return { ok: false, reason: 'no-challenge', userId: user.id };
   const key = (await securityKeysOf(ctx, user.id)).find((c) => c.credential_id === id);
-  if (!key) return false;
-  const { verifyAuthenticationResponse } = await library();
-  const { rpID, origin } = relyingParty(ctx);
-  try {
-    const result = await verifyAuthenticationResponse({
-      response: response as never, expectedChallenge: challenge, expectedOrigin: origin, expectedRPID: rpID, requireUserVerification: false,
-      credential: { id: key.credential_id, publicKey: new Uint8Array(key.public_key), counter: Number(key.sign_count), transports: key.transports as never },
-    });
-    return result.verified && (await useWebauthnCredential(ctx.db, key.id, result.authenticationInfo.newCounter));
-  } catch {
-    return false;
-  }
+  if (!key) return { ok: false, reason: 'unknown-key', userId: user.id };
+  return verifyUse(ctx, key, challenge, response, false);
 }
 
 /**
@@ -167,28 +199,22 @@ export async function passkeySignInOptions(ctx: AppContext): Promise<{ options: 
 
 /**
  * Whose passkey answered: the credential it names, for the user its handle names, signing our challenge (used once)
- * for our origin with the person verified, its counter moved on. Null when any of that fails.
+ * for our origin with the person verified, its counter moved on. Refused otherwise, with the passkey's owner when the
+ * credential was one of ours.
  */
-export async function passkeyUser(ctx: AppContext, token: string | undefined, response: unknown): Promise<UserRow | null> {
-  if (!token || token.length > 100) return null;
+export async function checkPasskey(ctx: AppContext, token: string | undefined, response: unknown): Promise<KeyCheck<UserRow>> {
+  if (!token || token.length > 100) return { ok: false, reason: 'no-challenge', userId: null };
   const challenge = await ctx.redis.getdel(passkeySignInKey(ctx, token));
   const r = response as { id?: unknown; response?: { userHandle?: unknown } } | null;
-  if (!challenge || typeof r?.id !== 'string' || r.id.length > 1000) return null;
+  if (!challenge) return { ok: false, reason: 'no-challenge', userId: null };
+  if (typeof r?.id !== 'string' || r.id.length > 1000) return { ok: false, reason: 'unknown-key', userId: null };
   const key = await findPasskey(ctx.db, r.id);
-  if (!key) return null;
+  if (!key) return { ok: false, reason: 'unknown-key', userId: null };
   // The handle the authenticator kept is the user id it was made for: it must be this credential's owner.
   const handle = typeof r.response?.userHandle === 'string' ? Buffer.from(r.response.userHandle, 'base64url').toString('utf8') : null;
-  if (handle !== key.user_id) return null;
-  const { verifyAuthenticationResponse } = await library();
-  const { rpID, origin } = relyingParty(ctx);
-  try {
-    const result = await verifyAuthenticationResponse({
-      response: response as never, expectedChallenge: challenge, expectedOrigin: origin, expectedRPID: rpID, requireUserVerification: true,
-      credential: { id: key.credential_id, publicKey: new Uint8Array(key.public_key), counter: Number(key.sign_count), transports: key.transports as never },
-    });
-    if (!result.verified || !(await useWebauthnCredential(ctx.db, key.id, result.authenticationInfo.newCounter))) return null;
-  } catch {
-    return null;
-  }
-  return findUserById(ctx.db, key.user_id);
+  if (handle !== key.user_id) return { ok: false, reason: 'not-verified', userId: key.user_id };
+  const used = await verifyUse(ctx, key, challenge, response, true);
+  if (!used.ok) return used;
+  const user = await findUserById(ctx.db, key.user_id);
+  return user ? { ok: true, value: user } : { ok: false, reason: 'unknown-key', userId: null };
 }

@@ -8,7 +8,7 @@ import { ApiError, ValidationFailed } from '../../errors.ts';
 import { signUp } from '../../services/accounts.ts';
 import { lookUpInvite } from '../../services/invites.ts';
 import { accountCheck, checkCredentials, checkSecondFactor, clearFailures, countSecondFactorFailure, tooManyFailures, TOO_MANY_ATTEMPTS } from '../../services/sign-in.ts';
-import { authenticationOptions, hasSecurityKeys, passkeySignInOptions, passkeyUser, securityKeyMatches } from '../../services/webauthn.ts';
+import { authenticationOptions, checkPasskey, checkSecurityKey, hasSecurityKeys, passkeySignInOptions, type KeyRefusal } from '../../services/webauthn.ts';
 import type { UserRow } from '../../storage/users.ts';
 import { confirmAddress, requestPasswordReset, resendConfirmationTo, resetPassword } from '../../services/account-security.ts';
 import { operatorHtml } from '../../services/instance.ts';
@@ -38,6 +38,18 @@ const PENDING_COOKIE = '_pending_sign_in';
 const PASSKEY_COOKIE = '_passkey_sign_in';
 /** How long the second step of a sign-in may wait for its code. */
 const PENDING_SECONDS = 300;
+
+/**
+ * A key that signed with its own key material but a counter that did not move on is most likely a copy of it (a
+ * cloned key): refused like any wrong answer, and logged for the operators, naming the account and the stored key.
+ */
+function logCloneSuspect(request: FastifyRequest, refusal: KeyRefusal): void {
+  if (refusal.reason !== 'counter') return;
+  request.log.warn(
+    { event: 'webauthn_counter_not_moved_on', userId: refusal.userId, credentialId: refusal.credentialId, storedCounter: refusal.stored, reportedCounter: refusal.reported },
+    'security key refused: its signature counter did not move on past the stored one (a cloned key?)',
+  );
+}
 
 /**
  * Only our own paths: an open redirect after sign-in would hand a fresh session's first page to anyone. The value is
@@ -281,8 +293,10 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     const user = await pendingUser(pending);
     if (!pending || !user) return reply.code(401).send({ error: 'Start signing in again.' });
     if (await tooManyFailures(ctx, user)) return reply.code(429).send({ error: TOO_MANY_ATTEMPTS });
-    if (!(await securityKeyMatches(ctx, user, pending.token, request.body.credential))) {
+    const checked = await checkSecurityKey(ctx, user, pending.token, request.body.credential);
+    if (!checked.ok) {
       await countSecondFactorFailure(ctx, user);
+      logCloneSuspect(request, checked);
       return reply.code(401).send({ error: 'That security key was not accepted. Try again, or use a code.' });
     }
     await finishSecondStep(request, reply, pending, user);
@@ -309,9 +323,18 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     if (!request.headers['content-type']?.startsWith('application/json')) {
       return signInPage(request, reply, { email: '', returnTo: safeReturnTo(request.body.return_to, ctx.config.publicUrl), error: 'Signing in with a passkey needs JavaScript in this browser.' }, 422);
     }
-    const user = await passkeyUser(ctx, request.cookies[PASSKEY_COOKIE], request.body.credential);
+    const passkey = await checkPasskey(ctx, request.cookies[PASSKEY_COOKIE], request.body.credential);
     reply.clearCookie(PASSKEY_COOKIE, { path: '/auth/sign_in' });
-    if (!user) return reply.code(401).send({ error: 'That passkey was not accepted. Try again, or sign in with your password.' });
+    if (!passkey.ok) {
+      // Only the passkey's own signature counts against its owner's account: anyone may name a credential id.
+      if (passkey.reason === 'counter') {
+        const owner = await findUserById(ctx.db, passkey.userId);
+        if (owner) await countSecondFactorFailure(ctx, owner);
+        logCloneSuspect(request, passkey);
+      }
+      return reply.code(401).send({ error: 'That passkey was not accepted. Try again, or sign in with your password.' });
+    }
+    const user = passkey.value;
     const checked = await accountCheck(ctx, user);
     if (!checked.ok) return reply.code(checked.status).send({ error: checked.error });
     await clearFailures(ctx, user);

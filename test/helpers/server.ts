@@ -66,14 +66,18 @@ export interface TestServer {
   startWorkers(): void;
 }
 
-/** A server on a fresh database, driven through `app.inject` (Fastify's full request handling, no socket). */
-export async function startTestServer(overrides: Record<string, string> = {}): Promise<TestServer> {
+/**
+ * A server on a fresh database, driven through `app.inject` (Fastify's full request handling, no socket). It logs
+ * nothing, unless `log` is given: then each line its requests log at LOG_LEVEL (set it too) is handed to it, parsed.
+ */
+export async function startTestServer(overrides: Record<string, string> = {}, options: { log?: (line: Record<string, unknown>) => void } = {}): Promise<TestServer> {
   const config = await testConfig(overrides);
   const ctx = await createContext(config);
   // A server is ready once it sees PostgreSQL and Redis answer (as /health says), not merely connected: on a busy
   // machine its first probe may still be under way, and a request meanwhile would be refused with a 503.
   await ctx.dependencies.waitFor(['postgres', 'redis'], 15_000);
-  const app = await buildApp(ctx, { logger: false });
+  const log = options.log;
+  const app = await buildApp(ctx, log ? { logStream: { write: (line) => log(JSON.parse(line) as Record<string, unknown>) } } : { logger: false });
   await app.ready();
   let workers = overrides.ROLE === 'web' ? null : startWorkers(ctx);
   return {

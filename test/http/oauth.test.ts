@@ -138,6 +138,17 @@ describe('authorization code flow', () => {
     expect(res.statusCode).toBe(401);
     expect(res.json().error).toBe('invalid_client');
   });
+
+  it('offers no password or refresh-token grant, as Mastodon since 4.3: a right password gets no token', async () => {
+    for (const payload of [
+      { grant_type: 'password', username: alice.email, password: alice.password, scope: 'read' },
+      { grant_type: 'refresh_token', refresh_token: 'anything' },
+    ]) {
+      const res = await s.app.inject({ method: 'POST', url: '/oauth/token', payload: { ...payload, client_id: client.client_id, client_secret: client.client_secret } });
+      expect(res.statusCode, payload.grant_type).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'unsupported_grant_type' });
+    }
+  });
 });
 
 describe('scopes and tokens', () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import { freePort } from '../helpers/listen.ts';
@@ -22,6 +23,13 @@ let page: Page;
 let cdp: CDPSession;
 let totpSecret: string;
 let recoveryCodes: string[];
+/** The virtual authenticator that holds the key used to sign in. */
+let keyAuthenticator: string;
+/** What the server logged at warn and above. */
+const logged: Record<string, unknown>[] = [];
+/** A page of another origin on this machine (another port of localhost, so the same RP ID). */
+let elsewhere: Server;
+let otherOrigin: string;
 
 const addAuthenticator = async () => (await cdp.send('WebAuthn.addVirtualAuthenticator', {
   options: { protocol: 'ctap2', transport: 'usb', hasResidentKey: false, hasUserVerification: false, automaticPresenceSimulation: true },
@@ -30,8 +38,12 @@ const addAuthenticator = async () => (await cdp.send('WebAuthn.addVirtualAuthent
 beforeAll(async () => {
   const port = await freePort();
   origin = `http://localhost:${port}`;
-  [s, browser] = await Promise.all([startTestServer({ LOCAL_DOMAIN: `localhost:${port}` }), launchBrowser()]);
+  [s, browser] = await Promise.all([startTestServer({ LOCAL_DOMAIN: `localhost:${port}`, LOG_LEVEL: 'warn' }, { log: (line) => logged.push(line) }), launchBrowser()]);
   await s.app.listen({ port, host: '127.0.0.1' });
+  const otherPort = await freePort();
+  otherOrigin = `http://localhost:${otherPort}`;
+  elsewhere = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Elsewhere</title><p>Another site'));
+  await new Promise<void>((resolve) => elsewhere.listen(otherPort, '127.0.0.1', resolve));
   const { user } = await registerLocalAccount(s.ctx.db, { username: 'keyholder', email: EMAIL, password: PASSWORD, agreement: true, confirmed: true, approved: true });
   totpSecret = await newTotpSecret();
   recoveryCodes = await enableTwoFactor(s.ctx, user.id, totpSecret);
@@ -44,6 +56,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await s?.close();
+  await new Promise((resolve) => elsewhere?.close(resolve));
 });
 
 const count = async (sql: string) => Number((await s.ctx.db.query(sql)).rows[0].n);
@@ -73,7 +86,7 @@ describe('security keys as a second factor', () => {
     const first = await addAuthenticator();
     await addKey('Blue key');
     await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: first });
-    await addAuthenticator();
+    keyAuthenticator = await addAuthenticator();
     await addKey('Red key');
     const rows = await page.locator('tbody tr td:first-child').allTextContents();
     expect(rows).toEqual(['Blue key', 'Red key']);
@@ -112,6 +125,86 @@ describe('security keys as a second factor', () => {
     expect(res.statusCode).toBe(401);
     expect(res.json().error).toContain('not accepted');
     expect([res.headers['set-cookie']].flat().some((c) => c?.startsWith('_session='))).toBe(false);
+  });
+
+  /** The stored Red key: its counter and last use. */
+  const redKey = async () => (await s.ctx.db.query(`SELECT id::text, sign_count::int AS sign_count, last_used_at FROM webauthn_credentials WHERE nickname = 'Red key'`)).rows[0] as { id: string; sign_count: number; last_used_at: Date };
+  const hasSession = async () => (await context.cookies(origin)).some((c) => c.name === '_session');
+  const keyError = () => page.locator('#security-key-sign-in .webauthn-error');
+
+  it('refuses an answer the key gave a page of another origin, relayed into our sign-in: the page says so, nothing is written', async () => {
+    const before = await redKey();
+    // The other site's page has the same key (a copy of the credential in its own authenticator: the WebAuthn domain
+    // is per page) and asks it to sign our challenge; the answer names that site's origin.
+    const other = await context.newPage();
+    const otherCdp = await context.newCDPSession(other);
+    await otherCdp.send('WebAuthn.enable');
+    const otherAuthenticator = (await otherCdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'usb', hasResidentKey: false, hasUserVerification: false, automaticPresenceSimulation: true },
+    })).authenticatorId;
+    const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId: keyAuthenticator });
+    await otherCdp.send('WebAuthn.addCredential', { authenticatorId: otherAuthenticator, credential: credentials[0]! });
+    await other.goto(otherOrigin);
+
+    await password();
+    // What our page's script sends is swapped, on its way, for the other origin's answer to the same challenge.
+    let relayed: { origin: string; challenge: string } | undefined;
+    await page.route(`${origin}/auth/sign_in/webauthn`, async (route) => {
+      const sent = route.request().postDataJSON() as { credential: { id: string; response: { clientDataJSON: string } } };
+      const { challenge } = JSON.parse(Buffer.from(sent.credential.response.clientDataJSON, 'base64url').toString('utf8')) as { challenge: string };
+      const foreign = await other.evaluate(`(async () => (await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON({
+        challenge: ${JSON.stringify(challenge)}, rpId: 'localhost', allowCredentials: [{ id: ${JSON.stringify(sent.credential.id)}, type: 'public-key' }], userVerification: 'discouraged',
+      }) })).toJSON())()`) as { response: { clientDataJSON: string } };
+      relayed = JSON.parse(Buffer.from(foreign.response.clientDataJSON, 'base64url').toString('utf8'));
+      await route.continue({ postData: JSON.stringify({ credential: foreign }) });
+    });
+    try {
+      await page.click('#security-key-sign-in button');
+      await expect.poll(() => keyError().textContent()).toContain('That security key was not accepted');
+    } finally {
+      await page.unroute(`${origin}/auth/sign_in/webauthn`);
+      await other.close();
+    }
+    expect(relayed).toMatchObject({ origin: otherOrigin });
+    expect(page.url()).toBe(`${origin}/auth/sign_in/two_factor`);
+    expect(await hasSession()).toBe(false);
+    expect(await redKey()).toEqual(before);
+    // Nothing there for an operator: a wrong origin is not a cloned key.
+    expect(logged.filter((l) => l.event === 'webauthn_counter_not_moved_on')).toEqual([]);
+    // The same pending sign-in then goes through with the key answering our own page.
+    await Promise.all([page.waitForURL(`${origin}/home`), page.click('#security-key-sign-in button')]);
+    expect((await redKey()).sign_count).toBeGreaterThan(before.sign_count);
+  });
+
+  it('refuses a copy of a key whose counter is behind the stored one, logs it for the operators, and the original still signs in', async () => {
+    const before = await redKey();
+    expect(before.sign_count).toBeGreaterThan(0);
+    const { credentials: [original] } = await cdp.send('WebAuthn.getCredentials', { authenticatorId: keyAuthenticator });
+    expect(original!.signCount).toBeGreaterThanOrEqual(before.sign_count);
+    // The copy: the same credential and private key in another authenticator, taken before the key was first used.
+    // Its next answer carries a counter below the stored one (Chromium counts a silent probe of the allowed keys and
+    // the signature itself: two a sign-in).
+    await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: keyAuthenticator });
+    const clone = await addAuthenticator();
+    await cdp.send('WebAuthn.addCredential', { authenticatorId: clone, credential: { ...original!, signCount: 0 } });
+
+    await password();
+    await page.click('#security-key-sign-in button');
+    await expect.poll(() => keyError().textContent()).toContain('That security key was not accepted');
+    expect(page.url()).toBe(`${origin}/auth/sign_in/two_factor`);
+    expect(await hasSession()).toBe(false);
+    expect(await redKey()).toEqual(before);
+    const warning = logged.find((l) => l.event === 'webauthn_counter_not_moved_on');
+    expect(warning).toMatchObject({ level: 40, credentialId: before.id, storedCounter: before.sign_count });
+    expect(warning!.reportedCounter).toBeLessThanOrEqual(before.sign_count);
+    expect(warning!.msg).toContain('cloned key');
+
+    // The original key, whose counter is ahead, signs in on the same pending sign-in.
+    await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: clone });
+    keyAuthenticator = await addAuthenticator();
+    await cdp.send('WebAuthn.addCredential', { authenticatorId: keyAuthenticator, credential: original! });
+    await Promise.all([page.waitForURL(`${origin}/home`), page.click('#security-key-sign-in button')]);
+    expect((await redKey()).sign_count).toBeGreaterThan(before.sign_count);
   });
 
   it('removes a key only with the password', async () => {
@@ -199,6 +292,34 @@ describe('passkeys, which sign in without a password', () => {
     expect(await signedInAs()).toBe(PASS_EMAIL);
     const { rows } = await s.ctx.db.query(`SELECT last_used_at, sign_count FROM webauthn_credentials WHERE user_id = $1`, [userId]);
     expect(rows[0].last_used_at).not.toBeNull();
+  });
+
+  it('refuses a copy of the passkey whose counter is behind, logs it, and the passkey itself still signs in', async () => {
+    const platform = { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true } as const;
+    const stored = async () => (await s.ctx.db.query(`SELECT id::text, sign_count::int AS sign_count, last_used_at FROM webauthn_credentials WHERE user_id = $1`, [userId])).rows[0] as { id: string; sign_count: number; last_used_at: Date };
+    const before = await stored();
+    expect(before.sign_count).toBeGreaterThan(0);
+    const { credentials: [original] } = await pkCdp.send('WebAuthn.getCredentials', { authenticatorId });
+    await pkCdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
+    const clone = (await pkCdp.send('WebAuthn.addVirtualAuthenticator', { options: platform })).authenticatorId;
+    await pkCdp.send('WebAuthn.addCredential', { authenticatorId: clone, credential: { ...original!, signCount: 0 } });
+    const warnings = () => logged.filter((l) => l.event === 'webauthn_counter_not_moved_on' && l.credentialId === before.id);
+
+    await pkContext.clearCookies();
+    await pk.goto(`${origin}/auth/sign_in`);
+    await pk.click('#passkey-sign-in button');
+    await expect.poll(() => pk.locator('#passkey-sign-in .webauthn-error').textContent()).toContain('That passkey was not accepted');
+    expect((await pkContext.cookies(origin)).some((c) => c.name === '_session')).toBe(false);
+    expect(await stored()).toEqual(before);
+    expect(warnings()).toEqual([expect.objectContaining({ level: 40, userId, storedCounter: before.sign_count })]);
+
+    await pkCdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: clone });
+    authenticatorId = (await pkCdp.send('WebAuthn.addVirtualAuthenticator', { options: platform })).authenticatorId;
+    await pkCdp.send('WebAuthn.addCredential', { authenticatorId, credential: original! });
+    await pk.goto(`${origin}/auth/sign_in?return_to=${encodeURIComponent('/settings/profile')}`);
+    await Promise.all([pk.waitForURL(`${origin}/settings/profile`), pk.click('#passkey-sign-in button')]);
+    expect(await signedInAs()).toBe(PASS_EMAIL);
+    expect((await stored()).sign_count).toBeGreaterThan(before.sign_count);
   });
 
   it('lets nobody in whose account may not sign in, and shows why', async () => {

@@ -45,6 +45,8 @@ the permission the command needs (the same as the operators' API and pages: serv
   accounts create <username> --email <email> [--password <pw>] [--admin | --role <role name>]
       Creates a local account (approved) and prints its id. Without --password one is generated and printed.
       --admin makes the first operator the Owner and any later one an Admin; --role gives a role by name.
+      A name the username blocks refuse is refused here too ("is reserved"); one a block would hold for approval
+      is made approved all the same, the operator making it being the one who approves.
   accounts role <username> <role name | none>
       Gives the account a role (Owner, Admin, Moderator or one of the server's own), or takes its role away. It
       applies at once in every running server.

@@ -58,6 +58,7 @@ import adminDashboardRoutes from './api/v1/admin/dashboard.ts';
 import adminIpBlocksRoutes from './api/v1/admin/ip_blocks.ts';
 import adminEmailDomainBlocksRoutes from './api/v1/admin/email_domain_blocks.ts';
 import adminCanonicalEmailBlocksRoutes from './api/v1/admin/canonical_email_blocks.ts';
+import adminUsernameBlocksRoutes from './api/v1/admin/username_blocks.ts';
 import ipAccessPlugin from './plugins/ip-access.ts';
 import instanceDomainBlocksRoutes from './api/v1/instance_domain_blocks.ts';
 import blocksRoutes from './api/v1/blocks.ts';
@@ -183,6 +184,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean; log
   await app.register(adminIpBlocksRoutes, { ctx });
   await app.register(adminEmailDomainBlocksRoutes, { ctx });
   await app.register(adminCanonicalEmailBlocksRoutes, { ctx });
+  await app.register(adminUsernameBlocksRoutes, { ctx });
   await app.register(instanceDomainBlocksRoutes, { ctx });
   await app.register(blocksRoutes, { ctx });
   await app.register(listsRoutes, { ctx });

@@ -112,6 +112,11 @@ const PUBLISHER: Schema = {
   type: 'object',
   properties: { id: { type: 'string' }, domain: { type: 'string' }, trendable: { type: 'boolean' }, reviewed_at: { type: ['string', 'null'] }, requested_review_at: { type: ['string', 'null'] }, requires_review: { type: 'boolean' } },
 };
+/** Mastodon 4.5's Admin::UsernameBlock, which the description (older) lacks. */
+const USERNAME_BLOCK: Schema = {
+  type: 'object',
+  properties: { id: { type: 'string' }, username: { type: 'string' }, comparison: { type: 'string', enum: ['equals', 'contains'] }, allow_with_approval: { type: 'boolean' } },
+};
 const STREAM = (what: string): Answers => ({
   200: { description: `Server-sent events of ${what}, each an event name and a JSON payload, with a heartbeat comment`, content: { 'text/event-stream': { schema: { type: 'string' } } } },
   ...ERRORS,
@@ -413,4 +418,9 @@ export const ANSWERS: Record<string, Answers> = {
   'GET /api/v1/admin/canonical_email_blocks/:id': one('AdminCanonicalEmailBlock'),
   'DELETE /api/v1/admin/canonical_email_blocks/:id': empty('The block is lifted: an empty object'),
   'POST /api/v1/admin/canonical_email_blocks/test': list('AdminCanonicalEmailBlock', 'Blocks that match the address'),
+  'GET /api/v1/admin/username_blocks': shape('Username blocks (paged, Link header)', { type: 'array', items: USERNAME_BLOCK }),
+  'POST /api/v1/admin/username_blocks': shape('The new block', USERNAME_BLOCK),
+  'GET /api/v1/admin/username_blocks/:id': shape('The block', USERNAME_BLOCK),
+  'PUT /api/v1/admin/username_blocks/:id': shape('The block as changed', USERNAME_BLOCK),
+  'DELETE /api/v1/admin/username_blocks/:id': empty('The block is lifted: an empty object'),
 };

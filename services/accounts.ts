@@ -15,6 +15,7 @@ import type { OutboxRow } from '../storage/outbox.ts';
 import { queueMail } from './mail.ts';
 import { alertOperatorsOfSignUp } from './operator-alerts.ts';
 import { emailBlockErrors, signUpIpPolicy, type EmailBlockDeps } from './admin-blocks.ts';
+import { usernameBlocksFor } from './username-blocks.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -47,8 +48,11 @@ export interface Registration extends SignUp {
   applicationId?: string | null;
   /** The new account's display name (a single sign-on provider's `name`); empty unless given. */
   displayName?: string;
-  /** Operators may take reserved names; the public cannot. */
+  /** Operators may take the names reserved here (RESERVED_USERNAMES); the public cannot. The operators' username
+   *  blocks (services/username-blocks.ts) refuse a name whoever asks, as Mastodon's validator does. */
   allowReserved?: boolean;
+  /** What the name meets among the username blocks, when the caller looked already (signUp does, to hold it). */
+  usernameBlocks?: { refused: boolean; held: boolean };
   /** Whether the address counts as confirmed at once (mail is off, or an operator made the account). */
   confirmed: boolean;
   /** A sign-up's address is checked against the operator's e-mail blocks (with the address it came from). */
@@ -82,6 +86,7 @@ export async function registerLocalAccount<T = undefined>(
   if (r.username !== '' && !USERNAME.test(r.username)) add(details, 'username', 'ERR_INVALID', 'must contain only letters, numbers and underscores');
   if (r.username.length > 30) add(details, 'username', 'ERR_TOO_LONG', 'is too long (maximum is 30 characters)');
   if (!r.allowReserved && RESERVED_USERNAMES.has(r.username.toLowerCase())) add(details, 'username', 'ERR_RESERVED', 'is reserved');
+  if (!details.username && (r.usernameBlocks ?? await usernameBlocksFor(db, r.username)).refused) add(details, 'username', 'ERR_RESERVED', 'is reserved');
   if (blank(r.email)) add(details, 'email', 'ERR_BLANK', "can't be blank");
   if (!EMAIL_FORMAT.test(r.email) || r.email.length > 254) add(details, 'email', 'ERR_INVALID', 'is invalid');
   else if (r.emailBlocks) for (const e of await emailBlockErrors(r.emailBlocks, r.email, r.emailBlocks.ip)) add(details, 'email', e.error, e.description);
@@ -167,6 +172,10 @@ export async function signUp<T = undefined>(
   // closed server does (403), sign_up_requires_approval holds the account for approval even while sign-ups are open.
   const ipPolicy = await signUpIpPolicy(ctx.db, opts.ip);
   if (ipPolicy === 'block') throw forbidden();
+  // A name that meets a username block allowing approval waits for the operators too (one meeting a block that
+  // refuses is refused by registerLocalAccount, with the other refusals).
+  const nameBlocks = USERNAME.test(input.username) ? await usernameBlocksFor(ctx.db, input.username) : { refused: false, held: false };
+  const held = ipPolicy === 'approval' || nameBlocks.held;
   const earlier: Details = {};
   if (mode === 'approved' && !invited && !input.reason?.trim()) {
     // The page shows it with the other refusals; the API answers it alone, as it always has.
@@ -181,8 +190,9 @@ export async function signUp<T = undefined>(
     passwordConfirmation: input.passwordConfirmation,
     agreement: input.agreement,
     locale: input.locale ?? null,
-    reason: (mode === 'approved' && !invited) || ipPolicy === 'approval' ? input.reason?.trim() || null : null,
-    approved: (mode === 'open' || invited !== null) && ipPolicy !== 'approval',
+    reason: (mode === 'approved' && !invited) || held ? input.reason?.trim() || null : null,
+    approved: (mode === 'open' || invited !== null) && !held,
+    usernameBlocks: nameBlocks,
     applicationId: opts.applicationId ?? null,
     // With mail off nobody could confirm: the address counts as confirmed at once.
     confirmed: ctx.config.smtp === null,

@@ -10,7 +10,7 @@ import { insertActionLog } from '../storage/action-logs.ts';
 export const TARGET_TYPES = [
   'Account', 'Report', 'AccountWarning', 'Appeal', 'AccountModerationNote', 'ReportNote', 'Announcement', 'Webhook',
   'DomainBlock', 'DomainAllow', 'IpBlock', 'EmailDomainBlock', 'CanonicalEmailBlock', 'UserRole', 'User', 'CustomEmoji',
-  'AdminSettings', 'Rule', 'Relay',
+  'AdminSettings', 'Rule', 'Relay', 'UsernameBlock',
 ] as const;
 export type TargetType = (typeof TARGET_TYPES)[number];
 

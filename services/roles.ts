@@ -85,6 +85,7 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/api/v1/admin/ip_blocks', 'manage_blocks'],
   ['*', '/api/v1/admin/email_domain_blocks', 'manage_blocks'],
   ['*', '/api/v1/admin/canonical_email_blocks', 'manage_blocks'],
+  ['*', '/api/v1/admin/username_blocks', 'manage_blocks'],
   ['*', '/api/v1/admin/trends', 'manage_taxonomies'],
   ['*', '/api/v1/admin/measures', 'view_dashboard'],
   ['*', '/api/v1/admin/dimensions', 'view_dashboard'],
@@ -108,6 +109,9 @@ const API_ROUTES: readonly [method: string | '*', prefix: string, Permission][] 
   ['*', '/admin/domain_allows', 'manage_federation'],
   ['*', '/admin/ip_blocks', 'manage_blocks'],
   ['*', '/admin/email_domain_blocks', 'manage_blocks'],
+  ['*', '/admin/username_blocks', 'manage_blocks'],
+  ['*', '/admin/trends', 'manage_taxonomies'],
+  ['*', '/admin/jobs', 'view_devops'],
 ];
 
 /** The flag an operators' route needs, or null when the table has none (a programming error the caller refuses). */

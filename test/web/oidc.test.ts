@@ -9,6 +9,7 @@ import { appToken as clientToken, bearer, createApp, hiddenFields, registerUser,
 import { CookieJar, WebClient } from '../helpers/web.ts';
 import { pkcePair } from '../helpers/server.ts';
 import { runCli } from '../../cli/admin.ts';
+import { createUsernameBlock, removeUsernameBlock } from '../../services/username-blocks.ts';
 import { freePort } from '../helpers/listen.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
 import type { Browser } from 'playwright-core';
@@ -33,6 +34,7 @@ const PEOPLE: Record<string, Record<string, unknown>> = {
   'uid-hal': { email: 'hal@org.example', email_verified: true, preferred_username: 'hal' },
   'uid-ivy': { email: 'ivy@org.example', email_verified: true, preferred_username: 'ivy' },
   'uid-jo': { email: 'jo@org.example', email_verified: true, preferred_username: 'jo' },
+  'uid-kit': { email: 'kit@org.example', email_verified: true, preferred_username: 'St4ff_kit' },
 };
 
 let providerServer: Server;
@@ -270,6 +272,19 @@ describe('single sign-on with an OpenID Connect provider', () => {
 
     expect(await count('SELECT count(*) AS n FROM accounts')).toBe(accounts + 1); // cyhere, registered above
     expect(await count('SELECT count(*) AS n FROM user_identities')).toBe(identities);
+  });
+
+  it("refuses a first sign-in whose name meets the operators' username block, making nothing", async () => {
+    const block = await createUsernameBlock(s.ctx.db, { username: 'staff', comparison: 'contains' });
+    const accounts = await count('SELECT count(*) AS n FROM accounts');
+    const browser = new WebClient(s.app);
+    const { res } = await ssoSignIn(browser, 'uid-kit');
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toContain('No account could be made for you here: username is reserved.');
+    expect(browser.jar.cookies.has('_session')).toBe(false);
+    expect(await count('SELECT count(*) AS n FROM accounts')).toBe(accounts);
+    await removeUsernameBlock(s.ctx.db, block.id);
+    expect((await ssoSignIn(new WebClient(s.app), 'uid-kit')).res.statusCode).toBe(303);
   });
 
   it('gives an OAuth app a token for a person who only exists at the provider', async () => {

@@ -6,8 +6,10 @@ import type { AppContext } from '../context.ts';
 import { HISTORY_DAYS } from './instance.ts';
 import { setTrendsAllowed, tagDailyUse, tagNamesByIds, trendPage, trendRowIds } from '../storage/trends.ts';
 import { groupsForCommand } from '../storage/redis-keys.ts';
+import { isId } from '../storage/ids.ts';
+import { findStatus } from '../storage/statuses.ts';
 import {
-  cardDailyUse, cardsByIds, publishersCovering, reviewsOf, setReview,
+  cardDailyUse, cardsByIds, findPublisher, publishersCovering, reviewPublisher, reviewsOf, setReview,
   type PublisherRow, type ReviewKind,
 } from '../storage/trend-reviews.ts';
 
@@ -156,9 +158,48 @@ async function trendingTagRows(ctx: Ctx): Promise<{ id: string; name: string }[]
   return ids.filter((id) => names.has(id)).map((id) => ({ id, name: names.get(id)! }));
 }
 
-/** The trending statuses, rejected included, each with whether it still awaits review. */
-export async function adminStatusTrends(ctx: Ctx): Promise<{ id: string; requiresReview: boolean }[]> {
+/** The trending statuses, rejected included, each with whether it may trend and whether it still awaits review. */
+export async function adminStatusTrends(ctx: Ctx): Promise<{ id: string; trendable: boolean; requiresReview: boolean }[]> {
   const ids = await trendPage(ctx.db, 'status', { allowedOnly: false, languages: [], offset: 0, limit: ADMIN_TRENDS_KEPT });
   const reviews = await reviewsOf(ctx.db, 'status', ids);
-  return ids.map((id) => ({ id, requiresReview: !reviews.has(id) }));
+  return ids.map((id) => ({ id, trendable: reviews.get(id)?.trendable ?? true, requiresReview: !reviews.has(id) }));
+}
+
+// An operator's approval or rejection of one link, status, tag or publisher, as the admin API and the operators'
+// page take it: by id (a publisher also by its domain); null (false) when there is no such thing.
+
+/** A link by its card's id; the link as it now stands. */
+export async function reviewLink(ctx: Ctx, id: string, trendable: boolean): Promise<LinkCandidate | null> {
+  const card = isId(id) ? (await cardsByIds(ctx.db, [id])).get(id) : undefined;
+  if (!card) return null;
+  await review(ctx, 'link', id, trendable);
+  return (await linkDetails(ctx, [{ id, url: card.url }]))[0] ?? null;
+}
+
+/** A status that is not deleted. */
+export async function reviewStatus(ctx: Ctx, id: string, trendable: boolean): Promise<boolean> {
+  if (!isId(id) || !(await findStatus(ctx.db, id))) return false;
+  await review(ctx, 'status', id, trendable);
+  return true;
+}
+
+/** A tag by id; the tag as it now stands. */
+export async function reviewTag(ctx: Ctx, id: string, trendable: boolean, now = new Date()): Promise<AdminTagTrend | null> {
+  const name = isId(id) ? (await tagNamesByIds(ctx.db, [id])).get(id) : undefined;
+  if (name === undefined) return null;
+  await review(ctx, 'tag', id, trendable);
+  return (await adminTagTrends(ctx, now, [{ id, name }]))[0] ?? null;
+}
+
+/**
+ * A publisher by id or by domain; a domain nobody linked yet may be decided in advance. Every trending link's
+ * standing follows at once.
+ */
+export async function reviewPublisherOf(ctx: Ctx, idOrDomain: string, trendable: boolean): Promise<PublisherRow | null> {
+  const key = idOrDomain.trim().toLowerCase();
+  const existing = await findPublisher(ctx.db, key);
+  if (!existing && !/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(key)) return null;
+  const row = await reviewPublisher(ctx.db, existing?.domain ?? key, trendable);
+  await applyPublisherReviews(ctx);
+  return row;
 }

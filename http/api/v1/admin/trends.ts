@@ -2,7 +2,7 @@ import { Type } from '../../../schema.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../../../route-options.ts';
-import { PagingQuery, isId } from '../../../params.ts';
+import { PagingQuery } from '../../../params.ts';
 import { requireViewer } from '../../../plugins/auth.ts';
 import { pageParams, setLinkHeader } from '../../../paging.ts';
 import { notFound } from '../../../../errors.ts';
@@ -10,8 +10,11 @@ import { setOffsetLinks } from '../trends.ts';
 import { renderPreviewCard } from '../../../serializers/preview-card.ts';
 import { renderTag } from '../../../serializers/tag.ts';
 import { renderStatuses } from '../../../serializers/statuses.ts';
-import { cardsByIds, findPublisher, publishersPage, reviewPublisher, type PublisherRow } from '../../../../storage/trend-reviews.ts';
-import { adminStatusTrends, adminTagTrends, applyPublisherReviews, linkCandidates, linkDetails, review, type AdminTagTrend, type LinkCandidate } from '../../../../services/trend-reviews.ts';
+import { cardsByIds, publishersPage, type PublisherRow } from '../../../../storage/trend-reviews.ts';
+import {
+  adminStatusTrends, adminTagTrends, linkCandidates, reviewLink, reviewPublisherOf, reviewStatus, reviewTag,
+  type AdminTagTrend, type LinkCandidate,
+} from '../../../../services/trend-reviews.ts';
 import type { AppContext } from '../../../../context.ts';
 
 // Mastodon's admin trends API (/api/v1/admin/trends/…): what is trending, reviewed or not, and the approvals and
@@ -25,11 +28,6 @@ const OffsetQuery = (defaultLimit: number, maxLimit: number) => Type.Object({
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, default: 0 })),
 });
 const ACTIONS = [['approve', true], ['reject', false]] as const;
-
-const idOf = (id: string) => {
-  if (!isId(id)) throw notFound();
-  return id;
-};
 
 /** Admin::Trends::Links::PreviewCardProviderSerializer. */
 const renderPublisher = (p: PublisherRow) => ({
@@ -78,11 +76,9 @@ export default async function adminTrendsRoutes(fastify: FastifyInstance, { ctx 
 
   for (const [action, trendable] of ACTIONS) {
     app.post(`/api/v1/admin/trends/links/:id/${action}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-      const id = idOf(request.params.id);
-      const card = (await cardsByIds(ctx.db, [id])).get(id);
-      if (!card) throw notFound();
-      await review(ctx, 'link', id, trendable);
-      return (await renderAdminLinks(ctx, await linkDetails(ctx, [{ id, url: card.url }])))[0];
+      const link = await reviewLink(ctx, request.params.id, trendable);
+      if (!link) throw notFound();
+      return (await renderAdminLinks(ctx, [link]))[0];
     });
   }
 
@@ -95,12 +91,9 @@ export default async function adminTrendsRoutes(fastify: FastifyInstance, { ctx 
 
   for (const [action, trendable] of ACTIONS) {
     app.post(`/api/v1/admin/trends/links/publishers/:id/${action}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-      const key = request.params.id.trim().toLowerCase();
-      const existing = await findPublisher(ctx.db, key);
       // A domain nobody linked yet may be decided in advance; an unknown id is a 404.
-      if (!existing && !/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(key)) throw notFound();
-      const row = await reviewPublisher(ctx.db, existing?.domain ?? key, trendable);
-      await applyPublisherReviews(ctx);
+      const row = await reviewPublisherOf(ctx, request.params.id, trendable);
+      if (!row) throw notFound();
       return renderPublisher(row);
     });
   }
@@ -115,10 +108,8 @@ export default async function adminTrendsRoutes(fastify: FastifyInstance, { ctx 
 
   for (const [action, trendable] of ACTIONS) {
     app.post(`/api/v1/admin/trends/statuses/:id/${action}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-      const id = idOf(request.params.id);
-      const { rowCount } = await ctx.db.query(`SELECT 1 FROM statuses WHERE id = $1 AND deleted_at IS NULL`, [id]);
-      if (!rowCount) throw notFound();
-      await review(ctx, 'status', id, trendable);
+      const id = request.params.id;
+      if (!(await reviewStatus(ctx, id, trendable))) throw notFound();
       const [rendered] = await renderStatuses(ctx, requireViewer(request), [id], null);
       if (!rendered) throw notFound();
       return { ...rendered, requires_review: false };
@@ -131,12 +122,9 @@ export default async function adminTrendsRoutes(fastify: FastifyInstance, { ctx 
 
   for (const [action, trendable] of ACTIONS) {
     app.post(`/api/v1/admin/trends/tags/:id/${action}`, { schema: { params: IdParams }, config: { auth: WRITE } }, async (request) => {
-      const id = idOf(request.params.id);
-      const { rows } = await ctx.db.query<{ id: string; name: string }>(`SELECT id::text, name FROM tags WHERE id = $1`, [id]);
-      if (!rows[0]) throw notFound();
-      await review(ctx, 'tag', id, trendable);
-      const [tag] = await adminTagTrends(ctx, new Date(), rows);
-      return renderAdminTag(ctx, tag!);
+      const tag = await reviewTag(ctx, request.params.id, trendable);
+      if (!tag) throw notFound();
+      return renderAdminTag(ctx, tag);
     });
   }
 }

@@ -11,6 +11,8 @@ export const TARGET_TYPES = [
   'Account', 'Report', 'AccountWarning', 'Appeal', 'AccountModerationNote', 'ReportNote', 'Announcement', 'Webhook',
   'DomainBlock', 'DomainAllow', 'IpBlock', 'EmailDomainBlock', 'CanonicalEmailBlock', 'UserRole', 'User', 'CustomEmoji',
   'AdminSettings', 'Rule', 'Relay', 'UsernameBlock',
+  // Not Mastodon's: a job of the queues (its Sidekiq pages log nothing).
+  'Job',
 ] as const;
 export type TargetType = (typeof TARGET_TYPES)[number];
 
@@ -18,7 +20,7 @@ export type TargetType = (typeof TARGET_TYPES)[number];
 export const ACTIONS = [
   'approve', 'reject', 'warn', 'sensitive', 'unsensitive', 'disable', 'enable', 'silence', 'unsilence', 'suspend', 'unsuspend',
   'destroy', 'create', 'update', 'publish', 'unpublish', 'rotate_secret',
-  'assigned_to_self', 'unassigned', 'resolve', 'reopen', 'change_role', 'copy',
+  'assigned_to_self', 'unassigned', 'resolve', 'reopen', 'change_role', 'copy', 'retry',
 ] as const;
 export type ActionName = (typeof ACTIONS)[number];
 

@@ -93,6 +93,7 @@ export default async function webRoutes(app: FastifyInstance, { ctx, apiDescript
   await app.register((await import('./admin-access-blocks.ts')).default, { ctx });
   await app.register((await import('./admin-username-blocks.ts')).default, { ctx });
   await app.register((await import('./admin-trends.ts')).default, { ctx });
+  await app.register((await import('./admin-jobs.ts')).default, { ctx });
   await app.register((await import('./disputes.ts')).default, { ctx });
   await app.register(exportPageRoutes, { ctx });
   await app.register((await import('./migration.ts')).default, { ctx });

@@ -20,6 +20,7 @@ const BROWSER_TESTS = [
   'test/e2e/web-keyboard.test.ts',
   'test/web/public-a11y.test.ts',
   'test/web/webauthn.test.ts',
+  'test/web/admin-operations-a11y.test.ts',
 ];
 
 export default defineConfig({

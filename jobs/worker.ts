@@ -1,10 +1,10 @@
-import { Worker, type Job } from './bullmq.ts';
+import { UnrecoverableError, Worker, type Job } from './bullmq.ts';
 import { countJobOutcomes } from '../services/metrics.ts';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, MEDIA_QUEUE, PULL_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
 import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
-import { pendingOutbox, OutboxRemover } from '../storage/outbox.ts';
+import { pendingOutbox, OutboxRemover, removeFromOutbox } from '../storage/outbox.ts';
 import { JOB_QUERY_TIMEOUT_MS, withStatementTimeout } from '../storage/db.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
 import { applyDomainBlock } from './domain-blocks.ts';
@@ -84,7 +84,22 @@ export function startWorkers(ctx: AppContext): Workers {
   );
   const workers = [worker, pullWorker, mediaWorker];
   ctx.jobBacklog.setWorking(true);
+  /**
+   * A job's last attempt failing, or a failure for good (UnrecoverableError), takes its outbox row with it: the
+   * sweeper would otherwise queue it again once BullMQ has trimmed it from the failed list, and start it over for
+   * ever; and rows that can never finish would fill the sweeper's every pass. The failed job stays listed for an
+   * operator to look at and retry (/admin/jobs).
+   */
   async function runJob(job: Job<FanoutJob>): Promise<void> {
+    try {
+      await runJobOfKind(job);
+    } catch (err) {
+      const last = err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      if (last && job.data.outboxId) await removeFromOutbox(ctx.db, job.data.outboxId).catch(() => {});
+      throw err;
+    }
+  }
+  async function runJobOfKind(job: Job<FanoutJob>): Promise<void> {
     const data = job.data;
     if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
     else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);

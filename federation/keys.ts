@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPair, type webcrypto } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Queryable } from '../storage/db.ts';
-import { localAccountKeys, saveEd25519Keys, type AccountKeys } from '../storage/accounts.ts';
+import { localAccountKeys, saveEd25519Keys, saveRsaKeys, type AccountKeys } from '../storage/accounts.ts';
 import { instanceActorKeys, saveInstanceActorKeys, type InstanceActorKeys } from '../storage/instance-actor.ts';
 
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -14,6 +14,10 @@ const fedify = () => import('@fedify/fedify');
 /**
  * The key pairs Fedify signs with: each local account's and the instance actor's. RSA (what HTTP Signatures use)
  * comes first, Ed25519 (for Object Integrity Proofs) second. Keys never change, so imported ones are kept.
+ *
+ * An account's keys are made the first time anything asks for them (its actor document, a delivery), not at sign-up:
+ * a 2048-bit RSA pair takes a core for 100 ms or more, which was most of a sign-up's work, and an account that never
+ * federates never needs one. Two processes making them at once keep the first saved (storage/accounts.ts).
  */
 export class AccountKeyRing {
   private readonly cache = new Map<string, Promise<CryptoKeyPair[]>>();
@@ -63,6 +67,11 @@ export class AccountKeyRing {
   private async load(accountId: string): Promise<CryptoKeyPair[]> {
     let keys = await localAccountKeys(this.db, accountId);
     if (!keys) return [];
+    if (!keys.public_key_pem || !keys.private_key_pem) {
+      const rsa = await generateRsa('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+      keys = await saveRsaKeys(this.db, accountId, rsa.publicKey, rsa.privateKey);
+      if (!keys) return [];
+    }
     if (!keys.ed25519_public_jwk || !keys.ed25519_private_jwk) {
       const { exportJwk, generateCryptoKeyPair } = await fedify();
       const pair = await generateCryptoKeyPair('Ed25519');
@@ -73,8 +82,9 @@ export class AccountKeyRing {
   }
 }
 
-async function importPairs(keys: AccountKeys): Promise<CryptoKeyPair[]> {
+async function importPairs(keys: AccountKeys | InstanceActorKeys): Promise<CryptoKeyPair[]> {
   const { importJwk } = await fedify();
+  if (!keys.public_key_pem || !keys.private_key_pem) return [];
   const rsa: CryptoKeyPair = {
     privateKey: await crypto.subtle.importKey('pkcs8', createPrivateKey(keys.private_key_pem).export({ type: 'pkcs8', format: 'der' }), RSA, true, ['sign']),
     publicKey: await crypto.subtle.importKey('spki', createPublicKey(keys.public_key_pem).export({ type: 'spki', format: 'der' }), RSA, true, ['verify']),

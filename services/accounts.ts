@@ -1,5 +1,3 @@
-import { generateKeyPair } from 'node:crypto';
-import { promisify } from 'node:util';
 import type { PoolClient } from 'pg';
 import { transaction, type Db } from '../storage/db.ts';
 import { queueWebhookEvent } from './webhooks.ts';
@@ -16,8 +14,6 @@ import { queueMail } from './mail.ts';
 import { alertOperatorsOfSignUp } from './operator-alerts.ts';
 import { emailBlockErrors, signUpIpPolicy, type EmailBlockDeps } from './admin-blocks.ts';
 import { usernameBlocksFor } from './username-blocks.ts';
-
-const generateKeyPairAsync = promisify(generateKeyPair);
 
 // Mastodon's rule for local usernames: letters, digits and underscores (dots and dashes occur only in remote ones).
 const USERNAME = /^[a-z0-9_]+$/i;
@@ -101,17 +97,11 @@ export async function registerLocalAccount<T = undefined>(
   if (!details.email && await emailTaken(db, r.email)) add(details, 'email', 'ERR_TAKEN', 'is already taken');
   if (Object.keys(details).length > 0) throw new ValidationFailed(details);
 
-  const [passwordHash, keys] = await Promise.all([
-    hashPassword(r.password),
-    generateKeyPairAsync('rsa', {
-      modulusLength: 2048,
-      publicKeyEncoding: { type: 'spki', format: 'pem' },
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-    }),
-  ]);
+  // The account's signing keys are made when it first federates (federation/keys.ts), not here.
+  const passwordHash = await hashPassword(r.password);
   try {
     return await transaction(db, async (tx) => {
-      const account = await insertLocalAccount(tx, { username: r.username, displayName: r.displayName ?? '', publicKeyPem: keys.publicKey, privateKeyPem: keys.privateKey });
+      const account = await insertLocalAccount(tx, { username: r.username, displayName: r.displayName ?? '' });
       const user = await insertUser(tx, {
         accountId: account.id,
         email: r.email,

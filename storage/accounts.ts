@@ -131,15 +131,13 @@ export async function usernameTaken(db: Queryable, username: string): Promise<bo
 export interface NewLocalAccount {
   username: string;
   displayName?: string;
-  publicKeyPem: string;
-  privateKeyPem: string;
 }
 
+/** A local account, without keys yet: they are made when it first needs them (federation/keys.ts). */
 export async function insertLocalAccount(db: Queryable, a: NewLocalAccount): Promise<AccountRow> {
   const { rows } = await db.query<AccountRow>(
-    `INSERT INTO accounts (username, display_name, public_key_pem, private_key_pem)
-     VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
-    [a.username, a.displayName ?? '', a.publicKeyPem, a.privateKeyPem],
+    `INSERT INTO accounts (username, display_name) VALUES ($1, $2) RETURNING ${COLUMNS}`,
+    [a.username, a.displayName ?? ''],
   );
   return rows[0]!;
 }
@@ -271,21 +269,34 @@ export async function findAccountByUri(db: Queryable, uri: string): Promise<Acco
   return rows[0] ?? null;
 }
 
-/** A local account's signing keys: RSA as PEM (made at sign-up), Ed25519 as JWK (made when first needed). */
+/**
+ * A local account's signing keys: RSA as PEM, Ed25519 as JWK, each null until first needed (federation/keys.ts).
+ * Accounts made before keys were made on need have their RSA pair from sign-up.
+ */
 export interface AccountKeys {
-  public_key_pem: string;
-  private_key_pem: string;
+  public_key_pem: string | null;
+  private_key_pem: string | null;
   ed25519_public_jwk: JsonWebKey | null;
   ed25519_private_jwk: JsonWebKey | null;
 }
 
+/** A local account's keys as stored (any may be null); null when there is no such local account. */
 export async function localAccountKeys(db: Queryable, id: string): Promise<AccountKeys | null> {
   const { rows } = await db.query<AccountKeys>(
     `SELECT public_key_pem, private_key_pem, ed25519_public_jwk, ed25519_private_jwk
-       FROM accounts WHERE id = $1 AND domain IS NULL AND private_key_pem IS NOT NULL`,
+       FROM accounts WHERE id = $1 AND domain IS NULL`,
     [id],
   );
   return rows[0] ?? null;
+}
+
+/** Keeps the first RSA key pair saved for an account: two processes making one at once agree on the winner. */
+export async function saveRsaKeys(db: Queryable, id: string, publicPem: string, privatePem: string): Promise<AccountKeys | null> {
+  await db.query(
+    `UPDATE accounts SET public_key_pem = $2, private_key_pem = $3 WHERE id = $1 AND domain IS NULL AND private_key_pem IS NULL`,
+    [id, publicPem, privatePem],
+  );
+  return localAccountKeys(db, id);
 }
 
 /** Keeps the first Ed25519 key pair saved for an account: two processes making one at once agree on the winner. */

@@ -190,7 +190,10 @@ async function copyPreview(ctx: Ctx, url: string, urgency: CopyUrgency, log?: Lo
 /** Every remote attachment of a status (the cacheRemoteMedia job, queued when the status arrives). */
 export async function copyStatusMedia(ctx: Ctx, statusId: string, log?: Log): Promise<CopyOutcome[]> {
   const outcomes: CopyOutcome[] = [];
-  for (const id of await remoteAttachmentIdsOfStatus(ctx.db, statusId)) outcomes.push(await copyAttachment(ctx, id, log, 'background'));
+  for (const id of await remoteAttachmentIdsOfStatus(ctx.db, statusId)) {
+    await ctx.jobBacklog?.idle(BACKGROUND_DEFER_MS);
+    outcomes.push(await copyAttachment(ctx, id, log, 'background'));
+  }
   return outcomes;
 }
 

@@ -9,6 +9,7 @@ import { visibleAccount } from '../../services/accounts.ts';
 import { visibleStatus } from '../../services/visibility.ts';
 import { statusLength } from '../../services/statuses.ts';
 import { acceptUpload, whenProcessed } from '../../services/media.ts';
+import { checkAttachable } from '../../services/attachments.ts';
 import { isLanguage } from '../../services/languages.ts';
 import type { Visibility } from '../../storage/statuses.ts';
 import { safeReturnTo } from './auth.ts';
@@ -158,6 +159,8 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
         values.media[i] = { description: '', focus_x: '0', focus_y: '0' };
       }
       values.media_ids = [...values.media_ids, ...fresh];
+      // The files are checked as the post will check them (a video or audio file goes alone) before waiting for any.
+      await checkAttachable(ctx.db, viewerId, values.media_ids, { processingAllowed: true });
       // The post needs its files processed (as Mastodon's does): the form waits for them, as an app would poll. A
       // video may take longer: the post is then refused with the service's reason, and the form keeps the files.
       await Promise.all(fresh.map((m) => whenProcessed(ctx, m)));

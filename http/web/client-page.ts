@@ -5,6 +5,7 @@ import type { PageParams } from '../../storage/paging.ts';
 import { renderView } from './views.ts';
 import { chromeOf } from './page.ts';
 import { translateOffer } from './client-translation.ts';
+import type { Text } from './i18n.ts';
 
 /** Posts (and notifications) per page, as the API's default. */
 export const PAGE_SIZE = 20;
@@ -19,7 +20,7 @@ export interface ClientForms {
 
 /** Renders a page of the signed-in client: private, never cached, with the forms' token. */
 export async function sendClientPage(
-  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: string, data: Record<string, unknown>, status = 200,
+  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: Text, data: Record<string, unknown>, status = 200,
 ): Promise<FastifyReply> {
   const chrome = { ...(await chromeOf(ctx, request, reply, title)), enhance: true };
   // A page shown again after a refused form (POST) comes back to where that form was: `pagePath`.

@@ -12,6 +12,12 @@ export type Message = string | Partial<Record<Intl.LDMLPluralRule, string>> & { 
 export type Catalogue = Record<string, Message>;
 export type Params = Record<string, string | number>;
 
+/**
+ * Words a handler gives a page (a title, a notice, a link's text): a message of the catalogue by key, translated when
+ * the page is rendered in its language, or a string that needs no translation (a name, words already translated).
+ */
+export type Text = string | { key: string; params?: Params };
+
 /** `t(key, params)` as the templates call it, with the locale's number and date formats. */
 export interface Translate {
   (key: string, params?: Params): string;
@@ -21,6 +27,10 @@ export interface Translate {
   number(n: number): string;
   /** A moment as the pages show it: the date and time in UTC, saying so. */
   date(iso: string | Date): string;
+  /** A language's name in this locale (ISO 639 code), or `fallback` (its English name) where `Intl` has none. */
+  languageName(code: string, fallback: string): string;
+  /** `Text` in this locale. */
+  text(text: Text): string;
 }
 
 export const SOURCE_LOCALE = 'en';
@@ -53,6 +63,7 @@ function makeTranslator(locale: string): Translate {
   let plurals: Intl.PluralRules | undefined;
   let numbers: Intl.NumberFormat | undefined;
   let dates: Intl.DateTimeFormat | undefined;
+  let languages: Intl.DisplayNames | undefined;
   const number = (n: number) => (numbers ??= new Intl.NumberFormat(locale)).format(n);
   const t = ((key: string, params?: Params): string => {
     const message = own[key] ?? source[key] ?? key;
@@ -78,6 +89,19 @@ function makeTranslator(locale: string): Translate {
         return `${dates.format(typeof iso === 'string' ? new Date(iso) : iso)} UTC`;
       },
     },
+    languageName: {
+      value: (code: string, fallback: string) => {
+        if (locale === SOURCE_LOCALE) return fallback;
+        try {
+          languages ??= new Intl.DisplayNames([locale], { type: 'language', fallback: 'none' });
+          const name = languages.of(code);
+          return name ? name.charAt(0).toLocaleUpperCase(locale) + name.slice(1) : fallback;
+        } catch {
+          return fallback;
+        }
+      },
+    },
+    text: { value: (text: Text) => (typeof text === 'string' ? text : t(text.key, text.params)) },
   });
   return t;
 }

@@ -76,8 +76,11 @@ export interface AccountView {
   /** The ActivityPub actor id. */
   uri: string;
   avatar: string;
-  /** The account's own description of its avatar and header, or a plain statement of whose they are. */
+  /** The account's own description of its avatar and header, or a plain statement of whose they are (in English, for `<meta>`). */
   avatarAlt: string;
+  /** The account's own descriptions of its avatar and header; '' where it gave none (the page says whose they are). */
+  avatarDescription: string;
+  headerDescription: string;
   header: string | null;
   headerAlt: string;
   noteHtml: string;
@@ -226,6 +229,8 @@ export function accountView(ctx: RenderContext, a: AccountEntity): AccountView {
     uri: a.uri,
     avatar: a.avatar,
     avatarAlt: a.avatar_description?.trim() || `Avatar of ${displayName}`,
+    avatarDescription: a.avatar_description?.trim() ?? '',
+    headerDescription: a.header_description?.trim() ?? '',
     header: missingHeader ? null : a.header,
     headerAlt: a.header_description?.trim() || `Header image of ${displayName}`,
     noteHtml: a.note,

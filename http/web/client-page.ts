@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { isId } from '../params.ts';
 import type { PageParams } from '../../storage/paging.ts';
 import { renderView } from './views.ts';
-import { chromeOf } from './page.ts';
+import { chromeOf, withErrorSaid } from './page.ts';
 import { translateOffer } from './client-translation.ts';
 import type { Text } from './i18n.ts';
 
@@ -29,7 +29,7 @@ export async function sendClientPage(
   const canTranslate = me ? await translateOffer(ctx, me.account.id) : null;
   const client: ClientForms = { csrf: chrome.csrfToken, returnTo: returnTo.replace(/#.*$/, ''), ...(canTranslate ? { canTranslate } : {}) };
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Accept, Cookie')
-    .send(renderView(view, { ...data, chrome, client }));
+    .send(renderView(view, { ...withErrorSaid(data, chrome.lang), chrome, client }));
 }
 
 /** `max_id` / `min_id` of the query, when they are ids; a page one longer than shown, to know whether there is more. */

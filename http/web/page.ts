@@ -4,6 +4,7 @@ import type { AppContext } from '../../context.ts';
 import { renderView, type PageChrome } from './views.ts';
 import type { SignedIn } from './session.ts';
 import { pageLocale, translator, type Text, type Translate } from './i18n.ts';
+import { serviceMessage } from './service-errors.ts';
 
 /**
  * Route options for the pages an OAuth sign-in passes through (sign-in, its second step, authorize): without
@@ -44,13 +45,21 @@ export async function translatorOf(ctx: AppContext, request: FastifyRequest): Pr
   return translator(pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages));
 }
 
+/**
+ * A page's `error`, when it is a service's refusal in the services' words ("The current password is wrong."), in the
+ * page's language (http/web/service-errors.ts); words the page itself chose pass as they are.
+ */
+export function withErrorSaid(data: Record<string, unknown>, lang: string): Record<string, unknown> {
+  return typeof data.error === 'string' && data.error ? { ...data, error: serviceMessage(translator(lang), data.error) } : data;
+}
+
 /** Renders a form page (sign-in, sign-up, settings): private, uncached. */
 export async function sendFormPage(
   ctx: AppContext, request: FastifyRequest, reply: FastifyReply,
   view: string, title: Text, data: Record<string, unknown> = {}, status = 200,
 ) {
   const chrome = await chromeOf(ctx, request, reply, title);
-  return privatePage(reply, status).send(renderView(view, { ...data, chrome }));
+  return privatePage(reply, status).send(renderView(view, { ...withErrorSaid(data, chrome.lang), chrome }));
 }
 
 /** A short page with a heading and a message (after sign-up, a sent mail, a used link), in the page's language. */

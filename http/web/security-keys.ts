@@ -8,9 +8,10 @@ import { findUserById } from '../../storage/users.ts';
 import { deleteWebauthnCredential, userWebauthnCredentials } from '../../storage/webauthn-credentials.ts';
 import { isId } from '../../storage/ids.ts';
 import type { SignedIn } from './session.ts';
-import { sendFormPage, signedInOrRedirect } from './page.ts';
+import { sendFormPage, signedInOrRedirect, translatorOf } from './page.ts';
 
-const NOTICES: Record<string, string> = { key_added: 'The security key is added.', key_removed: 'The key is removed.', passkey_added: 'The passkey is added. You can sign in with it.' };
+// Notices after a redirect, by key: their message keys (the page's template says them).
+const NOTICES: Record<string, string> = { key_added: 'keys.notice_key_added', key_removed: 'keys.notice_removed', passkey_added: 'keys.notice_passkey_added' };
 
 /**
  * A person's passkeys (which sign in alone) and security keys (a second factor), WebAuthn both: named, with their last
@@ -22,7 +23,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
   async function keysPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
     const all = await userWebauthnCredentials(ctx.db, user.id);
-    return sendFormPage(ctx, request, reply, 'settings/security_keys', 'Passkeys and security keys', {
+    return sendFormPage(ctx, request, reply, 'settings/security_keys', { key: 'keys.title' }, {
       twoFactorOn: user.otp_enabled_at !== null, keys: all.filter((k) => !k.passkey), passkeys: all.filter((k) => k.passkey),
       passwordless: ctx.config.omniauthOnly ? '' : 'yes', notice: extra.notice ?? '', error: extra.error ?? '',
     }, status);
@@ -30,7 +31,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
 
   app.get('/settings/security_keys', { schema: { querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) }) } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && keysPage(request, reply, me, { notice: (request.query.notice && NOTICES[request.query.notice]) || '' });
+    return me && keysPage(request, reply, me, { notice: (request.query.notice && Object.hasOwn(NOTICES, request.query.notice) ? NOTICES[request.query.notice] : '') || '' });
   });
 
   app.post('/settings/security_keys/options', async (request, reply) => {
@@ -47,7 +48,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
     const json = request.headers['content-type']?.startsWith('application/json');
-    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a security key needs JavaScript in this browser.' }, 422);
+    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.needs_js_key') }, 422);
     const error = await addSecurityKey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
     return error ? reply.code(422).send({ error }) : { ok: true };
   });
@@ -65,7 +66,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
     const json = request.headers['content-type']?.startsWith('application/json');
-    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a passkey needs JavaScript in this browser.' }, 422);
+    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.needs_js_passkey') }, 422);
     if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
     const error = await addPasskey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
     return error ? reply.code(422).send({ error }) : { ok: true };
@@ -79,7 +80,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) return keysPage(request, reply, me, { error: wrongPassword }, 422);
     if (!isId(request.params.id) || !(await deleteWebauthnCredential(ctx.db, me.user.id, request.params.id))) {
-      return keysPage(request, reply, me, { error: 'No such key.' }, 404);
+      return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.no_such') }, 404);
     }
     return reply.redirect('/settings/security_keys?notice=key_removed', 303);
   });

@@ -9,6 +9,7 @@ import { deleteWebauthnCredential, userWebauthnCredentials } from '../../storage
 import { isId } from '../../storage/ids.ts';
 import type { SignedIn } from './session.ts';
 import { sendFormPage, signedInOrRedirect, translatorOf } from './page.ts';
+import { serviceMessage } from './service-errors.ts';
 
 // Notices after a redirect, by key: their message keys (the page's template says them).
 const NOTICES: Record<string, string> = { key_added: 'keys.notice_key_added', key_removed: 'keys.notice_removed', passkey_added: 'keys.notice_passkey_added' };
@@ -36,8 +37,9 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
 
   app.post('/settings/security_keys/options', async (request, reply) => {
     const me = await request.signedIn();
-    if (!me) return reply.code(401).send({ error: 'Sign in again.' });
-    if (!me.user.otp_enabled_at) return reply.code(422).send({ error: 'Turn on two-factor authentication with an app first.' });
+    const t = await translatorOf(ctx, request);
+    if (!me) return reply.code(401).send({ error: t('keys.sign_in_again') });
+    if (!me.user.otp_enabled_at) return reply.code(422).send({ error: t('error.key_needs_two_factor') });
     return registrationOptions(ctx, me.user, me.account.username);
   });
 
@@ -50,13 +52,14 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const json = request.headers['content-type']?.startsWith('application/json');
     if (!json || !request.body.credential) return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.needs_js_key') }, 422);
     const error = await addSecurityKey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
-    return error ? reply.code(422).send({ error }) : { ok: true };
+    return error ? reply.code(422).send({ error: serviceMessage(await translatorOf(ctx, request), error) }) : { ok: true };
   });
 
   app.post('/settings/passkeys/options', async (request, reply) => {
     const me = await request.signedIn();
-    if (!me) return reply.code(401).send({ error: 'Sign in again.' });
-    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
+    const t = await translatorOf(ctx, request);
+    if (!me) return reply.code(401).send({ error: t('keys.sign_in_again') });
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: t('error.sso_only') });
     return passkeyRegistrationOptions(ctx, me.user, me.account.username);
   });
 
@@ -67,9 +70,10 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     if (!me) return;
     const json = request.headers['content-type']?.startsWith('application/json');
     if (!json || !request.body.credential) return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.needs_js_passkey') }, 422);
-    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
+    const t = await translatorOf(ctx, request);
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: t('error.sso_only') });
     const error = await addPasskey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
-    return error ? reply.code(422).send({ error }) : { ok: true };
+    return error ? reply.code(422).send({ error: serviceMessage(t, error) }) : { ok: true };
   });
 
   app.post('/settings/security_keys/:id/delete', {

@@ -7,7 +7,7 @@ import type { Transporter } from 'nodemailer';
 import { contextSlot, type AppContext } from '../context.ts';
 import type { Config, SmtpSettings } from '../config.ts';
 import { findUserByAccountId, findUserById, setMailToken, type UserRow } from '../storage/users.ts';
-import { findAppeal, findStrike, type StrikeAction } from '../storage/strikes.ts';
+import { findAppeal, findStrike } from '../storage/strikes.ts';
 import { APPEAL_WINDOW_DAYS } from '../services/strikes.ts';
 import { findAccountById, type AccountRow } from '../storage/accounts.ts';
 import { findReport } from '../storage/reports.ts';
@@ -18,7 +18,8 @@ import { findNotification } from '../storage/notifications.ts';
 import { findStatus } from '../storage/statuses.ts';
 import { digestSummary, mailableUser } from '../storage/notification-emails.ts';
 import { emailChoices, unsubscribeToken, type UnsubscribeKind } from '../services/notification-emails.ts';
-import { plainText, TITLES, truncate } from '../services/web-push.ts';
+import { plainText, truncate } from '../services/web-push.ts';
+import { loadCatalogueFolder, SOURCE_LOCALE, type Translate } from '../services/i18n.ts';
 
 // The sendMail job: reads what a mail is about as it is now, renders it (plain text and HTML, from the Eta templates
 // in mail-templates/), and hands it to the SMTP server. Failures throw for BullMQ to retry (jobs/queues.ts,
@@ -55,6 +56,18 @@ export interface Message {
 export type MailOutcome = 'sent' | 'off' | 'skipped';
 
 const TEMPLATES = fileURLToPath(new URL('./mail-templates', import.meta.url));
+
+/**
+ * The mails' words (mail-templates/locales/, as the pages' own catalogues): a mail speaks its recipient's interface
+ * language (Settings, Appearance, or the language the sign-up page spoke) where there is a catalogue for it, else the
+ * server's first language, else English. Read at the first mail.
+ */
+let mailCatalogues: ReturnType<typeof loadCatalogueFolder> | undefined;
+function mailTranslator(config: Pick<Config, 'instanceLanguages'>, locale: string | null | undefined): Translate {
+  mailCatalogues ??= loadCatalogueFolder(new URL('./mail-templates/locales/', import.meta.url));
+  const c = mailCatalogues;
+  return c.translator(c.matchLocale(locale) ?? c.matchLocale(config.instanceLanguages[0]) ?? SOURCE_LOCALE);
+}
 
 // Eta and nodemailer are loaded at the first mail, not when the worker starts (most processes never send one).
 let engines: Promise<{ html: Eta; text: Eta }> | undefined;
@@ -172,10 +185,10 @@ function newToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
-function duration(seconds: number): string {
-  if (seconds % 86_400 === 0) return seconds === 86_400 ? 'one day' : `${seconds / 86_400} days`;
-  if (seconds % 3600 === 0) return seconds === 3600 ? 'one hour' : `${seconds / 3600} hours`;
-  return `${Math.round(seconds / 60)} minutes`;
+function duration(t: Translate, seconds: number): string {
+  if (seconds % 86_400 === 0) return t('duration.days', { count: seconds / 86_400 });
+  if (seconds % 3600 === 0) return t('duration.hours', { count: seconds / 3600 });
+  return t('duration.minutes', { count: Math.round(seconds / 60) });
 }
 
 /** An operator who still handles sign-ups and reports (as storage/users.ts operatorEmails chooses them). */
@@ -210,13 +223,14 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       const token = newToken();
       await setMailToken(ctx.db, user.id, 'confirmation', hashSecret(token), user.unconfirmed_email ?? user.email);
       const reconfirming = user.confirmed_at !== null;
-      return render(ctx, 'confirmation', user.unconfirmed_email ?? user.email,
-        reconfirming ? `Confirm your new e-mail address on ${instance}` : `Confirm your e-mail address for ${instance}`, {
+      const t = mailTranslator(config, user.locale);
+      return render(ctx, t, 'confirmation', user.unconfirmed_email ?? user.email,
+        t(reconfirming ? 'subject.reconfirmation' : 'subject.confirmation', { instance }), {
           username: account.username,
           email: user.unconfirmed_email ?? user.email,
           reconfirming,
           link: link(`/auth/confirmation?confirmation_token=${encodeURIComponent(token)}`),
-          validFor: duration(CONFIRMATION_TOKEN_TTL_SECONDS),
+          validFor: duration(t, CONFIRMATION_TOKEN_TTL_SECONDS),
         });
     }
     case 'reset_password': {
@@ -225,24 +239,29 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       const { user, account } = found;
       const token = newToken();
       await setMailToken(ctx.db, user.id, 'reset_password', hashSecret(token));
-      return render(ctx, 'reset_password', user.email, `Reset your password on ${instance}`, {
+      const t = mailTranslator(config, user.locale);
+      return render(ctx, t, 'reset_password', user.email, t('subject.reset_password', { instance }), {
         username: account.username,
         link: link(`/auth/password/edit?reset_password_token=${encodeURIComponent(token)}`),
-        validFor: duration(RESET_PASSWORD_TOKEN_TTL_SECONDS),
+        validFor: duration(t, RESET_PASSWORD_TOKEN_TTL_SECONDS),
       });
     }
     case 'approved': {
       const found = await userAndAccount(mail.userId);
       if (!found || !found.user.approved) return null;
-      return render(ctx, 'approved', found.user.email, `Your account on ${instance} has been approved`, {
+      const t = mailTranslator(config, found.user.locale);
+      return render(ctx, t, 'approved', found.user.email, t('subject.approved', { instance }), {
         username: found.account.username,
         link: link('/auth/sign_in'),
       });
     }
-    case 'rejected':
-      return render(ctx, 'rejected', mail.email, `Your sign-up on ${instance} was not approved`, {
+    case 'rejected': {
+      // The user row is gone: the language it had travels with the mail.
+      const t = mailTranslator(config, mail.locale);
+      return render(ctx, t, 'rejected', mail.email, t('subject.rejected', { instance }), {
         username: mail.username,
       });
+    }
     case 'new_sign_up': {
       const operator = await findUserById(ctx.db, mail.operatorId);
       if (!stillOperator(operator)) return null;
@@ -250,8 +269,9 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       if (!found) return null;
       const { user, account } = found;
       const pending = !user.approved;
-      return render(ctx, 'new_sign_up', operator.email,
-        pending ? `New account up for review on ${instance} (${account.username})` : `New sign-up on ${instance} (${account.username})`, {
+      const t = mailTranslator(config, operator.locale);
+      return render(ctx, t, 'new_sign_up', operator.email,
+        t(pending ? 'subject.new_sign_up_pending' : 'subject.new_sign_up', { instance, username: account.username }), {
           username: account.username,
           email: user.email,
           reason: user.reason ?? '',
@@ -267,7 +287,8 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       if (!report) return null;
       const [reporter, target] = await Promise.all([findAccountById(ctx.db, report.account_id), findAccountById(ctx.db, report.target_account_id)]);
       if (!reporter || !target) return null;
-      return render(ctx, 'new_report', operator.email, `New report for ${instance} (#${report.id})`, {
+      const t = mailTranslator(config, operator.locale);
+      return render(ctx, t, 'new_report', operator.email, t('subject.new_report', { instance, id: report.id }), {
         id: report.id,
         reporter: acctOf(reporter),
         remoteReporter: reporter.domain,
@@ -285,7 +306,8 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       const to = mail.oldEmail ?? user.email;
       // Without the old address, one already replaced by the new one has no one to warn.
       if (to.toLowerCase() === mail.newEmail.toLowerCase()) return null;
-      return render(ctx, 'email_changed', to, `E-mail address change asked for on ${instance}`, {
+      const t = mailTranslator(config, user.locale);
+      return render(ctx, t, 'email_changed', to, t('subject.email_changed', { instance }), {
         username: account.username,
         newEmail: mail.newEmail,
         link: link('/auth/sign_in'),
@@ -299,10 +321,11 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       const strike = await findStrike(ctx.db, mail.strikeId);
       const found = strike ? await accountAndUser(strike.target_account_id) : null;
       if (!strike || !found) return null;
-      return render(ctx, 'warning', found.user.email, STRIKE_SUBJECT[strike.action](instance), {
+      const t = mailTranslator(config, found.user.locale);
+      return render(ctx, t, 'warning', found.user.email, t(`subject.strike.${strike.action}`, { instance }), {
         username: found.account.username,
         action: strike.action,
-        done: STRIKE_DONE[strike.action],
+        done: t(`strike.done.${strike.action}`),
         text: strike.text,
         statusCount: strike.status_ids.length,
         link: link(`/disputes/strikes/${strike.id}`),
@@ -315,23 +338,22 @@ export async function buildMessage(ctx: AppContext, mail: Mail): Promise<Message
       const strike = appeal ? await findStrike(ctx.db, appeal.account_warning_id) : null;
       const found = appeal ? await accountAndUser(appeal.account_id) : null;
       if (!appeal || !strike || !found) return null;
-      const approved = mail.type === 'appeal_approved';
-      return render(ctx, mail.type, found.user.email, approved ? `Your appeal on ${instance} has been approved` : `Your appeal on ${instance} has been rejected`, {
+      const t = mailTranslator(config, found.user.locale);
+      return render(ctx, t, mail.type, found.user.email, t(`subject.${mail.type}`, { instance }), {
         username: found.account.username,
         struckAt: strike.created_at.toISOString().slice(0, 10),
-        done: STRIKE_DONE[strike.action],
+        done: t(`strike.done.${strike.action}`),
         link: link(`/disputes/strikes/${strike.id}`),
       });
     }
   }
 }
 
-/** Notification types as a digest counts them. */
-const DIGEST_LABELS: Record<string, [string, string]> = {
-  mention: ['mention', 'mentions'], reblog: ['boost', 'boosts'], favourite: ['favourite', 'favourites'], follow: ['new follower', 'new followers'],
-  follow_request: ['follow request', 'follow requests'], poll: ['poll ended', 'polls ended'], status: ['new post', 'new posts'],
-  update: ['edited post', 'edited posts'], quote: ['quote', 'quotes'],
-};
+/** Notification types a digest counts by name (`digest.<type>`); others are counted together (`digest.other`). */
+const DIGEST_TYPES = new Set(['mention', 'reblog', 'favourite', 'follow', 'follow_request', 'poll', 'status', 'update', 'quote']);
+
+/** A notification's title in the mail's language, naming who did it (`title.<type>`, as Web Push words them). */
+const titleOf = (t: Translate, type: string, name: string) => (t.has(`title.${type}`) ? t(`title.${type}`, { name }) : null);
 const DIGEST_LATEST = 5;
 const DIGEST_COUNT_CAP = 10_000;
 
@@ -356,21 +378,22 @@ async function notificationMessage(ctx: AppContext, mail: Extract<Mail, { type: 
   ]);
   if (!recipient || !from || (n.status_id && !status)) return null;
   const name = from.display_name?.trim() || from.username;
-  const subject = mail.kind === 'direct' ? `New direct message from ${name}` : TITLES[n.type](name);
+  const t = mailTranslator(ctx.config, user.locale);
+  const subject = mail.kind === 'direct' ? t('subject.direct', { name }) : (titleOf(t, n.type, name) ?? name);
   const statusAuthor = status ? (status.account_id === from.id ? from : await findAccountById(ctx.db, status.account_id)) : null;
   const link = status && statusAuthor
     ? `${ctx.config.publicUrl}/@${acctOf(statusAuthor)}/${status.id}`
     : `${ctx.config.publicUrl}/@${acctOf(from)}`;
   const { url, headers } = unsubscribing(ctx, user.id, mail.kind);
-  const message = await render(ctx, 'notification', user.email, subject, {
+  const message = await render(ctx, t, 'notification', user.email, subject, {
     username: recipient.username,
     summary: subject,
     from: `${name} (@${acctOf(from)})`,
     excerpt: status ? truncate(plainText(status.spoiler_text || status.content), 500) : '',
     link,
-    linkLabel: status ? 'View the post' : 'View the profile',
+    linkLabel: t(status ? 'notification.view_post' : 'notification.view_profile'),
     unsubscribe: url,
-    kindLabel: { mention: 'mentions', direct: 'direct messages', follow: 'new followers', follow_request: 'follow requests', favourite: 'favourites', reblog: 'boosts' }[mail.kind],
+    kindLabel: t(`kind.${mail.kind}`),
     settings: `${ctx.config.publicUrl}/settings/preferences/notifications`,
   });
   return { ...message, headers };
@@ -384,49 +407,29 @@ async function digestMessage(ctx: AppContext, mail: Extract<Mail, { type: 'notif
   const summary = await digestSummary(ctx.db, user.account_id, mail.afterId, mail.upToId, DIGEST_LATEST, DIGEST_COUNT_CAP);
   const total = Object.values(summary.counts).reduce((a, b) => a + b, 0);
   if (total === 0) return null;
+  const t = mailTranslator(ctx.config, user.locale);
   const counts = Object.entries(summary.counts).sort((a, b) => b[1] - a[1])
-    .map(([type, count]) => { const [one, many] = DIGEST_LABELS[type] ?? ['other notification', 'other notifications']; return `${count} ${count === 1 ? one : many}`; });
+    .map(([type, count]) => t(DIGEST_TYPES.has(type) ? `digest.${type}` : 'digest.other', { count }));
   const latest: string[] = [];
   for (const n of summary.latest) {
     const from = await findAccountById(ctx.db, n.from_account_id);
-    const title = TITLES[n.type as keyof typeof TITLES];
-    if (from && title) latest.push(title(`${from.display_name?.trim() || from.username} (@${acctOf(from)})`));
+    const title = from ? titleOf(t, n.type, `${from.display_name?.trim() || from.username} (@${acctOf(from)})`) : null;
+    if (title) latest.push(title);
   }
   const { url, headers } = unsubscribing(ctx, user.id, 'digest');
-  const message = await render(ctx, 'notification_digest', user.email,
-    `${total === 1 ? '1 new notification' : `${total} new notifications`} since your last visit to ${ctx.config.instanceTitle}`, {
+  const message = await render(ctx, t, 'notification_digest', user.email,
+    t('subject.digest', { count: total, instance: ctx.config.instanceTitle }), {
       username: recipient.username, counts, latest, link: `${ctx.config.publicUrl}/notifications`, unsubscribe: url,
       settings: `${ctx.config.publicUrl}/settings/preferences/notifications`,
     });
   return { ...message, headers };
 }
 
-/** Mail subjects by strike action (as Mastodon's UserMailer#warning words them). */
-const STRIKE_SUBJECT: Record<StrikeAction, (instance: string) => string> = {
-  none: (i) => `You have received a warning from ${i}`,
-  disable: (i) => `Your account on ${i} has been frozen`,
-  mark_statuses_as_sensitive: (i) => `Your posts on ${i} have been marked as sensitive`,
-  delete_statuses: (i) => `Your posts on ${i} have been removed`,
-  sensitive: (i) => `Your posts on ${i} will be marked as sensitive from now on`,
-  silence: (i) => `Your account on ${i} has been limited`,
-  suspend: (i) => `Your account on ${i} has been suspended`,
-};
-
-/** What was done, in one sentence, for the strike mails. */
-const STRIKE_DONE: Record<StrikeAction, string> = {
-  none: 'The moderators have sent you a warning.',
-  disable: 'You can no longer use your account, but your profile and other data remain intact.',
-  mark_statuses_as_sensitive: 'Some of your posts have been marked as sensitive by the moderators.',
-  delete_statuses: 'Some of your posts have been removed by the moderators.',
-  sensitive: 'From now on, all the media you post will be marked as sensitive and hidden behind a click-through warning.',
-  silence: 'Your account is limited: only people who already follow you see your posts here, and you may be left out of public listings.',
-  suspend: 'Your account is suspended: it can no longer be used, and your profile and posts are hidden.',
-};
-
-async function render(ctx: AppContext, name: Mail['type'], to: string, subject: string, data: Record<string, unknown>): Promise<Message> {
+async function render(ctx: AppContext, t: Translate, name: Mail['type'], to: string, subject: string, data: Record<string, unknown>): Promise<Message> {
   const { html, text } = await templates();
   const it = {
     ...data,
+    t,
     subject,
     instance: ctx.config.instanceTitle,
     home: ctx.config.publicUrl,

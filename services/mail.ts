@@ -18,8 +18,11 @@ export type Mail =
   | { type: 'reset_password'; userId: string }
   /** An operator approved the sign-up: a link to sign in. */
   | { type: 'approved'; userId: string }
-  /** An operator rejected the sign-up; the user row is gone by then, so the address and name travel with the mail. */
-  | { type: 'rejected'; email: string; username: string }
+  /**
+   * An operator rejected the sign-up; the user row is gone by then, so the address, name and interface language
+   * travel with the mail (rows queued before the language did are mailed in the server's language).
+   */
+  | { type: 'rejected'; email: string; username: string; locale?: string | null }
   /** To one operator: someone signed up (and whether they wait for approval). */
   | { type: 'new_sign_up'; userId: string; operatorId: string }
   /** To one operator: a report was filed. */

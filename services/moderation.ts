@@ -145,12 +145,12 @@ export async function approveAccount(deps: ModerationDeps, target: AccountRow, b
 /** A rejected sign-up is removed with everything of it (its name is free again). */
 export async function rejectAccount(deps: ModerationDeps, target: AccountRow, by?: Actor): Promise<void> {
   const user = await pendingUser(deps, target);
-  // The user row goes with the account, so the mail carries the address and name it needs.
+  // The user row goes with the account, so the mail carries the address, name and language it needs.
   const row = await transaction(deps.db, async (tx) => {
     await moderation.deletePendingAccount(tx, target.id);
     // The account is gone: the entry keeps its name only.
     await logAction(tx, by, 'reject', { ...accountTarget(target), id: null });
-    return queueMail(tx, { type: 'rejected', email: user.email, username: target.username });
+    return queueMail(tx, { type: 'rejected', email: user.email, username: target.username, locale: user.locale });
   });
   await enqueue(deps, [row]);
   await deps.invalidate({ userId: user.id });

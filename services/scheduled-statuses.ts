@@ -3,10 +3,10 @@ import { transaction } from '../storage/db.ts';
 import * as scheduled from '../storage/scheduled-statuses.ts';
 import { findStatus, type Visibility } from '../storage/statuses.ts';
 import { findUserByAccountId } from '../storage/users.ts';
-import { mediaProblem } from '../storage/media.ts';
 import { notFound, unprocessable } from '../errors.ts';
 import { canSee } from './visibility.ts';
 import { checkContent, type PostParams, type StatusDeps } from './statuses.ts';
+import { checkAttachable } from './attachments.ts';
 
 // Scheduled posts (Mastodon's ScheduledStatus), applied by the author's actor (actors/account.ts). The row in
 // PostgreSQL is the truth; a BullMQ delayed job publishes it at its time through the author's actor (`postStatus`
@@ -65,10 +65,7 @@ export async function scheduleStatus(deps: StatusDeps, accountId: string, p: Pos
   const mediaIds = [...new Set(p.mediaIds)];
   // The checks of posting, the poll's included (it is made when the post is, and lasts from then).
   checkContent(config, p, mediaIds);
-  if (mediaIds.length > 0) {
-    const problem = await mediaProblem(db, accountId, mediaIds);
-    if (problem) throw unprocessable(problem);
-  }
+  await checkAttachable(db, accountId, mediaIds);
   if (p.inReplyToId) {
     const parent = await findStatus(db, p.inReplyToId);
     if (!parent || parent.reblog_of_id || !(await canSee(db, accountId, parent))) throw notFound();

@@ -18,7 +18,7 @@ import { ApiError, notFound, unprocessable, UnexpectedMentions } from '../errors
 import { canSee } from './visibility.ts';
 import { queueDelivery } from './deliveries.ts';
 import { claimScheduledStatus } from '../storage/scheduled-statuses.ts';
-import { attachMedia, insertRemoteMedia, mediaOfStatuses, mediaProblem, reattachMedia, updateMediaDetails, type RemoteMedia } from '../storage/media.ts';
+import { attachMedia, insertRemoteMedia, mediaOfStatuses, reattachMedia, updateMediaDetails, type RemoteMedia } from '../storage/media.ts';
 import { createLocalPoll, validatePoll, type PollParams } from './polls.ts';
 import * as polls from '../storage/polls.ts';
 import { hasEdits, insertStatusEdit } from '../storage/status-edits.ts';
@@ -27,6 +27,7 @@ import type { StatusLoader } from './hydrate.ts';
 import { firstCardLink, ownHosts, storedCardWillDo } from './preview-cards.ts';
 import { findCardByUrl, type PreviewCardRow } from '../storage/preview-cards.ts';
 import { effectiveQuotePolicy, quotableStatus } from './quotes.ts';
+import { checkAttachable } from './attachments.ts';
 import * as quotes from '../storage/quotes.ts';
 
 export interface StatusDeps {
@@ -161,10 +162,7 @@ async function preparePost(deps: StatusDeps, accountId: string, p: PostParams): 
   }
   const mediaIds = [...new Set(p.mediaIds)];
   checkContent(config, p, mediaIds);
-  if (mediaIds.length > 0) {
-    const problem = await mediaProblem(db, accountId, mediaIds, p.scheduledStatusId ?? null);
-    if (problem) throw unprocessable(problem);
-  }
+  await checkAttachable(db, accountId, mediaIds, { scheduledId: p.scheduledStatusId ?? null });
   let parent: statuses.StatusRow | null = null;
   if (p.inReplyToId) {
     parent = await statuses.findStatus(db, p.inReplyToId);
@@ -617,6 +615,7 @@ export async function editStatus(deps: StatusDeps, accountId: string, statusId: 
   if (!status || status.account_id !== accountId || status.reblog_of_id) throw notFound();
   const mediaIds = [...new Set(p.mediaIds)];
   checkContent(config, p, mediaIds);
+  await checkAttachable(db, accountId, mediaIds, { statusId: status.id });
   const { accounts: mentioned, map, tags } = await resolveMentions(db, config, p.text, accountId, deps.resolveRemote);
   const content = renderStatusText(p.text, { publicUrl: config.publicUrl, localDomain: config.localDomain, mentions: map });
   const outbox = await transaction(db, async (tx) => {

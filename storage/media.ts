@@ -97,21 +97,12 @@ export async function attachMedia(db: Queryable, statusId: string, accountId: st
   return rowCount ?? 0;
 }
 
-/** Why these media ids cannot be attached by this account, or null when all can. */
-export async function mediaProblem(db: Queryable, accountId: string, ids: string[], scheduledId: string | null = null): Promise<string | null> {
-  const { rows } = await db.query<{ id: string; account_id: string; status_id: string | null; state: MediaState; scheduled_status_id: string | null }>(
-    `SELECT id, account_id, status_id, state, scheduled_status_id FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids],
+/** What deciding whether files may be attached needs to know of them (services/attachments.ts), by id. */
+export async function attachmentCandidates(db: Queryable, ids: readonly string[]): Promise<Map<string, Pick<MediaRow, 'id' | 'account_id' | 'status_id' | 'state' | 'type'> & { scheduled_status_id: string | null }>> {
+  const { rows } = await db.query<Pick<MediaRow, 'id' | 'account_id' | 'status_id' | 'state' | 'type'> & { scheduled_status_id: string | null }>(
+    `SELECT id, account_id, status_id, state, type, scheduled_status_id FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids],
   );
-  const byId = new Map(rows.map((r) => [r.id, r]));
-  for (const id of ids) {
-    const m = byId.get(id);
-    if (!m || m.account_id !== accountId) return 'Validation failed: media_ids names media that does not exist';
-    if (m.status_id !== null) return 'Validation failed: media_ids names media already attached to a status';
-    if (m.scheduled_status_id !== null && m.scheduled_status_id !== scheduledId) return 'Validation failed: media_ids names media already attached to a scheduled status';
-    if (m.state === 'processing') return 'Cannot attach files that have not finished processing. Try again in a moment!';
-    if (m.state === 'failed') return 'Validation failed: media_ids names media that could not be processed';
-  }
-  return null;
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** The media of statuses, in the order their posters gave. */

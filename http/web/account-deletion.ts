@@ -11,7 +11,7 @@ export default async function accountDeletionPageRoutes(fastify: FastifyInstance
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
 
   const page = (request: FastifyRequest, reply: FastifyReply, me: SignedIn, error = '', status = 200) =>
-    sendFormPage(ctx, request, reply, 'settings/delete', 'Delete account', {
+    sendFormPage(ctx, request, reply, 'settings/delete', { key: 'settings.delete' }, {
       username: me.account.username, twoFactor: me.user.otp_enabled_at !== null, notice: '', error,
     }, status);
 

@@ -16,6 +16,7 @@ import { accountView, truncate, type AccountView, type EntryView } from './page-
 import { renderRss } from './feeds.ts';
 import { loadEntries, mergeVersions, servePage, wantsActivityJson, type PageResult, type PublicPageOptions, type Versions } from './page-serving.ts';
 import { VERSION } from '../serializers/instance.ts';
+import { translator, type Translate } from './i18n.ts';
 
 /** Posts per page, as the API's default. */
 const PAGE_SIZE = 20;
@@ -25,10 +26,11 @@ const MAX_REPLIES = 300;
 const TTL_MS = 10 * 60_000;
 
 type Tab = 'posts' | 'with_replies' | 'media';
+// `label` and `heading`: message keys (the template says them in the page's language).
 const TABS: { tab: Tab; suffix: string; label: string; heading: string }[] = [
-  { tab: 'posts', suffix: '', label: 'Posts', heading: 'Posts' },
-  { tab: 'with_replies', suffix: '/with_replies', label: 'Posts and replies', heading: 'Posts and replies' },
-  { tab: 'media', suffix: '/media', label: 'Media', heading: 'Media' },
+  { tab: 'posts', suffix: '', label: 'profile.posts_heading', heading: 'profile.posts_heading' },
+  { tab: 'with_replies', suffix: '/with_replies', label: 'profile.with_replies', heading: 'profile.with_replies' },
+  { tab: 'media', suffix: '/media', label: 'profile.media', heading: 'profile.media' },
 ];
 
 const profilePath = (username: string) => `/@${encodeURIComponent(username)}`;
@@ -96,31 +98,31 @@ async function visibleReplies(ctx: AppContext, rootId: string, thread: Awaited<R
   return { order: threadReadingOrder(rootId, thread.descendants, loaded, MAX_REPLIES), loaded, versions };
 }
 
-function profileHead(ctx: AppContext, row: AccountRow, a: AccountView, canonical: string | undefined) {
+function profileHead(ctx: AppContext, t: Translate, row: AccountRow, a: AccountView, canonical: string | undefined) {
   const title = `${a.displayName} (@${a.handle})`;
-  const description = truncate(a.noteText || `Public posts from @${a.handle}`, 200);
+  const description = truncate(a.noteText || t('profile.public_posts_from', { handle: a.handle }), 200);
   return headTags({
     description,
     canonical,
     noindex: prefersNoindex(row),
     alternates: [
       { type: 'application/activity+json', href: a.uri },
-      { type: 'application/rss+xml', href: `${ctx.config.publicUrl}${profilePath(a.username)}.rss`, title: `Posts of ${title}` },
+      { type: 'application/rss+xml', href: `${ctx.config.publicUrl}${profilePath(a.username)}.rss`, title: t('profile.tabs_label', { name: title }) },
     ],
     og: [
       ['og:type', 'profile'], ['og:site_name', ctx.config.instanceTitle], ['og:title', title], ['og:description', description],
-      ['og:url', a.url], ['og:image', a.avatar], ['og:image:alt', a.avatarAlt], ['profile:username', a.handle],
+      ['og:url', a.url], ['og:image', a.avatar], ['og:image:alt', a.avatarDescription || t('profile.avatar_of', { name: a.displayName })], ['profile:username', a.handle],
     ],
     twitter: [['twitter:card', 'summary'], ['twitter:title', title], ['twitter:description', description], ['twitter:image', a.avatar]],
   });
 }
 
-function postHead(ctx: AppContext, row: AccountRow, e: EntryView) {
+function postHead(ctx: AppContext, t: Translate, row: AccountRow, e: EntryView) {
   const p = e.post;
   const a = p.author;
   const title = `${a.displayName} (@${a.handle})`;
-  const attachments = p.media.length > 0 ? ` [${p.media.length} attachment${p.media.length === 1 ? '' : 's'}]` : '';
-  const description = p.spoiler ? `Content warning: ${p.spoiler}` : truncate(p.text, 300) + attachments;
+  const attachments = p.media.length > 0 ? ` [${t('quote.attachments', { count: p.media.length })}]` : '';
+  const description = p.spoiler ? t('status.content_warning', { text: p.spoiler }) : truncate(p.text, 300) + attachments;
   // A picture is shown in previews only when it is neither sensitive nor behind a warning.
   const image = !p.sensitive && !p.spoiler ? p.media.find((m) => m.kind === 'image') : undefined;
   return headTags({
@@ -134,7 +136,7 @@ function postHead(ctx: AppContext, row: AccountRow, e: EntryView) {
     ],
     og: [
       ['og:type', 'article'], ['og:site_name', ctx.config.instanceTitle], ['og:title', title], ['og:description', description], ['og:url', p.url],
-      ['og:image', image ? (image.preview ?? image.url) : a.avatar], ['og:image:alt', image ? image.alt : a.avatarAlt],
+      ['og:image', image ? (image.preview ?? image.url) : a.avatar], ['og:image:alt', image ? (image.described ? image.alt : t('media.image_undescribed')) : (a.avatarDescription || t('profile.avatar_of', { name: a.displayName }))],
       ['article:published_time', p.created.iso], ...(p.edited ? [['article:modified_time', p.edited.iso] as [string, string]] : []),
     ],
     twitter: [
@@ -168,11 +170,12 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       const movedTo = rss ? null : movedTarget(row);
       if (movedTo) {
         const to = accountView(ctx.render, renderAccount(ctx.render, movedTo));
+        const t = translator(locale);
         const body = renderView('message', {
-          chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle}) has moved`, '', locale),
-          heading: `${account.displayName} has moved`, kind: 'notice',
-          message: `@${account.handle} has moved to @${to.handle} and is no longer in use.`,
-          link: { href: to.url, text: `Go to @${to.handle}` },
+          chrome: publicChrome(ctx.config, viewer, t('moved.title', { name: `${account.displayName} (@${account.handle})` }), '', locale),
+          heading: t('moved.title', { name: account.displayName }), kind: 'notice',
+          message: t('moved.message', { handle: account.handle, target: to.handle }),
+          link: { href: to.url, text: t('moved.link', { handle: to.handle }) },
         });
         return { body, cache: { used: found.versions, ttlMs: TTL_MS } };
       }
@@ -199,11 +202,11 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       const last = pageIds.at(-1);
       const body = renderView('public/profile', {
         chrome: publicChrome(ctx.config, viewer, `${account.displayName} (@${account.handle})`,
-          profileHead(ctx, row, account, tab === 'posts' && !maxId ? account.url : undefined), locale),
+          profileHead(ctx, translator(locale), row, account, tab === 'posts' && !maxId ? account.url : undefined), locale),
         account,
         rssUrl: `${base}.rss`,
         followPath: interactionPath(profilePath(row.username)),
-        tabs: TABS.map((t) => ({ label: t.label, href: `${profilePath(row.username)}${t.suffix}`, current: t.tab === tab })),
+        tabs: TABS.map((x) => ({ label: x.label, href: `${profilePath(row.username)}${x.suffix}`, current: x.tab === tab })),
         listHeading: TABS.find((t) => t.tab === tab)!.heading,
         pinned: shownPins,
         entries,
@@ -264,9 +267,9 @@ export default async function accountPageRoutes(app: FastifyInstance, opts: Publ
       const replies = await visibleReplies(ctx, status.id, thread, [row.id]);
       const descendants = replies.order.map((d) => replies.loaded.get(d)!);
       const p = entry.post;
+      const t = translator(locale);
       const body = renderView('public/post', {
-        chrome: publicChrome(ctx.config, viewer, `${p.author.displayName}: "${truncate(p.spoiler ? `Content warning: ${p.spoiler}` : p.text || 'Post', 60)}"`, postHead(ctx, row, entry), locale),
-        heading: `Post by ${p.author.displayName}`,
+        chrome: publicChrome(ctx.config, viewer, `${p.author.displayName}: "${truncate(p.spoiler ? t('status.content_warning', { text: p.spoiler }) : p.text || t('profile.post'), 60)}"`, postHead(ctx, t, row, entry), locale),
         ancestors: thread.ancestors.map((a) => byId.get(a)).filter((e) => e !== undefined),
         entry,
         descendants,

@@ -17,7 +17,8 @@ import { findUserById } from '../../storage/users.ts';
 import { hashSecret } from '../../storage/oauth.ts';
 import { endWebSession, startWebSession } from './session.ts';
 import { KEEPS_OPENER, letFormsRedirectAway, sendFormPage, sendMessagePage, translatorOf, type FieldErrors } from './page.ts';
-import { negotiate } from './i18n.ts';
+import { negotiate, type Translate } from './i18n.ts';
+import { serviceMessage } from './service-errors.ts';
 
 const SignInForm = Type.Object({
   email: Type.Optional(Type.String({ maxLength: 320 })),
@@ -67,26 +68,30 @@ export function safeReturnTo(value: string | undefined, base: string): string {
   }
 }
 
-/** How the sign-up page names its fields in a refusal, and refusals it words its own way. */
-const FIELD_NAMES: Record<string, string> = { agreement: 'The agreement', password_confirmation: 'The password typed again', reason: 'The reason' };
-const FIELD_MESSAGES: Record<string, string> = {
-  'password_confirmation:ERR_CONFIRMATION': 'The two passwords do not match.',
-  'reason:ERR_BLANK': 'Please tell the operators why you want to join.',
-};
+/**
+ * A refusal of a sign-up field in the page's words: the message key of `field` and the service's code (ERR_TAKEN is
+ * `sign_up.error.username.taken`), else the field's name and the service's description.
+ */
+function fieldError(t: Translate, field: string, e: { error: string; description: string }): string {
+  const key = `sign_up.error.${field}.${e.error.replace(/^ERR_/, '').toLowerCase()}`;
+  if (t.has(key)) return t(key, { n: /\d+/.exec(e.description)?.[0] ?? '' });
+  const name = t.has(`sign_up.field.${field}`) ? t(`sign_up.field.${field}`) : field[0]!.toUpperCase() + field.slice(1);
+  return `${name} ${e.description}.`;
+}
 
 /**
  * What a form that succeeded leads to (Post/Redirect/Get): a page by key, its words fixed here, so a reload asks
  * nothing again and the address carries no text to show.
  */
 const DONE_PAGES: Record<string, { title: string; message: string; link?: { href: string; text: string } }> = {
-  signed_up_confirm: { title: 'Almost there', message: 'We sent a link to your e-mail address: follow it to confirm your address.' },
-  signed_up_approval: { title: 'Almost there', message: 'The operators will review your request; you will get an e-mail once they have.' },
-  signed_up_both: { title: 'Almost there', message: 'We sent a link to your e-mail address: follow it to confirm your address. The operators will review your request; you will get an e-mail once they have.' },
-  confirmation_sent: { title: 'Check your mail', message: 'If an account waits for that address to be confirmed, a new link is on its way.' },
-  reset_sent: { title: 'Check your mail', message: 'If an account uses that address, you will get a link to choose a new password within a few minutes. It works for an hour.' },
-  reset_no_mail: { title: 'Check your mail', message: 'This server sends no e-mail. Ask its operators to reset your password.' },
-  password_changed: { title: 'Password changed', message: 'Your password is changed, and every browser and app was signed out. Sign in with the new password.', link: { href: '/auth/sign_in', text: 'Sign in' } },
-  account_deleted: { title: 'Your account is being deleted', message: 'You are signed out. Your account is suspended and its data is being removed; servers that know it are told it is gone.' },
+  signed_up_confirm: { title: 'done.almost', message: 'done.signed_up_confirm' },
+  signed_up_approval: { title: 'done.almost', message: 'done.signed_up_approval' },
+  signed_up_both: { title: 'done.almost', message: 'done.signed_up_both' },
+  confirmation_sent: { title: 'done.check_mail', message: 'done.confirmation_sent' },
+  reset_sent: { title: 'done.check_mail', message: 'done.reset_sent' },
+  reset_no_mail: { title: 'done.check_mail', message: 'done.reset_no_mail' },
+  password_changed: { title: 'done.password_changed_title', message: 'done.password_changed', link: { href: '/auth/sign_in', text: 'common.sign_in' } },
+  account_deleted: { title: 'done.account_deleted_title', message: 'done.account_deleted' },
 };
 
 /** Joining, confirming an address, signing in (with a second factor), signing out and resetting a password. */
@@ -123,7 +128,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   app.get<{ Params: { key: string } }>('/auth/done/:key', async (request, reply) => {
     const page = Object.hasOwn(DONE_PAGES, request.params.key) ? DONE_PAGES[request.params.key]! : null;
     if (!page) return reply.redirect('/');
-    return sendMessagePage(ctx, request, reply, page.title, page.message, page.link ? { link: page.link } : {});
+    return sendMessagePage(ctx, request, reply, { key: page.title }, { key: page.message }, page.link ? { link: { href: page.link.href, text: { key: page.link.text } } } : {});
   });
 
   app.get('/auth/sign_up', async (request, reply) => {
@@ -153,16 +158,15 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
         // Every refusal at once (the reason the operators need too), each by its field.
       }, { ip: request.ip, allErrors: true });
     } catch (err) {
+      const t = await translatorOf(ctx, request);
       if (err instanceof ValidationFailed) {
         const errors: FieldErrors = {};
-        for (const [field, list] of Object.entries(err.details)) {
-          errors[field] = list.map((e) => FIELD_MESSAGES[`${field}:${e.error}`] ?? `${FIELD_NAMES[field] ?? field[0]!.toUpperCase() + field.slice(1)} ${e.description}.`);
-        }
-        return signUpPage(request, reply, values, errors, 'Please correct the fields marked below.', 422);
+        for (const [field, list] of Object.entries(err.details)) errors[field] = list.map((e) => fieldError(t, field, e));
+        return signUpPage(request, reply, values, errors, t('sign_up.correct'), 422);
       }
       if (err instanceof ApiError && err.statusCode < 500) {
         const reasonMissing = /reason/.test(err.message);
-        return signUpPage(request, reply, values, reasonMissing ? { reason: ['Please tell the operators why you want to join.'] } : {}, reasonMissing ? 'Please correct the fields marked below.' : err.message, err.statusCode);
+        return signUpPage(request, reply, values, reasonMissing ? { reason: [t('sign_up.error.reason.blank')] } : {}, reasonMissing ? t('sign_up.correct') : err.message, err.statusCode);
       }
       throw err;
     }
@@ -180,8 +184,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     if (await request.signedIn()) return reply.redirect('/');
     const found = await lookUpInvite(ctx.db, request.params.code);
     if (!found || found.state !== 'valid' || ctx.config.omniauthOnly) {
-      const why = !found ? 'This invite link is not valid.' : found.state === 'expired' ? 'This invite link has expired.' : found.state === 'used_up' ? 'This invite link has been used up.' : 'Accounts here are made through single sign-on.';
-      return sendMessagePage(ctx, request, reply, 'Invite not valid', why, { status: found ? 410 : 404, kind: 'error' });
+      const why = !found ? 'invite.invalid' : found.state === 'expired' ? 'invite.expired' : found.state === 'used_up' ? 'invite.used_up' : 'invite.sso';
+      return sendMessagePage(ctx, request, reply, { key: 'invite.title' }, { key: why }, { status: found ? 410 : 404, kind: 'error' });
     }
     return signUpPage(request, reply, { invite_code: found.invite.code });
   });
@@ -191,21 +195,19 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const confirmed = request.query.confirmation_token ? await confirmAddress(ctx, request.query.confirmation_token) : null;
     if (confirmed && 'taken' in confirmed) {
-      return sendMessagePage(ctx, request, reply, 'Address taken', 'Another account took this address while it waited for confirmation. Choose another one in your settings.', { status: 409, kind: 'error' });
+      return sendMessagePage(ctx, request, reply, { key: 'confirmation.taken_title' }, { key: 'confirmation.taken' }, { status: 409, kind: 'error' });
     }
     if (!confirmed) {
-      return sendMessagePage(ctx, request, reply, 'Link not valid', 'This confirmation link is invalid, was already used or has expired.', { status: 404, kind: 'error', link: { href: '/auth/confirmation/new', text: 'Send a new link' } });
+      return sendMessagePage(ctx, request, reply, { key: 'confirmation.invalid_title' }, { key: 'confirmation.invalid' }, { status: 404, kind: 'error', link: { href: '/auth/confirmation/new', text: { key: 'confirmation.send' } } });
     }
     const user = confirmed.user;
     const fresh = await findUserById(ctx.db, user.id);
-    const message = fresh && !fresh.approved
-      ? 'Your e-mail address is confirmed. The operators still have to approve your account; you will get an e-mail once they have.'
-      : 'Your e-mail address is confirmed.';
-    return sendMessagePage(ctx, request, reply, 'Address confirmed', message, { link: { href: '/auth/sign_in', text: 'Sign in' } });
+    const message = fresh && !fresh.approved ? 'confirmation.done_waiting' : 'confirmation.done';
+    return sendMessagePage(ctx, request, reply, { key: 'confirmation.done_title' }, { key: message }, { link: { href: '/auth/sign_in', text: { key: 'common.sign_in' } } });
   });
 
   app.get('/auth/confirmation/new', async (request, reply) =>
-    sendFormPage(ctx, request, reply, 'auth/confirmation_new', 'Confirm your e-mail address'));
+    sendFormPage(ctx, request, reply, 'auth/confirmation_new', { key: 'confirmation.title' }));
 
   app.post('/auth/confirmation', {
     schema: { body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }) },
@@ -228,7 +230,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   app.post('/auth/sign_in', { ...KEEPS_OPENER, schema: { body: SignInForm }, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const { email = '', password = '' } = request.body;
     let returnTo = safeReturnTo(request.body.return_to, ctx.config.publicUrl);
-    if (ctx.config.omniauthOnly) return signInPage(request, reply, { email, returnTo, error: `Sign in with ${ctx.config.oidc!.displayName}.` }, 403);
+    if (ctx.config.omniauthOnly) return signInPage(request, reply, { email, returnTo, error: (await translatorOf(ctx, request))('sign_in.only_sso', { provider: ctx.config.oidc!.displayName }) }, 403);
     const checked = await checkCredentials(ctx, email.trim(), password);
     if (!checked.ok) {
       return signInPage(request, reply, { email, returnTo, error: checked.error }, checked.status);
@@ -255,7 +257,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   };
 
   const twoFactorPage = async (request: FastifyRequest, reply: FastifyReply, user: UserRow | null, error = '', status = 200) =>
-    sendFormPage(ctx, request, reply, 'auth/two_factor', 'Two-factor authentication', { error, securityKeys: user ? await hasSecurityKeys(ctx, user) : false }, status);
+    sendFormPage(ctx, request, reply, 'auth/two_factor', { key: 'two_factor.title' }, { error, securityKeys: user ? await hasSecurityKeys(ctx, user) : false }, status);
 
   /** The user of a pending sign-in, if the password it began with is still theirs. */
   const pendingUser = async (pending: Awaited<ReturnType<typeof pendingSignIn>>) => {
@@ -280,7 +282,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   app.post('/auth/sign_in/webauthn/options', { ...KEEPS_OPENER, config: { rateLimit: signInLimit } }, async (request, reply) => {
     const pending = await pendingSignIn(request);
     const user = await pendingUser(pending);
-    if (!pending || !user || !(await hasSecurityKeys(ctx, user))) return reply.code(401).send({ error: 'Start signing in again.' });
+    if (!pending || !user || !(await hasSecurityKeys(ctx, user))) return reply.code(401).send({ error: (await translatorOf(ctx, request))('sign_in.start_again') });
     return authenticationOptions(ctx, user, pending.token);
   });
 
@@ -291,13 +293,14 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const pending = await pendingSignIn(request);
     const user = await pendingUser(pending);
-    if (!pending || !user) return reply.code(401).send({ error: 'Start signing in again.' });
-    if (await tooManyFailures(ctx, user)) return reply.code(429).send({ error: TOO_MANY_ATTEMPTS });
+    const t = await translatorOf(ctx, request);
+    if (!pending || !user) return reply.code(401).send({ error: t('sign_in.start_again') });
+    if (await tooManyFailures(ctx, user)) return reply.code(429).send({ error: serviceMessage(t, TOO_MANY_ATTEMPTS) });
     const checked = await checkSecurityKey(ctx, user, pending.token, request.body.credential);
     if (!checked.ok) {
       await countSecondFactorFailure(ctx, user);
       logCloneSuspect(request, checked);
-      return reply.code(401).send({ error: 'That security key was not accepted. Try again, or use a code.' });
+      return reply.code(401).send({ error: t('sign_in.key_refused') });
     }
     await finishSecondStep(request, reply, pending, user);
     return { redirect: pending.returnTo };
@@ -306,8 +309,8 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   // A passkey instead of the address and password: the browser's script asks for a challenge for any passkey of
   // this server, the authenticator offers the person's own, and its answer names the account. The passkey verified
   // the person (a PIN, a fingerprint) itself, so there is no second step.
-  app.post('/auth/sign_in/passkey/options', { ...KEEPS_OPENER, config: { rateLimit: signInLimit } }, async (_request, reply) => {
-    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: `Sign in with ${ctx.config.oidc!.displayName}.` });
+  app.post('/auth/sign_in/passkey/options', { ...KEEPS_OPENER, config: { rateLimit: signInLimit } }, async (request, reply) => {
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: (await translatorOf(ctx, request))('sign_in.only_sso', { provider: ctx.config.oidc!.displayName }) });
     const { options, token } = await passkeySignInOptions(ctx);
     reply.setCookie(PASSKEY_COOKIE, token, { path: '/auth/sign_in', httpOnly: true, sameSite: 'strict', secure: ctx.config.publicUrl.startsWith('https:'), maxAge: PENDING_SECONDS });
     return options;
@@ -318,10 +321,11 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     schema: { body: Type.Object({ credential: Type.Optional(Type.Unknown()), return_to: Type.Optional(Type.String({ maxLength: 4000 })) }) },
     config: { rateLimit: signInLimit },
   }, async (request, reply) => {
-    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: `Sign in with ${ctx.config.oidc!.displayName}.` });
+    const t = await translatorOf(ctx, request);
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: t('sign_in.only_sso', { provider: ctx.config.oidc!.displayName }) });
     // The form is shown by the script; posted without it, the page says what is missing.
     if (!request.headers['content-type']?.startsWith('application/json')) {
-      return signInPage(request, reply, { email: '', returnTo: safeReturnTo(request.body.return_to, ctx.config.publicUrl), error: 'Signing in with a passkey needs JavaScript in this browser.' }, 422);
+      return signInPage(request, reply, { email: '', returnTo: safeReturnTo(request.body.return_to, ctx.config.publicUrl), error: t('sign_in.passkey_needs_js') }, 422);
     }
     const passkey = await checkPasskey(ctx, request.cookies[PASSKEY_COOKIE], request.body.credential);
     reply.clearCookie(PASSKEY_COOKIE, { path: '/auth/sign_in' });
@@ -332,11 +336,11 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
         if (owner) await countSecondFactorFailure(ctx, owner);
         logCloneSuspect(request, passkey);
       }
-      return reply.code(401).send({ error: 'That passkey was not accepted. Try again, or sign in with your password.' });
+      return reply.code(401).send({ error: t('sign_in.passkey_refused') });
     }
     const user = passkey.value;
     const checked = await accountCheck(ctx, user);
-    if (!checked.ok) return reply.code(checked.status).send({ error: checked.error });
+    if (!checked.ok) return reply.code(checked.status).send({ error: serviceMessage(t, checked.error) });
     await clearFailures(ctx, user);
     await startWebSession(ctx, request, reply, user);
     return { redirect: checked.restricted ? '/disputes/strikes' : safeReturnTo(request.body.return_to, ctx.config.publicUrl) };
@@ -358,7 +362,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
 
   app.get('/auth/sign_out', async (request, reply) => {
     if (!(await request.signedIn())) return reply.redirect('/');
-    return sendFormPage(ctx, request, reply, 'auth/sign_out', 'Sign out');
+    return sendFormPage(ctx, request, reply, 'auth/sign_out', { key: 'nav.sign_out' });
   });
 
   app.post('/auth/sign_out', async (request, reply) => {
@@ -367,7 +371,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   });
 
   app.get('/auth/password/new', async (request, reply) =>
-    sendFormPage(ctx, request, reply, 'auth/password_new', 'Reset your password', { error: '' }));
+    sendFormPage(ctx, request, reply, 'auth/password_new', { key: 'password.reset_title' }, { error: '' }));
 
   app.post('/auth/password', {
     schema: { body: Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }) },
@@ -383,7 +387,7 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
   }, async (request, reply) => {
     const token = request.query.reset_password_token ?? '';
     if (!token) return reply.redirect('/auth/password/new');
-    return sendFormPage(ctx, request, reply, 'auth/password_edit', 'Choose a new password', { token, error: '' });
+    return sendFormPage(ctx, request, reply, 'auth/password_edit', { key: 'password.choose_title' }, { token, error: '' });
   });
 
   app.post('/auth/password/edit', {
@@ -399,8 +403,12 @@ export default async function authPageRoutes(fastify: FastifyInstance, { ctx }: 
     const token = request.body.reset_password_token ?? '';
     const result = await resetPassword(ctx, token, request.body.password ?? '', request.body.password_confirmation ?? '');
     if (!result.ok) {
-      if (result.tokenBad) return sendMessagePage(ctx, request, reply, 'Link not valid', result.error, { status: 404, kind: 'error', link: { href: '/auth/password/new', text: 'Ask for a new link' } });
-      return sendFormPage(ctx, request, reply, 'auth/password_edit', 'Choose a new password', { token, error: result.error }, 422);
+      if (result.tokenBad) {
+        return sendMessagePage(ctx, request, reply, { key: 'confirmation.invalid_title' }, serviceMessage(await translatorOf(ctx, request), result.error), {
+          status: 404, kind: 'error', link: { href: '/auth/password/new', text: { key: 'password.new_link' } },
+        });
+      }
+      return sendFormPage(ctx, request, reply, 'auth/password_edit', { key: 'password.choose_title' }, { token, error: result.error }, 422);
     }
     return reply.redirect('/auth/done/password_changed', 303);
   });

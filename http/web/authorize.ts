@@ -7,7 +7,8 @@ import { DEFAULT_SCOPES, parseScopes, validScopes } from '../oauth/scopes.ts';
 import { findApplicationByClientId, type ApplicationRow } from '../../storage/oauth.ts';
 import { OOB_REDIRECT_URI } from '../api/v1/apps.ts';
 import { endWebSession } from './session.ts';
-import { KEEPS_OPENER, sendFormPage, sendMessagePage } from './page.ts';
+import { KEEPS_OPENER, sendFormPage, sendMessagePage, translatorOf } from './page.ts';
+import { serviceMessage } from './service-errors.ts';
 
 const AuthorizeParams = Type.Object({
   client_id: Type.Optional(Type.String({ maxLength: 200 })),
@@ -52,8 +53,9 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const server = oauthServer(ctx.db);
 
-  const failure = (request: FastifyRequest, reply: FastifyReply, message: string) =>
-    sendMessagePage(ctx, request, reply, 'Authorization failed', message, { status: 400, kind: 'error' });
+  // OAuth's own words for what went wrong (the library's and RFC 6749's), said in the page's language where known.
+  const failure = async (request: FastifyRequest, reply: FastifyReply, message: string) =>
+    sendMessagePage(ctx, request, reply, { key: 'authorize.failed' }, serviceMessage(await translatorOf(ctx, request), message), { status: 400, kind: 'error' });
 
   function redirectWithError(request: FastifyRequest, reply: FastifyReply, req: AuthorizeRequest, error: string, description: string) {
     if (req.redirectUri === OOB_REDIRECT_URI) return failure(request, reply, description);
@@ -71,7 +73,7 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
   app.get('/oauth/authorize/native', {
     ...KEEPS_OPENER, schema: { querystring: Type.Object({ code: Type.Optional(Type.String({ maxLength: 200 })) }) },
   }, async (request, reply) => {
-    return sendFormPage(ctx, request, reply, 'oauth/code', 'Authorization code', { code: request.query.code ?? '' });
+    return sendFormPage(ctx, request, reply, 'oauth/code', { key: 'authorize.code_title' }, { code: request.query.code ?? '' });
   });
 
   app.get('/oauth/authorize', { ...KEEPS_OPENER, schema: { querystring: AuthorizeParams } }, async (request, reply) => {
@@ -91,7 +93,7 @@ export default async function authorizePageRoutes(fastify: FastifyInstance, { ct
     }
     const signedIn = await request.signedIn();
     if (!signedIn) return signInFirst(reply, checked.params);
-    return sendFormPage(ctx, request, reply, 'oauth/authorize', `Authorize ${checked.app.name}`, {
+    return sendFormPage(ctx, request, reply, 'oauth/authorize', { key: 'authorize.title', params: { app: checked.app.name } }, {
       appName: checked.app.name, website: checked.app.website, scopes: checked.scopes, params: checked.params, username: signedIn.account.username,
     });
   });

@@ -9,6 +9,7 @@ import { visibleAccount } from '../../services/accounts.ts';
 import { visibleStatus } from '../../services/visibility.ts';
 import { statusLength } from '../../services/statuses.ts';
 import { acceptUpload, whenProcessed } from '../../services/media.ts';
+import { checkAttachable } from '../../services/attachments.ts';
 import { isLanguage } from '../../services/languages.ts';
 import type { Visibility } from '../../storage/statuses.ts';
 import { safeReturnTo } from './auth.ts';
@@ -17,6 +18,7 @@ import { sendMessagePage, translatorOf } from './page.ts';
 import { clientThread } from './client-pages.ts';
 import { composeView, MEDIA_BOXES, POLL_BOXES } from './client-compose.ts';
 import { clientEntries } from './client-view.ts';
+import { formError } from './service-errors.ts';
 import { findMedia } from '../../storage/media.ts';
 import { sendClientPage } from './client-page.ts';
 import type { SignedIn } from './session.ts';
@@ -100,11 +102,11 @@ export async function signedInForForm(request: FastifyRequest, reply: FastifyRep
   return me;
 }
 
-/** A refused action: its reason on a page with the status code (Mastodon's words, as the API gives them). */
-export function refused(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, err: unknown, back: string) {
+/** A refused action: its reason on a page with the status code (Mastodon's words, as the API gives them, in the page's language). */
+export async function refused(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, err: unknown, back: string) {
   if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
-  const message = err.statusCode === 404 ? 'This post or account is not there, or you may not see it.' : err.message;
-  return sendMessagePage(ctx, request, reply, 'Not done', message, { status: err.statusCode, kind: 'error', link: { href: back, text: 'Go back' } });
+  const message = err.statusCode === 404 ? (await translatorOf(ctx, request))('refused.not_there') : formError(await translatorOf(ctx, request), err);
+  return sendMessagePage(ctx, request, reply, { key: 'refused.title' }, message, { status: err.statusCode, kind: 'error', link: { href: back, text: { key: 'common.go_back' } } });
 }
 
 /**
@@ -158,6 +160,8 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
         values.media[i] = { description: '', focus_x: '0', focus_y: '0' };
       }
       values.media_ids = [...values.media_ids, ...fresh];
+      // The files are checked as the post will check them (a video or audio file goes alone) before waiting for any.
+      await checkAttachable(ctx.db, viewerId, values.media_ids, { processingAllowed: true });
       // The post needs its files processed (as Mastodon's does): the form waits for them, as an app would poll. A
       // video may take longer: the post is then refused with the service's reason, and the form keeps the files.
       await Promise.all(fresh.map((m) => whenProcessed(ctx, m)));
@@ -179,7 +183,7 @@ export default async function clientActionRoutes(fastify: FastifyInstance, { ctx
       // The form again, as it was sent, with the server's reason (and its count of the text, when too long).
       const length = statusLength(values.status, values.spoiler_text);
       const compose = composeView(ctx, me, {
-        ...values, returnTo, error: err.message.replace(/^Validation failed: /, '') + '.',
+        ...values, returnTo, error: formError(await translatorOf(ctx, request), err),
         length: length > ctx.config.maxStatusChars ? length : null,
         attached: await attachedMedia(ctx, viewerId, values.media_ids),
         quoted: quotedId ? (await clientEntries(ctx, viewerId, [quotedId], null))[0] ?? null : null,

@@ -7,7 +7,8 @@ import { normalizeDomain } from '../../services/blocks.ts';
 import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import { ApiError } from '../../errors.ts';
 import { renderAccount } from '../serializers/account.ts';
-import { signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect, translatorOf } from './page.ts';
+import { formError } from './service-errors.ts';
 import { pagingOf, sendClientPage } from './client-page.ts';
 import { refused, signedInForForm } from './client-actions.ts';
 import { accountView, dateView } from './page-view.ts';
@@ -44,7 +45,7 @@ export default async function clientBlockRoutes(fastify: FastifyInstance, { ctx 
       until: e.expiresAt ? dateView(e.expiresAt) : null,
       hidesNotifications: e.hidesNotifications,
     }));
-    return sendClientPage(ctx, request, reply, 'client/mutes', 'Muted accounts', {
+    return sendClientPage(ctx, request, reply, 'client/mutes', { key: 'mutes.title' }, {
       accounts, older: !!p.maxId, pager: pagerOf('/mutes', page.lastId, page.entries.length >= ACCOUNTS_PER_PAGE, !!p.maxId),
     });
   });
@@ -56,7 +57,7 @@ export default async function clientBlockRoutes(fastify: FastifyInstance, { ctx 
     const page = await blocksPage(ctx.db, me.account.id, p);
     await withAccountEmojis(ctx.db, page.entries.map((e) => e.account));
     const accounts = page.entries.map((e) => accountView(ctx.render, renderAccount(ctx.render, e.account)));
-    return sendClientPage(ctx, request, reply, 'client/blocks', 'Blocked accounts', {
+    return sendClientPage(ctx, request, reply, 'client/blocks', { key: 'blocks.title' }, {
       accounts, older: !!p.maxId, pager: pagerOf('/blocks', page.lastId, page.entries.length >= ACCOUNTS_PER_PAGE, !!p.maxId),
     });
   });
@@ -64,7 +65,7 @@ export default async function clientBlockRoutes(fastify: FastifyInstance, { ctx 
   async function domainsPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, form = { domain: '', error: '' }, status = 200) {
     const p = { ...(request.method === 'GET' ? pagingOf(request) : { maxId: undefined }), minId: undefined, limit: DOMAINS_PER_PAGE };
     const page = await domainBlocksPage(ctx.db, me.account.id, p);
-    return sendClientPage(ctx, request, reply, 'client/domain_blocks', 'Blocked servers', {
+    return sendClientPage(ctx, request, reply, 'client/domain_blocks', { key: 'domain_blocks.title' }, {
       domains: page.entries, older: !!p.maxId, form, pagePath: '/domain_blocks',
       pager: pagerOf('/domain_blocks', page.lastId, page.entries.length >= DOMAINS_PER_PAGE, !!p.maxId),
     }, status);
@@ -87,7 +88,7 @@ export default async function clientBlockRoutes(fastify: FastifyInstance, { ctx 
         await ctx.actors.ask(me.account.id, { type: how, domain: normalizeDomain(typed) });
       } catch (err) {
         if (err instanceof ApiError && err.statusCode === 422) {
-          const error = err.message.replace(/^Validation failed: /, '');
+          const error = formError(await translatorOf(ctx, request), err);
           return domainsPage(request, reply, me, { domain: how === 'blockDomain' ? typed : '', error }, 422);
         }
         return refused(ctx, request, reply, err, '/domain_blocks');

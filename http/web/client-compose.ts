@@ -56,6 +56,8 @@ export interface ComposeView {
   heading: string;
   label: string;
   languages: [string, string][];
+  /** How many of `languages` are the instance's own, shown first (the rest is sorted by name in the page's language). */
+  languagesFirst: number;
   pollDurations: [string, string][];
   offsets: [string, string][];
   /** The post being quoted, as the person sees it (null for none). */
@@ -111,6 +113,7 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
     heading: o.heading ?? '',
     label: o.label ?? '',
     languages: languagesFor(ctx.config),
+    languagesFirst: ctx.config.instanceLanguages.filter((c) => LANGUAGES.has(c)).length,
     pollDurations: POLL_DURATIONS,
     offsets: UTC_OFFSETS,
     quoted: o.quoted ?? null,

@@ -8,7 +8,8 @@ import * as lists from '../../storage/lists.ts';
 import { findAccounts } from '../../services/account-search.ts';
 import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import { renderAccount } from '../serializers/account.ts';
-import { signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect, translatorOf } from './page.ts';
+import { formError } from './service-errors.ts';
 import { liveOf, pageOf, pagingOf, sendClientPage } from './client-page.ts';
 import { clientEntries } from './client-view.ts';
 import { notFoundPage } from './error-pages.ts';
@@ -16,7 +17,7 @@ import { accountView } from './page-view.ts';
 import type { SignedIn } from './session.ts';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 40 }) });
-const POLICIES: [lists.RepliesPolicy, string][] = [['list', 'Replies to members of the list'], ['followed', 'Replies to anyone you follow'], ['none', 'No replies']];
+const POLICIES: [lists.RepliesPolicy, string][] = [['list', 'lists.replies.list'], ['followed', 'lists.replies.followed'], ['none', 'lists.replies.none']];
 const ListForm = Type.Object({
   title: Type.Optional(Type.String({ maxLength: 255 })),
   replies_policy: Type.Optional(Type.String({ maxLength: 20 })),
@@ -34,7 +35,7 @@ export default async function clientListRoutes(fastify: FastifyInstance, { ctx }
   const ownList = (me: SignedIn, id: string) => (isId(id) ? lists.findList(ctx.db, me.account.id, id) : Promise.resolve(null));
 
   async function indexPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, error = '', title = '', status = 200) {
-    return sendClientPage(ctx, request, reply, 'client/lists', 'Lists', {
+    return sendClientPage(ctx, request, reply, 'client/lists', { key: 'lists.title' }, {
       lists: await lists.listsOf(ctx.db, me.account.id), policies: POLICIES, error, title, pagePath: '/lists',
     }, status);
   }
@@ -72,7 +73,8 @@ export default async function clientListRoutes(fastify: FastifyInstance, { ctx }
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
       if (err.statusCode === 404 && !list) return notFoundPage(request, reply);
-      const message = err.statusCode === 404 ? 'You can only add people you follow.' : err.message.replace(/^Validation failed: /, '');
+      const t = await translatorOf(ctx, request);
+      const message = err.statusCode === 404 ? t('lists.only_followed') : formError(t, err);
       return list ? listPage(request, reply, me, list, message, 422) : indexPage(request, reply, me, message, '', 422);
     }
     return reply.redirect(done, 303);
@@ -92,7 +94,7 @@ export default async function clientListRoutes(fastify: FastifyInstance, { ctx }
       return reply.redirect(`/lists/${list.id}`, 303);
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
-      return indexPage(request, reply, me, err.message.replace(/^Validation failed: /, ''), b.title ?? '', 422);
+      return indexPage(request, reply, me, formError(await translatorOf(ctx, request), err), b.title ?? '', 422);
     }
   });
 

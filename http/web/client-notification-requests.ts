@@ -6,7 +6,7 @@ import { findPolicy, findRequest, requestsPage, POLICY_ACTIONS, POLICY_FIELDS, t
 import { changePolicy, policyWithSummary, settleRequests } from '../../services/notification-policy.ts';
 import { renderNotificationRequests } from '../serializers/notification-groups.ts';
 import { safeReturnTo } from './auth.ts';
-import { signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect, translatorOf } from './page.ts';
 import { pageOf, pagingOf, sendClientPage } from './client-page.ts';
 import { refused, signedInForForm } from './client-actions.ts';
 import { clientEntry } from './client-view.ts';
@@ -26,14 +26,15 @@ const PolicyForm = Type.Object(Object.fromEntries(POLICY_FIELDS.map((f) => [f, T
 const PER_PAGE = 40;
 
 /** The policy's rules, in the order the page asks them, each with what it is about. */
+// Message keys of their words (the template says them in the page's language).
 const RULES: [keyof NotificationPolicy, string, string][] = [
-  ['for_not_following', 'People you do not follow', 'Until you accept their request.'],
-  ['for_not_followers', 'People who do not follow you', 'Counting those who followed you less than three days ago.'],
-  ['for_new_accounts', 'New accounts', 'Accounts made in the last 30 days.'],
-  ['for_private_mentions', 'Private mentions you did not ask for', 'Unless they answer your own mention, or you follow the sender.'],
-  ['for_limited_accounts', 'Accounts limited by moderators', 'Accounts this server\'s moderators limited.'],
+  ['for_not_following', 'policy.not_following', 'policy.not_following_hint'],
+  ['for_not_followers', 'policy.not_followers', 'policy.not_followers_hint'],
+  ['for_new_accounts', 'policy.new_accounts', 'policy.new_accounts_hint'],
+  ['for_private_mentions', 'policy.private_mentions', 'policy.private_mentions_hint'],
+  ['for_limited_accounts', 'policy.limited_accounts', 'policy.limited_accounts_hint'],
 ];
-const ACTIONS: Record<PolicyAction, string> = { accept: 'Show them', filter: 'Keep them aside', drop: 'Drop them' };
+const ACTIONS: Record<PolicyAction, string> = { accept: 'policy.accept', filter: 'policy.filter', drop: 'policy.drop' };
 
 /**
  * Filtered notifications: the requests the notification policy kept aside (one per sender, as
@@ -55,7 +56,7 @@ export default async function clientNotificationRequestRoutes(fastify: FastifyIn
       entry: r.last_status ? clientEntry(ctx, viewerId, r.last_status) : null,
     }));
     const last = shown.at(-1);
-    return sendClientPage(ctx, request, reply, 'client/notification_requests', 'Filtered notifications', {
+    return sendClientPage(ctx, request, reply, 'client/notification_requests', { key: 'requests.title' }, {
       requests, older: !!p.maxId, error, pagePath: '/notifications/requests',
       pager: { older: rows.length > PER_PAGE && last ? `/notifications/requests?max_id=${last.id}` : null, newer: p.maxId ? '/notifications/requests' : null },
     }, status);
@@ -83,7 +84,7 @@ export default async function clientNotificationRequestRoutes(fastify: FastifyIn
     const page = pageOf(rows.map((n) => n.id), p, path);
     const shown = new Set(page.ids);
     const account = accountView(ctx.render, rendered.account);
-    return sendClientPage(ctx, request, reply, 'client/notification_request', `Filtered notifications from @${account.handle}`, {
+    return sendClientPage(ctx, request, reply, 'client/notification_request', { key: 'requests.from_title', params: { name: `@${account.handle}` } }, {
       id: row.id, account, count: Number(rendered.notifications_count), older: !!p.maxId, pager: page.pager,
       items: await notificationViews(ctx, viewerId, rows.filter((n) => shown.has(n.id))),
     });
@@ -97,7 +98,7 @@ export default async function clientNotificationRequestRoutes(fastify: FastifyIn
       if (!me) return reply;
       const raw = request.body.id;
       const ids = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-      if (ids.length === 0) return requestsListPage(request, reply, me, `Choose the requests to ${how}.`, 422);
+      if (ids.length === 0) return requestsListPage(request, reply, me, (await translatorOf(ctx, request))(how === 'accept' ? 'requests.choose_accept' : 'requests.choose_dismiss'), 422);
       await settleRequests(ctx.db, me.account.id, ids, how);
       return reply.redirect('/notifications/requests', 303);
     });
@@ -130,8 +131,8 @@ export default async function clientNotificationRequestRoutes(fastify: FastifyIn
   app.get('/notifications/policy', async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return reply;
-    const notice = (request.query as { notice?: unknown }).notice === 'saved' ? 'Saved.' : '';
-    return sendClientPage(ctx, request, reply, 'client/notification_policy', 'Notification filtering', { ...(await policyPage(me.account.id)), notice, error: '' });
+    const notice = (request.query as { notice?: unknown }).notice === 'saved' ? (await translatorOf(ctx, request))('common.saved') : '';
+    return sendClientPage(ctx, request, reply, 'client/notification_policy', { key: 'policy.title' }, { ...(await policyPage(me.account.id)), notice, error: '' });
   });
 
   app.post('/notifications/policy', { schema: { body: PolicyForm } }, async (request, reply) => {
@@ -147,8 +148,9 @@ export default async function clientNotificationRequestRoutes(fastify: FastifyIn
       else wrong.push(RULES.find(([f]) => f === field)![1]);
     }
     if (wrong.length > 0) {
-      return sendClientPage(ctx, request, reply, 'client/notification_policy', 'Notification filtering', {
-        ...(await policyPage(me.account.id)), notice: '', error: `Choose what to do for: ${wrong.join(', ')}.`, pagePath: '/notifications/policy',
+      const t = await translatorOf(ctx, request);
+      return sendClientPage(ctx, request, reply, 'client/notification_policy', { key: 'policy.title' }, {
+        ...(await policyPage(me.account.id)), notice: '', error: t('policy.error', { rules: wrong.map((k) => t(k)).join(', ') }), pagePath: '/notifications/policy',
       }, 422);
     }
     await changePolicy(ctx.db, me.account.id, changes);

@@ -3,8 +3,9 @@ import type { AppContext } from '../../context.ts';
 import { isId } from '../params.ts';
 import type { PageParams } from '../../storage/paging.ts';
 import { renderView } from './views.ts';
-import { chromeOf } from './page.ts';
+import { chromeOf, withErrorSaid } from './page.ts';
 import { translateOffer } from './client-translation.ts';
+import type { Text } from './i18n.ts';
 
 /** Posts (and notifications) per page, as the API's default. */
 export const PAGE_SIZE = 20;
@@ -19,7 +20,7 @@ export interface ClientForms {
 
 /** Renders a page of the signed-in client: private, never cached, with the forms' token. */
 export async function sendClientPage(
-  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: string, data: Record<string, unknown>, status = 200,
+  ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: Text, data: Record<string, unknown>, status = 200,
 ): Promise<FastifyReply> {
   const chrome = { ...(await chromeOf(ctx, request, reply, title)), enhance: true };
   // A page shown again after a refused form (POST) comes back to where that form was: `pagePath`.
@@ -28,7 +29,7 @@ export async function sendClientPage(
   const canTranslate = me ? await translateOffer(ctx, me.account.id) : null;
   const client: ClientForms = { csrf: chrome.csrfToken, returnTo: returnTo.replace(/#.*$/, ''), ...(canTranslate ? { canTranslate } : {}) };
   return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Accept, Cookie')
-    .send(renderView(view, { ...data, chrome, client }));
+    .send(renderView(view, { ...withErrorSaid(data, chrome.lang), chrome, client }));
 }
 
 /** `max_id` / `min_id` of the query, when they are ids; a page one longer than shown, to know whether there is more. */

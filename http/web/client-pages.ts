@@ -170,10 +170,11 @@ export async function clientTagPage(ctx: AppContext, request: FastifyRequest, re
     clientTagState(ctx, me.account.id, tag),
   ]);
   const page = pageOf(ids, p, path);
+  const t = await translatorOf(ctx, request);
   return sendClientPage(ctx, request, reply, 'client/timeline', `#${tag}`, {
-    heading: `#${tag}`, tag: tagState, intro: 'Public posts with this tag, newest first.', compose: null, live: liveOf(p, { stream: 'hashtag', tag, context: 'public' }),
+    heading: `#${tag}`, tag: tagState, intro: t('tag.intro'), compose: null, live: liveOf(p, { stream: 'hashtag', tag, context: 'public' }),
     entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
-    empty: p.maxId ? 'No older posts.' : 'No posts with this tag yet.',
+    empty: t(p.maxId ? 'profile.no_older' : 'tag.empty'),
   });
 }
 
@@ -195,19 +196,21 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     });
   });
 
-  for (const [path, local, heading, intro] of [
-    ['/public/local', true, 'Local timeline', `Public posts of people on ${ctx.config.localDomain}.`],
-    ['/public', false, 'Federated timeline', 'Public posts from every server known here.'],
+  for (const [path, local, title, intro] of [
+    ['/public/local', true, 'explore.local', 'timeline.local_intro'],
+    ['/public', false, 'explore.federated', 'timeline.federated_intro'],
   ] as const) {
     app.get(path, async (request, reply) => {
       const me = await signedInOrRedirect(request, reply);
       if (!me) return reply;
       const p = pagingOf(request);
       const page = pageOf(await publicTimelineIds(ctx.db, { local, remote: false, onlyMedia: false, viewerId: me.account.id }, p), p, path);
+      const t = await translatorOf(ctx, request);
+      const heading = t(title);
       return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
-        heading, intro, compose: null, live: liveOf(p, { stream: local ? 'public:local' : 'public', context: 'public' }),
+        heading, intro: t(intro, { domain: ctx.config.localDomain }), compose: null, live: liveOf(p, { stream: local ? 'public:local' : 'public', context: 'public' }),
         entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
-        empty: p.maxId ? 'No older posts.' : 'No public posts yet.',
+        empty: t(p.maxId ? 'profile.no_older' : 'timeline.empty'),
       });
     });
   }
@@ -228,7 +231,7 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     const me = await signedInOrRedirect(request, reply);
     if (!me) return reply;
     const [tags, statusIds] = await Promise.all([tagTrends(ctx, { offset: 0, limit: 10 }), trendIds(ctx, 'status', { offset: 0, limit: 10 })]);
-    return sendClientPage(ctx, request, reply, 'client/explore', 'Explore', {
+    return sendClientPage(ctx, request, reply, 'client/explore', { key: 'explore.title' }, {
       domain: ctx.config.localDomain,
       tags: tags.map((t) => ({ name: t.name.toLowerCase(), people: t.history.slice(0, 2).reduce((n, h) => n + Number(h.accounts), 0) })),
       entries: await clientEntries(ctx, me.account.id, statusIds, 'public'),
@@ -267,7 +270,7 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
       }
     }
     const rel = await followStates(ctx, viewerId, accounts.map((a) => a.id));
-    return sendClientPage(ctx, request, reply, 'client/search', q ? `Search: ${q}` : 'Search', {
+    return sendClientPage(ctx, request, reply, 'client/search', q ? { key: 'search.title_for', params: { q } } : { key: 'search.title' }, {
       q,
       accounts: accounts.map((a) => ({ account: accountView(ctx.render, renderAccount(ctx.render, a)), rel: rel(a.id) })),
       hashtags,
@@ -293,6 +296,6 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
     if (!me) return reply;
     const [entry] = isId(request.params.id) ? await clientEntries(ctx, me.account.id, [request.params.id], null) : [];
     if (!entry || !entry.marks.own || entry.boostedBy) return notFoundPage(request, reply);
-    return sendClientPage(ctx, request, reply, 'client/delete', 'Delete this post?', { entry, returnTo: `/@${me.account.username}` });
+    return sendClientPage(ctx, request, reply, 'client/delete', { key: 'delete_post.title' }, { entry, returnTo: `/@${me.account.username}` });
   });
 }

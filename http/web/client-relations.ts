@@ -24,8 +24,8 @@ const NotifyForm = Type.Object({ return_to: Back.properties.return_to, notify: T
 
 /** The durations a mute form offers, in seconds (Mastodon's choices), 0 first: until unmuted. */
 export const MUTE_DURATIONS: [number, string][] = [
-  [0, 'Until I unmute'], [300, '5 minutes'], [1800, '30 minutes'], [3600, '1 hour'], [21_600, '6 hours'],
-  [86_400, '1 day'], [259_200, '3 days'], [604_800, '7 days'],
+  [0, 'relationship.until_unmuted'], [300, 'duration.5m'], [1800, 'duration.30m'], [3600, 'duration.1h'], [21_600, 'duration.6h'],
+  [86_400, 'duration.1d'], [259_200, 'duration.3d'], [604_800, 'duration.7d'],
 ];
 
 /**

@@ -4,7 +4,7 @@ import { bookmarksPage, favouritesPage } from '../../storage/status-marks.ts';
 import { followRequestsPage } from '../../storage/follows.ts';
 import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import { renderAccount } from '../serializers/account.ts';
-import { signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect, translatorOf } from './page.ts';
 import { PAGE_SIZE, pagingOf, sendClientPage } from './client-page.ts';
 import { clientEntries } from './client-view.ts';
 import { accountView } from './page-view.ts';
@@ -19,20 +19,22 @@ function markPager(path: string, lastId: string | null, full: boolean, newer: bo
  * mark first, with what the viewer may no longer see left out), and the follow requests waiting for their answer.
  */
 export default async function clientSavedRoutes(app: FastifyInstance, { ctx }: RouteOptions) {
-  for (const [path, read, heading, empty] of [
-    ['/bookmarks', bookmarksPage, 'Bookmarks', 'You have not bookmarked any post yet. A post\'s Bookmark button keeps it here, seen only by you.'],
-    ['/favourites', favouritesPage, 'Favourites', 'You have not favourited any post yet.'],
+  for (const [path, read, title, empty] of [
+    ['/bookmarks', bookmarksPage, 'home.bookmarks', 'saved.no_bookmarks'],
+    ['/favourites', favouritesPage, 'home.favourites', 'saved.no_favourites'],
   ] as const) {
     app.get(path, async (request, reply) => {
       const me = await signedInOrRedirect(request, reply);
       if (!me) return reply;
       const p = { ...pagingOf(request), minId: undefined, limit: PAGE_SIZE };
       const marks = await read(ctx.db, me.account.id, p);
+      const t = await translatorOf(ctx, request);
+      const heading = t(title);
       return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
         heading, intro: '', compose: null,
         entries: await clientEntries(ctx, me.account.id, marks.statusIds, null),
         pager: markPager(path, marks.lastId, marks.statusIds.length >= PAGE_SIZE, !!p.maxId),
-        empty: p.maxId ? 'No older posts.' : empty,
+        empty: t(p.maxId ? 'profile.no_older' : empty),
       });
     });
   }
@@ -43,7 +45,7 @@ export default async function clientSavedRoutes(app: FastifyInstance, { ctx }: R
     const p = { ...pagingOf(request), minId: undefined, limit: 40 };
     const page = await followRequestsPage(ctx.db, me.account.id, p);
     const accounts = (await withAccountEmojis(ctx.db, page.accounts)).map((a) => accountView(ctx.render, renderAccount(ctx.render, a)));
-    return sendClientPage(ctx, request, reply, 'client/follow_requests', 'Follow requests', {
+    return sendClientPage(ctx, request, reply, 'client/follow_requests', { key: 'follow_requests.title' }, {
       accounts, locked: me.account.locked, pager: markPager('/follow_requests', page.lastId, accounts.length >= 40, !!p.maxId),
     });
   });

@@ -5,11 +5,12 @@ import type { RouteOptions } from '../route-options.ts';
 import { isId } from '../params.ts';
 import { ApiError } from '../../errors.ts';
 import { scheduledStatusesOf, SCHEDULED_TOTAL_LIMIT } from '../../storage/scheduled-statuses.ts';
-import { signedInOrRedirect, sendMessagePage } from './page.ts';
+import { signedInOrRedirect, sendMessagePage, translatorOf } from './page.ts';
 import { sendClientPage } from './client-page.ts';
 import { dateView } from './page-view.ts';
 
-const VISIBILITY_WORDS: Record<string, string> = { public: 'Public', unlisted: 'Unlisted', private: 'Followers only', direct: 'Mentioned people only' };
+// Message keys of the words for each visibility.
+const VISIBILITY_WORDS: Record<string, string> = { public: 'compose.visibility.public', unlisted: 'compose.visibility.unlisted', private: 'compose.visibility.private', direct: 'compose.visibility.direct' };
 
 /**
  * Scheduled posts (made by the compose form's "Schedule", or an app's `scheduled_at`): listed as
@@ -25,10 +26,11 @@ export default async function clientScheduledRoutes(fastify: FastifyInstance, { 
     const rows = await scheduledStatusesOf(ctx.db, me.account.id, { limit: SCHEDULED_TOTAL_LIMIT });
     const items = rows.sort((a, b) => a.scheduled_at.getTime() - b.scheduled_at.getTime()).map((r) => ({
       id: r.id, at: dateView(r.scheduled_at), text: r.params.text, spoiler: r.params.spoilerText,
-      visibility: VISIBILITY_WORDS[r.params.visibility] ?? r.params.visibility, media: r.params.mediaIds.length, quote: !!r.params.quotedStatusId,
+      visibility: VISIBILITY_WORDS[r.params.visibility] ?? 'compose.visibility.public', media: r.params.mediaIds.length, quote: !!r.params.quotedStatusId,
     }));
-    const notice = { scheduled: 'Your post is scheduled.', cancelled: 'The scheduled post is cancelled.' }[request.query.notice ?? ''] ?? '';
-    return sendClientPage(ctx, request, reply, 'client/scheduled', 'Scheduled posts', { items, notice });
+    const t = await translatorOf(ctx, request);
+    const notice = request.query.notice === 'scheduled' ? t('scheduled.notice_scheduled') : request.query.notice === 'cancelled' ? t('scheduled.notice_cancelled') : '';
+    return sendClientPage(ctx, request, reply, 'client/scheduled', { key: 'scheduled.title' }, { items, notice });
   });
 
   app.post('/scheduled_statuses/:id/cancel', { schema: { params: Type.Object({ id: Type.String({ maxLength: 40 }) }) } }, async (request, reply) => {
@@ -39,7 +41,7 @@ export default async function clientScheduledRoutes(fastify: FastifyInstance, { 
       await ctx.actors.ask(me.account.id, { type: 'unscheduleStatus', scheduledStatusId: request.params.id });
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
-      return sendMessagePage(ctx, request, reply, 'Not done', 'This scheduled post is not there.', { status: err.statusCode, kind: 'error', link: { href: '/scheduled_statuses', text: 'Go back' } });
+      return sendMessagePage(ctx, request, reply, { key: 'refused.title' }, { key: 'scheduled.not_there' }, { status: err.statusCode, kind: 'error', link: { href: '/scheduled_statuses', text: { key: 'common.go_back' } } });
     }
     return reply.redirect('/scheduled_statuses?notice=cancelled', 303);
   });

@@ -10,7 +10,8 @@ import { FEATURED_TAGS_LIMIT, featuredTagsOf, recentlyUsedTags, unfeatureTag } f
 import { featureHashtag, unfeatureHashtag } from '../../services/featured-tags.ts';
 import { renderFeaturedTag } from '../serializers/featured-tag.ts';
 import { safeReturnTo } from './auth.ts';
-import { signedInOrRedirect } from './page.ts';
+import { signedInOrRedirect, translatorOf } from './page.ts';
+import { formError } from './service-errors.ts';
 import { pagingOf, sendClientPage } from './client-page.ts';
 import { refused, signedInForForm } from './client-actions.ts';
 import type { SignedIn } from './session.ts';
@@ -36,7 +37,7 @@ export default async function clientTagRoutes(fastify: FastifyInstance, { ctx }:
     const rows = await followedTagsOf(ctx.db, me.account.id, p);
     const shown = rows.slice(0, PER_PAGE);
     const last = shown.at(-1);
-    return sendClientPage(ctx, request, reply, 'client/followed_tags', 'Followed hashtags', {
+    return sendClientPage(ctx, request, reply, 'client/followed_tags', { key: 'tags.followed_title' }, {
       tags: shown.map((t) => t.name.toLowerCase()), error, name, older: !!p.maxId, pagePath: '/followed_tags',
       pager: { older: rows.length > PER_PAGE && last ? `/followed_tags?max_id=${last.follow_id}` : null, newer: p.maxId ? '/followed_tags' : null },
     }, status);
@@ -46,7 +47,7 @@ export default async function clientTagRoutes(fastify: FastifyInstance, { ctx }:
     const [featured, recent] = await Promise.all([featuredTagsOf(ctx.db, me.account.id), recentlyUsedTags(ctx.db, me.account.id)]);
     const tags = featured.map((t) => renderFeaturedTag(ctx.config.publicUrl, me.account.username, t));
     const names = new Set(tags.map((t) => t.name.toLowerCase()));
-    return sendClientPage(ctx, request, reply, 'client/featured_tags', 'Featured hashtags', {
+    return sendClientPage(ctx, request, reply, 'client/featured_tags', { key: 'tags.featured_title' }, {
       tags,
       suggestions: recent.map((t) => t.name).filter((n) => !names.has(n.toLowerCase())),
       limit: FEATURED_TAGS_LIMIT, error, name, pagePath: '/featured_tags',
@@ -72,7 +73,7 @@ export default async function clientTagRoutes(fastify: FastifyInstance, { ctx }:
       await ctx.actors.ask(me.account.id, { type: 'followTag', name });
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
-      return followedPage(request, reply, me, name ? 'A hashtag is letters, digits and underscores, with at least one letter or underscore.' : 'Write the hashtag to follow.', request.body.name ?? '', 422);
+      return followedPage(request, reply, me, (await translatorOf(ctx, request))(name ? 'tags.error_invalid' : 'tags.error_blank'), request.body.name ?? '', 422);
     }
     return reply.redirect('/followed_tags', 303);
   });
@@ -84,7 +85,7 @@ export default async function clientTagRoutes(fastify: FastifyInstance, { ctx }:
       await featureHashtag(ctx.db, me.account.id, request.body.name ?? '');
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
-      return featuredPage(request, reply, me, err.message.replace(/^Validation failed: /, '') + '.', request.body.name ?? '', 422);
+      return featuredPage(request, reply, me, formError(await translatorOf(ctx, request), err), request.body.name ?? '', 422);
     }
     return reply.redirect('/featured_tags', 303);
   });

@@ -9,7 +9,8 @@ import {
   translatable, translateStatus, translationEnabled, translationLanguages, translationTarget, type StatusTranslation,
 } from '../../services/translation/translate-status.ts';
 import { safeReturnTo } from './auth.ts';
-import { sendMessagePage } from './page.ts';
+import { sendMessagePage, translatorOf } from './page.ts';
+import { formError } from './service-errors.ts';
 import { refused, signedInForForm } from './client-actions.ts';
 import { clientEntries } from './client-view.ts';
 
@@ -64,10 +65,10 @@ export default async function clientTranslationRoutes(fastify: FastifyInstance, 
       threadPath = `${entry.post.author.path}/${entry.post.id}`;
     } catch (err) {
       if (err instanceof ApiError && err.statusCode === 403) {
-        return sendMessagePage(ctx, request, reply, 'Not translated', 'This post cannot be translated into your language here.', { status: 403, kind: 'error', link: { href: returnTo, text: 'Go back' } });
+        return sendMessagePage(ctx, request, reply, { key: 'translation.refused_title' }, { key: 'translation.refused' }, { status: 403, kind: 'error', link: { href: returnTo, text: { key: 'common.go_back' } } });
       }
       if (err instanceof ApiError && err.statusCode === 503) {
-        return sendMessagePage(ctx, request, reply, 'Not translated', `${err.message}.`, { status: 503, kind: 'error', link: { href: returnTo, text: 'Go back' } });
+        return sendMessagePage(ctx, request, reply, { key: 'translation.refused_title' }, formError(await translatorOf(ctx, request), err), { status: 503, kind: 'error', link: { href: returnTo, text: { key: 'common.go_back' } } });
       }
       return refused(ctx, request, reply, err, returnTo);
     }

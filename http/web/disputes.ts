@@ -8,7 +8,8 @@ import { APPEAL_TEXT_MAX, APPEAL_WINDOW_DAYS, appealRefusal, appealStrike, ownSt
 import { appealsOfStrikes, strikesOf, type AppealRow, type StrikeRow } from '../../storage/strikes.ts';
 import { reportedStatuses } from '../../storage/reports.ts';
 import { isId } from '../../storage/ids.ts';
-import { sendFormPage, sendMessagePage } from './page.ts';
+import { sendFormPage, sendMessagePage, translatorOf } from './page.ts';
+import { serviceMessage } from './service-errors.ts';
 
 const PAGE = 20;
 const ListQuery = Type.Object({ max_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,20}$' })), notice: Type.Optional(Type.String({ maxLength: 40 })) });
@@ -17,20 +18,20 @@ const AppealForm = Type.Object({ text: Type.Optional(Type.String({ maxLength: AP
 
 /** What a strike did, as its owner reads it. */
 const ACTION_LABEL: Record<StrikeRow['action'], string> = {
-  none: 'Warning',
-  disable: 'Login disabled',
-  mark_statuses_as_sensitive: 'Posts marked as sensitive',
-  delete_statuses: 'Posts removed',
-  sensitive: 'Media marked as sensitive',
-  silence: 'Account limited',
-  suspend: 'Account suspended',
+  none: 'strikes.action.none',
+  disable: 'strikes.action.disable',
+  mark_statuses_as_sensitive: 'strikes.action.mark_statuses_as_sensitive',
+  delete_statuses: 'strikes.action.delete_statuses',
+  sensitive: 'strikes.action.sensitive',
+  silence: 'strikes.action.silence',
+  suspend: 'strikes.action.suspend',
 };
 
 function appealState(appeal: AppealRow | undefined): string {
   if (!appeal) return '';
-  if (appeal.approved_at) return 'Appeal approved';
-  if (appeal.rejected_at) return 'Appeal rejected';
-  return 'Appeal pending';
+  if (appeal.approved_at) return 'strikes.appeal_approved';
+  if (appeal.rejected_at) return 'strikes.appeal_rejected';
+  return 'strikes.appeal_pending';
 }
 
 /**
@@ -58,7 +59,7 @@ export default async function disputePageRoutes(fastify: FastifyInstance, { ctx 
     const rows = await strikesOf(ctx.db, me.account.id, { limit: PAGE + 1, maxId: request.query.max_id });
     const page = rows.slice(0, PAGE);
     const appeals = await appealsOfStrikes(ctx.db, page.map((s) => s.id));
-    return sendFormPage(ctx, request, reply, 'disputes/strikes', 'Strikes', {
+    return sendFormPage(ctx, request, reply, 'disputes/strikes', { key: 'settings.strikes' }, {
       restricted: me.restricted,
       suspended: me.account.suspended_at !== null,
       strikes: page.map((s) => ({
@@ -74,18 +75,19 @@ export default async function disputePageRoutes(fastify: FastifyInstance, { ctx 
     try {
       strike = await ownStrike(deps, me.account.id, isId(id) ? id : '0');
     } catch {
-      return sendMessagePage(ctx, request, reply, 'Not found', 'There is no such strike.', { status: 404, kind: 'error', link: { href: '/disputes/strikes', text: 'Your strikes' } });
+      return sendMessagePage(ctx, request, reply, { key: 'export.not_found_title' }, { key: 'strikes.no_such' }, { status: 404, kind: 'error', link: { href: '/disputes/strikes', text: { key: 'strikes.all' } } });
     }
     const [appeal, statuses] = await Promise.all([
       appealsOfStrikes(ctx.db, [strike.id]).then((m) => m.get(strike.id)),
       reportedStatuses(ctx.db, strike.status_ids),
     ]);
-    return sendFormPage(ctx, request, reply, 'disputes/strike', ACTION_LABEL[strike.action], {
+    const t = await translatorOf(ctx, request);
+    return sendFormPage(ctx, request, reply, 'disputes/strike', { key: ACTION_LABEL[strike.action] }, {
       restricted: me.restricted,
       strike: { id: strike.id, label: ACTION_LABEL[strike.action], text: strike.text, createdAt: strike.created_at, overruled: strike.overruled_at !== null },
       statuses: statuses.map((s) => ({ content: s.content, spoilerText: s.spoiler_text, createdAt: s.created_at, deleted: s.deleted_at !== null })),
       appeal: appeal ? { text: appeal.text, state: appealState(appeal), createdAt: appeal.created_at } : null,
-      refusal: appeal ? '' : (appealRefusal(strike, appeal) ?? ''),
+      refusal: appeal ? '' : serviceMessage(t, appealRefusal(strike, appeal) ?? ''),
       appealMax: APPEAL_TEXT_MAX, appealDays: APPEAL_WINDOW_DAYS,
       ...form,
     }, status);
@@ -94,7 +96,7 @@ export default async function disputePageRoutes(fastify: FastifyInstance, { ctx 
   app.get('/disputes/strikes/:id', { schema: { params: IdParams, querystring: ListQuery } }, async (request, reply) => {
     const me = await person(request, reply);
     if (!me) return;
-    const notice = request.query.notice === 'appealed' ? 'Your appeal is sent. The moderators will review it; you will get an e-mail once they have.' : '';
+    const notice = request.query.notice === 'appealed' ? (await translatorOf(ctx, request))('strikes.notice_appealed') : '';
     return strikePage(request, reply, me, request.params.id, { text: '', error: '', notice });
   });
 

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AppContext } from '../../context.ts';
 import { renderView } from './views.ts';
 import { publicChrome } from './page-chrome.ts';
+import { matchLocale, negotiate, SOURCE_LOCALE, translator } from './i18n.ts';
 
 /**
  * Paths that answer programs, never people: the API, OAuth's token endpoints, ActivityPub and discovery documents,
@@ -21,28 +22,22 @@ export function wantsHtml(request: FastifyRequest): boolean {
   return acceptsHtml(request) && !MACHINE_PATH.test(request.url);
 }
 
+/** An error page's words: message keys (its heading and message), said in the request's language. */
 export interface ErrorPage {
   heading: string;
   message: string;
 }
 
-const STANDARD: Record<number, ErrorPage> = {
-  400: { heading: 'Bad request', message: 'The request could not be understood.' },
-  401: { heading: 'Sign-in needed', message: 'You need to sign in to see this page.' },
-  403: { heading: 'Not allowed', message: 'You are not allowed to see this page.' },
-  404: { heading: 'Page not found', message: 'The page you are looking for is not here. It may have been deleted, or the address may be mistyped.' },
-  410: { heading: 'Gone', message: 'This page has been removed.' },
-  413: { heading: 'Too large', message: 'What you sent is too large.' },
-  422: { heading: 'Could not be processed', message: 'What you sent could not be processed.' },
-  429: { heading: 'Too many requests', message: 'Too many requests have come from you in a short time. Wait a moment and try again.' },
-  500: { heading: 'Something went wrong', message: 'We are sorry: something went wrong on our side. Try again in a moment.' },
-  503: { heading: 'Temporarily unavailable', message: 'The server is busy or under maintenance. Try again in a moment.' },
-};
+const page = (code: number | string): ErrorPage => ({ heading: `error_page.${code}.heading`, message: `error_page.${code}.message` });
+const STANDARD: Record<number, ErrorPage> = Object.fromEntries([400, 401, 403, 404, 410, 413, 422, 429, 500, 503].map((code) => [code, page(code)]));
+/** A file over the largest upload the server takes: the page says how large each kind may be. */
+const FILE_TOO_LARGE = page('file_too_large');
+const INVALID_FORM = page('invalid_form');
 
 /** The page's words for a status code, or for the given error code (a refused form). */
 export function errorPageFor(statusCode: number, code?: string): ErrorPage {
   if (code === 'FST_REQ_FILE_TOO_LARGE') return FILE_TOO_LARGE;
-  if (code?.startsWith('FST_CSRF_')) return { heading: 'Invalid or expired form', message: 'Invalid or expired form; go back, reload and try again.' };
+  if (code?.startsWith('FST_CSRF_')) return INVALID_FORM;
   return STANDARD[statusCode] ?? (statusCode >= 500 ? STANDARD[500]! : STANDARD[400]!);
 }
 
@@ -50,21 +45,24 @@ export function errorPageFor(statusCode: number, code?: string): ErrorPage {
 const ERROR_PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** The 404 and error pages' renderer, per server (registered by the pages' scope, used by http/plugins/errors.ts). */
-const renderers = new WeakMap<Server, (statusCode: number, page: ErrorPage) => string>();
+const renderers = new WeakMap<Server, (request: FastifyRequest, statusCode: number, page: ErrorPage) => string>();
 
+/**
+ * Error pages speak the language the browser asks for (`Accept-Language`), else the server's first language: they are
+ * answered before, or without, reading a session, so a signed-in person's own choice is not known here.
+ */
 export function registerErrorPages(app: FastifyInstance, ctx: AppContext): void {
-  renderers.set(app.server, (statusCode, page) =>
-    renderView('public/error', { chrome: publicChrome(ctx.config, null, page.heading), statusCode, page: withLimits(ctx, page) }));
+  renderers.set(app.server, (request, statusCode, page) => {
+    const locale = negotiate(request.headers['accept-language']) ?? matchLocale(ctx.config.instanceLanguages[0]) ?? SOURCE_LOCALE;
+    const t = translator(locale);
+    const heading = t(page.heading);
+    let message = t(page.message);
+    if (page === FILE_TOO_LARGE) message = `${message} ${t('error_page.file_limits', { image: mb(ctx.config.maxImageBytes), video: mb(ctx.config.maxVideoBytes) })}`;
+    return renderView('public/error', { chrome: publicChrome(ctx.config, null, heading, '', locale), statusCode, page: { heading, message } });
+  });
 }
 
-/** A file over the largest upload the server takes: the page says how large each kind may be. */
-const FILE_TOO_LARGE: ErrorPage = { heading: 'File too large', message: 'A file you attached is larger than this server takes.' };
-
-function withLimits(ctx: AppContext, page: ErrorPage): ErrorPage {
-  if (page !== FILE_TOO_LARGE) return page;
-  const mb = (bytes: number) => `${Number((bytes / (1024 * 1024)).toFixed(1))} MB`;
-  return { ...page, message: `${page.message} Images may be up to ${mb(ctx.config.maxImageBytes)}, videos and audio up to ${mb(ctx.config.maxVideoBytes)}. Go back and choose a smaller file.` };
-}
+const mb = (bytes: number) => `${Number((bytes / (1024 * 1024)).toFixed(1))} MB`;
 
 /**
  * Answers a browser's request with the HTML page for this status instead of JSON; false (nothing sent) when the
@@ -73,14 +71,14 @@ function withLimits(ctx: AppContext, page: ErrorPage): ErrorPage {
 export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, statusCode: number, code?: string): boolean {
   const render = renderers.get(request.server.server);
   if (!render || !wantsHtml(request)) return false;
-  const body = render(statusCode, errorPageFor(statusCode, code));
+  const body = render(request, statusCode, errorPageFor(statusCode, code));
   reply.code(statusCode).header('content-security-policy', ERROR_PAGE_CSP).header('x-content-type-options', 'nosniff')
-    .header('vary', 'Accept').type('text/html; charset=utf-8').send(body);
+    .header('vary', 'Accept, Accept-Language').type('text/html; charset=utf-8').send(body);
   return true;
 }
 
 /** The HTML 404 page, for the pages' own routes (whatever the client accepts: the URL is a page's). */
 export function notFoundPage(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const render = renderers.get(request.server.server)!;
-  return reply.code(404).header('vary', 'Accept, Cookie').type('text/html; charset=utf-8').send(render(404, errorPageFor(404)));
+  return reply.code(404).header('vary', 'Accept, Accept-Language, Cookie').type('text/html; charset=utf-8').send(render(request, 404, errorPageFor(404)));
 }

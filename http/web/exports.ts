@@ -7,15 +7,17 @@ import {
 } from '../../services/exports.ts';
 import { findAccountArchive } from '../../storage/account-archives.ts';
 import type { SignedIn } from './session.ts';
-import { sendFormPage, sendMessagePage, signedInOrRedirect } from './page.ts';
+import { sendFormPage, sendMessagePage, signedInOrRedirect, translatorOf } from './page.ts';
+import type { Translate } from './i18n.ts';
 
+// Notices after a redirect, by key: their message keys (the page's template says them).
 const NOTICES: Record<string, string> = {
-  archive_requested: 'Your archive is being prepared. It appears below when it is ready; come back in a while.',
+  archive_requested: 'export.notice_requested',
 };
 const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) });
 
-/** Bytes as people read them (Mastodon's number_to_human_size, in its units). */
-function humanSize(bytes: number): string {
+/** Bytes as people read them (Mastodon's number_to_human_size, in its units), with the page's numbers. */
+function humanSize(bytes: number, t: Translate): string {
   const units = ['Bytes', 'KB', 'MB', 'GB', 'TB'];
   let n = bytes;
   let i = 0;
@@ -23,7 +25,8 @@ function humanSize(bytes: number): string {
     n /= 1024;
     i++;
   }
-  return i === 0 ? `${n} ${n === 1 ? 'Byte' : 'Bytes'}` : `${n.toFixed(n < 10 ? 1 : 0)} ${units[i]}`;
+  if (i === 0) return t('export.bytes', { count: n });
+  return `${t.number(Number(n.toFixed(n < 10 ? 1 : 0)))} ${units[i]}`;
 }
 
 /**
@@ -35,9 +38,10 @@ export default async function exportPageRoutes(fastify: FastifyInstance, { ctx }
 
   async function exportPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const [counts, { archives, nextAllowedAt }] = await Promise.all([exportFigures(ctx.db, me.account.id), archivesOf(ctx.db, me.account.id)]);
-    return sendFormPage(ctx, request, reply, 'settings/export', 'Export', {
+    const t = await translatorOf(ctx, request);
+    return sendFormPage(ctx, request, reply, 'settings/export', { key: 'settings.export' }, {
       counts,
-      archives: archives.map((a) => ({ ...a, size: humanSize(a.sizeBytes) })),
+      archives: archives.map((a) => ({ ...a, size: humanSize(a.sizeBytes, t) })),
       nextAllowedAt,
       notice: extra.notice ?? '', error: extra.error ?? '',
     }, status);
@@ -45,7 +49,7 @@ export default async function exportPageRoutes(fastify: FastifyInstance, { ctx }
 
   app.get('/settings/export', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && exportPage(request, reply, me, { notice: (request.query.notice && NOTICES[request.query.notice]) || '' });
+    return me && exportPage(request, reply, me, { notice: (request.query.notice && Object.hasOwn(NOTICES, request.query.notice) ? NOTICES[request.query.notice] : '') || '' });
   });
 
   // Mastodon's form posts to the page itself.
@@ -54,7 +58,7 @@ export default async function exportPageRoutes(fastify: FastifyInstance, { ctx }
     if (!me) return;
     if ((await requestAccountArchive(ctx, me.account.id)) === 'too_soon') {
       const days = ARCHIVE_MIN_INTERVAL_MS / 86_400_000;
-      return exportPage(request, reply, me, { error: `You can ask for an archive once every ${days} days.` }, 422);
+      return exportPage(request, reply, me, { error: (await translatorOf(ctx, request))('export.too_soon', { count: days }) }, 422);
     }
     return reply.redirect('/settings/export?notice=archive_requested', 303);
   });
@@ -80,8 +84,8 @@ export default async function exportPageRoutes(fastify: FastifyInstance, { ctx }
     const archive = /^[0-9]{1,20}$/.test(request.params.id) ? await findAccountArchive(ctx.db, request.params.id) : null;
     // Someone else's archive, one not made yet, or one past its week: as if there were none.
     if (!archive || archive.account_id !== me.account.id || !archive.ready_at || !archive.expires_at || archive.expires_at.getTime() <= Date.now()) {
-      return sendMessagePage(ctx, request, reply, 'Not found', 'There is no such archive: it may have expired. You can ask for a new one on the export page.', {
-        status: 404, kind: 'error', link: { href: '/settings/export', text: 'Export' },
+      return sendMessagePage(ctx, request, reply, { key: 'export.not_found_title' }, { key: 'export.not_found' }, {
+        status: 404, kind: 'error', link: { href: '/settings/export', text: { key: 'settings.export' } },
       });
     }
     return reply

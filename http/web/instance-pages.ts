@@ -10,6 +10,7 @@ import { renderView } from './views.ts';
 import { headTags, publicChrome, viewerOf } from './page-chrome.ts';
 import { accountView, dateView, truncate } from './page-view.ts';
 import { NO_VERSIONS, servePage, type PublicPageOptions } from './page-serving.ts';
+import { translator } from './i18n.ts';
 
 /** The figures change all the time and are not versioned: a stranger's about page is rendered at most once a minute. */
 const ABOUT_TTL_MS = 60_000;
@@ -44,7 +45,7 @@ export default async function instancePageRoutes(app: FastifyInstance, opts: Pub
       servers: stats.domainCount,
       extendedDescription: belowPageHeading(description.content),
       rules: entity.rules,
-      languages: entity.languages.map((code) => LANGUAGES.get(code) ?? code),
+      languages: entity.languages.map((code) => translator(locale).languageName(code, LANGUAGES.get(code) ?? code)),
       contact: entity.contact_account ? accountView(ctx.render, entity.contact_account) : null,
       email: config.contactEmail,
     };
@@ -55,23 +56,25 @@ export default async function instancePageRoutes(app: FastifyInstance, opts: Pub
         ['og:url', `${config.publicUrl}/about`], ['og:image', entity.thumbnail]],
       twitter: [['twitter:card', 'summary_large_image'], ['twitter:title', entity.title], ['twitter:description', entity.description], ['twitter:image', entity.thumbnail]],
     });
-    const body = renderView('public/about', { chrome: publicChrome(config, viewer, `About ${entity.title}`, head, locale), instance, signedIn: !!viewer });
+    const body = renderView('public/about', { chrome: publicChrome(config, viewer, translator(locale)('about.title', { title: entity.title }), head, locale), instance, signedIn: !!viewer });
     return { body, cache: { used: NO_VERSIONS, ttlMs: ABOUT_TTL_MS } };
   });
   // A signed-in person starts at home, as on Mastodon; a stranger at the about page.
   app.get('/', async (request, reply) => ((await viewerOf(request)) ? reply.redirect('/home') : about(request, reply)));
   app.get('/about', about);
 
-  const policyPage = (path: string, heading: string, text: (c: typeof ctx) => Promise<PolicyText>) =>
+  // `title`: the message key of the page's heading. The text is the operator's (or our default), in its own language.
+  const policyPage = (path: string, title: string, text: (c: typeof ctx) => Promise<PolicyText>) =>
     app.get(path, (request, reply) => servePage(opts, request, reply, path, null, async (viewer, locale) => {
       const policy = await text(ctx);
-      const head = headTags({ canonical: `${config.publicUrl}${path}`, description: `${heading} of ${config.instanceTitle}` });
+      const heading = translator(locale)(title);
+      const head = headTags({ canonical: `${config.publicUrl}${path}`, description: `${heading} - ${config.instanceTitle}` });
       const body = renderView('public/policy', {
         chrome: publicChrome(config, viewer, `${heading} - ${config.instanceTitle}`, head, locale),
         heading, updated: dateView(policy.updatedAt), content: belowPageHeading(policy.content),
       });
       return { body, cache: { used: NO_VERSIONS, ttlMs: POLICY_TTL_MS } };
     }));
-  policyPage('/privacy-policy', 'Privacy policy', privacyPolicy);
-  policyPage('/terms-of-service', 'Terms of service', termsOfService);
+  policyPage('/privacy-policy', 'nav.privacy_policy', privacyPolicy);
+  policyPage('/terms-of-service', 'nav.terms', termsOfService);
 }

@@ -8,9 +8,10 @@ import { createInvite, endInvite, inviteState, INVITE_EXPIRIES, INVITE_MAX_USES 
 import { invitesOf } from '../../storage/invites.ts';
 import { isId } from '../../storage/ids.ts';
 import type { SignedIn } from './session.ts';
-import { sendFormPage, sendMessagePage, signedInOrRedirect } from './page.ts';
+import { sendFormPage, sendMessagePage, signedInOrRedirect, translatorOf } from './page.ts';
 
-const NOTICES: Record<string, string> = { made: 'The invite is made: share its link.', ended: 'The invite has ended.' };
+// Notices after a redirect, by key: their message keys.
+const NOTICES: Record<string, string> = { made: 'invites.notice_made', ended: 'invites.notice_ended' };
 const InviteForm = Type.Object({
   max_uses: Type.Optional(Type.String({ maxLength: 5 })),
   expires_in: Type.Optional(Type.String({ maxLength: 10 })),
@@ -27,7 +28,7 @@ export default async function invitePageRoutes(fastify: FastifyInstance, { ctx }
     const me = await signedInOrRedirect(request, reply);
     if (!me) return null;
     if (!can(me.user.role?.permissions, 'invite_users')) {
-      await sendMessagePage(ctx, request, reply, 'Not allowed', 'Your role on this server may not invite people.', { status: 403, kind: 'error' });
+      await sendMessagePage(ctx, request, reply, { key: 'invites.not_allowed_title' }, { key: 'invites.not_allowed' }, { status: 403, kind: 'error' });
       return null;
     }
     return me;
@@ -35,7 +36,7 @@ export default async function invitePageRoutes(fastify: FastifyInstance, { ctx }
 
   const page = async (request: FastifyRequest, reply: FastifyReply, me: SignedIn, notice: string, error: string, status = 200) => {
     const now = new Date();
-    return sendFormPage(ctx, request, reply, 'invites', 'Invite people', {
+    return sendFormPage(ctx, request, reply, 'invites', { key: 'invites.title' }, {
       invites: (await invitesOf(ctx.db, me.account.id)).map((i) => ({
         id: i.id, link: `${ctx.config.publicUrl}/invite/${i.code}`, uses: i.uses, maxUses: i.max_uses, expiresAt: i.expires_at,
         autofollow: i.autofollow, state: inviteState(i, now),
@@ -47,7 +48,8 @@ export default async function invitePageRoutes(fastify: FastifyInstance, { ctx }
   app.get('/invites', { schema: { querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) }) } }, async (request, reply) => {
     const me = await inviter(request, reply);
     if (!me) return;
-    return page(request, reply, me, (request.query.notice && NOTICES[request.query.notice]) || '', '');
+    const key = request.query.notice && Object.hasOwn(NOTICES, request.query.notice) ? NOTICES[request.query.notice]! : '';
+    return page(request, reply, me, key ? (await translatorOf(ctx, request))(key) : '', '');
   });
 
   app.post('/invites', { schema: { body: InviteForm } }, async (request, reply) => {
@@ -71,7 +73,7 @@ export default async function invitePageRoutes(fastify: FastifyInstance, { ctx }
       if (!isId(request.params.id)) throw new ApiError(404, 'Record not found');
       await endInvite(ctx.db, { accountId: me.account.id, permissions: me.user.role?.permissions }, request.params.id);
     } catch (err) {
-      if (err instanceof ApiError && err.statusCode === 404) return page(request, reply, me, '', 'That invite no longer exists.', 404);
+      if (err instanceof ApiError && err.statusCode === 404) return page(request, reply, me, '', (await translatorOf(ctx, request))('invites.gone'), 404);
       throw err;
     }
     return reply.redirect('/invites?notice=ended', 303);

@@ -9,12 +9,12 @@ import { addAlias, cancelRedirect, federatedResolver, moveAccount, removeAlias, 
 import { sendFormPage, signedInOrRedirect } from './page.ts';
 import type { SignedIn } from './session.ts';
 
-/** Notices shown after a redirect, by key: the query string never carries text to show. */
+/** Notices shown after a redirect, by key (their message keys): the query string never carries text to show. */
 const NOTICES: Record<string, string> = {
-  alias_added: 'The alias is added.',
-  alias_removed: 'The alias is removed.',
-  moved: 'Your account is moved. Your followers here follow the new account now, and other servers are told.',
-  cancelled: 'The redirect is cancelled: this account is in use again.',
+  alias_added: 'migration.notice_alias_added',
+  alias_removed: 'migration.notice_alias_removed',
+  moved: 'migration.notice_moved',
+  cancelled: 'migration.notice_cancelled',
 };
 const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) });
 const Acct = Type.Optional(Type.String({ maxLength: 600 }));
@@ -36,7 +36,7 @@ export default async function migrationPageRoutes(fastify: FastifyInstance, { ct
       return { uri, handle: known ? `${known.username}@${known.domain}` : uri };
     }));
     const movedTo = movedTarget(account);
-    return sendFormPage(ctx, request, reply, 'settings/migration', 'Moving', {
+    return sendFormPage(ctx, request, reply, 'settings/migration', { key: 'settings.migration' }, {
       handle: `${account.username}@${ctx.config.localDomain}`,
       actorUri: accountUri(ctx.render, account),
       aliases, maxAliases: MAX_ALIASES,
@@ -49,7 +49,7 @@ export default async function migrationPageRoutes(fastify: FastifyInstance, { ct
 
   app.get('/settings/migration', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && page(request, reply, me, { notice: (request.query.notice && NOTICES[request.query.notice]) || '' });
+    return me && page(request, reply, me, { notice: (request.query.notice && Object.hasOwn(NOTICES, request.query.notice) ? NOTICES[request.query.notice] : '') || '' });
   });
   // Mastodon's separate aliases page lives here too.
   app.get('/settings/aliases', async (_request, reply) => reply.redirect('/settings/migration', 303));

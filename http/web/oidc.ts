@@ -8,7 +8,8 @@ import { checkCurrentPassword } from '../../services/sign-in.ts';
 import { deleteUserIdentity } from '../../storage/identities.ts';
 import { startWebSession } from './session.ts';
 import { safeReturnTo } from './auth.ts';
-import { sendMessagePage, signedInOrRedirect } from './page.ts';
+import { sendMessagePage, signedInOrRedirect, translatorOf } from './page.ts';
+import { serviceMessage } from './service-errors.ts';
 
 const PENDING_COOKIE = '_oidc_pending';
 /** Mastodon's paths (omniauth's request and callback phases), so a provider set up for Mastodon works unchanged. */
@@ -26,8 +27,9 @@ export default async function oidcPageRoutes(fastify: FastifyInstance, { ctx }: 
   const limit = { ...LIMITS.signIn, keyGenerator: (request: FastifyRequest) => `sign-in:${request.ip}` };
   const cookieOptions = { path: START_PATH, httpOnly: true, sameSite: 'lax' as const, secure: ctx.config.publicUrl.startsWith('https:') };
 
-  const failure = (request: FastifyRequest, reply: FastifyReply, status: number, message: string, link = { href: '/auth/sign_in', text: 'Back to sign-in' }) =>
-    sendMessagePage(ctx, request, reply, 'Sign-in failed', message, { status, kind: 'error', link });
+  // The services' words (services/oidc.ts) or the page's, said in the page's language.
+  const failure = async (request: FastifyRequest, reply: FastifyReply, status: number, message: string, link = { href: '/auth/sign_in', text: 'password.back' }) =>
+    sendMessagePage(ctx, request, reply, { key: 'oidc.failed' }, serviceMessage(await translatorOf(ctx, request), message), { status, kind: 'error', link: { href: link.href, text: { key: link.text } } });
 
   app.post(START_PATH, {
     schema: { body: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 4000 })), link: Type.Optional(Type.String({ maxLength: 10 })) }) },
@@ -65,7 +67,7 @@ export default async function oidcPageRoutes(fastify: FastifyInstance, { ctx }: 
     callbackUrl.search = new URL(request.url, ctx.config.publicUrl).search;
     const outcome = await finishOidcSignIn(ctx, callbackUrl, pending, request.ip);
     if (!outcome.ok) {
-      return failure(request, reply, outcome.status, outcome.error, pending.linkUserId ? { href: '/settings/account', text: 'Back to settings' } : undefined);
+      return failure(request, reply, outcome.status, outcome.error, pending.linkUserId ? { href: '/settings/account', text: 'oidc.back_settings' } : undefined);
     }
     if (pending.linkUserId) return reply.redirect('/settings/account?notice=oidc_linked', 303);
     await startWebSession(ctx, request, reply, outcome.user);
@@ -80,8 +82,9 @@ export default async function oidcPageRoutes(fastify: FastifyInstance, { ctx }: 
     if (!me) return;
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) {
-      return sendMessagePage(ctx, request, reply, 'Not unlinked', `${wrongPassword} Without your password, ${oidc.displayName} stays linked: it may be your only way in. Set a password with "Forgot your password?" first if you never had one.`, {
-        status: 422, kind: 'error', link: { href: '/settings/account', text: 'Back to settings' },
+      const t = await translatorOf(ctx, request);
+      return sendMessagePage(ctx, request, reply, { key: 'oidc.not_unlinked' }, `${serviceMessage(t, wrongPassword)} ${t('oidc.unlink_needs_password', { provider: oidc.displayName })}`, {
+        status: 422, kind: 'error', link: { href: '/settings/account', text: { key: 'oidc.back_settings' } },
       });
     }
     await deleteUserIdentity(ctx.db, me.user.id, OIDC_PROVIDER);

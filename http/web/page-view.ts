@@ -27,6 +27,14 @@ interface StatusEntity {
   reblogs_count: number;
   favourites_count: number;
   reblog: StatusEntity | null;
+  /** Mastodon 4.5's Quote (`quoted_status`), or a ShallowQuote (`quoted_status_id`) inside a quoted status. */
+  quote?: QuoteEntity | null;
+}
+
+interface QuoteEntity {
+  state: string;
+  quoted_status?: StatusEntity | null;
+  quoted_status_id?: string | null;
 }
 
 interface MediaEntity {
@@ -68,8 +76,11 @@ export interface AccountView {
   /** The ActivityPub actor id. */
   uri: string;
   avatar: string;
-  /** The account's own description of its avatar and header, or a plain statement of whose they are. */
+  /** The account's own description of its avatar and header, or a plain statement of whose they are (in English, for `<meta>`). */
   avatarAlt: string;
+  /** The account's own descriptions of its avatar and header; '' where it gave none (the page says whose they are). */
+  avatarDescription: string;
+  headerDescription: string;
   header: string | null;
   headerAlt: string;
   noteHtml: string;
@@ -131,6 +142,24 @@ export interface StatusView {
   favourites: number;
   /** Where a stranger's Reply, Boost or Favourite leads (http/web/interaction.ts). */
   interactPath: string;
+  /** The post it quotes, as the API shows it to this viewer; null when it quotes nothing. */
+  quote: QuoteView | null;
+}
+
+/**
+ * A quote as the API's Status entity gives it to the viewer (Mastodon 4.5): its `state` for them, and the quoted post
+ * only where the API gives it (`accepted`, or the viewer blocks or mutes its author or server, where the page folds it
+ * away as Mastodon's web does). Inside a quoted post, its own quote is shallow: a state and whether it names a post.
+ */
+export interface QuoteView {
+  state: string;
+  post: StatusView | null;
+  /** The viewer's block or mute that folds the quoted post away: whom it names. */
+  hiddenBy: { reason: 'blocked_account' | 'muted_account'; name: string } | { reason: 'blocked_domain'; name: string } | null;
+  /** A quote within a quoted post (a ShallowQuote): its post is not shown, only that there is one. */
+  shallow: boolean;
+  /** The shallow quote names a post the viewer may be shown. */
+  names: boolean;
 }
 
 /** An entry of a list of posts: a post, or a boost of one (then `post` is the original and `boostedBy` who boosted). */
@@ -200,6 +229,8 @@ export function accountView(ctx: RenderContext, a: AccountEntity): AccountView {
     uri: a.uri,
     avatar: a.avatar,
     avatarAlt: a.avatar_description?.trim() || `Avatar of ${displayName}`,
+    avatarDescription: a.avatar_description?.trim() ?? '',
+    headerDescription: a.header_description?.trim() ?? '',
     header: missingHeader ? null : a.header,
     headerAlt: a.header_description?.trim() || `Header image of ${displayName}`,
     noteHtml: a.note,
@@ -274,7 +305,23 @@ function statusView(ctx: RenderContext, s: StatusEntity): StatusView {
     reblogs: s.reblogs_count,
     favourites: s.favourites_count,
     interactPath: interactionPath(`/@${s.account.acct}/${s.id}`),
+    quote: quoteView(ctx, s.quote),
   };
+}
+
+/** The states in which the API gives the quoted post (Mastodon's BaseQuoteSerializer), as http/serializers/status.ts. */
+const SHOWN_QUOTE_STATES = new Set(['accepted', 'blocked_account', 'blocked_domain', 'muted_account']);
+
+function quoteView(ctx: RenderContext, q: QuoteEntity | null | undefined): QuoteView | null {
+  if (!q) return null;
+  if (q.quoted_status === undefined) {
+    return { state: q.state, post: null, hiddenBy: null, shallow: true, names: SHOWN_QUOTE_STATES.has(q.state) && !!q.quoted_status_id };
+  }
+  const post = q.quoted_status && SHOWN_QUOTE_STATES.has(q.state) ? statusView(ctx, q.quoted_status) : null;
+  let hiddenBy: QuoteView['hiddenBy'] = null;
+  if (post && (q.state === 'blocked_account' || q.state === 'muted_account')) hiddenBy = { reason: q.state, name: post.author.handle };
+  if (post && q.state === 'blocked_domain') hiddenBy = { reason: 'blocked_domain', name: post.author.handle.slice(post.author.handle.indexOf('@') + 1) };
+  return { state: q.state, post, hiddenBy, shallow: false, names: post !== null };
 }
 
 /** A Status entity (as http/serializers/status.ts renders it) as an entry of a page. */

@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { renderView, type PageChrome } from './views.ts';
 import type { SignedIn } from './session.ts';
-import { pageLocale, translator, type Translate } from './i18n.ts';
+import { pageLocale, translator, type Text, type Translate } from './i18n.ts';
+import { serviceMessage } from './service-errors.ts';
 
 /**
  * Route options for the pages an OAuth sign-in passes through (sign-in, its second step, authorize): without
@@ -24,15 +25,16 @@ export function appearanceClasses(user: Pick<SignedIn['user'], 'theme' | 'reduce
 }
 
 /** The layout's data for a page with forms: who is signed in, and a CSRF token for its forms. */
-export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, title: string): Promise<PageChrome> {
+export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, title: Text): Promise<PageChrome> {
   const signedIn = await request.signedIn();
+  const lang = pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages);
   return {
-    title: `${title} - ${ctx.config.instanceTitle}`,
+    title: `${translator(lang).text(title)} - ${ctx.config.instanceTitle}`,
     instanceTitle: ctx.config.instanceTitle,
     signedInAs: signedIn ? { username: signedIn.account.username, admin: isStaff(signedIn.user.role?.permissions) } : null,
     csrfToken: reply.generateCsrf(),
     registrationsOpen: ctx.config.registrationsMode !== 'none',
-    lang: pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages),
+    lang,
     htmlClass: signedIn ? appearanceClasses(signedIn.user) : '',
   };
 }
@@ -43,21 +45,33 @@ export async function translatorOf(ctx: AppContext, request: FastifyRequest): Pr
   return translator(pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages));
 }
 
+/**
+ * A page's `error`, when it is a service's refusal in the services' words ("The current password is wrong."), in the
+ * page's language (http/web/service-errors.ts); words the page itself chose pass as they are.
+ */
+export function withErrorSaid(data: Record<string, unknown>, lang: string): Record<string, unknown> {
+  return typeof data.error === 'string' && data.error ? { ...data, error: serviceMessage(translator(lang), data.error) } : data;
+}
+
 /** Renders a form page (sign-in, sign-up, settings): private, uncached. */
 export async function sendFormPage(
   ctx: AppContext, request: FastifyRequest, reply: FastifyReply,
-  view: string, title: string, data: Record<string, unknown> = {}, status = 200,
+  view: string, title: Text, data: Record<string, unknown> = {}, status = 200,
 ) {
   const chrome = await chromeOf(ctx, request, reply, title);
-  return privatePage(reply, status).send(renderView(view, { ...data, chrome }));
+  return privatePage(reply, status).send(renderView(view, { ...withErrorSaid(data, chrome.lang), chrome }));
 }
 
-/** A short page with a heading and a message (after sign-up, a sent mail, a used link). */
-export function sendMessagePage(
+/** A short page with a heading and a message (after sign-up, a sent mail, a used link), in the page's language. */
+export async function sendMessagePage(
   ctx: AppContext, request: FastifyRequest, reply: FastifyReply,
-  title: string, message: string, options: { status?: number; kind?: 'notice' | 'error'; link?: { href: string; text: string } } = {},
+  title: Text, message: Text, options: { status?: number; kind?: 'notice' | 'error'; link?: { href: string; text: Text } } = {},
 ) {
-  return sendFormPage(ctx, request, reply, 'message', title, { heading: title, message, kind: options.kind ?? 'notice', link: options.link ?? null }, options.status ?? 200);
+  const t = await translatorOf(ctx, request);
+  return sendFormPage(ctx, request, reply, 'message', title, {
+    heading: t.text(title), message: t.text(message), kind: options.kind ?? 'notice',
+    link: options.link ? { href: options.link.href, text: t.text(options.link.text) } : null,
+  }, options.status ?? 200);
 }
 
 /** Field errors of a failed validation, by form field, for the templates. */

@@ -13,7 +13,7 @@ import { canSee } from '../../services/visibility.ts';
 import { findAccounts } from '../../services/account-search.ts';
 import { INTENTS, RemoteInteractionError, remoteInteractionUrl, type Intent } from '../../services/remote-interaction.ts';
 import { accountUri, statusUri } from '../../services/uris.ts';
-import { sendFormPage, sendMessagePage } from './page.ts';
+import { sendFormPage, sendMessagePage, translatorOf } from './page.ts';
 
 /**
  * Remote interaction, both ways (as Mastodon's /authorize_interaction and its "interact from your server" dialog):
@@ -34,7 +34,8 @@ const LOOKUP_LIMIT = { max: 25, timeWindow: 5 * 60 * 1000, keyGenerator: (reques
 
 const Uri = Type.String({ minLength: 1, maxLength: 2000 });
 const IntentField = Type.Optional(Type.Union(INTENTS.map((i) => Type.Literal(i))));
-const ACTIONS = { follow: 'Follow', reply: 'Reply to', reblog: 'Boost', favourite: 'Favourite' } as const;
+// The page's heading for each intent (a message key: `{what}` is the account or post).
+const ACTIONS = { follow: 'remote.follow', reply: 'remote.reply', reblog: 'remote.reblog', favourite: 'remote.favourite' } as const;
 
 type Resolved = { account: AccountRow; status?: undefined } | { status: StatusRow; account: AccountRow };
 
@@ -86,18 +87,19 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
     return { resolved: own, uri: own.status ? statusUri(ctx.render, own.status, own.account.username) : accountUri(ctx.render, own.account) };
   }
 
-  const visitorPage = (request: FastifyRequest, reply: FastifyReply, target: { resolved: Resolved; uri: string }, intent: Intent, acct: string, error: string | null) => {
+  const visitorPage = async (request: FastifyRequest, reply: FastifyReply, target: { resolved: Resolved; uri: string }, intent: Intent, acct: string, error: string | null) => {
     reply.header('content-security-policy', REMOTE_CSP);
     const { account, status } = target.resolved;
-    return sendFormPage(ctx, request, reply, 'interaction/remote', `${ACTIONS[intent]} from your server`, {
-      uri: target.uri, intent, action: ACTIONS[intent], acct, error,
-      what: status ? `this post by @${handleOf(ctx, account)}` : `@${handleOf(ctx, account)}`,
+    const t = await translatorOf(ctx, request);
+    const heading = t(ACTIONS[intent], { what: status ? t('remote.this_post', { handle: handleOf(ctx, account) }) : `@${handleOf(ctx, account)}` });
+    return sendFormPage(ctx, request, reply, 'interaction/remote', heading, {
+      uri: target.uri, intent, heading, acct, error,
       excerpt: status ? status.text ?? '' : '',
     }, error ? 422 : 200);
   };
 
   const notFound = (request: FastifyRequest, reply: FastifyReply) =>
-    sendMessagePage(ctx, request, reply, 'Not found', 'There is nothing to interact with at that address.', { status: 404, kind: 'error' });
+    sendMessagePage(ctx, request, reply, { key: 'export.not_found_title' }, { key: 'remote.nothing' }, { status: 404, kind: 'error' });
 
   app.get('/remote_interaction', { schema: { querystring: Type.Object({ uri: Uri, intent: IntentField }) } }, async (request, reply) => {
     const target = await visitorTarget(request.query.uri);
@@ -131,12 +133,8 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
   // Someone of ours, sent by another server: signed in first, then the account or post, with what may be done here.
   const AuthorizeQuery = Type.Object({ uri: Type.Optional(Uri), acct: Type.Optional(Uri), done: Type.Optional(Type.String({ maxLength: 20 })) });
   /** What was done, said on the page the form leads back to (by key: the address carries no text to show). */
-  const DONE: Record<string, (handle: string) => string> = {
-    follow: (h) => `You follow @${h}.`,
-    requested: (h) => `You asked to follow @${h}.`,
-    unfollow: (h) => `You no longer follow @${h}.`,
-    reblog: () => 'You boosted this post.',
-    favourite: () => 'You favourited this post.',
+  const DONE: Record<string, string> = {
+    follow: 'remote.done_follow', requested: 'remote.done_requested', unfollow: 'remote.done_unfollow', reblog: 'remote.done_reblog', favourite: 'remote.done_favourite',
   };
   app.get('/authorize_interaction', { schema: { querystring: AuthorizeQuery } }, async (request, reply) => {
     const me = await request.signedIn();
@@ -144,9 +142,9 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
     const uri = request.query.uri ?? request.query.acct;
     const resolved = uri ? await resolveForViewer(ctx, me.account, uri) : null;
     if (!resolved || (resolved.status && !(await canSee(ctx.db, me.account.id, resolved.status)))) {
-      return sendMessagePage(ctx, request, reply, 'Not found', 'That account or post could not be found, here or on its server.', { status: 404, kind: 'error' });
+      return sendMessagePage(ctx, request, reply, { key: 'export.not_found_title' }, { key: 'remote.not_found' }, { status: 404, kind: 'error' });
     }
-    const done = request.query.done && Object.hasOwn(DONE, request.query.done) ? DONE[request.query.done]!(handleOf(ctx, resolved.account)) : null;
+    const done = request.query.done && Object.hasOwn(DONE, request.query.done) ? (await translatorOf(ctx, request))(DONE[request.query.done]!, { handle: handleOf(ctx, resolved.account) }) : null;
     return authorizePage(request, reply, me.account, resolved, done);
   });
 
@@ -157,12 +155,12 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
     if (!me) return reply.redirect(`/auth/sign_in?return_to=${encodeURIComponent(`/authorize_interaction?uri=${encodeURIComponent(request.body.uri)}`)}`, 303);
     const resolved = await resolveForViewer(ctx, me.account, request.body.uri);
     if (!resolved || (resolved.status && !(await canSee(ctx.db, me.account.id, resolved.status)))) {
-      return sendMessagePage(ctx, request, reply, 'Not found', 'That account or post could not be found, here or on its server.', { status: 404, kind: 'error' });
+      return sendMessagePage(ctx, request, reply, { key: 'export.not_found_title' }, { key: 'remote.not_found' }, { status: 404, kind: 'error' });
     }
     const { action } = request.body;
     let done: string = action;
     if (action === 'follow' || action === 'unfollow') {
-      if (resolved.account.id === me.account.id) return sendMessagePage(ctx, request, reply, 'Not possible', 'You cannot follow yourself.', { status: 422, kind: 'error' });
+      if (resolved.account.id === me.account.id) return sendMessagePage(ctx, request, reply, { key: 'remote.not_possible' }, { key: 'remote.self' }, { status: 422, kind: 'error' });
       if (action === 'follow') {
         const outcome = await ctx.actors.ask(me.account.id, { type: 'follow', targetId: resolved.account.id, options: {} });
         if (outcome === 'requested') done = 'requested';
@@ -172,7 +170,7 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
     } else {
       const status = resolved.status;
       if (!status || (action === 'reblog' && status.visibility !== 'public' && status.visibility !== 'unlisted')) {
-        return sendMessagePage(ctx, request, reply, 'Not possible', 'That cannot be done to this.', { status: 422, kind: 'error' });
+        return sendMessagePage(ctx, request, reply, { key: 'remote.not_possible' }, { key: 'remote.cannot' }, { status: 422, kind: 'error' });
       }
       if (action === 'reblog') await ctx.actors.ask(me.account.id, { type: 'reblog', status, visibility: 'public' });
       else await ctx.actors.ask(me.account.id, { type: 'favourite', status });
@@ -184,7 +182,7 @@ export default async function remoteInteractionRoutes(fastify: FastifyInstance, 
   async function authorizePage(request: FastifyRequest, reply: FastifyReply, me: AccountRow, resolved: Resolved, done: string | null) {
     const { account, status } = resolved;
     const relationship = account.id === me.id ? null : (await relationships(ctx.db, me.id, [account.id])).get(account.id) ?? null;
-    return sendFormPage(ctx, request, reply, 'interaction/authorize', status ? 'Interact with a post' : `Follow @${handleOf(ctx, account)}`, {
+    return sendFormPage(ctx, request, reply, 'interaction/authorize', status ? { key: 'remote.post_title' } : { key: 'remote.follow_title', params: { handle: handleOf(ctx, account) } }, {
       done,
       uri: status ? (status.uri ?? statusUri(ctx.render, status, account.username)) : (account.uri ?? accountUri(ctx.render, account)),
       account: { handle: handleOf(ctx, account), displayName: account.display_name || account.username, self: account.id === me.id },

@@ -8,9 +8,11 @@ import { findUserById } from '../../storage/users.ts';
 import { deleteWebauthnCredential, userWebauthnCredentials } from '../../storage/webauthn-credentials.ts';
 import { isId } from '../../storage/ids.ts';
 import type { SignedIn } from './session.ts';
-import { sendFormPage, signedInOrRedirect } from './page.ts';
+import { sendFormPage, signedInOrRedirect, translatorOf } from './page.ts';
+import { serviceMessage } from './service-errors.ts';
 
-const NOTICES: Record<string, string> = { key_added: 'The security key is added.', key_removed: 'The key is removed.', passkey_added: 'The passkey is added. You can sign in with it.' };
+// Notices after a redirect, by key: their message keys (the page's template says them).
+const NOTICES: Record<string, string> = { key_added: 'keys.notice_key_added', key_removed: 'keys.notice_removed', passkey_added: 'keys.notice_passkey_added' };
 
 /**
  * A person's passkeys (which sign in alone) and security keys (a second factor), WebAuthn both: named, with their last
@@ -22,7 +24,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
   async function keysPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
     const all = await userWebauthnCredentials(ctx.db, user.id);
-    return sendFormPage(ctx, request, reply, 'settings/security_keys', 'Passkeys and security keys', {
+    return sendFormPage(ctx, request, reply, 'settings/security_keys', { key: 'keys.title' }, {
       twoFactorOn: user.otp_enabled_at !== null, keys: all.filter((k) => !k.passkey), passkeys: all.filter((k) => k.passkey),
       passwordless: ctx.config.omniauthOnly ? '' : 'yes', notice: extra.notice ?? '', error: extra.error ?? '',
     }, status);
@@ -30,13 +32,14 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
 
   app.get('/settings/security_keys', { schema: { querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) }) } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && keysPage(request, reply, me, { notice: (request.query.notice && NOTICES[request.query.notice]) || '' });
+    return me && keysPage(request, reply, me, { notice: (request.query.notice && Object.hasOwn(NOTICES, request.query.notice) ? NOTICES[request.query.notice] : '') || '' });
   });
 
   app.post('/settings/security_keys/options', async (request, reply) => {
     const me = await request.signedIn();
-    if (!me) return reply.code(401).send({ error: 'Sign in again.' });
-    if (!me.user.otp_enabled_at) return reply.code(422).send({ error: 'Turn on two-factor authentication with an app first.' });
+    const t = await translatorOf(ctx, request);
+    if (!me) return reply.code(401).send({ error: t('keys.sign_in_again') });
+    if (!me.user.otp_enabled_at) return reply.code(422).send({ error: t('error.key_needs_two_factor') });
     return registrationOptions(ctx, me.user, me.account.username);
   });
 
@@ -47,15 +50,16 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
     const json = request.headers['content-type']?.startsWith('application/json');
-    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a security key needs JavaScript in this browser.' }, 422);
+    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.needs_js_key') }, 422);
     const error = await addSecurityKey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
-    return error ? reply.code(422).send({ error }) : { ok: true };
+    return error ? reply.code(422).send({ error: serviceMessage(await translatorOf(ctx, request), error) }) : { ok: true };
   });
 
   app.post('/settings/passkeys/options', async (request, reply) => {
     const me = await request.signedIn();
-    if (!me) return reply.code(401).send({ error: 'Sign in again.' });
-    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
+    const t = await translatorOf(ctx, request);
+    if (!me) return reply.code(401).send({ error: t('keys.sign_in_again') });
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: t('error.sso_only') });
     return passkeyRegistrationOptions(ctx, me.user, me.account.username);
   });
 
@@ -65,10 +69,11 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
     const json = request.headers['content-type']?.startsWith('application/json');
-    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: 'Adding a passkey needs JavaScript in this browser.' }, 422);
-    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: 'Sign-in here is through single sign-on only.' });
+    if (!json || !request.body.credential) return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.needs_js_passkey') }, 422);
+    const t = await translatorOf(ctx, request);
+    if (ctx.config.omniauthOnly) return reply.code(403).send({ error: t('error.sso_only') });
     const error = await addPasskey(ctx, me.user, request.body.nickname ?? '', request.body.credential);
-    return error ? reply.code(422).send({ error }) : { ok: true };
+    return error ? reply.code(422).send({ error: serviceMessage(t, error) }) : { ok: true };
   });
 
   app.post('/settings/security_keys/:id/delete', {
@@ -79,7 +84,7 @@ export default async function securityKeyPageRoutes(fastify: FastifyInstance, { 
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) return keysPage(request, reply, me, { error: wrongPassword }, 422);
     if (!isId(request.params.id) || !(await deleteWebauthnCredential(ctx.db, me.user.id, request.params.id))) {
-      return keysPage(request, reply, me, { error: 'No such key.' }, 404);
+      return keysPage(request, reply, me, { error: (await translatorOf(ctx, request))('keys.no_such') }, 404);
     }
     return reply.redirect('/settings/security_keys?notice=key_removed', 303);
   });

@@ -9,7 +9,8 @@ import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { isStaff } from '../../services/roles.ts';
 import { deleteOwnedApplication, ownedApplications } from '../../storage/oauth.ts';
 import { GRANULAR_SCOPES, TOP_SCOPES, validScopes } from '../oauth/scopes.ts';
-import { sendFormPage, signedInOrRedirect } from './page.ts';
+import { sendFormPage, signedInOrRedirect, translatorOf } from './page.ts';
+import { formError } from './service-errors.ts';
 import { notFoundPage } from './error-pages.ts';
 import type { SignedIn } from './session.ts';
 
@@ -40,9 +41,9 @@ export default async function developmentPageRoutes(fastify: FastifyInstance, { 
   const onceKey = (userId: string, appId: string) => `${ctx.config.redisPrefix}new-app:{${userId}}:${appId}`;
 
   async function indexPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, form: { name: string; website: string; redirect_uris: string; scopes: string[] }, error = '', status = 200) {
-    return sendFormPage(ctx, request, reply, 'settings/development', 'Development', {
+    return sendFormPage(ctx, request, reply, 'settings/development', { key: 'settings.development' }, {
       apps: (await ownedApplications(ctx.db, me.user.id)).map((a) => ({ id: a.id, name: a.name, scopes: a.scopes.split(' ').join(', ') })),
-      form, scopeChoices: scopeChoices(me), notice: (request.query as { notice?: string }).notice === 'deleted' ? 'The app is deleted; its tokens no longer work.' : '', error,
+      form, scopeChoices: scopeChoices(me), notice: (request.query as { notice?: string }).notice === 'deleted' ? 'development.notice_deleted' : '', error,
     }, status);
   }
 
@@ -66,7 +67,7 @@ export default async function developmentPageRoutes(fastify: FastifyInstance, { 
       return reply.redirect(`/settings/development/${made.row.id}`, 303);
     } catch (err) {
       if (!(err instanceof ApiError) || err.statusCode >= 500) throw err;
-      return indexPage(request, reply, me, form, err.message.replace(/^Validation failed: /, ''), 422);
+      return indexPage(request, reply, me, form, formError(await translatorOf(ctx, request), err), 422);
     }
   });
 
@@ -80,7 +81,7 @@ export default async function developmentPageRoutes(fastify: FastifyInstance, { 
     const secrets = raw ? (JSON.parse(raw) as { clientSecret: string; accessToken: string }) : null;
     return sendFormPage(ctx, request, reply, 'settings/development-app', found.name, {
       app: { id: found.id, name: found.name, website: found.website, scopes: found.scopes.split(' '), redirectUris: found.redirect_uris, clientId: found.client_id },
-      secrets, notice: secrets ? 'The app is made. Copy its secret and your access token now: they are not shown again.' : '', error: '',
+      secrets, notice: secrets ? 'development.notice_made' : '', error: '',
     });
   });
 

@@ -6,15 +6,17 @@ import { cleanupPolicyOf, CleanupPolicyRefused, MIN_STATUS_AGES, setCleanupPolic
 import type { CleanupPolicy } from '../../storage/statuses-cleanup.ts';
 import { sendFormPage, signedInOrRedirect } from './page.ts';
 
-/** The check boxes of the form: what a person keeps, in Mastodon's words. */
+/** The check boxes of the form: what a person keeps, in Mastodon's words (message keys of the label and its hint). */
 const KEEPS: [keyof CleanupPolicy, string, string][] = [
-  ['keep_pinned', 'Keep pinned posts', 'Posts pinned to your profile'],
-  ['keep_direct', 'Keep direct messages', 'Posts only the people mentioned can see'],
-  ['keep_self_fav', 'Keep posts you favourited', 'Your own posts you favourited, as bookmarks of a kind'],
-  ['keep_self_bookmark', 'Keep posts you bookmarked', 'Your own posts you bookmarked'],
-  ['keep_polls', 'Keep polls', 'Posts with a poll'],
-  ['keep_media', 'Keep posts with media attachments', 'Posts with images, video or audio'],
+  ['keep_pinned', 'cleanup.keep_pinned', 'cleanup.keep_pinned_hint'],
+  ['keep_direct', 'cleanup.keep_direct', 'cleanup.keep_direct_hint'],
+  ['keep_self_fav', 'cleanup.keep_self_fav', 'cleanup.keep_self_fav_hint'],
+  ['keep_self_bookmark', 'cleanup.keep_self_bookmark', 'cleanup.keep_self_bookmark_hint'],
+  ['keep_polls', 'cleanup.keep_polls', 'cleanup.keep_polls_hint'],
+  ['keep_media', 'cleanup.keep_media', 'cleanup.keep_media_hint'],
 ];
+/** The ages offered, each with the message key of its words ('1 week' is `cleanup.age.1_week`). */
+const AGES = MIN_STATUS_AGES.map(([seconds, words]): [number, string] => [seconds, `cleanup.age.${words.replace(' ', '_')}`]);
 
 const flag = () => Type.Optional(Type.String({ maxLength: 10 }));
 const count = () => Type.Optional(Type.String({ maxLength: 12 }));
@@ -25,12 +27,12 @@ const count = () => Type.Optional(Type.String({ maxLength: 12 }));
  */
 export default async function statusesCleanupPageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const view = (policy: CleanupPolicy, notice: string, error: string) => ({ policy, ages: MIN_STATUS_AGES, keeps: KEEPS, notice, error });
+  const view = (policy: CleanupPolicy, notice: string, error: string) => ({ policy, ages: AGES, keeps: KEEPS, notice, error });
 
   app.get('/statuses_cleanup', { schema: { querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) }) } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && sendFormPage(ctx, request, reply, 'settings/statuses_cleanup', 'Automated post deletion',
-      view(await cleanupPolicyOf(ctx.db, me.account.id), request.query.notice === 'saved' ? 'Your changes are saved.' : '', ''));
+    return me && sendFormPage(ctx, request, reply, 'settings/statuses_cleanup', { key: 'cleanup.title' },
+      view(await cleanupPolicyOf(ctx.db, me.account.id), request.query.notice === 'saved' ? 'notice.saved' : '', ''));
   });
 
   app.post('/statuses_cleanup', {
@@ -55,7 +57,7 @@ export default async function statusesCleanupPageRoutes(fastify: FastifyInstance
       await setCleanupPolicy(ctx.db, me.account.id, policy);
     } catch (err) {
       if (!(err instanceof CleanupPolicyRefused)) throw err;
-      return sendFormPage(ctx, request, reply, 'settings/statuses_cleanup', 'Automated post deletion', view(policy, '', err.message), 422);
+      return sendFormPage(ctx, request, reply, 'settings/statuses_cleanup', { key: 'cleanup.title' }, view(policy, '', err.message), 422);
     }
     return reply.redirect('/statuses_cleanup?notice=saved', 303);
   });

@@ -19,25 +19,26 @@ import { dateView } from './page-view.ts';
 import { findAccountById } from '../../storage/accounts.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { endWebSession, SESSION_COOKIE, type SignedIn } from './session.ts';
-import { letFormsRedirectAway, sendFormPage, signedInOrRedirect } from './page.ts';
+import { letFormsRedirectAway, sendFormPage, signedInOrRedirect, translatorOf } from './page.ts';
+import { formError } from './service-errors.ts';
 import { findUserIdentity } from '../../storage/identities.ts';
 import { OIDC_PROVIDER } from '../../services/oidc.ts';
 import { EMAIL_KINDS, emailChoices, saveEmailChoices, type EmailKind } from '../../services/notification-emails.ts';
 
 const MAX_FIELDS = 4;
 const VISIBILITIES = ['public', 'unlisted', 'private', 'direct'] as const;
-/** Notices shown after a redirect, by key: the query string never carries text to show. */
+/** Notices shown after a redirect, by key (their message keys): the query string never carries text to show. */
 const NOTICES: Record<string, string> = {
-  saved: 'Your changes are saved.',
-  email: 'We sent a confirmation link to the new address; it takes effect once you follow it.',
-  email_changed: 'Your e-mail address is changed.',
-  two_factor_on: 'Two-factor authentication is on.',
-  two_factor_off: 'Two-factor authentication is off.',
-  new_codes: 'New recovery codes made; the old ones no longer work.',
-  revoked: 'The app can no longer use your account.',
-  oidc_linked: 'Single sign-on is linked: you can sign in through it.',
-  oidc_unlinked: 'Single sign-on is unlinked.',
-  session_ended: 'That browser is signed out.',
+  saved: 'notice.saved',
+  email: 'notice.email',
+  email_changed: 'notice.email_changed',
+  two_factor_on: 'notice.two_factor_on',
+  two_factor_off: 'notice.two_factor_off',
+  new_codes: 'notice.new_codes',
+  revoked: 'notice.revoked',
+  oidc_linked: 'notice.oidc_linked',
+  oidc_unlinked: 'notice.oidc_unlinked',
+  session_ended: 'notice.session_ended',
 };
 const Notice = Type.Object({ notice: Type.Optional(Type.String({ maxLength: 40 })) });
 /** Every language the server knows, by name, for a select. */
@@ -54,7 +55,8 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
   const codesKey = (userId: string) => `${ctx.config.redisPrefix}otp-new-codes:{${userId}}`;
   const showCodesOnce = (userId: string, codes: string[]) => ctx.redis.set(codesKey(userId), JSON.stringify(codes), 'EX', 600);
 
-  const notice = (q: { notice?: string | undefined }) => (q.notice && NOTICES[q.notice]) || '';
+  // The notice's key: the page's template says it (settings/nav.eta).
+  const notice = (q: { notice?: string | undefined }) => (q.notice && Object.hasOwn(NOTICES, q.notice) ? NOTICES[q.notice]! : '');
 
   app.get('/settings', async (_request, reply) => reply.redirect('/settings/profile'));
 
@@ -62,7 +64,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const account = (await findAccountById(ctx.db, me.account.id)) ?? me.account;
     const rendered = renderAccount(ctx.render, account);
     const fields = [...account.fields.map((f) => ({ name: f.name, value: f.value })), ...Array(MAX_FIELDS).fill({ name: '', value: '' })].slice(0, MAX_FIELDS);
-    return sendFormPage(ctx, request, reply, 'settings/profile', 'Profile', {
+    return sendFormPage(ctx, request, reply, 'settings/profile', { key: 'settings.profile' }, {
       account, fields, notice: extra.notice ?? '', error: extra.error ?? '',
       avatarUrl: account.avatar_file ? rendered.avatar : '', headerUrl: account.header_file ? rendered.header : '',
     }, status);
@@ -99,7 +101,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
         header: request.uploads?.header?.data.length ? request.uploads.header.data : undefined,
       });
     } catch (err) {
-      if (err instanceof ApiError && err.statusCode < 500) return profilePage(request, reply, me, { error: err.message.replace(/^Validation failed: /, '') }, 422);
+      if (err instanceof ApiError && err.statusCode < 500) return profilePage(request, reply, me, { error: formError(await translatorOf(ctx, request), err) }, 422);
       throw err;
     }
     return reply.redirect('/settings/profile?notice=saved', 303);
@@ -107,7 +109,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   app.get('/settings/preferences', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, languages: languageChoices(), notice: notice(request.query), error: '' });
+    return me && sendFormPage(ctx, request, reply, 'settings/preferences', { key: 'preferences.title' }, { user: me.user, account: me.account, languages: languageChoices(), notice: notice(request.query), error: '' });
   });
 
   app.post('/settings/preferences', {
@@ -123,9 +125,10 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     if (!me) return;
     const { privacy = 'public', language = '' } = request.body;
     const lang = language.trim().toLowerCase();
-    const error = !(VISIBILITIES as readonly string[]).includes(privacy) ? 'Choose who sees new posts.'
-      : lang !== '' && !isLanguage(lang) ? `"${lang}" is not a language code this server knows.` : '';
-    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', 'Posting defaults', { user: me.user, account: me.account, languages: languageChoices(), notice: '', error }, 422);
+    const t = await translatorOf(ctx, request);
+    const error = !(VISIBILITIES as readonly string[]).includes(privacy) ? t('preferences.error_privacy')
+      : lang !== '' && !isLanguage(lang) ? t('preferences.error_language', { code: lang }) : '';
+    if (error) return sendFormPage(ctx, request, reply, 'settings/preferences', { key: 'preferences.title' }, { user: me.user, account: me.account, languages: languageChoices(), notice: '', error }, 422);
     // The same service as PATCH /api/v1/accounts/update_credentials (its `indexable` and `source[...]`).
     await updateAccountProfile(ctx, me.account, {
       showApplication: checkbox(request.body.show_application),
@@ -137,14 +140,14 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   // Mail about notifications, as Mastodon's /settings/preferences/notifications: one box per kind, and the digest.
   const EMAIL_LABELS: Record<EmailKind, string> = {
-    mention: 'Someone mentions me', direct: 'Someone sends me a direct message', follow: 'Someone follows me',
-    follow_request: 'Someone asks to follow me', favourite: 'Someone favourites my post', reblog: 'Someone boosts my post',
+    mention: 'mail_settings.mention', direct: 'mail_settings.direct', follow: 'mail_settings.follow',
+    follow_request: 'mail_settings.follow_request', favourite: 'mail_settings.favourite', reblog: 'mail_settings.reblog',
   };
   app.get('/settings/preferences/notifications', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return;
     const choices = await emailChoices(ctx.db, me.user.id);
-    return sendFormPage(ctx, request, reply, 'settings/notifications', 'Mail about notifications', {
+    return sendFormPage(ctx, request, reply, 'settings/notifications', { key: 'mail_settings.title' }, {
       kinds: EMAIL_KINDS.map((k) => ({ name: k, label: EMAIL_LABELS[k], on: choices.kinds[k] })),
       digest: choices.digest, mailOn: ctx.config.smtp !== null, notice: notice(request.query), error: '',
     });
@@ -163,14 +166,15 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   async function accountPage(request: FastifyRequest, reply: FastifyReply, me: SignedIn, extra: { notice?: string; error?: string } = {}, status = 200) {
     const user = (await findUserById(ctx.db, me.user.id)) ?? me.user;
+    const t = await translatorOf(ctx, request);
     const sessions = (await userWebSessions(ctx.db, user.id)).map((s) => ({
-      id: s.id, browser: browserInWords(s.user_agent), ip: s.ip, lastActive: dateView(s.last_active_at), current: s.id === me.session.id,
+      id: s.id, browser: browserInWords(s.user_agent, t), ip: s.ip, lastActive: dateView(s.last_active_at), current: s.id === me.session.id,
     }));
     const oidc = ctx.config.oidc
       ? { displayName: ctx.config.oidc.displayName, linked: (await findUserIdentity(ctx.db, user.id, OIDC_PROVIDER)) !== null }
       : null;
     if (oidc) letFormsRedirectAway(reply);
-    return sendFormPage(ctx, request, reply, 'settings/account', 'Account', { user, sessions, oidc, notice: extra.notice ?? '', error: extra.error ?? '' }, status);
+    return sendFormPage(ctx, request, reply, 'settings/account', { key: 'settings.account' }, { user, sessions, oidc, notice: extra.notice ?? '', error: extra.error ?? '' }, status);
   }
 
   app.get('/settings/account', { schema: { querystring: Notice } }, async (request, reply) => {
@@ -233,7 +237,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const setup = pendingSecret
       ? { secret: pendingSecret, ...(await totpEnrolment(pendingSecret, ctx.config.instanceTitle, `${me.account.username}@${ctx.config.localDomain}`)) }
       : null;
-    return sendFormPage(ctx, request, reply, 'settings/two_factor', 'Two-factor authentication', {
+    return sendFormPage(ctx, request, reply, 'settings/two_factor', { key: 'two_factor.title' }, {
       enabled, setup, codesLeft: enabled ? await otpBackupCodesLeft(ctx.db, user.id) : 0,
       recoveryCodes: extra.recoveryCodes ?? null, notice: extra.notice ?? '', error: extra.error ?? '',
     }, status);
@@ -264,7 +268,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
     const wrongPassword = await checkCurrentPassword(ctx, me.user, request.body.current_password ?? '');
     if (wrongPassword) return twoFactorPage(request, reply, me, { error: wrongPassword }, 422);
     if (!(await totpMatches(secret, (request.body.code ?? '').trim()))) {
-      return twoFactorPage(request, reply, me, { error: 'That code is not right. Check that your phone\'s clock is correct and try the code shown now.' }, 422);
+      return twoFactorPage(request, reply, me, { error: (await translatorOf(ctx, request))('two_factor.code_wrong') }, 422);
     }
     const codes = await enableTwoFactor(ctx, me.user.id, secret);
     await ctx.redis.del(setupKey(me.user.id));
@@ -293,7 +297,7 @@ export default async function settingsPageRoutes(fastify: FastifyInstance, { ctx
 
   app.get('/settings/applications', { schema: { querystring: Notice } }, async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
-    return me && sendFormPage(ctx, request, reply, 'settings/applications', 'Authorized apps', {
+    return me && sendFormPage(ctx, request, reply, 'settings/applications', { key: 'applications.title' }, {
       apps: await authorizedApplications(ctx.db, me.user.id), notice: notice(request.query), error: '',
     });
   });

@@ -7,6 +7,7 @@ import { clientTagPage } from './client-pages.ts';
 import { notFoundPage } from './error-pages.ts';
 import { renderRss } from './feeds.ts';
 import { loadEntries, servePage, type PageResult, type PublicPageOptions } from './page-serving.ts';
+import { translator } from './i18n.ts';
 import { VERSION } from '../serializers/instance.ts';
 
 const PAGE_SIZE = 20;
@@ -43,12 +44,13 @@ export default async function tagPageRoutes(app: FastifyInstance, opts: PublicPa
         return { contentType: 'application/rss+xml; charset=utf-8', body, cache };
       }
       const last = pageIds.at(-1);
-      const description = `Public posts tagged #${name} on ${ctx.config.instanceTitle}`;
+      const t = translator(locale);
+      const description = t('tag.description', { tag: name, title: ctx.config.instanceTitle });
       const body = renderView('public/tag', {
         chrome: publicChrome(ctx.config, viewer, `#${name}`, headTags({
           description,
           canonical: maxId ? undefined : url,
-          alternates: [{ type: 'application/rss+xml', href: `${url}.rss`, title: `Posts tagged #${name}` }],
+          alternates: [{ type: 'application/rss+xml', href: `${url}.rss`, title: t('tag.posts_label', { tag: name }) }],
           og: [['og:type', 'website'], ['og:site_name', ctx.config.instanceTitle], ['og:title', `#${name}`], ['og:description', description], ['og:url', url]],
           twitter: [['twitter:card', 'summary'], ['twitter:title', `#${name}`], ['twitter:description', description]],
         }), locale),

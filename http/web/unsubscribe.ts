@@ -3,11 +3,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RouteOptions } from '../route-options.ts';
 import { readUnsubscribeToken, unsubscribe, type UnsubscribeKind } from '../../services/notification-emails.ts';
-import { sendFormPage, sendMessagePage } from './page.ts';
+import { sendFormPage, sendMessagePage, translatorOf } from './page.ts';
 
+// What each link stops, as message keys.
 const WHAT: Record<UnsubscribeKind, string> = {
-  mention: 'mails about mentions', direct: 'mails about direct messages', follow: 'mails about new followers',
-  follow_request: 'mails about follow requests', favourite: 'mails about favourites', reblog: 'mails about boosts', digest: 'the daily digest',
+  mention: 'unsubscribe.mention', direct: 'unsubscribe.direct', follow: 'unsubscribe.follow',
+  follow_request: 'unsubscribe.follow_request', favourite: 'unsubscribe.favourite', reblog: 'unsubscribe.reblog', digest: 'unsubscribe.digest',
 };
 
 const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) });
@@ -19,15 +20,15 @@ const Token = Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })
  */
 export default async function unsubscribePageRoutes(fastify: FastifyInstance, { ctx }: RouteOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const refused = (request: FastifyRequest, reply: FastifyReply) => sendMessagePage(ctx, request, reply, 'Unsubscribe', 'This unsubscribe link is not valid. You can choose which mails you get on your settings page.', {
-    status: 404, kind: 'error', link: { href: '/settings/preferences/notifications', text: 'Mail settings' },
+  const refused = (request: FastifyRequest, reply: FastifyReply) => sendMessagePage(ctx, request, reply, { key: 'unsubscribe.title' }, { key: 'unsubscribe.invalid' }, {
+    status: 404, kind: 'error', link: { href: '/settings/preferences/notifications', text: { key: 'unsubscribe.settings' } },
   });
 
   app.get('/unsubscribe', { schema: { querystring: Token } }, async (request, reply) => {
     const token = request.query.token ?? '';
     const found = readUnsubscribeToken(ctx.config, token);
     if (!found) return refused(request, reply);
-    return sendFormPage(ctx, request, reply, 'unsubscribe', 'Unsubscribe', { token, what: WHAT[found.kind] });
+    return sendFormPage(ctx, request, reply, 'unsubscribe', { key: 'unsubscribe.title' }, { token, what: WHAT[found.kind] });
   });
 
   app.post('/unsubscribe', {
@@ -49,8 +50,9 @@ export default async function unsubscribePageRoutes(fastify: FastifyInstance, { 
   app.get<{ Params: { kind: string } }>('/unsubscribe/done/:kind', async (request, reply) => {
     const kind = request.params.kind as UnsubscribeKind;
     if (!Object.hasOwn(WHAT, kind)) return refused(request, reply);
-    return sendMessagePage(ctx, request, reply, 'Unsubscribed', `You will no longer get ${WHAT[kind]}.`, {
-      link: { href: '/settings/preferences/notifications', text: 'Choose which mails you get' },
+    const t = await translatorOf(ctx, request);
+    return sendMessagePage(ctx, request, reply, { key: 'unsubscribe.done_title' }, t('unsubscribe.done', { what: t(WHAT[kind]) }), {
+      link: { href: '/settings/preferences/notifications', text: { key: 'unsubscribe.choose' } },
     });
   });
 }

@@ -1,12 +1,18 @@
-// The pages' message catalogues (http/web/locales/*.json): every key a template or page module asks for is in
-// English, the source; no other locale has keys or places English lacks; plural forms are the locale's own. Keys a
-// locale lacks are listed (they fall back to English), so a translator sees what is left to do.
+// The message catalogues of the pages (http/web/locales/*.json) and of the mail (jobs/mail-templates/locales/*.json):
+// every key a template or page module asks for is in English, the source; no other locale has keys or places English
+// lacks; plural forms are the locale's own; German lacks nothing. Every refusal the services word for a page has its
+// message, so a page says it in its language (http/web/service-errors.ts).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LOCALES, SOURCE_LOCALE, catalogue, matchLocale, negotiate, translator, type Message } from '../../http/web/i18n.ts';
+import { loadCatalogueFolder } from '../../services/i18n.ts';
+import { serviceMessage } from '../../http/web/service-errors.ts';
 
 const WEB = new URL('../../http/web/', import.meta.url).pathname;
+const ROOT = new URL('../../', import.meta.url).pathname;
+const MAIL = new URL('../../jobs/mail-templates/', import.meta.url).pathname;
+const mail = loadCatalogueFolder(new URL('../../jobs/mail-templates/locales/', import.meta.url));
 
 function filesUnder(dir: string, ext: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
@@ -30,9 +36,57 @@ function keysUsed(): Map<string, string> {
       add(m[1]!, file);
       if (m[2]) add(m[2], file);
     }
-    for (const m of text.matchAll(/\['[a-z]+', '(appearance\.[a-z0-9_.]+)'\]/g)) add(m[1]!, file);
+    // Choices given to a template as [value, message key], and words given as { key: 'x.y' } (a `Text`).
+    for (const m of text.matchAll(/\[[^,[\]]+, '([a-z_]+\.[a-z0-9_.]+)'(?:, '([a-z_]+\.[a-z0-9_.]+)')?\]/g)) {
+      add(m[1]!, file);
+      if (m[2]) add(m[2], file);
+    }
+    for (const m of text.matchAll(/\bkey: '([a-z_]+\.[a-z0-9_.]+)'/g)) add(m[1]!, file);
+    for (const m of text.matchAll(/: '([a-z_]+\.[a-z0-9_]+(?:\.[a-z0-9_]+)*)'(?=[,\s}])/g)) if (/^(?:notice|invites|keys|export|migration|development|lists|filters|policy|cleanup|strikes|unsubscribe|remote|done|common|confirmation|password|import|mail_settings|compose|duration|relationship)\./.test(m[1]!)) add(m[1]!, file);
   }
   return used;
+}
+
+/** Keys the mail templates ask for literally (`t('key'`, and keys chosen by a condition). */
+function mailKeysUsed(): Map<string, string> {
+  const used = new Map<string, string>();
+  for (const file of filesUnder(MAIL, '.eta')) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/\bt\(\s*'([a-z0-9_.]+)'/g)) used.set(m[1]!, file);
+    for (const m of text.matchAll(/\bt\(([^()`]*\?[^()`]*)\)/g)) for (const k of m[1]!.matchAll(/'([a-z_]+\.[a-z0-9_.]+)'/g)) used.set(k[1]!, file);
+  }
+  const code = readFileSync(`${ROOT}jobs/mail.ts`, 'utf8');
+  for (const m of code.matchAll(/\bt\((?:[^()]*\? )?'([a-z0-9_]+\.[a-z0-9_.]+)'(?: : '([a-z0-9_]+\.[a-z0-9_.]+)')?/g)) {
+    used.set(m[1]!, 'jobs/mail.ts');
+    if (m[2]) used.set(m[2], 'jobs/mail.ts');
+  }
+  return used;
+}
+
+/**
+ * The refusals the services and the pages word (`unprocessable('…')`, `new ApiError(422, '…')`, a returned
+ * `error: '…'`, …), each `${…}` made a sample value, with the files they are in: what a page may have to say.
+ */
+function serviceRefusals(): { message: string; file: string }[] {
+  const found: { message: string; file: string }[] = [];
+  const call = /(?:unprocessable|forbidden|new ApiError\(\s*4\d\d\s*,|new (?:RemoteInteractionError|ImportFormError|CleanupPolicyRefused)|refuse\(\s*\d+\s*,|error:|return|Failure\(|\? )\s*\(?\s*(`(?:[^`\\]|\\.)*`|'(?:[^'\\]|\\.)*')/g;
+  // The operators' pages stay English: what only they show is left out.
+  const operatorsOnly = ['server-settings', 'domain-blocks', 'domain-block-csv', 'moderation-notes', 'webhooks', 'rules', 'relays', 'admin-blocks', 'custom-emojis', 'role-management', 'trend-reviews', 'announcements', 'instance-policies'];
+  const files = [
+    ...filesUnder(`${ROOT}services`, '.ts').filter((f) => !operatorsOnly.some((name) => f.endsWith(`/services/${name}.ts`))),
+    ...filesUnder(WEB, '.ts').filter((f) => !f.includes('/admin')),
+  ];
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(call)) {
+      const raw = m[1]!.slice(1, -1).replace(/\\(['`])/g, '$1');
+      // Only sentences a person reads: capitalised or Mastodon's `Validation failed: `, several words.
+      const message = raw.replace(/\$\{[^}]*\}/g, '7');
+      if (!/^(?:Validation failed: |[A-Z7])/.test(message) || message.split(' ').length < 3 || /^Validation failed: 7$/.test(message)) continue;
+      found.push({ message, file: file.slice(ROOT.length) });
+    }
+  }
+  return found;
 }
 
 const places = (m: Message) => new Set((typeof m === 'string' ? [m] : Object.values(m)).flatMap((s) => [...(s ?? '').matchAll(/\{(\w+)\}/g)].map((x) => x[1]!)));
@@ -52,6 +106,26 @@ describe('the message catalogues', () => {
     console.info(`Keys each locale lacks: ${JSON.stringify(lacking, null, 1)}`);
     // German covers every page a person uses daily: nothing left out.
     expect(lacking.de).toEqual([]);
+  });
+
+  it('the mail templates ask only for keys English has, and German lacks none of them', () => {
+    const en = mail.catalogue(SOURCE_LOCALE)!;
+    const used = mailKeysUsed();
+    expect(used.size).toBeGreaterThan(60);
+    expect([...used].filter(([key]) => !(key in en)).map(([key, file]) => `${key} (${file})`)).toEqual([]);
+    expect(mail.locales).toContain('de');
+    expect(Object.keys(en).filter((k) => !(k in mail.catalogue('de')!))).toEqual([]);
+  });
+
+  it('every refusal the services and pages word for a person is said in German on a page', () => {
+    const refusals = serviceRefusals();
+    expect(refusals.length).toBeGreaterThan(100);
+    const de = translator('de');
+    // Messages only the API, a log or an operator's page shows (those pages stay English), and words the pages
+    // already say in the page's language (built from the catalogue).
+    const apiOnly = /^(?:This method requires|Only the json format|Sign in first|Validation failed: 7 is not one of|Mail is off)/;
+    const untranslated = refusals.filter(({ message }) => !apiOnly.test(message) && serviceMessage(de, message) === message.replace(/^Validation failed: /, ''));
+    expect(untranslated.map(({ message, file }) => `${message} (${file})`)).toEqual([]);
   });
 
   it('no locale has keys, places or plural forms English and the locale do not know', () => {

@@ -426,7 +426,7 @@ async function rulesCommand(deps: RuleDeps, command: string, args: string[], opt
       if (!id || (direction !== 'up' && direction !== 'down')) throw new UsageError('rules move takes the id of a rule and up or down');
       try {
         if (!isId(id)) throw new RuleRefused('', true);
-        await moveRule(deps, id, direction);
+        await moveRule(deps, id, direction, by);
       } catch (err) {
         throw refusal(err);
       }

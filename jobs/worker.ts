@@ -103,6 +103,7 @@ export function startWorkers(ctx: AppContext): Workers {
     const data = job.data;
     if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
     else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
+    else if (data.kind === 'removeStatuses') await removeStatusFromFeeds(ctx, data.statusIds, data.authorId, data.mentionedIds);
     // Deliveries and Web Push load what they need (Fedify, the push library) at their first job, not at start.
     else if (data.kind === 'deliver') await (await import('../federation/outbound.ts')).deliverActivity(ctx, data);
     else if (data.kind === 'processMedia' || data.kind === 'transcodeMedia') await processMedia(ctx, data.mediaId);
@@ -133,6 +134,9 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'pruneMediaCache') await (await import('../services/remote-media.ts')).pruneExpiredMedia(ctx);
     else if (data.kind === 'pruneRemoteStatuses' && ctx.config.contentCacheRetentionDays > 0) {
       await (await import('../services/status-retention.ts')).removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false });
+    } else if (data.kind === 'drainFileDeletions') {
+      const { BackupAwareFileHost } = await import('../storage/filehost/index.ts');
+      if (ctx.fileHost instanceof BackupAwareFileHost) await ctx.fileHost.drainDeferred();
     }
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }

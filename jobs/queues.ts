@@ -34,8 +34,8 @@ export type FanoutJob =
   /** `edit`: the status was edited; streams that had it are told (`status.update`), feeds stay as they are. */
   | { kind: 'fanOutStatus'; outboxId: string; statusId: string; edit?: boolean }
   | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
-  /** Several statuses of one author gone at once (other servers' posts past the retention period), out of feeds and streams. */
-  | { kind: 'removeStatuses'; outboxId: string; statusIds: string[]; authorId: string; mentionedIds: string[] }
+  /** A batch of other servers' posts purged past the retention period (status ids by author id), out of feeds and streams. */
+  | { kind: 'removePurgedStatuses'; outboxId: string; byAuthor: Record<string, string[]> }
   | ({ kind: 'deliver'; outboxId: string } & Delivery)
   | { kind: 'processMedia'; outboxId: string; mediaId: string }
   /** The same processing for uploads that need ffmpeg or heif-convert (services/media.ts), on the media queue. */

@@ -56,16 +56,16 @@ export async function removeStaleRemoteStatuses(
 async function purgeBatch(deps: RetentionDeps, ids: string[], before: Date): Promise<{ removed: number; files: number }> {
   const { purged, outbox } = await transaction(deps.db, async (tx) => {
     const purged = await purgeStatuses(tx, ids, before);
-    // Feeds and streams, a job per author (the fan-out's removal takes several statuses of one author at once).
-    // Nobody here is mentioned in them (such posts are kept), so only the authors' local followers have them.
-    const byAuthor = new Map<string, string[]>();
-    for (const s of purged.statuses) byAuthor.set(s.account_id, [...(byAuthor.get(s.account_id) ?? []), s.id]);
-    const outbox: OutboxRow[] = [];
-    for (const [authorId, statusIds] of byAuthor) outbox.push(await addToOutbox(tx, 'removeStatuses', { statusIds, authorId, mentionedIds: [] }));
+    // Feeds and streams, one job for the batch. Nobody here is mentioned in them (such posts are kept), so only the
+    // authors' local followers have them in their home feeds.
+    const byAuthor: Record<string, string[]> = {};
+    for (const s of purged.statuses) (byAuthor[s.account_id] ??= []).push(s.id);
+    const outbox: OutboxRow[] = purged.statuses.length === 0 ? [] : [await addToOutbox(tx, 'removePurgedStatuses', { byAuthor })];
     return { purged, outbox };
   });
   await deps.versions.bump({ statuses: [...purged.statuses.map((s) => s.id), ...purged.touchedStatuses], accounts: purged.touchedAccounts });
-  if (deps.jobs && outbox.length > 0) await deps.jobs.enqueueMany(outbox);
+  // Queued after the commit; if that fails, the outbox sweeper queues it.
+  if (deps.jobs && outbox.length > 0) await deps.jobs.enqueueMany(outbox).catch(() => {});
   // After the commit that stopped naming them (a crash before leaves files nobody names, never a row without its file).
   for (const key of purged.fileKeys) await deps.fileHost.delete(key).catch(() => {});
   const removedIds = new Set(ids);

@@ -2,8 +2,8 @@ import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { ApiError } from '../errors.ts';
 import type { Db } from '../storage/db.ts';
-import { domainAllowsPage, domainBlocksPage, type DomainSeverity } from '../storage/instance-domain-blocks.ts';
-import { createDomainAllow, createDomainBlock, SEVERITIES, validDomain, type DomainAdminDeps } from './domain-blocks.ts';
+import { domainAllowsPage, domainBlockRuleFor, domainBlocksPage, type DomainSeverity } from '../storage/instance-domain-blocks.ts';
+import { createDomainAllow, createDomainBlock, SEVERITIES, updateDomainBlock, validDomain, type DomainAdminDeps } from './domain-blocks.ts';
 import type { Actor } from './action-log.ts';
 
 /**
@@ -64,30 +64,90 @@ export interface ImportOutcome {
 
 const TRUE = new Set(['true', '1', 'yes', 't']);
 
+/** One block a file asks for, as read from its row. */
+export interface ProposedBlock {
+  domain: string;
+  severity: DomainSeverity;
+  reject_media: boolean;
+  reject_reports: boolean;
+  public_comment: string | null;
+  obfuscate: boolean;
+}
+
+/** A block the file asks for, and the block here that already holds for its domain (its own, or one above it). */
+export interface PreviewedBlock extends ProposedBlock {
+  line: number;
+  conflict: { id: string; domain: string; severity: DomainSeverity; reject_media: boolean; reject_reports: boolean; obfuscate: boolean; same: boolean } | null;
+}
+
 /**
- * Adds the file's blocks through the same service as the API (each with its audit log entry). A missing severity
- * is `suspend` (Mastodon's import); a row whose domain or severity is not one is reported and skipped.
+ * What importing the file would do, changing nothing (the confirmation step of Mastodon's import): each row's block,
+ * with the block here that already holds for its domain; rows whose domain or severity is not one, or whose domain
+ * came earlier in the file, are reported and left out. A missing severity is `suspend` (Mastodon's import).
  */
-export async function importDomainBlocks(deps: DomainAdminDeps, text: string, by: Actor): Promise<ImportOutcome> {
-  const out: ImportOutcome = { added: [], existing: [], invalid: [] };
+export async function previewDomainBlockImport(deps: Pick<DomainAdminDeps, 'db'>, text: string): Promise<{ rows: PreviewedBlock[]; invalid: { line: number; why: string }[] }> {
+  const rows: PreviewedBlock[] = [];
+  const invalid: { line: number; why: string }[] = [];
+  const seen = new Set<string>();
   for (const [i, r] of records(text).entries()) {
     const line = i + 2;
-    const severity = (r['#severity'] || 'suspend') as DomainSeverity;
-    if (!SEVERITIES.includes(severity)) {
-      out.invalid.push({ line, why: `unknown severity ${JSON.stringify(r['#severity'])}` });
+    let proposed: ProposedBlock;
+    try {
+      proposed = proposedBlock(r);
+    } catch (err) {
+      if (err instanceof ApiError && err.statusCode === 422) {
+        invalid.push({ line, why: err.message.replace(/^Validation failed: /, '') });
+        continue;
+      }
+      throw err;
+    }
+    if (seen.has(proposed.domain)) {
+      invalid.push({ line, why: `${proposed.domain} is in the file already` });
       continue;
     }
-    try {
-      const result = await createDomainBlock(deps, r['#domain'], {
-        severity, reject_media: TRUE.has((r['#reject_media'] ?? '').toLowerCase()), reject_reports: TRUE.has((r['#reject_reports'] ?? '').toLowerCase()),
-        public_comment: r['#public_comment'] || null, obfuscate: TRUE.has((r['#obfuscate'] ?? '').toLowerCase()),
-      }, by);
-      if ('block' in result) out.added.push(result.block.domain);
-      else out.existing.push(validDomain(r['#domain']));
-    } catch (err) {
-      if (err instanceof ApiError && err.statusCode === 422) out.invalid.push({ line, why: err.message.replace(/^Validation failed: /, '') });
-      else throw err;
-    }
+    seen.add(proposed.domain);
+    const existing = await domainBlockRuleFor(deps.db, proposed.domain);
+    rows.push({
+      ...proposed, line,
+      conflict: existing && {
+        id: existing.id, domain: existing.domain, severity: existing.severity, reject_media: existing.reject_media, reject_reports: existing.reject_reports,
+        obfuscate: existing.obfuscate, same: existing.domain === proposed.domain,
+      },
+    });
+  }
+  return { rows, invalid };
+}
+
+/** A row of the file (or of the confirmation form) as a block; 422 when its domain or severity is not one. */
+export function proposedBlock(r: Record<string, string | undefined>): ProposedBlock {
+  const severity = (r['#severity'] || 'suspend') as DomainSeverity;
+  if (!SEVERITIES.includes(severity)) throw new ApiError(422, `unknown severity ${JSON.stringify(r['#severity'])}`);
+  return {
+    domain: validDomain(r['#domain']), severity,
+    reject_media: TRUE.has((r['#reject_media'] ?? '').toLowerCase()), reject_reports: TRUE.has((r['#reject_reports'] ?? '').toLowerCase()),
+    public_comment: r['#public_comment'] || null, obfuscate: TRUE.has((r['#obfuscate'] ?? '').toLowerCase()),
+  };
+}
+
+export interface ApplyOutcome extends ImportOutcome {
+  /** Blocks of the same domain that were there and now have the file's settings. */
+  changed: string[];
+}
+
+/**
+ * Applies the blocks an operator ticked on the confirmation page, through the same services as the API (each with
+ * its audit log entry): a new block for a domain nothing covers; the file's settings for a block of the same domain
+ * already here (ticking such a row is choosing the file's over it); a domain covered by a block of a domain above it
+ * is left under that block, as Mastodon does.
+ */
+export async function applyDomainBlockImport(deps: DomainAdminDeps, blocks: ProposedBlock[], by: Actor): Promise<ApplyOutcome> {
+  const out: ApplyOutcome = { added: [], changed: [], existing: [], invalid: [] };
+  for (const b of blocks) {
+    const { domain, ...input } = b;
+    const result = await createDomainBlock(deps, domain, input, by);
+    if ('block' in result) out.added.push(result.block.domain);
+    else if (result.existing.domain === domain && (await updateDomainBlock(deps, result.existing.id, input, by))) out.changed.push(domain);
+    else out.existing.push(domain);
   }
   return out;
 }

@@ -65,11 +65,11 @@ export class BackupAwareFileHost implements FileHost {
  * The file host the settings name: the local disk (the default) or an S3-compatible bucket, its deletions held while a
  * backup of `db` runs.
  */
-export async function createFileHost(config: Config, db: Db): Promise<BackupAwareFileHost> {
+export async function createFileHost(config: Pick<Config, 'fileHost' | 's3' | 'dataDir' | 'publicUrl'>, db: Db): Promise<BackupAwareFileHost> {
   return new BackupAwareFileHost(await createStore(config), db);
 }
 
-async function createStore(config: Config): Promise<FileHost> {
+async function createStore(config: Pick<Config, 'fileHost' | 's3' | 'dataDir' | 'publicUrl'>): Promise<FileHost> {
   // The AWS SDK (~5 MB resident) is only loaded where it is used.
   if (config.fileHost === 's3') return new (await import('./s3.ts')).S3FileHost(config.s3);
   const filesRoot = join(config.dataDir, 'files');

@@ -5,6 +5,8 @@ import type { Db } from '../storage/db.ts';
 import { domainAllowsPage, domainBlockRuleFor, domainBlocksPage, type DomainSeverity } from '../storage/instance-domain-blocks.ts';
 import { createDomainAllow, createDomainBlock, SEVERITIES, updateDomainBlock, validDomain, type DomainAdminDeps } from './domain-blocks.ts';
 import type { Actor } from './action-log.ts';
+import { randomBytes } from 'node:crypto';
+import { dropPendingImport, loadPendingImport, savePendingImport } from '../storage/pending-imports.ts';
 
 /**
  * Domain blocks and allows as CSV, in the columns of Mastodon's export (Admin::ExportDomainBlocksController and
@@ -171,4 +173,73 @@ export async function importDomainAllows(deps: DomainAdminDeps, text: string, by
     }
   }
   return out;
+}
+
+/** Rows one confirmation page shows (a form carries at most about a thousand fields: bigger files take several pages). */
+export const CONFIRM_PAGE_ROWS = 500;
+
+interface PendingBlockImport {
+  by: Actor;
+  rows: PreviewedBlock[];
+  invalid: { line: number; why: string }[];
+  /** The first row of the page waiting to be confirmed. */
+  offset: number;
+  done: ApplyOutcome;
+}
+
+/** A page of an import waiting for its confirmation. */
+export interface ImportPage {
+  token: string;
+  rows: PreviewedBlock[];
+  /** The index (in the file's rows) of the page's first row, and how many rows there are in all. */
+  offset: number;
+  total: number;
+  invalid: { line: number; why: string }[];
+  done: ApplyOutcome;
+}
+
+const pageOf = (token: string, p: PendingBlockImport): ImportPage => ({
+  token, rows: p.rows.slice(p.offset, p.offset + CONFIRM_PAGE_ROWS), offset: p.offset, total: p.rows.length, invalid: p.invalid, done: p.done,
+});
+
+/**
+ * Reads the file and keeps what it would do for an hour, for `by` alone, changing nothing: the first page to confirm.
+ */
+export async function startDomainBlockImport(deps: DomainAdminDeps, text: string, by: Actor): Promise<ImportPage> {
+  const preview = await previewDomainBlockImport(deps, text);
+  const token = randomBytes(16).toString('hex');
+  const pending: PendingBlockImport = { by, ...preview, offset: 0, done: { added: [], changed: [], existing: [], invalid: [] } };
+  await savePendingImport(deps.redis, deps.redisPrefix, token, pending);
+  return pageOf(token, pending);
+}
+
+/**
+ * Applies the rows of the waiting page that the operator ticked (`ticked`: their indices in the file's rows), through
+ * applyDomainBlockImport. Returns the next page when the file has more, else the whole outcome. 404 when the import
+ * is unknown, expired or another operator's; 422 when a ticked index is not one of the page's rows.
+ */
+export async function confirmDomainBlockImport(deps: DomainAdminDeps, token: string, ticked: string[], by: Actor): Promise<{ next: ImportPage } | { outcome: ApplyOutcome }> {
+  const pending = /^[0-9a-f]{32}$/.test(token) ? await loadPendingImport<PendingBlockImport>(deps.redis, deps.redisPrefix, token) : null;
+  if (!pending || pending.by !== by) throw new ApiError(404, 'This import is no longer waiting: send the file again.');
+  const end = Math.min(pending.offset + CONFIRM_PAGE_ROWS, pending.rows.length);
+  const chosen = new Set<number>();
+  for (const t of ticked) {
+    const i = /^\d{1,6}$/.test(t) ? Number(t) : -1;
+    if (i < pending.offset || i >= end) throw new ApiError(422, 'The confirmation names a row of no page waiting: send the file again.');
+    chosen.add(i);
+  }
+  // A block of the same domain met by an unticked row is left as it is: counted with those already blocked.
+  const blocks = [...chosen].sort((a, b) => a - b).map((i) => pending.rows[i]!).map(({ line: _line, conflict: _conflict, ...block }) => block);
+  const outcome = await applyDomainBlockImport(deps, blocks, by);
+  const done: ApplyOutcome = {
+    added: [...pending.done.added, ...outcome.added], changed: [...pending.done.changed, ...outcome.changed],
+    existing: [...pending.done.existing, ...outcome.existing], invalid: pending.done.invalid,
+  };
+  if (end < pending.rows.length) {
+    const next: PendingBlockImport = { ...pending, offset: end, done };
+    await savePendingImport(deps.redis, deps.redisPrefix, token, next);
+    return { next: pageOf(token, next) };
+  }
+  await dropPendingImport(deps.redis, deps.redisPrefix, token);
+  return { outcome: { ...done, invalid: pending.invalid } };
 }

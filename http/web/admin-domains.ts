@@ -9,7 +9,7 @@ import {
   COMMENT_LIMIT, createDomainAllow, createDomainBlock, deleteDomainAllow, deleteDomainBlock, SEVERITIES, updateDomainBlock, type DomainBlockInput,
 } from '../../services/domain-blocks.ts';
 import {
-  applyDomainBlockImport, CSV_ROWS_MAX, domainAllowsCsv, domainBlocksCsv, importDomainAllows, previewDomainBlockImport, proposedBlock, type ImportOutcome, type ProposedBlock,
+  confirmDomainBlockImport, CONFIRM_PAGE_ROWS, domainAllowsCsv, domainBlocksCsv, importDomainAllows, startDomainBlockImport, type ImportOutcome, type ImportPage,
 } from '../../services/domain-block-csv.ts';
 import { adminDomainDeps } from '../api/v1/admin/domain_allows.ts';
 import { sendFormPage } from './page.ts';
@@ -35,13 +35,14 @@ const BlockForm = Type.Object({
   private_comment: Type.Optional(Type.String({ maxLength: COMMENT_LIMIT + 100 })),
 });
 
-/** One field of every row of the import's confirmation form: a string for one row, an array for more. */
-const Column = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Array(Type.String({ maxLength }), { maxItems: CSV_ROWS_MAX })]));
+/** The import's confirmation: its token and the rows ticked (a list, or an object of them past qs's array limit). */
 const ConfirmForm = Type.Object({
-  domain: Column(300), severity: Column(20), reject_media: Column(5), reject_reports: Column(5), obfuscate: Column(5),
-  public_comment: Column(COMMENT_LIMIT + 100), apply: Column(6),
+  token: Type.String({ maxLength: 64 }),
+  apply: Type.Optional(Type.Union([
+    Type.String({ maxLength: 8 }), Type.Array(Type.String({ maxLength: 8 }), { maxItems: CONFIRM_PAGE_ROWS }),
+    Type.Record(Type.String({ maxLength: 8 }), Type.String({ maxLength: 8 }), { maxProperties: CONFIRM_PAGE_ROWS }),
+  ])),
 });
-const column = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 type BlockFields = { severity: string; reject_media?: string | undefined; reject_reports?: string | undefined; obfuscate?: string | undefined; public_comment?: string | undefined; private_comment?: string | undefined };
 const inputOf = (b: BlockFields): DomainBlockInput => ({
@@ -103,6 +104,9 @@ export default async function adminDomainPageRoutes(fastify: FastifyInstance, { 
       .header('cache-control', 'private, no-store').send(await domainBlocksCsv(ctx.db));
   });
 
+  const importPage = (request: FastifyRequest, reply: FastifyReply, page: ImportPage) =>
+    sendFormPage(ctx, request, reply, 'admin/domain-blocks-import', 'Confirm the import of domain blocks', { ...page, pageRows: CONFIRM_PAGE_ROWS });
+
   // A multipart form with the file (request.uploads), as an export of this server's or Mastodon's. Nothing is
   // blocked yet: the page lists what the file would block, with the blocks here it meets, to tick and confirm.
   app.post('/admin/domain_blocks/import', async (request, reply) => {
@@ -111,40 +115,28 @@ export default async function adminDomainPageRoutes(fastify: FastifyInstance, { 
     const upload = request.uploads?.file;
     if (!upload || upload.data.length === 0) return blocksPage(request, reply, { error: 'Choose a CSV file to import.' }, 422);
     try {
-      const preview = await previewDomainBlockImport(deps, upload.data.toString('utf8'));
-      return sendFormPage(ctx, request, reply, 'admin/domain-blocks-import', 'Confirm the import of domain blocks', preview);
+      return importPage(request, reply, await startDomainBlockImport(deps, upload.data.toString('utf8'), me.account.id));
     } catch (err) {
       if (err instanceof ApiError && err.statusCode === 422) return blocksPage(request, reply, { error: err.message }, 422);
       throw err;
     }
   });
 
-  // The confirmation: the rows ticked, each read again as a row of the file (what the form carries is checked anew).
+  // The confirmation of one page of the import: the rows ticked are applied; the next page, or the outcome.
   app.post('/admin/domain_blocks/import/confirm', { schema: { body: ConfirmForm } }, async (request, reply) => {
     const me = await operator(request, reply);
     if (!me) return;
-    const b = request.body;
-    const [domains, severities, media, reports, obfuscate, comments] = [b.domain, b.severity, b.reject_media, b.reject_reports, b.obfuscate, b.public_comment].map(column) as [string[], string[], string[], string[], string[], string[]];
-    const ticked = [...new Set(column(b.apply))];
-    const blocks: ProposedBlock[] = [];
-    const invalid: { line: number; why: string }[] = [];
-    for (const t of ticked) {
-      const i = /^\d{1,5}$/.test(t) ? Number(t) : -1;
-      if (!(i >= 0 && i < domains.length)) return blocksPage(request, reply, { error: 'The confirmation names a row it does not carry: import the file again.' }, 422);
-      try {
-        blocks.push(proposedBlock({
-          '#domain': domains[i], '#severity': severities[i], '#reject_media': media[i], '#reject_reports': reports[i], '#obfuscate': obfuscate[i], '#public_comment': comments[i],
-        }));
-      } catch (err) {
-        if (err instanceof ApiError && err.statusCode === 422) invalid.push({ line: i + 1, why: `${domains[i] ?? ''}: ${err.message.replace(/^Validation failed: /, '')}` });
-        else throw err;
-      }
+    const apply = request.body.apply;
+    const ticked = apply === undefined ? [] : typeof apply === 'string' ? [apply] : Object.values(apply);
+    try {
+      const result = await confirmDomainBlockImport(deps, request.body.token, ticked, me.account.id);
+      if ('next' in result) return importPage(request, reply, result.next);
+      const o = result.outcome;
+      return blocksPage(request, reply, { notice: `Imported: ${o.added.length} added, ${o.changed.length} changed, ${o.existing.length} already blocked or left as they were, ${o.invalid.length} skipped.`, outcome: o });
+    } catch (err) {
+      if (err instanceof ApiError && (err.statusCode === 422 || err.statusCode === 404)) return blocksPage(request, reply, { error: err.message }, err.statusCode);
+      throw err;
     }
-    if (blocks.length === 0 && invalid.length === 0) return blocksPage(request, reply, { error: 'No block was ticked: nothing was imported.' }, 422);
-    const outcome = { ...(await applyDomainBlockImport(deps, blocks, me.account.id)), invalid };
-    return blocksPage(request, reply, {
-      notice: `Imported: ${outcome.added.length} added, ${outcome.changed.length} changed, ${outcome.existing.length} already blocked, ${outcome.invalid.length} skipped.`, outcome,
-    });
   });
 
   app.get('/admin/domain_blocks/:id', { schema: { params: IdParams } }, async (request, reply) => {

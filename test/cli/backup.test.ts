@@ -260,7 +260,8 @@ describe('backup and restore', () => {
       `${JSON.stringify(s.config.pgDumpPath)} "$@" || exit $?`,
       `touch ${JSON.stringify(join(marks, 'dumped'))}`,
       'i=0',
-      `while [ ! -e ${JSON.stringify(join(marks, 'go'))} ]; do sleep 0.05; i=$((i + 1)); [ $i -gt 1200 ] && exit 3; done`,
+      `while [ ! -e ${JSON.stringify(join(marks, 'go'))} ]; do sleep 0.05; i=$((i + 1)); if [ $i -gt 1200 ]; then exit 3; fi; done`,
+      'exit 0',
       '',
     ].join('\n'));
     await chmod(dumpThenWait, 0o755);

@@ -1,7 +1,8 @@
 // `npm run bench:retention`: figures printed, not asserted. Removing 100,000 of other servers' old posts
 // (services/status-retention.ts, 500 a batch and a transaction, as the hourly job) while the server serves: home
 // timeline reads (32 connections) and posting (32 connections, 8 authors), each for BENCH_LOAD_SECONDS (5), in rounds
-// that alternate without removal ("quiet") and while batches are being removed one after another ("busy"); the order
+// that alternate without removal ("quiet") and while batches are being removed one after another, with the hourly
+// job's pause after each (BENCH_RETENTION_PACE, RETENTION_PACE unless told; 0 for none) ("busy"); the order
 // inside a round alternates too. Rounds go on (at least BENCH_ROUNDS, 5) until every post is gone, so the whole
 // removal happens under measured load. One server process with web and worker (ROLE=all); the removal runs in this
 // process as the job runs it (its SQL is PostgreSQL's work; the feeds' part is a job the server's worker takes).
@@ -21,15 +22,17 @@ import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
 import { createFileHost } from '../storage/filehost/index.ts';
 import { JobQueues } from '../jobs/queues.ts';
-import { removeStaleRemoteStatuses, RETENTION_BATCH } from '../services/status-retention.ts';
+import { removeStaleRemoteStatuses, RETENTION_BATCH, RETENTION_PACE } from '../services/status-retention.ts';
 import { seedRemoteAuthors, seedOldRemotePosts } from './seed.ts';
 import { accountMaker, api, benchSettings, median, startServer, waitHealthy } from './common.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const MAX_ROUNDS = Number(process.env.BENCH_MAX_ROUNDS ?? 80);
+const MAX_ROUNDS = Number(process.env.BENCH_MAX_ROUNDS ?? 150);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
 const POSTS = Number(process.env.BENCH_RETENTION_POSTS ?? 100_000);
 const KEPT = 1000;
+/** The pause after each batch, as a share of its time: the hourly job's (RETENTION_PACE) unless BENCH_RETENTION_PACE says (0: back to back). */
+const PACE = Number(process.env.BENCH_RETENTION_PACE ?? RETENTION_PACE);
 const AUTHORS = 100;
 const { env, config, base } = benchSettings(Number(process.env.BENCH_PORT ?? 3991));
 
@@ -102,10 +105,12 @@ async function main() {
           const t = performance.now();
           const run = await removeStaleRemoteStatuses(deps, { days: 30, dryRun: false, batch: RETENTION_BATCH, maxBatches: 1 });
           if (run.found === 0) break;
-          batchMs.push(performance.now() - t);
-          removingMs += performance.now() - t;
+          const took = performance.now() - t;
+          batchMs.push(took);
+          removingMs += took;
           removed += run.removed;
           files += run.files;
+          if (PACE > 0 && on) await new Promise((resolve) => setTimeout(resolve, PACE * took));
         }
       })();
       busy.push(await measure(reader, posters));
@@ -136,7 +141,7 @@ async function main() {
     row('home timeline p99', (f) => f.homeP99, 'ms');
     row('posting', (f) => f.postRps, 'posts/s');
     row('posting p99', (f) => f.postP99, 'ms');
-    console.log(`  removal: ${removed} posts and ${files} files in ${batchMs.length} batches of ${RETENTION_BATCH}, ${(removingMs / 1000).toFixed(1)} s of removing (${Math.round(removed / (removingMs / 1000))} posts/s under the load); a batch ${Math.round(median(batchMs))} ms at the median (${spread(batchMs)})`);
+    console.log(`  removal: ${removed} posts and ${files} files in ${batchMs.length} batches of ${RETENTION_BATCH}, a pause of ${PACE}× each batch's time after it, ${(removingMs / 1000).toFixed(1)} s of removing (${Math.round(removed / (removingMs / 1000))} posts/s while a batch ran); a batch ${Math.round(median(batchMs))} ms at the median (${spread(batchMs)})`);
     console.log(`  left: ${left} remote posts (${KEPT} kept by a favourite), ${onDisk} attachment files on disk; errors: ${[...quiet, ...busy].reduce((n, f) => n + f.errors, 0)}\n`);
   } finally {
     if (server.exitCode === null && server.signalCode === null) {

@@ -133,7 +133,8 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'cleanStatuses') await (await import('../services/statuses-cleanup.ts')).runStatusesCleanup(ctx);
     else if (data.kind === 'pruneMediaCache') await (await import('../services/remote-media.ts')).pruneExpiredMedia(ctx);
     else if (data.kind === 'pruneRemoteStatuses' && ctx.config.contentCacheRetentionDays > 0) {
-      await (await import('../services/status-retention.ts')).removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false });
+      const retention = await import('../services/status-retention.ts');
+      await retention.removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false, pace: retention.RETENTION_PACE });
     } else if (data.kind === 'drainFileDeletions') {
       const { BackupAwareFileHost } = await import('../storage/filehost/index.ts');
       if (ctx.fileHost instanceof BackupAwareFileHost) await ctx.fileHost.drainDeferred();

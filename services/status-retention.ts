@@ -12,6 +12,11 @@ import type { JobQueues } from '../jobs/queues.ts';
 /** One batch's size, and how many batches one run takes at most (the next run goes on). */
 export const RETENTION_BATCH = 500;
 export const RETENTION_MAX_BATCHES = 20;
+/**
+ * The hourly job's pause after a batch, as a share of the time the batch took: 1 leaves the cores to the site at least
+ * half the time while a run lasts. The job needs no speed (10,000 posts an hour at most); reads and posting do.
+ */
+export const RETENTION_PACE = 1;
 
 export interface RetentionDeps {
   db: Db;
@@ -31,7 +36,7 @@ export interface RetentionRun {
 }
 
 export async function removeStaleRemoteStatuses(
-  deps: RetentionDeps, o: { days: number; dryRun: boolean; now?: Date; batch?: number; maxBatches?: number },
+  deps: RetentionDeps, o: { days: number; dryRun: boolean; now?: Date; batch?: number; maxBatches?: number; pace?: number },
 ): Promise<RetentionRun> {
   if (!Number.isInteger(o.days) || o.days < 1) throw new RangeError('days is a whole number, 1 or more');
   const before = new Date((o.now ?? new Date()).getTime() - o.days * 86_400_000);
@@ -39,6 +44,7 @@ export async function removeStaleRemoteStatuses(
   const run: RetentionRun = { found: 0, removed: 0, files: 0 };
   let after = '0';
   for (let i = 0; i < (o.maxBatches ?? RETENTION_MAX_BATCHES); i++) {
+    const started = performance.now();
     const rows = await staleRemoteStatuses(deps.db, before, after, batch);
     run.found += rows.length;
     if (!o.dryRun && rows.length > 0) {
@@ -47,6 +53,7 @@ export async function removeStaleRemoteStatuses(
       run.files += purged.files;
     }
     if (rows.length < batch) break;
+    if (o.pace) await new Promise((resolve) => setTimeout(resolve, o.pace! * (performance.now() - started)));
     after = rows[rows.length - 1]!.id;
   }
   return run;

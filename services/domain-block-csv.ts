@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { ApiError } from '../errors.ts';
@@ -5,7 +6,6 @@ import type { Db } from '../storage/db.ts';
 import { domainAllowsPage, domainBlockRuleFor, domainBlocksPage, type DomainSeverity } from '../storage/instance-domain-blocks.ts';
 import { createDomainAllow, createDomainBlock, SEVERITIES, updateDomainBlock, validDomain, type DomainAdminDeps } from './domain-blocks.ts';
 import type { Actor } from './action-log.ts';
-import { randomBytes } from 'node:crypto';
 import { dropPendingImport, loadPendingImport, savePendingImport } from '../storage/pending-imports.ts';
 
 /**

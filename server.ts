@@ -53,7 +53,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   // Replicas behind the same kind of pooler as the primary.
   if (!config.preparedStatements) for (const replica of replicas?.replicas ?? []) withoutNamedStatements(replica.pool);
   await replicas?.start();
-  const fileHost = await createFileHost(config);
+  const fileHost = await createFileHost(config, db);
   const tokens = new TokenCache();
   const subscriber = createSubscriber(config, 'fedi:invalidations');
   await tokens.subscribe(subscriber, config.redisPrefix);

@@ -245,7 +245,8 @@ async function applyMessage(deps: AccountActorDeps, accountId: string, msg: Acco
       return undefined;
     case 'removeFromHomeFeed':
       await deps.feeds.remove([accountId], msg.statusIds);
-      for (const statusId of msg.statusIds) await deps.events.publish(streamChannels.home(accountId), { event: 'delete', statusId });
+      // At once rather than one round trip after another: a batch of purged posts names hundreds.
+      await Promise.all(msg.statusIds.map((statusId) => deps.events.publish(streamChannels.home(accountId), { event: 'delete', statusId })));
       return undefined;
     case 'block':
       return blockService.blockAccount(deps, accountId, msg.targetId, msg.uri ?? null);

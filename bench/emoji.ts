@@ -46,7 +46,7 @@ async function main() {
   const db = createPool(config.databaseUrl, 2);
   const redis = createRedis(config);
   await connectRedis(redis, config);
-  const fileHost = await createFileHost(config);
+  const fileHost = await createFileHost(config, db);
   const versions = new CacheVersions(redis, config.redisPrefix);
   for (let i = 0; i < EMOJI; i++) {
     const image = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 20 * i, g: 120, b: 200, alpha: 1 } } }).png().toBuffer();

@@ -29,7 +29,7 @@ async function main() {
   const db = createPool(config.databaseUrl, 4);
   const redis = createRedis(config);
   await connectRedis(redis, config);
-  const fileHost = await createFileHost(config);
+  const fileHost = await createFileHost(config, db);
   const versions = new CacheVersions(redis, config.redisPrefix);
   try {
     const setupStart = performance.now();

@@ -180,7 +180,7 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
   actor: Actor): Promise<void> {
   if (argv[0] === 'emoji' && !argv.includes('--help') && !argv.includes('-h')) {
     if (!services || (!services.fileHost && !services.config)) throw new Error('emoji commands need Redis and the file host');
-    const fileHost = services.fileHost ?? (await createFileHost(services.config!));
+    const fileHost = services.fileHost ?? (await createFileHost(services.config!, db));
     try {
       const remote = services.config ? { config: services.config, redis: services.redis } : undefined;
       return await emojiCommand(argv.slice(1), { db, fileHost, versions: new CacheVersions(services.redis, services.redisPrefix), actor, ...(remote ? { remote } : {}) }, out);
@@ -233,7 +233,13 @@ async function runCommand(argv: string[], db: Db, out: (line: string) => void, i
     if (!services) throw new Error('statuses commands need Redis');
     try {
       // No job queue here: a running server's outbox sweeper takes the feeds' part of each removal.
-      return await statusesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), jobs: null }, out);
+      if (!services.fileHost && !services.config) throw new Error('statuses commands need the file host');
+      const fileHost = services.fileHost ?? (await createFileHost(services.config!, db));
+      try {
+        return await statusesCommand(argv.slice(1), { db, versions: new CacheVersions(services.redis, services.redisPrefix), jobs: null, fileHost }, out);
+      } finally {
+        if (!services.fileHost) fileHost.close?.();
+      }
     } catch (err) {
       throw err instanceof StatusesUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? new UsageError((err as Error).message) : err;
     }
@@ -426,7 +432,7 @@ async function rulesCommand(deps: RuleDeps, command: string, args: string[], opt
       if (!id || (direction !== 'up' && direction !== 'down')) throw new UsageError('rules move takes the id of a rule and up or down');
       try {
         if (!isId(id)) throw new RuleRefused('', true);
-        await moveRule(deps, id, direction);
+        await moveRule(deps, id, direction, by);
       } catch (err) {
         throw refusal(err);
       }

@@ -12,11 +12,14 @@ import { FEED_SIZE, HomeFeeds } from '../storage/feeds.ts';
 import { listFeedSourceIds } from '../storage/lists.ts';
 import { homeFeedSourceIds } from '../storage/statuses.ts';
 import { deleteKeysWithPrefix, type RedisClient } from '../storage/redis.ts';
+import { BackupRunning, holdFileDeletions } from '../storage/file-deletions.ts';
+import { createFileHost } from '../storage/filehost/index.ts';
 
 export const BACKUP_USAGE = `  backup <dir>
       Writes a backup into <dir> (a new or empty directory): PostgreSQL as pg_dump's custom format (one consistent
       snapshot, taken while the server runs), the files of FILE_HOST=local (with FILE_HOST=s3 they stay in the
-      bucket and are not copied), DATA_DIR/otp-secret.key when there is one, and manifest.json (time, version,
+      bucket and are not copied; file deletions are held from before the dump until the copy ends, so every file
+      the dump names is copied), DATA_DIR/otp-secret.key when there is one, and manifest.json (time, version,
       commit, database, file count). Written beside <dir> and moved into place at the end: a failed backup leaves
       nothing. pg_dump is PG_DUMP_PATH.
   restore <dir> [--force]
@@ -46,7 +49,7 @@ export interface Manifest {
   otp_secret_key: boolean;
 }
 
-type Settings = Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'dataDir' | 'fileHost' | 's3' | 'softwareVersion' | 'pgDumpPath' | 'pgRestorePath' | 'otpSecret' | 'redisPrefix'>;
+type Settings = Pick<Config, 'databaseUrl' | 'databaseDirectUrl' | 'dataDir' | 'fileHost' | 's3' | 'softwareVersion' | 'pgDumpPath' | 'pgRestorePath' | 'otpSecret' | 'redisPrefix' | 'publicUrl'>;
 
 const databaseName = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
 const filesRoot = (config: Pick<Config, 'dataDir'>) => join(config.dataDir, 'files');
@@ -126,13 +129,25 @@ export async function backup(config: Settings, dirArg: string, out: (line: strin
   } catch (err) {
     throw fsFailure(err, `cannot write in ${parent}`);
   }
+  // File deletions wait from before the dump until the files are copied (storage/file-deletions.ts): a file whose
+  // row went after the dump's snapshot (media pruned, an old remote post removed, an avatar replaced) is still there
+  // to be copied.
+  let release: (() => Promise<void>) | null;
+  try {
+    release = await holdFileDeletions(config.databaseDirectUrl);
+  } catch (err) {
+    await rm(work, { recursive: true, force: true });
+    if (err instanceof BackupRunning) throw new BackupFailed(err.message);
+    throw new BackupFailed(`cannot hold file deletions during the backup: ${(err as Error).message}`);
+  }
   try {
     const database = databaseName(config.databaseDirectUrl);
     // pg_dump reads everything in one repeatable-read transaction: one consistent snapshot while the server writes.
     await runPg(config.pgDumpPath, 'PG_DUMP_PATH', ['--format=custom', `--file=${join(work, DUMP)}`], config.databaseDirectUrl);
     out(`database ${database}: ${(await stat(join(work, DUMP))).size} bytes`);
     // Files after the database: every file the dump names was written before it began (a file is stored before its
-    // row), so the copy holds them all; files uploaded meanwhile come along unreferenced, which is harmless.
+    // row) and none is deleted before the copy ends (above), so the copy holds them all; files uploaded meanwhile
+    // come along unreferenced, which is harmless.
     let counted = { files: 0, bytes: 0 };
     if (config.fileHost === 'local') {
       const root = filesRoot(config);
@@ -143,6 +158,8 @@ export async function backup(config: Settings, dirArg: string, out: (line: strin
     } else {
       out(`files: in the S3 bucket ${config.s3.bucket}, not copied (keep the bucket's own versioning or replication)`);
     }
+    await release();
+    release = null;
     const otpKey = !config.otpSecret && (await exists(join(config.dataDir, OTP_KEY)));
     if (otpKey) await copyFile(join(config.dataDir, OTP_KEY), join(work, OTP_KEY));
     const manifest: Manifest = {
@@ -160,10 +177,27 @@ export async function backup(config: Settings, dirArg: string, out: (line: strin
     if (found) await rmdir(dir);
     await rename(work, dir);
     out(`backup written to ${dir}`);
+    await carryOutHeldDeletions(config, out);
     return manifest;
   } catch (err) {
+    await release?.();
     await rm(work, { recursive: true, force: true });
     throw err instanceof BackupFailed ? err : fsFailure(err, 'backup failed');
+  }
+}
+
+/** The deletions held while the backup ran, carried out now (what is left, the repeating job does). */
+async function carryOutHeldDeletions(config: Settings, out: (line: string) => void): Promise<void> {
+  const db = createPool(config.databaseDirectUrl, 1, 120_000);
+  const host = await createFileHost(config, db);
+  try {
+    const n = await host.drainDeferred();
+    if (n > 0) out(`files deleted while the backup ran, kept for it: ${n}, deleted now`);
+  } catch (err) {
+    out(`note: the file deletions held for the backup are left to the server's repeating job (${(err as Error).message})`);
+  } finally {
+    host.close();
+    await db.end();
   }
 }
 

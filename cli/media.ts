@@ -38,7 +38,7 @@ export async function mediaCommand(argv: string[], deps: MediaCliDeps, out: (lin
   if (command === 'remove') {
     const days = values.days === undefined ? (deps.config.mediaCacheRetentionDays || 7) : Number(values.days);
     if (!Number.isInteger(days) || days < 0) throw new MediaUsageError('--days must be a whole number of days');
-    const fileHost = await createFileHost(deps.config);
+    const fileHost = await createFileHost(deps.config, deps.db);
     try {
       const versions = new CacheVersions(deps.redis, deps.config.redisPrefix);
       const removed = await pruneCachedMedia({ db: deps.db, redis: deps.redis, config: deps.config, fileHost, versions }, new Date(Date.now() - days * 86_400_000));

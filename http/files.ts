@@ -3,6 +3,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from './route-options.ts';
 import { LocalFileHost, LOCAL_FILES_PREFIX } from '../storage/filehost/local.ts';
+import { BackupAwareFileHost } from '../storage/filehost/index.ts';
 
 const publicDir = fileURLToPath(new URL('./public', import.meta.url));
 
@@ -11,10 +12,11 @@ export default async function fileRoutes(app: FastifyInstance, { ctx }: RouteOpt
   // Only the files that exist at start-up get routes (wildcard: false), so nothing else is shadowed.
   await app.register(fastifyStatic, { root: publicDir, prefix: '/', wildcard: false, maxAge: '1d' });
 
-  if (ctx.fileHost instanceof LocalFileHost) {
+  const host = ctx.fileHost instanceof BackupAwareFileHost ? ctx.fileHost.inner : ctx.fileHost;
+  if (host instanceof LocalFileHost) {
     // @fastify/static refuses paths outside root; keys are immutable (a new upload gets a new key).
     await app.register(fastifyStatic, {
-      root: ctx.fileHost.root,
+      root: host.root,
       prefix: LOCAL_FILES_PREFIX,
       decorateReply: false,
       maxAge: '365d',

@@ -151,6 +151,35 @@ async function fanOutToLists(db: Db, actors: ActorRegistry, status: StatusRow): 
   }
 }
 
+/**
+ * Takes statuses purged together (other servers' posts past the retention period: none mentions anyone here) out of
+ * the home feeds of their authors' local followers, each follower's actor asked once with the ids of the authors it
+ * follows, and tells the list streams of lists holding an author. `byAuthor`: status ids by author id.
+ */
+export async function removePurgedFromFeeds({ db, actors, events }: FanOutDeps, byAuthor: Record<string, string[]>): Promise<void> {
+  const byFollower = new Map<string, string[]>();
+  for (const [authorId, statusIds] of Object.entries(byAuthor)) {
+    for (let after = '0'; ;) {
+      const batch = await localFollowersBatch(db, authorId, after, BATCH);
+      if (batch.length === 0) break;
+      after = batch.at(-1)!.followId;
+      for (const f of batch) byFollower.set(f.accountId, [...(byFollower.get(f.accountId) ?? []), ...statusIds]);
+      if (batch.length < BATCH) break;
+    }
+    for (let after = '0'; ;) {
+      const lists = await listsWithMember(db, authorId, after, BATCH);
+      if (lists.length === 0) break;
+      after = lists.at(-1)!.id;
+      for (const statusId of statusIds) await events.publish(lists.map((l) => streamChannels.list(l.id)), { event: 'delete', statusId });
+      if (lists.length < BATCH) break;
+    }
+  }
+  const followers = [...byFollower];
+  for (let i = 0; i < followers.length; i += BATCH) {
+    await Promise.all(followers.slice(i, i + BATCH).map(([id, statusIds]) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
+  }
+}
+
 /** Takes a deleted status (and its reblogs) out of every local feed it may be in, through each owner's actor. */
 export async function removeStatusFromFeeds({ db, actors, events }: FanOutDeps, statusIds: string[], authorId: string, mentionedIds: string[]): Promise<void> {
   for (const statusId of statusIds) {

@@ -34,6 +34,8 @@ export type FanoutJob =
   /** `edit`: the status was edited; streams that had it are told (`status.update`), feeds stay as they are. */
   | { kind: 'fanOutStatus'; outboxId: string; statusId: string; edit?: boolean }
   | { kind: 'removeStatus'; outboxId: string; statusId: string; authorId: string; mentionedIds: string[] }
+  /** A batch of other servers' posts purged past the retention period (status ids by author id), out of feeds and streams. */
+  | { kind: 'removePurgedStatuses'; outboxId: string; byAuthor: Record<string, string[]> }
   | ({ kind: 'deliver'; outboxId: string } & Delivery)
   | { kind: 'processMedia'; outboxId: string; mediaId: string }
   /** The same processing for uploads that need ffmpeg or heif-convert (services/media.ts), on the media queue. */
@@ -85,6 +87,8 @@ export type FanoutJob =
   | { kind: 'pruneMediaCache'; outboxId?: undefined }
   /** Other servers' posts nobody here interacted with, past CONTENT_CACHE_RETENTION_DAYS, removed in batches, hourly. */
   | { kind: 'pruneRemoteStatuses'; outboxId?: undefined }
+  /** File deletions held while a backup ran (storage/file-deletions.ts) carried out once none runs, every ten minutes. */
+  | { kind: 'drainFileDeletions'; outboxId?: undefined }
   /** Old posts deleted by their authors' cleanup policies (services/statuses-cleanup.ts), every ten minutes. */
   | { kind: 'cleanStatuses'; outboxId?: undefined };
 
@@ -178,7 +182,7 @@ export class JobQueues {
     await Promise.all([add(this.fanout, fanout), add(this.pull, pull), add(this.media, media)]);
   }
 
-  /** The repeating jobs: the clean-up of abandoned uploads, of old copies of remote media and of old remote posts, and the notification digests due, hourly; trend scores, every five minutes; posts past their authors' cleanup policies, every ten minutes. One schedule, however many processes ask. */
+  /** The repeating jobs: the clean-up of abandoned uploads, of old copies of remote media and of old remote posts, and the notification digests due, hourly; trend scores, every five minutes; posts past their authors' cleanup policies and file deletions held for a backup, every ten minutes. One schedule, however many processes ask. */
   async scheduleRepeating(): Promise<void> {
     await this.fanout.upsertJobScheduler('clean-media', { every: 3_600_000 }, { name: 'cleanMedia', data: { kind: 'cleanMedia' } });
     await this.fanout.upsertJobScheduler('refresh-trends', { every: 300_000 }, { name: 'refreshTrends', data: { kind: 'refreshTrends' } });
@@ -186,6 +190,7 @@ export class JobQueues {
     await this.fanout.upsertJobScheduler('prune-remote-statuses', { every: 3_600_000 }, { name: 'pruneRemoteStatuses', data: { kind: 'pruneRemoteStatuses' } });
     await this.fanout.upsertJobScheduler('notification-digests', { every: 3_600_000 }, { name: 'queueNotificationDigests', data: { kind: 'queueNotificationDigests' } });
     await this.fanout.upsertJobScheduler('clean-statuses', { every: 600_000 }, { name: 'cleanStatuses', data: { kind: 'cleanStatuses' } });
+    await this.fanout.upsertJobScheduler('drain-file-deletions', { every: 600_000 }, { name: 'drainFileDeletions', data: { kind: 'drainFileDeletions' } });
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,7 @@ import { countJobOutcomes } from '../services/metrics.ts';
 import { pino } from 'pino';
 import type { AppContext } from '../context.ts';
 import { FANOUT_QUEUE, MEDIA_QUEUE, PULL_QUEUE, bullConnection, queueLabel, type FanoutJob } from './queues.ts';
-import { fanOutStatus, removeStatusFromFeeds } from './fanout.ts';
+import { fanOutStatus, removePurgedFromFeeds, removeStatusFromFeeds } from './fanout.ts';
 import { pendingOutbox, OutboxRemover, removeFromOutbox } from '../storage/outbox.ts';
 import { JOB_QUERY_TIMEOUT_MS, withStatementTimeout } from '../storage/db.ts';
 import { processMedia, removeAbandonedMedia } from '../services/media.ts';
@@ -103,6 +103,7 @@ export function startWorkers(ctx: AppContext): Workers {
     const data = job.data;
     if (data.kind === 'fanOutStatus') await fanOutStatus(ctx, data.statusId, data.edit === true);
     else if (data.kind === 'removeStatus') await removeStatusFromFeeds(ctx, [data.statusId], data.authorId, data.mentionedIds);
+    else if (data.kind === 'removePurgedStatuses') await removePurgedFromFeeds(ctx, data.byAuthor);
     // Deliveries and Web Push load what they need (Fedify, the push library) at their first job, not at start.
     else if (data.kind === 'deliver') await (await import('../federation/outbound.ts')).deliverActivity(ctx, data);
     else if (data.kind === 'processMedia' || data.kind === 'transcodeMedia') await processMedia(ctx, data.mediaId);
@@ -132,7 +133,11 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'cleanStatuses') await (await import('../services/statuses-cleanup.ts')).runStatusesCleanup(ctx);
     else if (data.kind === 'pruneMediaCache') await (await import('../services/remote-media.ts')).pruneExpiredMedia(ctx);
     else if (data.kind === 'pruneRemoteStatuses' && ctx.config.contentCacheRetentionDays > 0) {
-      await (await import('../services/status-retention.ts')).removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false });
+      const retention = await import('../services/status-retention.ts');
+      await retention.removeStaleRemoteStatuses(ctx, { days: ctx.config.contentCacheRetentionDays, dryRun: false, pace: retention.RETENTION_PACE });
+    } else if (data.kind === 'drainFileDeletions') {
+      const { BackupAwareFileHost } = await import('../storage/filehost/index.ts');
+      if (ctx.fileHost instanceof BackupAwareFileHost) await ctx.fileHost.drainDeferred();
     }
     if (data.outboxId) await outboxRemover.remove(data.outboxId);
   }

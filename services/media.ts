@@ -397,15 +397,18 @@ export async function renderImage(input: Buffer) {
   }
 }
 
-/** Uploads never attached to a status within a day are removed, files first, a batch at a time (a repeating job). */
+/**
+ * Uploads never attached to a status within a day are removed, a batch at a time (a repeating job): each row first,
+ * then its files, so no backup's dump names a file it lacks (storage/file-deletions.ts).
+ */
 export async function removeAbandonedMedia(deps: MediaDeps, now = new Date()): Promise<number> {
   const cutoff = new Date(now.getTime() - 24 * 3600 * 1000);
   let removed = 0;
   for (;;) {
     const batch = await abandonedMedia(deps.db, cutoff, 200);
     for (const m of batch) {
-      for (const key of [m.staged_key, m.original_key, m.small_key, m.thumbnail_key]) if (key) await deps.fileHost.delete(key);
       await deleteMedia(deps.db, m.id);
+      for (const key of [m.staged_key, m.original_key, m.small_key, m.thumbnail_key]) if (key) await deps.fileHost.delete(key);
     }
     removed += batch.length;
     if (batch.length < 200) return removed;

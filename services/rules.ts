@@ -11,7 +11,7 @@ import { logAction, type Actor } from './action-log.ts';
  * The server's rules (Mastodon's Admin::RulesController and `tootctl`-less CLI): added, edited, moved and removed by
  * operators with manage_rules on /admin/rules or through `npm run cli -- rules …`. They are read where they are shown
  * (the instance entities, /api/v1/instance/rules, the about and sign-up pages, reports); a change tells every process
- * (the same message as a settings change), so cached public pages show it at once. Adding, editing and removing one
+ * (the same message as a settings change), so cached public pages show it at once. Adding, editing, moving and removing one
  * is in the operators' audit log (`by`: the operator's account, null for the shell's operator), as Mastodon logs them.
  */
 export interface RuleDeps {
@@ -67,15 +67,22 @@ export async function changeRule(deps: RuleDeps, id: string, input: { text: stri
   await changed(deps);
 }
 
-/** Moves a rule one place up or down the shown order (renumbering them all, so equal priorities get an order). */
-export async function moveRule(deps: RuleDeps, id: string, direction: 'up' | 'down'): Promise<void> {
+/**
+ * Moves a rule one place up or down the shown order (renumbering them all, so equal priorities get an order), logged
+ * as an 'update' of the moved rule in the same transaction. Moving the first up or the last down changes nothing and
+ * logs nothing.
+ */
+export async function moveRule(deps: RuleDeps, id: string, direction: 'up' | 'down', by?: Actor): Promise<void> {
   await transaction(deps.db, async (tx) => {
-    const ids = await lockRuleOrder(tx);
+    const rules = await lockRuleOrder(tx);
+    const ids = rules.map((r) => r.id);
     const at = ids.indexOf(id);
     if (at < 0) throw new RuleRefused('That rule no longer exists.', true);
     const to = direction === 'up' ? at - 1 : at + 1;
-    if (to >= 0 && to < ids.length) [ids[at], ids[to]] = [ids[to]!, ids[at]!];
+    if (to < 0 || to >= ids.length) return;
+    [ids[at], ids[to]] = [ids[to]!, ids[at]!];
     await setRuleOrder(tx, ids);
+    await logAction(tx, by, 'update', ruleTarget(id, rules[at]!.text));
   });
   await changed(deps);
 }

@@ -40,10 +40,10 @@ export async function updateRule(db: Queryable, id: string, r: { text: string; h
   return (rowCount ?? 0) > 0;
 }
 
-/** The rules' ids in the order they are shown, locked until the transaction ends (a reorder renumbers them). */
-export async function lockRuleOrder(db: Queryable): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM instance_rules ORDER BY priority, id LIMIT 1000 FOR UPDATE`);
-  return rows.map((r) => r.id);
+/** The rules (id and text) in the order they are shown, locked until the transaction ends (a reorder renumbers them). */
+export async function lockRuleOrder(db: Queryable): Promise<{ id: string; text: string }[]> {
+  const { rows } = await db.query<{ id: string; text: string }>(`SELECT id::text, text FROM instance_rules ORDER BY priority, id LIMIT 1000 FOR UPDATE`);
+  return rows;
 }
 
 /** Gives each rule its place in `ids` as its priority (0, 1, 2…). */

@@ -8,7 +8,9 @@ import { domainAllowsPage, domainBlocksPage, findDomainBlock, type DomainSeverit
 import {
   COMMENT_LIMIT, createDomainAllow, createDomainBlock, deleteDomainAllow, deleteDomainBlock, SEVERITIES, updateDomainBlock, type DomainBlockInput,
 } from '../../services/domain-blocks.ts';
-import { domainAllowsCsv, domainBlocksCsv, importDomainAllows, importDomainBlocks, type ImportOutcome } from '../../services/domain-block-csv.ts';
+import {
+  confirmDomainBlockImport, CONFIRM_PAGE_ROWS, domainAllowsCsv, domainBlocksCsv, importDomainAllows, startDomainBlockImport, type ImportOutcome, type ImportPage,
+} from '../../services/domain-block-csv.ts';
 import { adminDomainDeps } from '../api/v1/admin/domain_allows.ts';
 import { sendFormPage } from './page.ts';
 import { operatorGuard } from './admin-access.ts';
@@ -31,6 +33,15 @@ const BlockForm = Type.Object({
   reject_media: Box, reject_reports: Box, obfuscate: Box,
   public_comment: Type.Optional(Type.String({ maxLength: COMMENT_LIMIT + 100 })),
   private_comment: Type.Optional(Type.String({ maxLength: COMMENT_LIMIT + 100 })),
+});
+
+/** The import's confirmation: its token and the rows ticked (a list, or an object of them past qs's array limit). */
+const ConfirmForm = Type.Object({
+  token: Type.String({ maxLength: 64 }),
+  apply: Type.Optional(Type.Union([
+    Type.String({ maxLength: 8 }), Type.Array(Type.String({ maxLength: 8 }), { maxItems: CONFIRM_PAGE_ROWS }),
+    Type.Record(Type.String({ maxLength: 8 }), Type.String({ maxLength: 8 }), { maxProperties: CONFIRM_PAGE_ROWS }),
+  ])),
 });
 
 type BlockFields = { severity: string; reject_media?: string | undefined; reject_reports?: string | undefined; obfuscate?: string | undefined; public_comment?: string | undefined; private_comment?: string | undefined };
@@ -93,17 +104,37 @@ export default async function adminDomainPageRoutes(fastify: FastifyInstance, { 
       .header('cache-control', 'private, no-store').send(await domainBlocksCsv(ctx.db));
   });
 
-  // A multipart form with the file (request.uploads), as an export of this server's or Mastodon's.
+  const importPage = (request: FastifyRequest, reply: FastifyReply, page: ImportPage) =>
+    sendFormPage(ctx, request, reply, 'admin/domain-blocks-import', 'Confirm the import of domain blocks', { ...page, pageRows: CONFIRM_PAGE_ROWS });
+
+  // A multipart form with the file (request.uploads), as an export of this server's or Mastodon's. Nothing is
+  // blocked yet: the page lists what the file would block, with the blocks here it meets, to tick and confirm.
   app.post('/admin/domain_blocks/import', async (request, reply) => {
     const me = await operator(request, reply);
     if (!me) return;
     const upload = request.uploads?.file;
     if (!upload || upload.data.length === 0) return blocksPage(request, reply, { error: 'Choose a CSV file to import.' }, 422);
     try {
-      const outcome = await importDomainBlocks(deps, upload.data.toString('utf8'), me.account.id);
-      return blocksPage(request, reply, { notice: `Imported: ${outcome.added.length} added, ${outcome.existing.length} already blocked, ${outcome.invalid.length} skipped.`, outcome });
+      return importPage(request, reply, await startDomainBlockImport(deps, upload.data.toString('utf8'), me.account.id));
     } catch (err) {
       if (err instanceof ApiError && err.statusCode === 422) return blocksPage(request, reply, { error: err.message }, 422);
+      throw err;
+    }
+  });
+
+  // The confirmation of one page of the import: the rows ticked are applied; the next page, or the outcome.
+  app.post('/admin/domain_blocks/import/confirm', { schema: { body: ConfirmForm } }, async (request, reply) => {
+    const me = await operator(request, reply);
+    if (!me) return;
+    const apply = request.body.apply;
+    const ticked = apply === undefined ? [] : typeof apply === 'string' ? [apply] : Object.values(apply);
+    try {
+      const result = await confirmDomainBlockImport(deps, request.body.token, ticked, me.account.id);
+      if ('next' in result) return importPage(request, reply, result.next);
+      const o = result.outcome;
+      return blocksPage(request, reply, { notice: `Imported: ${o.added.length} added, ${o.changed.length} changed, ${o.existing.length} already blocked or left as they were, ${o.invalid.length} skipped.`, outcome: o });
+    } catch (err) {
+      if (err instanceof ApiError && (err.statusCode === 422 || err.statusCode === 404)) return blocksPage(request, reply, { error: err.message }, err.statusCode);
       throw err;
     }
   });

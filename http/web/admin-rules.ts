@@ -64,8 +64,8 @@ export default async function adminRulesRoutes(fastify: FastifyInstance, { ctx }
   });
 
   for (const [name, act, notice] of [
-    ['up', (id: string) => moveRule(deps, id, 'up'), 'moved'],
-    ['down', (id: string) => moveRule(deps, id, 'down'), 'moved'],
+    ['up', (id: string, by: string) => moveRule(deps, id, 'up', by), 'moved'],
+    ['down', (id: string, by: string) => moveRule(deps, id, 'down', by), 'moved'],
     ['remove', (id: string, by: string) => removeRule(deps, id, by), 'removed'],
   ] as const) {
     app.post(`/admin/rules/:id/${name}`, { schema: { params: IdParams } }, async (request, reply) => {

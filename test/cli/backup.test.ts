@@ -1,9 +1,10 @@
 // The restore drill: content made through the API, a backup taken while the server runs, PostgreSQL, Redis and the
-// files wiped, a restore, and the server started again answering as before. Then the refusals.
+// files wiped, a restore, and the server started again answering as before. Then the refusals, and a file deleted
+// between the dump and the copy of the files, which the backup still holds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { access, chmod, mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -18,6 +19,7 @@ import { closeContext } from '../../server.ts';
 import { dropDatabase } from '../../storage/db.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../storage/redis.ts';
 import { HomeFeeds } from '../../storage/feeds.ts';
+import { deferredDeletions } from '../../storage/file-deletions.ts';
 import type { Config } from '../../config.ts';
 
 const run = promisify(execFile);
@@ -233,5 +235,63 @@ describe('backup and restore', () => {
     const ok = await cli(['backup', join(work, 'by-command')]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toContain(`backup written to ${join(work, 'by-command')}`);
+  }, 120_000);
+
+  it('a file deleted while the backup runs, after the dump, is still in the backup, and is deleted once it ends', async () => {
+    const avatar = async (colour: string) => {
+      const data = await sharp({ create: { width: 120, height: 120, channels: 3, background: colour } }).png().toBuffer();
+      const form = await multipart({ avatar: { data, filename: 'avatar.png', type: 'image/png' } });
+      const res = await s.app.inject({ method: 'PATCH', url: '/api/v1/accounts/update_credentials', headers: { ...bearer(alice.token), ...form.headers }, payload: form.payload });
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().avatar as string;
+    };
+    const avatarKey = async () => (await s.ctx.db.query<{ avatar_file: string }>(`SELECT avatar_file FROM accounts WHERE id = $1`, [alice.id])).rows[0]!.avatar_file;
+    const live = (key: string) => join(s.config.dataDir, 'files', key);
+    const exists = (path: string) => access(path).then(() => true, () => false);
+    const firstUrl = await avatar('#e33');
+    const first = await avatarKey();
+    const firstBytes = await readFile(live(first));
+
+    // pg_dump, then a pause until the test says go: the moment between the dump and the copy of the files.
+    const marks = await mkdtemp(join(work, 'marks-'));
+    const dumpThenWait = join(marks, 'pg_dump');
+    await writeFile(dumpThenWait, [
+      '#!/bin/sh',
+      `${JSON.stringify(s.config.pgDumpPath)} "$@" || exit $?`,
+      `touch ${JSON.stringify(join(marks, 'dumped'))}`,
+      'i=0',
+      `while [ ! -e ${JSON.stringify(join(marks, 'go'))} ]; do sleep 0.05; i=$((i + 1)); if [ $i -gt 1200 ]; then exit 3; fi; done`,
+      'exit 0',
+      '',
+    ].join('\n'));
+    await chmod(dumpThenWait, 0o755);
+    const dir = join(work, 'held-deletion');
+    const running = backup({ ...s.config, pgDumpPath: dumpThenWait }, dir, () => {});
+    await eventually(() => exists(join(marks, 'dumped')), true, 60_000);
+
+    // Alice replaces her avatar: the row names the new file, and the old one, which the dump names, is deleted.
+    await avatar('#3e3');
+    expect(await avatarKey()).not.toBe(first);
+    // Held while the backup runs.
+    expect(await exists(live(first))).toBe(true);
+    expect(await deferredDeletions(s.ctx.db)).toBe(1);
+    await writeFile(join(marks, 'go'), '');
+    const manifest = await running;
+    expect((await readFile(join(dir, 'files', first))).equals(firstBytes)).toBe(true);
+    // Once the backup has ended, the deletion is carried out.
+    expect(await exists(live(first))).toBe(false);
+    expect(await deferredDeletions(s.ctx.db)).toBe(0);
+    expect(manifest.files).toBeGreaterThanOrEqual(1);
+
+    // The site restored from that backup serves the avatar the dump names.
+    const cfg = s.config;
+    await stopServer(s);
+    await restore(cfg, dir, { force: true }, redis, () => {});
+    s = await startTestServer({ DATABASE_URL: cfg.databaseUrl, DATA_DIR: cfg.dataDir, REDIS_PREFIX: cfg.redisPrefix });
+    const account = (await get(`/api/v1/accounts/${alice.id}`)).json() as Json;
+    expect(account.avatar).toBe(firstUrl);
+    const served = await get(new URL(firstUrl).pathname);
+    expect(served.statusCode).toBe(200);
+    expect(served.rawPayload.equals(firstBytes)).toBe(true);
   }, 120_000);
 });

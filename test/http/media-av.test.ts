@@ -361,7 +361,7 @@ function decodeDc(hash: string): number[] {
 async function expectNothingStored(id: string) {
   const { rows } = await s.ctx.db.query('SELECT staged_key, original_key, small_key FROM media_attachments WHERE id = $1', [id]);
   expect(rows[0]).toEqual({ staged_key: null, original_key: null, small_key: null });
-  const root = (s.ctx.fileHost as unknown as { root: string }).root;
+  const root = (s.ctx.fileHost as unknown as { inner: { root: string } }).inner.root;
   const staging = existsSync(join(root, 'staging')) ? readdirSync(join(root, 'staging')).filter((f) => f.startsWith(`${id}-`)) : [];
   expect(staging).toEqual([]);
   expect(existsSync(join(root, 'media', id)) ? readdirSync(join(root, 'media', id)) : []).toEqual([]);

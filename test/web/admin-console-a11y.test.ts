@@ -54,13 +54,19 @@ describe('operators\' console in a browser', () => {
           expect(await page.locator('h1').count(), path).toBe(1);
           await expectAccessible(page, `${path} (${scheme})`);
         }
+        // The confirmation page of a CSV import of domain blocks (the answer to the file's POST).
+        await page.goto(`${s.url}/admin/domain_blocks`);
+        await page.setInputFiles('#blocks-file', { name: 'blocks.csv', mimeType: 'text/csv', buffer: Buffer.from('#domain,#severity\nlisted.example,silence\nblocked.example,silence\nsub.blocked.example,noop\n') });
+        await Promise.all([page.waitForURL(/\/admin\/domain_blocks\/import$/), page.click('form[action="/admin/domain_blocks/import"] button[type=submit]')]);
+        expect(await page.locator('h1').textContent()).toBe('Confirm the import of domain blocks');
+        await expectAccessible(page, `domain block import confirmation (${scheme})`);
       } finally {
         await context.close();
       }
     }
   }, 180_000);
 
-  it('forms work with scripts off: a note, an action, a domain block, each answered by a redirect to the page', async () => {
+  it('forms work with scripts off: a note, an action, a domain block, each answered by a redirect to the page, and a CSV import confirmed', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     try {
       const page = await signIn(context, boss);
@@ -77,6 +83,17 @@ describe('operators\' console in a browser', () => {
       await page.selectOption('#block-severity', 'silence');
       await Promise.all([page.waitForURL(/notice=blocked/), page.click('form[action="/admin/domain_blocks"] button[type=submit]')]);
       expect(await page.locator('td', { hasText: 'browser.example' }).count()).toBe(1);
+      // A CSV import: the confirmation page lists the file's blocks; one unticked, one already here.
+      await page.setInputFiles('#blocks-file', { name: 'blocks.csv', mimeType: 'text/csv', buffer: Buffer.from('#domain,#severity\nlisted.example,silence\nblocked.example,silence\nother.example,suspend\n') });
+      await Promise.all([page.waitForURL(/\/admin\/domain_blocks\/import$/), page.click('form[action="/admin/domain_blocks/import"] button[type=submit]')]);
+      expect(await page.locator('h1').textContent()).toBe('Confirm the import of domain blocks');
+      expect(await page.isChecked('input[aria-label="Apply the block of listed.example"]')).toBe(true);
+      expect(await page.isChecked('input[aria-label="Apply the block of blocked.example"]')).toBe(false);
+      await page.uncheck('input[aria-label="Apply the block of other.example"]');
+      await Promise.all([page.waitForURL(/\/import\/confirm$/), page.click('form[action="/admin/domain_blocks/import/confirm"] button[type=submit]')]);
+      expect(await page.locator('p.flash.notice').textContent()).toContain('Imported: 1 added, 0 changed, 0 already blocked or left as they were, 0 skipped.');
+      expect(await page.locator('td', { hasText: 'listed.example' }).count()).toBe(1);
+      expect(await page.locator('td', { hasText: 'other.example' }).count()).toBe(0);
       await page.goto(`${s.url}/admin/action_logs`);
       await page.selectOption('#log-action', 'silence');
       await Promise.all([page.waitForURL(/action_type=silence/), page.click('form[action="/admin/action_logs"] button[type=submit]')]);

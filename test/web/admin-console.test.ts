@@ -3,6 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, csrfOf } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
+import { expectValidHtml } from '../helpers/html.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { findAccountById } from '../../storage/accounts.ts';
@@ -230,16 +231,51 @@ describe('domain blocks and allows', () => {
     expect(csv.body).toContain('bad.example,suspend,true,false,"Spam, ""lots""",false');
 
     const file = '#domain,#severity,#reject_media,#reject_reports,#public_comment,#obfuscate\n'
-      + 'new.example,silence,false,true,From a list,true\nbad.example,suspend,false,false,,false\nnope nope,suspend,false,false,,false\nodd.example,banish,false,false,,false\nplain.example,,,,,\n';
+      + 'new.example,silence,false,true,From a list,true\nbad.example,silence,false,true,,false\nnope nope,suspend,false,false,,false\nodd.example,banish,false,false,,false\nplain.example,,,,,\n'
+      + 'sub.bad.example,suspend,,,,\nnew.example,suspend,,,,\n';
     const page = (await admin.get('/admin/domain_blocks')).body;
     const form = await multipart({ _csrf: csrfOf(page), file: { data: Buffer.from(file), filename: 'blocks.csv', type: 'text/csv' } });
-    const imported = await s.app.inject({ method: 'POST', url: '/admin/domain_blocks/import', headers: { ...form.headers, cookie: admin.jar.header(), accept: 'text/html' }, payload: form.payload });
+    const preview = await s.app.inject({ method: 'POST', url: '/admin/domain_blocks/import', headers: { ...form.headers, cookie: admin.jar.header(), accept: 'text/html' }, payload: form.payload });
+    expect(preview.statusCode, preview.body.slice(0, 2000)).toBe(200);
+    await expectValidHtml(preview.body, 'import confirmation');
+    // Nothing is blocked yet: the page lists what the file would block, and the blocks here it meets.
+    const blocked = async () => (await s.app.inject({ method: 'GET', url: '/api/v1/admin/domain_blocks', headers: bearer(boss.token) })).json() as { id: string; domain: string; severity: string; reject_media: boolean; reject_reports: boolean; obfuscate: boolean }[];
+    expect((await blocked()).map((b) => b.domain)).toEqual(['bad.example']);
+    const body = preview.body.replace(/&#39;/g, "'");
+    expect(body).toContain('blocked already: suspend, reject media');
+    expect(body).toContain('covered by the block of bad.example (suspend): left as it is');
+    expect(body).toContain('Line 4: Domain is not a valid domain name');
+    expect(body).toContain('Line 5: unknown severity');
+    expect(body).toContain('Line 8: new.example is in the file already');
+    // Ticked: the new blocks; not the one that would change bad.example's. Nothing to tick for sub.bad.example.
+    const boxes = [...preview.body.matchAll(/<input type="checkbox" name="apply\[\]" value="(\d+)" id="apply-\d+"( checked)? aria-label="Apply the block of ([^"]+)">/g)].map((m) => [m[3], m[2] === ' checked', m[1]]);
+    expect(boxes).toEqual([['new.example', true, '0'], ['bad.example', false, '1'], ['plain.example', true, '2']]);
+    const token = /name="token" value="([0-9a-f]{32})"/.exec(preview.body)![1]!;
+    const confirm = (apply: string[], withToken = token) => {
+      const form = new URLSearchParams([['_csrf', csrfOf(preview.body)], ['token', withToken], ...apply.map((a): [string, string] => ['apply[]', a])]);
+      return s.app.inject({ method: 'POST', url: '/admin/domain_blocks/import/confirm', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: admin.jar.header(), accept: 'text/html' }, payload: form.toString() });
+    };
+    // A confirmation naming a row the import does not have, or an import that is not waiting, is refused and changes nothing.
+    const outside = await confirm(['0', '7']);
+    expect(outside.statusCode).toBe(422);
+    expect(outside.body).toContain('names a row of no page waiting');
+    const unknown = await confirm(['0'], 'f'.repeat(32));
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toContain('This import is no longer waiting');
+    expect((await confirm(['0'], 'not a token')).statusCode).toBe(404);
+    expect((await blocked()).map((b) => b.domain)).toEqual(['bad.example']);
+    // The operator keeps new.example, also ticks bad.example (the file's settings replace its block), unticks plain.example.
+    const imported = await confirm(['0', '1']);
     expect(imported.statusCode).toBe(200);
-    expect(imported.body).toContain('Imported: 2 added, 1 already blocked, 2 skipped.');
-    expect(imported.body).toContain('Line 5: unknown severity');
-    const api = (await s.app.inject({ method: 'GET', url: '/api/v1/admin/domain_blocks', headers: bearer(boss.token) })).json() as { id: string; domain: string; severity: string; reject_reports: boolean; obfuscate: boolean }[];
+    expect(imported.body).toContain('Imported: 1 added, 1 changed, 0 already blocked or left as they were, 3 skipped.');
+    const api = await blocked();
+    expect(api.map((b) => b.domain).sort()).toEqual(['bad.example', 'new.example']);
     expect(api.find((b) => b.domain === 'new.example')).toMatchObject({ severity: 'silence', reject_reports: true, obfuscate: true });
-    expect(api.find((b) => b.domain === 'plain.example')).toMatchObject({ severity: 'suspend' });
+    expect(api.find((b) => b.domain === 'bad.example')).toMatchObject({ severity: 'silence', reject_media: false, reject_reports: true });
+    expect(await log('?target_type=DomainBlock')).toMatch(/@boss<\/td>\s*<td>update<\/td>\s*<td>DomainBlock bad\.example<\/td>/);
+    // Confirmed once: the same import is not waiting any more.
+    expect((await confirm(['2'])).statusCode).toBe(404);
+    expect((await blocked()).map((b) => b.domain)).not.toContain('plain.example');
     const notCsv = await multipart({ _csrf: csrfOf(page), file: { data: Buffer.from('domain\nx.example\n'), filename: 'x.csv', type: 'text/csv' } });
     const refused = await s.app.inject({ method: 'POST', url: '/admin/domain_blocks/import', headers: { ...notCsv.headers, cookie: admin.jar.header(), accept: 'text/html' }, payload: notCsv.payload });
     expect(refused.statusCode).toBe(422);
@@ -265,6 +301,30 @@ describe('domain blocks and allows', () => {
     const allowId = /\/admin\/domain_allows\/(\d+)\/delete/.exec((await admin.get('/admin/domain_allows')).body)![1]!;
     expect((await submit(admin, '/admin/domain_allows', `/admin/domain_allows/${allowId}/delete`)).statusCode).toBe(303);
     expect(await log('?target_type=DomainAllow')).toMatch(/<td>destroy<\/td>\s*<td>DomainAllow \w+\.example<\/td>/);
+  });
+
+  it('a file of more blocks than a confirmation page shows is confirmed a page at a time', async () => {
+    const file = `#domain,#severity\n${Array.from({ length: 502 }, (_, i) => `many${i}.example,silence`).join('\n')}\n`;
+    const page = (await admin.get('/admin/domain_blocks')).body;
+    const form = await multipart({ _csrf: csrfOf(page), file: { data: Buffer.from(file), filename: 'many.csv', type: 'text/csv' } });
+    const first = await s.app.inject({ method: 'POST', url: '/admin/domain_blocks/import', headers: { ...form.headers, cookie: admin.jar.header(), accept: 'text/html' }, payload: form.payload });
+    expect(first.statusCode).toBe(200);
+    expect(first.body).toContain('Blocks 1 to 500 of 502');
+    const token = /name="token" value="([0-9a-f]{32})"/.exec(first.body)![1]!;
+    const confirm = (body: string, apply: string[]) => s.app.inject({
+      method: 'POST', url: '/admin/domain_blocks/import/confirm', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: admin.jar.header(), accept: 'text/html' },
+      payload: new URLSearchParams([['_csrf', csrfOf(body)], ['token', token], ...apply.map((a): [string, string] => ['apply[]', a])]).toString(),
+    });
+    // The first page confirmed with none ticked; a row of the next page is not the first page's to tick.
+    expect((await confirm(first.body, ['500'])).statusCode).toBe(422);
+    const second = await confirm(first.body, []);
+    expect(second.statusCode).toBe(200);
+    expect(second.body).toContain('Blocks 501 to 502 of 502');
+    expect((await confirm(second.body, ['0'])).statusCode).toBe(422);
+    const done = await confirm(second.body, ['501']);
+    expect(done.body).toContain('Imported: 1 added, 0 changed, 0 already blocked or left as they were, 0 skipped.');
+    const domains = ((await s.app.inject({ method: 'GET', url: '/api/v1/admin/domain_blocks?limit=200', headers: bearer(boss.token) })).json() as { domain: string }[]).map((b) => b.domain);
+    expect(domains.filter((d) => d.startsWith('many'))).toEqual(['many501.example']);
   });
 
   it('the CLI and the API log their changes with their operator', async () => {

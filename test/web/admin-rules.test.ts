@@ -79,10 +79,12 @@ describe('server rules page', () => {
     const about = (await s.app.inject({ method: 'GET', url: '/about', headers: { accept: 'text/html' } })).body;
     expect(about).toContain('No spam or ads.');
     expect(about).not.toContain('Mark sensitive media.');
-    // The audit log has the additions, the edit and the removal as the operator's, newest first (moves are not logged).
+    // The audit log has the additions, the edit, the two moves that moved something and the removal as the
+    // operator's, newest first.
     const logged = await actionLogsPage(s.ctx.db, { targetType: 'Rule' }, { limit: 10 });
     expect(logged.map((r) => [r.account_id, r.action, r.human_identifier])).toEqual([
-      [owner.id, 'destroy', 'Mark sensitive media.'], [owner.id, 'update', 'No spam or ads.'],
+      [owner.id, 'destroy', 'Mark sensitive media.'], [owner.id, 'update', 'Be kind.'], [owner.id, 'update', 'Mark sensitive media.'],
+      [owner.id, 'update', 'No spam or ads.'],
       [owner.id, 'create', 'Mark sensitive media.'], [owner.id, 'create', 'No spam.'], [owner.id, 'create', 'Be kind.'],
     ]);
   });
@@ -92,7 +94,15 @@ describe('server rules page', () => {
     expect(await cli('rules', 'edit', second!.id, 'No spam.', '--hint', 'None at all.')).toEqual([`rule ${second!.id} changed`]);
     expect(await cli('rules', 'move', second!.id, 'up')).toEqual([`rule ${second!.id} moved up`]);
     expect(await cli('rules', 'list')).toEqual([`${second!.id}  No spam.  (None at all.)`, `${first!.id}  Be kind.  (No harassment.)`]);
-    expect((await actionLogsPage(s.ctx.db, { targetType: 'Rule' }, { limit: 1 })).map((r) => [r.account_id, r.action, r.target_id])).toEqual([[null, 'update', second!.id]]);
+    // The edit and the move, each logged as the shell's operator's.
+    expect((await actionLogsPage(s.ctx.db, { targetType: 'Rule' }, { limit: 2 })).map((r) => [r.account_id, r.action, r.target_id, r.human_identifier])).toEqual([
+      [null, 'update', second!.id, 'No spam.'], [null, 'update', second!.id, 'No spam.'],
+    ]);
+    // A move that moves nothing (the first rule up) logs nothing.
+    const logs = async () => (await s.ctx.db.query(`SELECT count(*)::int AS n FROM admin_action_logs`)).rows[0].n as number;
+    const count = await logs();
+    expect(await cli('rules', 'move', second!.id, 'up')).toEqual([`rule ${second!.id} moved up`]);
+    expect(await logs()).toBe(count);
     await expect(cli('rules', 'move', '12345', 'up')).rejects.toThrow('no rule with id 12345');
     await expect(cli('rules', 'edit', first!.id, '  ')).rejects.toThrow(/1 to 300 characters/);
     await expect(cli('--as', 'rulemod', 'rules', 'move', first!.id, 'up')).rejects.toThrow(/rulemod's role lacks manage_rules/);

@@ -15,6 +15,10 @@ import { requireProgram } from '../helpers/programs.ts';
 // words, when posting, scheduling and editing, and nothing is written; a GIF (gifv) goes with images.
 const MIXED = 'Cannot attach a video to a post that already contains images';
 
+// Four uploads, video among them, are transcoded by the media job before the posts: on a loaded machine that takes
+// longer than the suite's 30 s a test.
+const MEDIA_TIMEOUT = 120_000;
+
 let s: TestServer;
 let ann: TestUser;
 let dir: string;
@@ -96,7 +100,7 @@ describe('a post whose files mix a video or audio file with others', () => {
     const image2 = await upload(f.image);
     const two = await call('POST', '/api/v1/statuses', { status: 'two pictures', media_ids: [image.id, image2.id] });
     expect(two.statusCode, two.body).toBe(200);
-  });
+  }, MEDIA_TIMEOUT);
 
   it('takes a GIF (gifv) with an image, as Mastodon does', async () => {
     const [gif, image] = [await upload(f.gif), await upload(f.image)];
@@ -104,7 +108,7 @@ describe('a post whose files mix a video or audio file with others', () => {
     const res = await call('POST', '/api/v1/statuses', { status: 'gif and picture', media_ids: [gif.id, image.id] });
     expect(res.statusCode, res.body).toBe(200);
     expect((res.json<Json>().media_attachments as Json[]).map((m) => m.type)).toEqual(['gifv', 'image']);
-  });
+  }, MEDIA_TIMEOUT);
 
   it('is refused by PUT /api/v1/statuses/:id, the post left as it was', async () => {
     const image = await upload(f.image);
@@ -122,5 +126,5 @@ describe('a post whose files mix a video or audio file with others', () => {
     const swapped = await call('PUT', `/api/v1/statuses/${id}`, { status: 'a clip instead', media_ids: [video.id] });
     expect(swapped.statusCode, swapped.body).toBe(200);
     expect((swapped.json<Json>().media_attachments as Json[]).map((m) => m.type)).toEqual(['video']);
-  });
+  }, MEDIA_TIMEOUT);
 });

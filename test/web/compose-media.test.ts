@@ -15,6 +15,9 @@ import { requireProgram } from '../helpers/programs.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses
 
+// Each form sends a video the media job transcodes: on a loaded machine longer than the suite's 30 s a test.
+const MEDIA_TIMEOUT = 120_000;
+
 let s: TestServer;
 let ann: TestUser;
 let web: WebClient;
@@ -85,7 +88,7 @@ describe('a picture and a video in one post from the compose form', () => {
     const id = /#s-(\d+)$/.exec(posted.headers.location as string)![1]!;
     const status = (await s.app.inject({ method: 'GET', url: `/api/v1/statuses/${id}`, headers: bearer(ann.token) })).json<Json>();
     expect((status.media_attachments as Json[]).map((m) => [m.type, m.description])).toEqual([['image', 'A red square']]);
-  });
+  }, MEDIA_TIMEOUT);
 
   it('is refused the same when scheduled, and in a reply\'s form on the thread page', async () => {
     const home = await web.get('/home');
@@ -103,5 +106,5 @@ describe('a picture and a video in one post from the compose form', () => {
     expect(reply.body).toContain('A thread');
     expect(reply.body).toContain('Cannot attach a video to a post that already contains images.');
     expect(reply.body).toContain('A reply with both</textarea>');
-  });
+  }, MEDIA_TIMEOUT);
 });

@@ -32,6 +32,8 @@ beforeAll(async () => {
   await post({ status: 'Which one?', poll: { options: ['This', 'That'], expires_in: 3600 } });
   await post({ status: 'Behind a warning', spoiler_text: 'Plot details' });
   await post({ status: 'And a reply', in_reply_to_id: first.id });
+  // A quote: the quoted post (its picture summed up) shown inside the quoting one.
+  await post({ status: 'Quoting the picture', quoted_status_id: first.id });
   paths.push('/', '/about', '/privacy-policy', '/terms-of-service', '/about/api', '/@alice', '/@alice/media', '/@alice/with_replies', `/@alice/${first.id}`, '/tags/books', '/@nobody', '/no/such/page');
   browser = await launchBrowser();
 }, 120_000);

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { App } from '../../http/app.ts';
 
 /** A browser's cookies for `app.inject` or `fetch`: takes Set-Cookie from answers, sends Cookie with requests. */
@@ -68,4 +69,11 @@ export class WebClient {
   signIn(email: string, password: string, returnTo = '/') {
     return this.submit(`/auth/sign_in?return_to=${encodeURIComponent(returnTo)}`, '/auth/sign_in', { email, password, return_to: returnTo });
   }
+}
+
+/** A browser's session for a registered person, signed in through the sign-in form (303 to where it goes next). */
+export async function signedInClient(app: App, user: { email: string; password: string }): Promise<WebClient> {
+  const web = new WebClient(app);
+  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
+  return web;
 }

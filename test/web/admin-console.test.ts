@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { WebClient, csrfOf } from '../helpers/web.ts';
+import { WebClient, csrfOf, signedInClient } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { runCli } from '../../cli/admin.ts';
@@ -26,11 +26,7 @@ async function cli(...args: string[]): Promise<string[]> {
   return lines;
 }
 
-async function signedIn(u: TestUser): Promise<WebClient> {
-  const web = new WebClient(s.app);
-  expect((await web.signIn(u.email, u.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (u: TestUser): Promise<WebClient> => signedInClient(s.app, u);
 
 /** Submits a form of `pageUrl` (its CSRF token) to `action`. */
 async function submit(web: WebClient, pageUrl: string, action: string, fields: Record<string, string> = {}) {

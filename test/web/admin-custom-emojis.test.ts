@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { csrfOf, WebClient } from '../helpers/web.ts';
+import { csrfOf, WebClient, signedInClient } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
@@ -33,11 +33,7 @@ async function cli(...args: string[]): Promise<string[]> {
   await runCli(args, s.ctx.db, (line) => lines.push(line), (what) => publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, what), { redis: s.ctx.redis, redisPrefix: s.config.redisPrefix, config: s.config, fileHost: s.ctx.fileHost });
   return lines;
 }
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(s.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(s.app, user);
 async function upload(web: WebClient, page: string, fields: Record<string, string>, image?: Buffer, filename = 'e.png') {
   const body = await multipart({ _csrf: csrfOf(page), ...fields, ...(image ? { image: { data: image, filename, type: 'image/png' } } : {}) });
   const res = await s.app.inject({ method: 'POST', url: '/admin/custom_emojis', payload: body.payload, headers: { ...body.headers, accept: 'text/html', cookie: web.jar.header() } });

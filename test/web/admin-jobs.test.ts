@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { runCli } from '../../cli/admin.ts';
@@ -23,11 +23,7 @@ let mediaJobId: string;
 async function cli(...args: string[]): Promise<void> {
   await runCli(args, s.ctx.db, () => {}, (what) => publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, what), { redis: s.ctx.redis, redisPrefix: s.config.redisPrefix });
 }
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(s.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(s.app, user);
 const stateOf = async (queue: 'fanout' | 'media', id: string) => (await (await s.ctx.jobs[queue].getJob(id))?.getState()) ?? 'gone';
 const outboxRows = async (id: string) => (await s.ctx.db.query(`SELECT count(*)::int AS n FROM outbox WHERE id = $1`, [id])).rows[0].n as number;
 
@@ -91,10 +87,12 @@ describe('job queues page', () => {
     expect(entry).toMatchObject({ account_id: devops.id, action: 'retry', target_id: null, human_identifier: `media ${mediaJobId} (transcodeMedia)` });
   });
 
-  it('removes a failed job for good, its outbox row with it, and logs it', async () => {
+  it('removes a failed job for good, with any outbox row left of it, and logs it', async () => {
     const web = await signedIn(devops);
     const page = await web.get('/admin/jobs');
-    expect(await outboxRows(outboxId)).toBe(1);
+    // Its last attempt took its outbox row already (jobs/worker.ts); removing the job removes one left by an older
+    // failure too.
+    expect(await outboxRows(outboxId)).toBe(0);
     const removed = await web.post(`/admin/jobs/fanout/${encodeURIComponent(fanoutJobId)}/remove`, {}, page.body);
     expect(removed.statusCode).toBe(303);
     expect(removed.headers.location).toBe('/admin/jobs?notice=removed');

@@ -5,7 +5,7 @@ import type { Browser } from 'playwright-core';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
@@ -28,11 +28,7 @@ async function cli(...args: string[]): Promise<string[]> {
   return lines;
 }
 
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(ours.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(ours.app, user);
 
 /** What a running server's outbox sweeper does with the rows written (it passes every 30 s). */
 async function sweep(): Promise<void> {

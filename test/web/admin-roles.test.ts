@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
@@ -27,11 +27,7 @@ async function cli(...args: string[]): Promise<string[]> {
   await runCli(args, s.ctx.db, (line) => lines.push(line), (what) => publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, what), { redis: s.ctx.redis, redisPrefix: s.config.redisPrefix });
   return lines;
 }
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(s.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(s.app, user);
 /** A form body with the permission checkboxes as a browser sends them. */
 function roleForm(fields: Record<string, string>, permissions: string[]): Record<string, string> {
   const out: Record<string, string> = { ...fields };

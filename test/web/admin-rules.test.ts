@@ -5,7 +5,7 @@ import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
@@ -24,11 +24,7 @@ async function cli(...args: string[]): Promise<string[]> {
   return lines;
 }
 
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(s.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(s.app, user);
 
 const apiRules = async () => (await s.app.inject({ method: 'GET', url: '/api/v1/instance/rules' })).json() as { id: string; text: string; hint: string }[];
 

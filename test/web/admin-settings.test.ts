@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, appToken, registerUser, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, signedInClient } from '../helpers/web.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
@@ -48,11 +48,7 @@ async function cli(...args: string[]): Promise<string[]> {
   return lines;
 }
 
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(a.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(a.app, user);
 
 const instanceOf = async (s: TestServer, version: 'v1' | 'v2') => (await s.app.inject({ method: 'GET', url: `/api/${version}/instance` })).json();
 

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { appToken, bearer, createApp, registerUser, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
-import { WebClient } from '../helpers/web.ts';
+import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
@@ -18,11 +18,7 @@ async function cli(...args: string[]): Promise<void> {
   await runCli(args, s.ctx.db, () => {}, (what) => publishTokenInvalidation(s.ctx.redis, s.config.redisPrefix, what), { redis: s.ctx.redis, redisPrefix: s.config.redisPrefix });
 }
 
-async function signedIn(user: TestUser): Promise<WebClient> {
-  const web = new WebClient(s.app);
-  expect((await web.signIn(user.email, user.password)).statusCode).toBe(303);
-  return web;
-}
+const signedIn = (user: TestUser): Promise<WebClient> => signedInClient(s.app, user);
 
 type Block = { id: string; username: string; comparison: string; allow_with_approval: boolean };
 const apiBlocks = async () => (await s.app.inject({ method: 'GET', url: '/api/v1/admin/username_blocks', headers: bearer(admin.token) })).json() as Block[];

@@ -141,8 +141,19 @@ export function median(xs: number[]): number {
   return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
 }
 
-/** One round of GETs at `url` (32 connections): requests per second, latencies and what failed. */
-export async function loadPage(url: string, headers: Record<string, string>, duration: number) {
+/** CPU time (user + system) a process has used, in microseconds (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
+export function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/**
+ * One round of GETs at `url` (32 connections): requests per second, latencies and what failed; with the serving
+ * process's `pid`, also its CPU time per request (µs), which other work on the machine changes much less than req/s.
+ */
+export async function loadPage(url: string, headers: Record<string, string>, duration: number, pid?: number) {
+  const before = pid === undefined ? 0 : cpuMicros(pid);
   const result = await autocannon({ url, connections: 32, duration, headers });
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  const cpuUs = pid === undefined ? NaN : (cpuMicros(pid) - before) / Math.max(1, result.requests.total);
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }

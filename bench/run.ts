@@ -1,7 +1,7 @@
 // `npm run bench`: figures printed, not asserted. Runs the server as a child process (as `npm start` does)
 // against its own database and Redis prefix, and drives it over HTTP with autocannon from this process.
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -10,7 +10,7 @@ import { HomeFeeds } from '../storage/feeds.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix } from '../storage/redis.ts';
 import { versionTag } from '../storage/redis-keys.ts';
 import { seedFollowers } from './seed.ts';
-import { accountMaker, api, benchSettings, peakRssMb, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, cpuMicros, peakRssMb, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 import { benchPublicProfile } from './public-pages.ts';
 import { benchWebClient } from './web-client.ts';
 
@@ -25,12 +25,6 @@ const ONLY_HOME = process.env.BENCH_ONLY === 'home';
 
 /** BENCH_ROUNDS: how many alternating rounds of the home timeline against bare Fastify (4 unless told). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
-
-/** CPU time (user + system) a process has used, in microseconds (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
 
 /**
  * Autocannon on `url`; with the serving process's `pid`, also its CPU time per request (µs), a figure that other
@@ -195,7 +189,7 @@ async function main() {
     // The public profile page for strangers, from the page cache, against the API's page of the same posts.
     await benchPublicProfile(base, register);
     // The signed-in home page against the API's home timeline, and each signed-in page's weight with 20 posts.
-    await benchWebClient(base, register);
+    await benchWebClient(base, register, server.pid);
     console.log(`\nserver peak memory (VmHWM): ${peakRssMb(server.pid!)} MB\n`);
   } finally {
     bare?.kill();

@@ -22,8 +22,11 @@ async function signIn(base: string, email: string, password: string): Promise<st
   return session;
 }
 
-/** Makes a reader, an author with 20 posts and the rest through the API of the server at `base`, then measures and prints. */
-export async function benchWebClient(base: string, register: (username: string) => Promise<string>): Promise<void> {
+/**
+ * Makes a reader, an author with 20 posts and the rest through the API of the server at `base`, then measures and
+ * prints; with the server's `pid`, its CPU time per request too.
+ */
+export async function benchWebClient(base: string, register: (username: string) => Promise<string>, pid?: number): Promise<void> {
   const reader = await register('webreader');
   const author = await register('webauthor');
   const authorId = (await api(base, '/api/v1/accounts/verify_credentials', { token: author })).id as string;
@@ -36,7 +39,12 @@ export async function benchWebClient(base: string, register: (username: string) 
     await api(base, '/api/v1/statuses', { method: 'POST', token: author, body: { status: `Post ${i} for @webreader, a thought long enough to look like a real post, with a link https://example.com/notes/${i} and #webbench. ${'More words follow here. '.repeat(5)}` } });
   }
   await new Promise((r) => setTimeout(r, 1000));
-  const cookie = await signIn(base, 'webreader@bench.example', 'bench password');
+  const session = await signIn(base, 'webreader@bench.example', 'bench password');
+  // The first page sets the forms' secret (`_csrf`), which a browser then sends with the session's cookie.
+  const first = await fetch(`${base}/home`, { headers: { accept: 'text/html', cookie: session } });
+  const formSecret = first.headers.getSetCookie().map((c) => c.split(';')[0]!).find((c) => c.startsWith('_csrf='));
+  if (!formSecret) throw new Error('the home page set no _csrf cookie');
+  const cookie = `${session}; ${formSecret}`;
   const page = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', cookie };
   const token = { authorization: `Bearer ${reader}` };
 
@@ -57,13 +65,19 @@ export async function benchWebClient(base: string, register: (username: string) 
   await loadPage(pageUrl, page, 3);
   await loadPage(apiUrl, token, 3);
   const rounds: { page: Awaited<ReturnType<typeof loadPage>>; api: Awaited<ReturnType<typeof loadPage>> }[] = [];
-  for (let i = 0; i < 4; i++) rounds.push({ page: await loadPage(pageUrl, page, 5), api: await loadPage(apiUrl, token, 5) });
+  for (let i = 0; i < 4; i++) rounds.push({ page: await loadPage(pageUrl, page, 5, pid), api: await loadPage(apiUrl, token, 5, pid) });
   const ratios = rounds.map((r) => r.page.rps / r.api.rps);
+  // What one request costs the server, page against API: the rate the page would reach on the API's CPU.
+  const cpuRatios = rounds.map((r) => r.api.cpuUs / r.page.cpuUs);
+  const cpu = (us: number) => (Number.isNaN(us) ? '' : `, CPU ${Math.round(us)} µs/request`);
   console.log(`\nsigned-in home page /home (session cookie) vs. GET /api/v1/timelines/home?limit=20 (${statuses.length} statuses, token), the same posts (autocannon, 32 connections, after a warm-up, 4 alternating rounds of 5 s)`);
   for (const [i, r] of rounds.entries()) {
-    console.log(`  round ${i + 1}: page ${r.page.rps} req/s (p50 ${r.page.p50} ms, p99 ${r.page.p99} ms, errors ${r.page.errors})  |  API ${r.api.rps} req/s (p50 ${r.api.p50} ms, p99 ${r.api.p99} ms, errors ${r.api.errors})  |  ratio ${ratios[i]!.toFixed(2)}`);
+    console.log(`  round ${i + 1}: page ${r.page.rps} req/s (p50 ${r.page.p50} ms, p99 ${r.page.p99} ms, errors ${r.page.errors}${cpu(r.page.cpuUs)})  |  API ${r.api.rps} req/s (p50 ${r.api.p50} ms, p99 ${r.api.p99} ms, errors ${r.api.errors}${cpu(r.api.cpuUs)})  |  ratio ${ratios[i]!.toFixed(2)}`);
   }
   console.log(`  ratio page/API, median of rounds: ${median(ratios).toFixed(2)} (target >= 0.5)`);
+  if (pid !== undefined) {
+    console.log(`  server CPU per request, median of rounds: page ${Math.round(median(rounds.map((r) => r.page.cpuUs)))} µs, API ${Math.round(median(rounds.map((r) => r.api.cpuUs)))} µs: ratio API/page ${median(cpuRatios).toFixed(2)}`);
+  }
   await new Promise((r) => setTimeout(r, 500));
 }
 
@@ -76,7 +90,7 @@ if (import.meta.main) {
   const redis = new Redis(config.redisUrl);
   try {
     await waitHealthy(base);
-    await benchWebClient(base, await accountMaker(base));
+    await benchWebClient(base, await accountMaker(base), server.pid);
   } finally {
     await cleanUpBench(server, redis, config);
   }

@@ -15,6 +15,7 @@ import type { FilterCache } from './services/filters.ts';
 import type { CacheVersions } from './storage/cache-versions.ts';
 import type { RenderedPageCache } from './services/page-cache.ts';
 import type { KeyTracking } from './storage/key-tracking.ts';
+import type { SlottedPage } from './http/web/page-slots.ts';
 import type { Federation } from '@fedify/fedify';
 import type { AccountKeyRing } from './federation/keys.ts';
 import type { BullMqMessageQueue } from './federation/queue.ts';
@@ -66,6 +67,8 @@ export interface AppContext {
   filters: FilterCache;
   /** Rendered home timeline pages, per viewer and paging. */
   homePages: RenderedPageCache;
+  /** Rendered home pages (`/home`) of signed-in people, kept and dropped as `homePages` (http/web/client-pages.ts). */
+  homePagesHtml: RenderedPageCache<SlottedPage>;
   /** Redis client tracking: reads that tell this process when what they read changes. */
   tracking: KeyTracking;
   /** The connection subscribed to cache invalidations. */

@@ -19,6 +19,7 @@ import { SessionCache, type ResolvedSession } from './services/session-cache.ts'
 import { StatusLoader } from './services/hydrate.ts';
 import { CacheVersions } from './storage/cache-versions.ts';
 import { RenderedPageCache } from './services/page-cache.ts';
+import type { SlottedPage } from './http/web/page-slots.ts';
 import { defineLazyFederation } from './federation/lazy.ts';
 import { compactAfterStart, releaseCompileCache } from './startup-gc.ts';
 import { AccountKeyRing } from './federation/keys.ts';
@@ -79,7 +80,11 @@ export async function createContext(config: Config): Promise<AppContext> {
   // While PostgreSQL is known to be away (hung, cut off), queries fail at once rather than wait out their timeouts.
   refuseQueriesWhile(db, () => (dependencies.isUp('postgres') ? null : new DependencyUnavailable('postgres')));
   const homePages = new RenderedPageCache(64 * 1024 * 1024, 10 * 60_000);
-  tracking.onInvalidate((keys) => homePages.invalidate(keys));
+  const homePagesHtml = new RenderedPageCache<SlottedPage>(32 * 1024 * 1024, 10 * 60_000);
+  tracking.onInvalidate((keys) => {
+    homePages.invalidate(keys);
+    homePagesHtml.invalidate(keys);
+  });
   const feeds = new HomeFeeds(redis, config.redisPrefix, tracking.reader);
   const listFeeds = new HomeFeeds(redis, config.redisPrefix, redis, 'list');
   const versions = new CacheVersions(redis, config.redisPrefix, tracking.reader, tracking);
@@ -93,6 +98,7 @@ export async function createContext(config: Config): Promise<AppContext> {
   watchMasters(redis, () => {
     versions.forgetAll();
     homePages.invalidate(null);
+    homePagesHtml.invalidate(null);
     replicas?.forgetWritePositions();
   });
   const jobs = new JobQueues(config, config.redisPrefix);
@@ -128,6 +134,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     statusLoader,
     filters: new FilterCache(db, versions),
     homePages,
+    homePagesHtml,
     tracking,
     subscriber,
     render,

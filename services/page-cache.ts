@@ -1,14 +1,20 @@
+/** What a page's body is kept as: bytes, or anything that says how many it holds (http/web/page-slots.ts). */
+export interface PageBody {
+  readonly length: number;
+}
+
 /** A rendered page and what it was made from: the ids it shows and the cache versions it was rendered under. */
-export interface RenderedPage {
+export interface RenderedPage<B extends PageBody = Buffer> {
   ids: string[];
   /** The cache versions it was rendered under: Redis keys and their values (CacheVersions.keysOf). */
   versions: { keys: string[]; values: string[] };
-  body: Buffer;
+  /** What is sent; its `length` (bytes) counts against the cache's size. */
+  body: B;
   /** When it stops being what a rendering would show without any change being made (a filter that expires). */
   notAfter?: number | undefined;
 }
 
-interface Entry extends RenderedPage {
+interface Entry<B extends PageBody> extends RenderedPage<B> {
   expires: number;
   /**
    * The Redis keys it was made from, when all were read under client tracking (storage/key-tracking.ts) and none
@@ -24,8 +30,8 @@ interface Entry extends RenderedPage {
  * made from changes), or a fresh read shows the same ids and unchanged versions of every status, account and viewer
  * it was rendered from (the caller checks both in the Redis command that reads the ids).
  */
-export class RenderedPageCache {
-  private readonly entries = new Map<string, Entry>();
+export class RenderedPageCache<B extends PageBody = Buffer> {
+  private readonly entries = new Map<string, Entry<B>>();
   /** Tracked pages by the Redis keys they were made from. */
   private readonly byKey = new Map<string, Set<string>>();
   private bytes = 0;
@@ -44,7 +50,7 @@ export class RenderedPageCache {
     this.ttlMs = ttlMs;
   }
 
-  get(key: string): RenderedPage | undefined {
+  get(key: string): RenderedPage<B> | undefined {
     const e = this.entries.get(key);
     if (!e) return undefined;
     if (e.expires > Date.now()) return e;
@@ -53,7 +59,7 @@ export class RenderedPageCache {
   }
 
   /** A page that no change has reached since it was stored (the caller syncs with the tracking first). */
-  getTracked(key: string): RenderedPage | undefined {
+  getTracked(key: string): RenderedPage<B> | undefined {
     const e = this.entries.get(key);
     return e?.tracked && e.expires > Date.now() ? e : undefined;
   }
@@ -79,12 +85,12 @@ export class RenderedPageCache {
   }
 
   /** True when a fresh read of the page's ids finds the ones it was rendered with. */
-  static sameIds(page: RenderedPage, ids: string[]): boolean {
+  static sameIds(page: RenderedPage<PageBody>, ids: string[]): boolean {
     return page.ids.length === ids.length && page.ids.every((id, i) => id === ids[i]);
   }
 
   /** Stores a page; `tracked` lists the keys it was made from when they are tracked (see Entry.tracked). */
-  set(key: string, page: RenderedPage, tracked: string[] | null = null): void {
+  set(key: string, page: RenderedPage<B>, tracked: string[] | null = null): void {
     this.delete(key);
     const size = page.body.length;
     if (size > this.maxBytes) return;

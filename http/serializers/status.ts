@@ -139,6 +139,15 @@ function pollOf(ctx: RenderContext, b: StatusBundle, s: StatusRow): Record<strin
   return renderPoll(poll, b.viewerId ? { accountId: b.viewerId, choices: b.ownVotes?.get(poll.id) ?? [] } : null, emojis);
 }
 
+/**
+ * The fields of a status's entity that depend on its viewer, as renderStatus gives them: the filters that matched it,
+ * the viewer's marks and whether they may quote it (what the signed-in pages' forms are made of).
+ */
+export function renderViewerFields(b: StatusBundle, s: StatusRow): Record<string, unknown> {
+  const filtered = b.filtered?.get(s.id);
+  return { ...(filtered ? { filtered: filtered.map(renderFilterResult) } : {}), ...viewerFields(b, s), ...approvalFields(b, s) };
+}
+
 /** Mastodon's Status entity. The internal deleted flag is never part of it. */
 export function renderStatus(ctx: RenderContext, b: StatusBundle, s: StatusRow, options: { withSource?: boolean; shallowQuote?: boolean } = {}): Record<string, unknown> {
   const original = s.reblog_of_id ? b.statuses.get(s.reblog_of_id) : undefined;

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { LANGUAGES } from '../../services/languages.ts';
 import type { SignedIn } from './session.ts';
 import type { ClientEntry } from './client-view.ts';
+import { SLOT } from './page-slots.ts';
 
 /** What the compose form shows: the values (kept after a refused post), the refusal, and the server's count. */
 export interface ComposeValues {
@@ -106,8 +106,8 @@ export function composeView(ctx: AppContext, me: SignedIn, o: Partial<ComposeVal
     error: o.error ?? '',
     length: o.length ?? null,
     maxChars: ctx.config.maxStatusChars,
-    // A new key for each form shown: the same form sent twice (a double click, a resend) makes one post.
-    idempotencyKey: randomBytes(16).toString('base64url'),
+    // A new key for each form shown, put in by the response (client-page.ts sendSlottedPage).
+    idempotencyKey: SLOT.idempotencyKey,
     returnTo: o.returnTo,
     // Empty: the form's own words, in the page's language (the template chooses them).
     heading: o.heading ?? '',

@@ -2,10 +2,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { isId } from '../params.ts';
 import type { PageParams } from '../../storage/paging.ts';
-import { renderView } from './views.ts';
-import { chromeOf, withErrorSaid } from './page.ts';
-import { translateOffer } from './client-translation.ts';
+import { randomBytes } from 'node:crypto';
+import { renderView, type PageChrome } from './views.ts';
+import { signedInChrome, withErrorSaid } from './page.ts';
+import { translateOffer, type TranslateOffer } from './client-translation.ts';
 import type { Text } from './i18n.ts';
+import { SLOT, SlottedPage } from './page-slots.ts';
 
 /** Posts (and notifications) per page, as the API's default. */
 export const PAGE_SIZE = 20;
@@ -15,21 +17,50 @@ export interface ClientForms {
   csrf: string;
   returnTo: string;
   /** Whether a post gets a Translate button (absent without a translation service). */
-  canTranslate?: (post: { visibility: string; language: string | null }) => boolean;
+  canTranslate?: TranslateOffer;
 }
 
-/** Renders a page of the signed-in client: private, never cached, with the forms' token. */
+/** What every signed-in page is given besides its own data: the layout's and the forms'. */
+export interface ClientFrame {
+  chrome: PageChrome;
+  client: ClientForms;
+}
+
+/**
+ * The layout's data and the forms' for a signed-in page, with marks (page-slots.ts) where each response puts its own
+ * form token and way back.
+ */
+export async function clientFrame(ctx: AppContext, request: FastifyRequest, title: Text): Promise<ClientFrame> {
+  const me = await request.signedIn();
+  const chrome = { ...signedInChrome(ctx, request, me, title, SLOT.csrf), enhance: true };
+  const canTranslate = me ? await translateOffer(ctx, me.account.id) : null;
+  return { chrome, client: { csrf: SLOT.csrf, returnTo: SLOT.returnTo, ...(canTranslate ? { canTranslate } : {}) } };
+}
+
+/** Renders a page of the signed-in client: private, never cached by the browser, with the forms' token. */
 export async function sendClientPage(
   ctx: AppContext, request: FastifyRequest, reply: FastifyReply, view: string, title: Text, data: Record<string, unknown>, status = 200,
+  frame?: ClientFrame,
 ): Promise<FastifyReply> {
-  const chrome = { ...(await chromeOf(ctx, request, reply, title)), enhance: true };
-  // A page shown again after a refused form (POST) comes back to where that form was: `pagePath`.
-  const returnTo = request.method === 'GET' ? request.url : typeof data.pagePath === 'string' ? data.pagePath : '/home';
-  const me = await request.signedIn();
-  const canTranslate = me ? await translateOffer(ctx, me.account.id) : null;
-  const client: ClientForms = { csrf: chrome.csrfToken, returnTo: returnTo.replace(/#.*$/, ''), ...(canTranslate ? { canTranslate } : {}) };
-  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Accept, Cookie')
-    .send(renderView(view, { ...withErrorSaid(data, chrome.lang), chrome, client }));
+  const { chrome, client } = frame ?? (await clientFrame(ctx, request, title));
+  const page = new SlottedPage(renderView(view, { ...withErrorSaid(data, chrome.lang), chrome, client }));
+  return sendSlottedPage(request, reply, page, typeof data.pagePath === 'string' ? data.pagePath : undefined, status);
+}
+
+/**
+ * Sends a rendered signed-in page with this response's values: a CSRF token, the way back (the page itself, or, for a
+ * page shown again after a refused form (POST), where that form was: `pagePath`), a new idempotency key for a compose
+ * form.
+ */
+export function sendSlottedPage(request: FastifyRequest, reply: FastifyReply, page: SlottedPage, pagePath: string | undefined, status = 200): FastifyReply {
+  const returnTo = request.method === 'GET' ? request.url : pagePath ?? '/home';
+  const body = page.fill({
+    csrf: reply.generateCsrf(),
+    returnTo: returnTo.replace(/#.*$/, ''),
+    // A new key for each form shown: the same form sent twice (a double click, a resend) makes one post.
+    idempotencyKey: randomBytes(16).toString('base64url'),
+  });
+  return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').header('vary', 'Accept, Cookie').send(body);
 }
 
 /** `max_id` / `min_id` of the query, when they are ids; a page one longer than shown, to know whether there is more. */

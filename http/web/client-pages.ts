@@ -8,7 +8,6 @@ import { accountStatusIds, publicTimelineIds, threadIds } from '../../storage/st
 import { notificationsPage, type NotificationRow } from '../../storage/notifications.ts';
 import { relationships } from '../../storage/follows.ts';
 import { searchTags } from '../../storage/search.ts';
-import type { PageParams } from '../../storage/paging.ts';
 import { visibleAccount } from '../../services/accounts.ts';
 import { profileVisibilities, visibleStatus } from '../../services/visibility.ts';
 import { threadReadingOrder } from '../../services/public-pages.ts';
@@ -19,7 +18,12 @@ import { tagTrends, trendIds } from '../../services/trends.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { renderNotifications } from '../serializers/statuses.ts';
 import { signedInOrRedirect, translatorOf } from './page.ts';
-import { liveOf, pageOf, pagingOf, sendClientPage } from './client-page.ts';
+import { clientFrame, liveOf, pageOf, pagingOf, sendClientPage, sendSlottedPage } from './client-page.ts';
+import { entriesHtml, firstPollEnd, timelineEntries } from './entry-fragments.ts';
+import { SlottedPage } from './page-slots.ts';
+import { renderView } from './views.ts';
+import { cachedHomePage } from '../home-timeline.ts';
+import { loadForViewer } from '../serializers/statuses.ts';
 import { composeView, type ComposeView } from './client-compose.ts';
 import { notFoundPage } from './error-pages.ts';
 import { accountView, dateView, type AccountView, type DateView } from './page-view.ts';
@@ -30,14 +34,6 @@ import type { SignedIn } from './session.ts';
 
 /** A thread page shows at most this many replies, as the public one. */
 const MAX_REPLIES = 300;
-
-/** The home feed's ids, rebuilt from PostgreSQL when Redis lost it, as the API reads it. */
-async function homeIds(ctx: AppContext, viewerId: string, p: PageParams): Promise<string[]> {
-  const read = await ctx.feeds.page(viewerId, p);
-  if (read.ids !== null) return read.ids;
-  await ctx.actors.ask(viewerId, { type: 'rebuildHomeFeed' });
-  return (await ctx.feeds.page(viewerId, p)).ids ?? [];
-}
 
 /** A notification as a line: who did what, and the post it is about. */
 interface NotificationView {
@@ -171,11 +167,12 @@ export async function clientTagPage(ctx: AppContext, request: FastifyRequest, re
   ]);
   const page = pageOf(ids, p, path);
   const t = await translatorOf(ctx, request);
+  const frame = await clientFrame(ctx, request, `#${tag}`);
   return sendClientPage(ctx, request, reply, 'client/timeline', `#${tag}`, {
     heading: `#${tag}`, tag: tagState, intro: t('tag.intro'), compose: null, live: liveOf(p, { stream: 'hashtag', tag, context: 'public' }),
-    entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+    entries: await timelineEntries(ctx, me.account.id, page.ids, 'public', frame), pager: page.pager,
     empty: t(p.maxId ? 'profile.no_older' : 'tag.empty'),
-  });
+  }, 200, frame);
 }
 
 /**
@@ -186,14 +183,32 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
   app.get('/home', async (request, reply) => {
     const me = await signedInOrRedirect(request, reply);
     if (!me) return reply;
+    const viewerId = me.account.id;
     const p = pagingOf(request);
-    const page = pageOf(await homeIds(ctx, me.account.id, p), p, '/home');
     const t = await translatorOf(ctx, request);
-    return sendClientPage(ctx, request, reply, 'client/timeline', t('home.title'), {
-      heading: t('home.title'), intro: '', more: true, live: liveOf(p, { stream: 'user', context: 'home' }), entries: await clientEntries(ctx, me.account.id, page.ids, 'home'), pager: page.pager,
-      compose: p.maxId || p.minId ? null : composeView(ctx, me, { returnTo: '/home' }),
-      empty: t(p.maxId ? 'profile.no_older' : 'home.empty'),
+    const title = t('home.title');
+    const frame = await clientFrame(ctx, request, title);
+    const newest = !p.maxId && !p.minId;
+    // Besides the feed and what its posts were rendered from, the page shows only these: its layout (language, theme,
+    // who is signed in, the instance's name), the Translate offer, and the compose form's defaults.
+    const key = [
+      viewerId, p.maxId ?? '', p.minId ?? '', p.limit, JSON.stringify(frame.chrome), frame.client.canTranslate?.key ?? '',
+      me.user.default_privacy ?? '', me.user.default_language ?? '', ctx.config.instanceLanguages.join(','), ctx.config.maxStatusChars,
+    ].join('\u0001');
+    const page = await cachedHomePage(ctx, ctx.homePagesHtml, key, viewerId, p, async (ids) => {
+      const shown = pageOf(ids, p, '/home');
+      const { rows, bundle, versions, notAfter } = await loadForViewer(ctx, viewerId, shown.ids, 'home');
+      const html = renderView('client/timeline', {
+        heading: title, intro: '', more: true, live: liveOf(p, { stream: 'user', context: 'home' }),
+        entries: { count: rows.length, html: entriesHtml(ctx, viewerId, rows, bundle, frame.chrome.lang, frame.client.canTranslate) }, pager: shown.pager,
+        compose: newest ? composeView(ctx, me, { returnTo: '/home' }) : null,
+        empty: t(p.maxId ? 'profile.no_older' : 'home.empty'),
+        ...frame,
+      });
+      const pollEnd = firstPollEnd(rows, bundle);
+      return { body: new SlottedPage(html), versions, notAfter: notAfter === undefined || (pollEnd !== undefined && pollEnd < notAfter) ? pollEnd : notAfter };
     });
+    return sendSlottedPage(request, reply, page.body, undefined);
   });
 
   for (const [path, local, title, intro] of [
@@ -207,11 +222,12 @@ export default async function clientPageRoutes(app: FastifyInstance, { ctx }: Ro
       const page = pageOf(await publicTimelineIds(ctx.db, { local, remote: false, onlyMedia: false, viewerId: me.account.id }, p), p, path);
       const t = await translatorOf(ctx, request);
       const heading = t(title);
+      const frame = await clientFrame(ctx, request, heading);
       return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
         heading, intro: t(intro, { domain: ctx.config.localDomain }), compose: null, live: liveOf(p, { stream: local ? 'public:local' : 'public', context: 'public' }),
-        entries: await clientEntries(ctx, me.account.id, page.ids, 'public'), pager: page.pager,
+        entries: await timelineEntries(ctx, me.account.id, page.ids, 'public', frame), pager: page.pager,
         empty: t(p.maxId ? 'profile.no_older' : 'timeline.empty'),
-      });
+      }, 200, frame);
     });
   }
 

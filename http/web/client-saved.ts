@@ -5,8 +5,8 @@ import { followRequestsPage } from '../../storage/follows.ts';
 import { withAccountEmojis } from '../../services/custom-emojis.ts';
 import { renderAccount } from '../serializers/account.ts';
 import { signedInOrRedirect, translatorOf } from './page.ts';
-import { PAGE_SIZE, pagingOf, sendClientPage } from './client-page.ts';
-import { clientEntries } from './client-view.ts';
+import { PAGE_SIZE, clientFrame, pagingOf, sendClientPage } from './client-page.ts';
+import { timelineEntries } from './entry-fragments.ts';
 import { accountView } from './page-view.ts';
 
 /** Links to the next older page of a list paged by its own ids (a bookmark's, a request's), as the API's Link header. */
@@ -30,12 +30,13 @@ export default async function clientSavedRoutes(app: FastifyInstance, { ctx }: R
       const marks = await read(ctx.db, me.account.id, p);
       const t = await translatorOf(ctx, request);
       const heading = t(title);
+      const frame = await clientFrame(ctx, request, heading);
       return sendClientPage(ctx, request, reply, 'client/timeline', heading, {
         heading, intro: '', compose: null,
-        entries: await clientEntries(ctx, me.account.id, marks.statusIds, null),
+        entries: await timelineEntries(ctx, me.account.id, marks.statusIds, null, frame),
         pager: markPager(path, marks.lastId, marks.statusIds.length >= PAGE_SIZE, !!p.maxId),
         empty: t(p.maxId ? 'profile.no_older' : empty),
-      });
+      }, 200, frame);
     });
   }
 

@@ -19,8 +19,18 @@ const Back = Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 400
 /** A page waits at most this long for the service's list of languages (asked once a day); without it, no button. */
 const LANGUAGES_WAIT_MS = 1500;
 
+/** Which posts get a Translate button; `key` names the answers (the same key, the same answers). */
+export interface TranslateOffer {
+  (post: { visibility: string; language: string | null }): boolean;
+  readonly key: string;
+}
+
+/** Each list of the service's languages as it is asked again (once a day): a number, for offers' keys. */
+const pairsSeen = new WeakMap<object, number>();
+let pairsCount = 0;
+
 /** Which posts of a page get a Translate button: null when no translation service is configured. */
-export async function translateOffer(ctx: AppContext, viewerId: string): Promise<((post: { visibility: string; language: string | null }) => boolean) | null> {
+export async function translateOffer(ctx: AppContext, viewerId: string): Promise<TranslateOffer | null> {
   if (!translationEnabled(ctx.config)) return null;
   let timer: NodeJS.Timeout | undefined;
   const [target, pairs] = await Promise.all([
@@ -30,7 +40,9 @@ export async function translateOffer(ctx: AppContext, viewerId: string): Promise
       new Promise<Record<string, string[]>>((resolve) => { timer = setTimeout(() => resolve({}), LANGUAGES_WAIT_MS); }),
     ]).finally(() => clearTimeout(timer)),
   ]);
-  return (post) => translatable(pairs, target, post);
+  let seen = pairsSeen.get(pairs);
+  if (seen === undefined) pairsSeen.set(pairs, (seen = ++pairsCount));
+  return Object.assign((post: { visibility: string; language: string | null }) => translatable(pairs, target, post), { key: `${target}/${seen}` });
 }
 
 /** The translation a form asked for, kept by the service (never asked of it again here), or null. */

@@ -30,7 +30,8 @@ export interface ClientEntry extends EntryView {
   threadPath: string;
 }
 
-interface Flags {
+/** The viewer's fields of a Status entity (renderViewerFields), of which the marks are made. */
+export interface ViewerFlags {
   favourited?: boolean;
   reblogged?: boolean;
   bookmarked?: boolean;
@@ -40,26 +41,26 @@ interface Flags {
   reblog?: { quote_approval?: { current_user?: string } } | null;
 }
 
+/** The viewer's marks on a post (the original, for a boost) by `authorId`, of `visibility`, from its entity's viewer fields. */
+export function marksOf(viewerId: string, post: { authorId: string; visibility: string }, flags: ViewerFlags): ViewerMarks {
+  const own = post.authorId === viewerId;
+  return {
+    favourited: flags.favourited === true,
+    reblogged: flags.reblogged === true,
+    bookmarked: flags.bookmarked === true,
+    pinned: flags.pinned === true,
+    own,
+    canBoost: post.visibility === 'public' || post.visibility === 'unlisted' || (own && post.visibility === 'private'),
+    filteredBy: (flags.filtered ?? []).map((f) => f.filter.title),
+    canQuote: ['automatic', 'manual'].includes((flags.reblog ?? flags).quote_approval?.current_user ?? ''),
+  };
+}
+
 /** A Status entity rendered for the viewer as an entry of a signed-in page. */
 export function clientEntry(ctx: AppContext, viewerId: string, entity: Record<string, unknown>): ClientEntry {
   const entry = entryView(ctx.render, entity);
-  const flags = entity as Flags;
   const p = entry.post;
-  const own = p.author.id === viewerId;
-  return {
-    ...entry,
-    threadPath: `${p.author.path}/${p.id}`,
-    marks: {
-      favourited: flags.favourited === true,
-      reblogged: flags.reblogged === true,
-      bookmarked: flags.bookmarked === true,
-      pinned: flags.pinned === true,
-      own,
-      canBoost: p.visibility === 'public' || p.visibility === 'unlisted' || (own && p.visibility === 'private'),
-      filteredBy: (flags.filtered ?? []).map((f) => f.filter.title),
-      canQuote: ['automatic', 'manual'].includes((flags.reblog ?? flags).quote_approval?.current_user ?? ''),
-    },
-  };
+  return { ...entry, threadPath: `${p.author.path}/${p.id}`, marks: marksOf(viewerId, { authorId: p.author.id, visibility: p.visibility }, entity as ViewerFlags) };
 }
 
 /**

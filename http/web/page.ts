@@ -26,13 +26,17 @@ export function appearanceClasses(user: Pick<SignedIn['user'], 'theme' | 'reduce
 
 /** The layout's data for a page with forms: who is signed in, and a CSRF token for its forms. */
 export async function chromeOf(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, title: Text): Promise<PageChrome> {
-  const signedIn = await request.signedIn();
+  return signedInChrome(ctx, request, await request.signedIn(), title, reply.generateCsrf());
+}
+
+/** The layout's data for the signed-in person (or a stranger, null), with this token (or a mark for it) for its forms. */
+export function signedInChrome(ctx: AppContext, request: FastifyRequest, signedIn: SignedIn | null, title: Text, csrfToken: string): PageChrome {
   const lang = pageLocale(request, signedIn?.user ?? null, ctx.config.instanceLanguages);
   return {
     title: `${translator(lang).text(title)} - ${ctx.config.instanceTitle}`,
     instanceTitle: ctx.config.instanceTitle,
     signedInAs: signedIn ? { username: signedIn.account.username, admin: isStaff(signedIn.user.role?.permissions) } : null,
-    csrfToken: reply.generateCsrf(),
+    csrfToken,
     registrationsOpen: ctx.config.registrationsMode !== 'none',
     lang,
     htmlClass: signedIn ? appearanceClasses(signedIn.user) : '',

@@ -27,6 +27,11 @@ eta.resolvePath = function resolveOnce(template, options) {
   return path;
 };
 
+/** A value escaped exactly as `<%= %>` escapes it in the templates. */
+export function escapeForTemplates(value: string): string {
+  return eta.config.escapeFunction(value);
+}
+
 /** What the layout shows on every page: the instance's name, who is signed in, the form token. */
 export interface PageChrome {
   title: string;

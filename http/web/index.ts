@@ -1,7 +1,7 @@
-import helmet from '@fastify/helmet';
 import type { FastifyInstance } from 'fastify';
 import type { RouteOptions } from '../route-options.ts';
 import sessionPlugin from './session.ts';
+import securityHeaders from './security-headers.ts';
 import publicPageRoutes from './public-pages.ts';
 import authPageRoutes from './auth.ts';
 import authorizePageRoutes from './authorize.ts';
@@ -24,7 +24,7 @@ import type { ApiDescription } from '../openapi.ts';
  * its cookies, CSRF checks and page security headers never touch the API's routes.
  */
 export default async function webRoutes(app: FastifyInstance, { ctx, apiDescription }: RouteOptions & { apiDescription: ApiDescription }) {
-  await app.register(helmet, {
+  await app.register(securityHeaders, {
     // Scripts only from our own origin (the signed-in pages' one script, http/public/assets/client.js; no other page
     // has any); styles and fonts come from our stylesheet; images and media may be remote (avatars and attachments
     // of other servers, or an S3 file host).

@@ -1,9 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from './db.ts';
 
 /** Tokens, codes and client secrets are random and long, so a fast hash is enough to keep them out of the database in clear. */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret);
 }
 
 /** Whether a presented secret matches a stored hash, in constant time. */

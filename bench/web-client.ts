@@ -5,6 +5,11 @@
 import { accountMaker, api, benchSettings, cleanUpBench, loadPage, median, startServer, waitHealthy } from './common.ts';
 import { ensureDatabase, migrate } from '../storage/db.ts';
 import { Redis } from 'ioredis';
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 
 /** Signs in through the sign-in form, as a browser does: the session cookie. */
@@ -78,7 +83,43 @@ export async function benchWebClient(base: string, register: (username: string) 
   if (pid !== undefined) {
     console.log(`  server CPU per request, median of rounds: page ${Math.round(median(rounds.map((r) => r.page.cpuUs)))} µs, API ${Math.round(median(rounds.map((r) => r.api.cpuUs)))} µs: ratio API/page ${median(cpuRatios).toFixed(2)}`);
   }
+  if (process.env.BENCH_WEB_FLOOR) await benchFloor(base, page, pageUrl, token, apiUrl);
   await new Promise((r) => setTimeout(r, 500));
+}
+
+/**
+ * BENCH_WEB_FLOOR=1: the floor of the two answers' bytes. Bare Fastify (bench/bare-server.ts, a process of its own)
+ * sends the bytes of one /home page, beside another sending those of the API's page: what the page would reach against
+ * the API if everything it does but sending its bytes cost nothing.
+ */
+async function benchFloor(base: string, page: Record<string, string>, pageUrl: string, token: Record<string, string>, apiUrl: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'fedi-web-floor-'));
+  const port = Number(new URL(base).port);
+  const servers: ChildProcess[] = [];
+  try {
+    const bare = async (url: string, headers: Record<string, string>, contentType: string, at: number) => {
+      const file = join(dir, `${at}.body`);
+      writeFileSync(file, Buffer.from(await (await fetch(url, { headers })).arrayBuffer()));
+      const child = fork(fileURLToPath(new URL('./bare-server.ts', import.meta.url)), [], { env: { ...process.env, PORT: String(at), BODY_FILE: file, CONTENT_TYPE: contentType }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      servers.push(child);
+      await new Promise((r) => child.once('message', r));
+      return { url: `http://127.0.0.1:${at}/api/v1/timelines/home`, pid: child.pid!, bytes: statSync(file).size };
+    };
+    const pageFloor = await bare(pageUrl, page, 'text/html; charset=utf-8', port + 10);
+    const apiFloor = await bare(apiUrl, token, 'application/json; charset=utf-8', port + 11);
+    await loadPage(pageFloor.url, {}, 3);
+    await loadPage(apiFloor.url, {}, 3);
+    const rounds: { page: Awaited<ReturnType<typeof loadPage>>; api: Awaited<ReturnType<typeof loadPage>> }[] = [];
+    for (let i = 0; i < 4; i++) rounds.push({ page: await loadPage(pageFloor.url, {}, 5, pageFloor.pid), api: await loadPage(apiFloor.url, {}, 5, apiFloor.pid) });
+    console.log(`\nthe floor: bare Fastify sending the page's ${pageFloor.bytes} bytes vs. bare Fastify sending the API's ${apiFloor.bytes} (4 alternating rounds of 5 s)`);
+    for (const [i, r] of rounds.entries()) {
+      console.log(`  round ${i + 1}: page bytes ${r.page.rps} req/s (CPU ${Math.round(r.page.cpuUs)} µs/request)  |  API bytes ${r.api.rps} req/s (CPU ${Math.round(r.api.cpuUs)} µs/request)  |  ratio ${(r.page.rps / r.api.rps).toFixed(2)}`);
+    }
+    console.log(`  ratio, median of rounds: ${median(rounds.map((r) => r.page.rps / r.api.rps)).toFixed(2)}; CPU per request API/page ${median(rounds.map((r) => r.api.cpuUs / r.page.cpuUs)).toFixed(2)}`);
+  } finally {
+    for (const child of servers) child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // Alone: a server of its own (as npm start runs it) on its own database and Redis prefix, removed afterwards.

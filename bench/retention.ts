@@ -7,7 +7,7 @@
 // removal happens under measured load. One server process with web and worker (ROLE=all); the removal runs in this
 // process as the job runs it (its SQL is PostgreSQL's work; the feeds' part is a job the server's worker takes).
 // Set up straight in the tables (bench/seed.ts): 100 remote authors followed by the reader, BENCH_RETENTION_POSTS
-// (100,000) posts of theirs 60 days old with a tag each, one in ten mentioning another remote account, one in twenty
+// (100,000) posts of theirs received 60 days ago (their ids of then) with a tag each, one in ten mentioning another remote account, one in twenty
 // with an attachment and its two files on disk, one in a hundred with a poll; and 1,000 more the reader favourited
 // (kept). Prints the median of the rounds with the spread (lowest–highest), busy over quiet, the removal's rate and
 // its batches' times, and the load average.

@@ -52,7 +52,7 @@ export async function seedRemoteAuthors(db: Db, count: number, prefix: string, f
 }
 
 /**
- * Old posts of remote `authors` (round robin), published `daysOld` days ago: `posts` of them with a tag each, one in
+ * Old posts of remote `authors` (round robin), published and received `daysOld` days ago: `posts` of them with a tag each, one in
  * ten mentioning another of the authors, one in twenty with an image attachment whose original and small files are
  * written under `filesRoot`, one in a hundred with a poll; then `kept` more that `keptBy` favourited.
  */
@@ -61,17 +61,20 @@ export async function seedOldRemotePosts(
 ): Promise<{ media: number; files: number; polls: number; mentions: number }> {
   const { mkdirSync, writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
-  const insert = async (count: number) => (await db.query<{ id: string }>(
-    `INSERT INTO statuses (account_id, visibility, uri, url, text, content, created_at, updated_at)
-     SELECT a.id, 'public', a.uri || '/statuses/' || g || '-' || $4, a.uri || '/statuses/' || g || '-' || $4, '',
+  // Ids as they would have been given when the posts arrived, `daysOld` days ago (ids are times: storage/ids.ts),
+  // so the posts sit where such posts sit in feeds and timelines: behind everything newer.
+  const insert = async (count: number, shift: number) => (await db.query<{ id: string }>(
+    `INSERT INTO statuses (id, account_id, visibility, uri, url, text, content, created_at, updated_at)
+     SELECT (floor(extract(epoch FROM t) * 1000)::bigint << 16) | (g & 65535), a.id, 'public', a.uri || '/statuses/' || g || '-' || $4, a.uri || '/statuses/' || g || '-' || $4, '',
             '<p>An old post, number ' || g || ', about <a href="https://x.example/tags/archive">#archive</a> and other things worth a sentence or two.</p>',
-            now() - make_interval(days => $3) + g * interval '1 second', now() - make_interval(days => $3)
+            t, t
        FROM generate_series(1, $2) g
+       CROSS JOIN LATERAL (SELECT now() - make_interval(days => $3) + (g + $5) * interval '1 second' AS t) c
        JOIN (SELECT id, uri, row_number() OVER (ORDER BY id) - 1 AS n FROM accounts WHERE id = ANY($1::bigint[])) a ON a.n = g % cardinality($1::bigint[])
      RETURNING id::text`,
-    [o.authors, count, o.daysOld, Math.random().toString(36).slice(2, 8)],
+    [o.authors, count, o.daysOld, Math.random().toString(36).slice(2, 8), shift],
   )).rows.map((r) => r.id);
-  const ids = await insert(o.posts);
+  const ids = await insert(o.posts, 0);
   const { rows: [tag] } = await db.query<{ id: string }>(`INSERT INTO tags (name) VALUES ('archive') ON CONFLICT (lower(name)) DO UPDATE SET name = EXCLUDED.name RETURNING id::text`);
   await db.query(`INSERT INTO statuses_tags (status_id, tag_id) SELECT unnest($1::bigint[]), $2`, [ids, tag!.id]);
   const mentions = await db.query(
@@ -100,7 +103,7 @@ export async function seedOldRemotePosts(
     writeFileSync(join(dir, 'original.jpg'), bytes);
     writeFileSync(join(dir, 'small.webp'), bytes);
   }
-  const kept = await insert(o.kept);
+  const kept = await insert(o.kept, o.posts);
   await db.query(`INSERT INTO favourites (account_id, status_id) SELECT $2, unnest($1::bigint[])`, [kept, o.keptBy]);
   await db.query(`UPDATE statuses SET favourites_count = 1 WHERE id = ANY($1::bigint[])`, [kept]);
   await db.query(

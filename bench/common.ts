@@ -157,3 +157,20 @@ export async function loadPage(url: string, headers: Record<string, string>, dur
   const cpuUs = pid === undefined ? NaN : (cpuMicros(pid) - before) / Math.max(1, result.requests.total);
   return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
+
+/** Home-timeline reads and posting on 32 connections each, one after the other, `seconds` each. */
+export interface HomeAndPosting { homeRps: number; homeP99: number; postRps: number; postP99: number; errors: number }
+
+export async function measureHomeAndPosting(base: string, reader: string, posters: string[], seconds: number): Promise<HomeAndPosting> {
+  const home = await autocannon({ url: `${base}/api/v1/timelines/home`, connections: 32, duration: seconds, headers: { authorization: `Bearer ${reader}` } });
+  let next = 0;
+  const post = await autocannon({
+    url: `${base}/api/v1/statuses`, method: 'POST', connections: 32, duration: seconds,
+    body: JSON.stringify({ status: 'A post about the #fediverse, long enough to look like one: a sentence or two, with a link https://example.com/a/b.' }),
+    setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', authorization: `Bearer ${posters[next++ % posters.length]}` }),
+  });
+  return {
+    homeRps: home.requests.average, homeP99: home.latency.p99, postRps: post['2xx'] / seconds, postP99: post.latency.p99,
+    errors: home.errors + home.non2xx + post.errors + post.non2xx,
+  };
+}

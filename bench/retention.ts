@@ -15,7 +15,6 @@ import { type ChildProcess } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
@@ -24,7 +23,7 @@ import { createFileHost } from '../storage/filehost/index.ts';
 import { JobQueues } from '../jobs/queues.ts';
 import { removeStaleRemoteStatuses, RETENTION_BATCH, RETENTION_PACE } from '../services/status-retention.ts';
 import { seedRemoteAuthors, seedOldRemotePosts } from './seed.ts';
-import { accountMaker, api, benchSettings, median, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, measureHomeAndPosting, type HomeAndPosting, median, startServer, waitHealthy } from './common.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const MAX_ROUNDS = Number(process.env.BENCH_MAX_ROUNDS ?? 150);
@@ -39,21 +38,7 @@ const { env, config, base } = benchSettings(Number(process.env.BENCH_PORT ?? 399
 const spread = (xs: number[]) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))}`;
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
 
-interface Figures { homeRps: number; homeP99: number; postRps: number; postP99: number; errors: number }
-
-async function measure(reader: string, posters: string[]): Promise<Figures> {
-  const home = await autocannon({ url: `${base}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers: { authorization: `Bearer ${reader}` } });
-  let next = 0;
-  const post = await autocannon({
-    url: `${base}/api/v1/statuses`, method: 'POST', connections: 32, duration: SECONDS,
-    body: JSON.stringify({ status: 'A post about the #fediverse, long enough to look like one: a sentence or two, with a link https://example.com/a/b.' }),
-    setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', authorization: `Bearer ${posters[next++ % posters.length]}` }),
-  });
-  return {
-    homeRps: home.requests.average, homeP99: home.latency.p99, postRps: post['2xx'] / SECONDS, postP99: post.latency.p99,
-    errors: home.errors + home.non2xx + post.errors + post.non2xx,
-  };
-}
+const measure = (reader: string, posters: string[]) => measureHomeAndPosting(base, reader, posters, SECONDS);
 
 async function main() {
   // Another benchmark's server on the port would answer our health check, and be measured in place of ours.
@@ -92,8 +77,8 @@ async function main() {
     await api(base, '/api/v1/timelines/home', { token: reader });
     await measure(reader, posters); // warm-up, not counted
 
-    const quiet: Figures[] = [];
-    const busy: Figures[] = [];
+    const quiet: HomeAndPosting[] = [];
+    const busy: HomeAndPosting[] = [];
     const batchMs: number[] = [];
     let removed = 0;
     let files = 0;
@@ -131,7 +116,7 @@ async function main() {
     }
     const left = Number((await db.query(`SELECT count(*) AS n FROM statuses s JOIN accounts a ON a.id = s.account_id WHERE a.domain IS NOT NULL`)).rows[0].n);
     const onDisk = readdirSync(join(env.DATA_DIR, 'files'), { recursive: true }).filter((f) => String(f).endsWith('.jpg') || String(f).endsWith('.webp')).length;
-    const row = (name: string, pick: (f: Figures) => number, unit: string) => {
+    const row = (name: string, pick: (f: HomeAndPosting) => number, unit: string) => {
       const q = quiet.map(pick);
       const b = busy.map(pick);
       console.log(`  ${name}: quiet ${Math.round(median(q))} ${unit} (${spread(q)}), while removing ${Math.round(median(b))} ${unit} (${spread(b)}): ${(median(b) / median(q)).toFixed(2)} of quiet`);

@@ -8,11 +8,10 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
-import { accountMaker, api, benchSettings, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, measureHomeAndPosting, type HomeAndPosting, startServer, waitHealthy } from './common.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
@@ -51,21 +50,7 @@ const median = (xs: number[]) => {
 };
 const spread = (xs: number[]) => `${Math.round(Math.min(...xs))}–${Math.round(Math.max(...xs))}`;
 
-interface Figures { homeRps: number; homeP99: number; postRps: number; postP99: number; errors: number }
-
-async function measure(reader: string, posters: string[]): Promise<Figures> {
-  const home = await autocannon({ url: `${base}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers: { authorization: `Bearer ${reader}` } });
-  let next = 0;
-  const post = await autocannon({
-    url: `${base}/api/v1/statuses`, method: 'POST', connections: 32, duration: SECONDS,
-    body: JSON.stringify({ status: 'A post about the #fediverse, long enough to look like one: a sentence or two, with a link https://example.com/a/b.' }),
-    setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', authorization: `Bearer ${posters[next++ % posters.length]}` }),
-  });
-  return {
-    homeRps: home.requests.average, homeP99: home.latency.p99, postRps: post['2xx'] / SECONDS, postP99: post.latency.p99,
-    errors: home.errors + home.non2xx + post.errors + post.non2xx,
-  };
-}
+const measure = (reader: string, posters: string[]) => measureHomeAndPosting(base, reader, posters, SECONDS);
 
 async function main() {
   await ensureDatabase(config.databaseUrl);
@@ -90,8 +75,8 @@ async function main() {
     await new Promise((r) => setTimeout(r, 1000));
     await measure(reader, posters); // warm-up, not counted
 
-    const quiet: Figures[] = [];
-    const busy: Figures[] = [];
+    const quiet: HomeAndPosting[] = [];
+    const busy: HomeAndPosting[] = [];
     const stillRunning: number[] = [];
     const busyRound = async () => {
       const ids: string[] = [];
@@ -130,7 +115,7 @@ async function main() {
       const b = busy[busy.length - 1]!;
       console.log(`round ${round + 1}: home ${Math.round(q.homeRps)} quiet / ${Math.round(b.homeRps)} busy req/s; posting ${Math.round(q.postRps)} / ${Math.round(b.postRps)} posts/s; ffmpeg still running at the end: ${stillRunning[stillRunning.length - 1]}; load ${loadavg()[0]!.toFixed(1)}`);
     }
-    const row = (name: string, pick: (f: Figures) => number, unit: string) => {
+    const row = (name: string, pick: (f: HomeAndPosting) => number, unit: string) => {
       const q = quiet.map(pick);
       const b = busy.map(pick);
       console.log(`  ${name}: quiet ${Math.round(median(q))} ${unit} (${spread(q)}), while ${VIDEOS} videos transcode ${Math.round(median(b))} ${unit} (${spread(b)}): ${(median(b) / median(q)).toFixed(2)} of quiet`);

@@ -166,17 +166,22 @@ export async function removePurgedFromFeeds({ db, actors, events }: FanOutDeps, 
       for (const f of batch) byFollower.set(f.accountId, [...(byFollower.get(f.accountId) ?? []), ...statusIds]);
       if (batch.length < BATCH) break;
     }
-    for (let after = '0'; ;) {
-      const lists = await listsWithMember(db, authorId, after, BATCH);
-      if (lists.length === 0) break;
-      after = lists.at(-1)!.id;
-      for (const statusId of statusIds) await events.publish(lists.map((l) => streamChannels.list(l.id)), { event: 'delete', statusId });
-      if (lists.length < BATCH) break;
-    }
+    await tellListsOfDeletion({ db, events }, authorId, statusIds);
   }
   const followers = [...byFollower];
   for (let i = 0; i < followers.length; i += BATCH) {
     await Promise.all(followers.slice(i, i + BATCH).map(([id, statusIds]) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
+  }
+}
+
+/** The streams of the lists that have the author tell of their statuses' deletion (list feeds keep the ids; reads leave deleted statuses out). */
+async function tellListsOfDeletion({ db, events }: Pick<FanOutDeps, 'db' | 'events'>, authorId: string, statusIds: string[]): Promise<void> {
+  for (let after = '0'; ;) {
+    const lists = await listsWithMember(db, authorId, after, BATCH);
+    if (lists.length === 0) break;
+    after = lists.at(-1)!.id;
+    for (const statusId of statusIds) await events.publish(lists.map((l) => streamChannels.list(l.id)), { event: 'delete', statusId });
+    if (lists.length < BATCH) break;
   }
 }
 
@@ -189,13 +194,7 @@ export async function removeStatusFromFeeds({ db, actors, events }: FanOutDeps, 
   const removeFrom = (accountIds: string[]) => Promise.all(accountIds.map((id) => actors.ask(id, { type: 'removeFromHomeFeed', statusIds })));
   await removeFrom([...new Set([authorId, ...mentionedIds])]);
   // The list streams that had it hear of its deletion (list feeds keep the id; reads leave deleted statuses out).
-  for (let after = '0'; ;) {
-    const lists = await listsWithMember(db, authorId, after, BATCH);
-    if (lists.length === 0) break;
-    after = lists.at(-1)!.id;
-    for (const statusId of statusIds) await events.publish(lists.map((l) => streamChannels.list(l.id)), { event: 'delete', statusId });
-    if (lists.length < BATCH) break;
-  }
+  await tellListsOfDeletion({ db, events }, authorId, statusIds);
   for (const statusId of statusIds) await removeDirectStatus(db, [...new Set([authorId, ...mentionedIds])], statusId);
   let after = '0';
   for (;;) {

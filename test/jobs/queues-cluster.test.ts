@@ -49,8 +49,8 @@ describe('the fan-out and pull queues on a cluster', () => {
       expect((await jobs.fanout.getJobScheduler('refresh-trends'))?.every).toBe(300_000);
 
       const kinds = () => Promise.resolve(seen.map((j) => j.kind).sort().join(','));
-      expect(await eventually(kinds, 'cleanMedia,cleanStatuses,endPoll,fanOutStatus,processMedia,pruneMediaCache,pruneRemoteStatuses,queueNotificationDigests,refreshTrends', 20_000))
-        .toBe('cleanMedia,cleanStatuses,endPoll,fanOutStatus,processMedia,pruneMediaCache,pruneRemoteStatuses,queueNotificationDigests,refreshTrends');
+      expect(await eventually(kinds, 'cleanMedia,cleanStatuses,drainFileDeletions,endPoll,fanOutStatus,processMedia,pruneMediaCache,pruneRemoteStatuses,queueNotificationDigests,refreshTrends', 20_000))
+        .toBe('cleanMedia,cleanStatuses,drainFileDeletions,endPoll,fanOutStatus,processMedia,pruneMediaCache,pruneRemoteStatuses,queueNotificationDigests,refreshTrends');
       // The link card went on the pull queue, to its own worker.
       expect(await eventually(async () => pulled.map((j) => j.kind).join(','), 'fetchLinkCard', 5_000)).toBe('fetchLinkCard');
       expect(pulled[0]).toMatchObject({ outboxId: '3', statusId: 's3' });

@@ -66,9 +66,10 @@ describe('edits and polls across two servers', () => {
     const voters = await a.ctx.db.query(`SELECT a.username, a.domain FROM poll_votes v JOIN accounts a ON a.id = v.account_id WHERE v.poll_id = $1`, [post.poll.id]);
     expect(voters.rows).toEqual([{ username: 'bob', domain: b.domain }]);
 
-    // carol votes on a: b hears of the counts through an Update of the Question.
+    // carol votes on a: b hears of the counts through an Update of the Question (a vote, a job, a delivery and its
+    // processing: longer than one hop on a machine busy with the rest of the suite).
     expect((await api(a, carol, 'POST', `/api/v1/polls/${post.poll.id}/votes`, { choices: [0] })).status).toBe(200);
-    const refreshed = await until(async () => (await api(b, bob, 'GET', `/api/v1/statuses/${there.id}`)).body.poll, (p) => p.votes_count === 2, 'b: the new counts');
+    const refreshed = await until(async () => (await api(b, bob, 'GET', `/api/v1/statuses/${there.id}`)).body.poll, (p) => p.votes_count === 2, 'b: the new counts', 30_000);
     expect(refreshed.options.map((o: Json) => o.votes_count)).toEqual([1, 1]);
     expect(refreshed).toMatchObject({ voters_count: 2, own_votes: [1] });
 

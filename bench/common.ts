@@ -174,3 +174,19 @@ export async function measureHomeAndPosting(base: string, reader: string, poster
     errors: home.errors + home.non2xx + post.errors + post.non2xx,
   };
 }
+
+/**
+ * `authors` accounts of 4 posts each (a link and a hashtag) that the reader follows, and 8 accounts that post under
+ * load: their tokens.
+ */
+export async function authorsAndPosters(base: string, register: (name: string) => Promise<string>, reader: string, authors: number): Promise<string[]> {
+  for (let i = 0; i < authors; i++) {
+    const token = await register(`author${i}`);
+    const me = await api(base, '/api/v1/accounts/verify_credentials', { token });
+    await api(base, `/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
+    for (let j = 0; j < 4; j++) await api(base, '/api/v1/statuses', { method: 'POST', token, body: { status: `Status ${j} by author ${i}, with a link https://example.com/${i}/${j} and #benchmarks. ${'More words. '.repeat(8)}` } });
+  }
+  const posters: string[] = [];
+  for (let i = 0; i < 8; i++) posters.push(await register(`poster${i}`));
+  return posters;
+}

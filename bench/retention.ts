@@ -23,7 +23,7 @@ import { createFileHost } from '../storage/filehost/index.ts';
 import { JobQueues } from '../jobs/queues.ts';
 import { removeStaleRemoteStatuses, RETENTION_BATCH, RETENTION_PACE } from '../services/status-retention.ts';
 import { seedRemoteAuthors, seedOldRemotePosts } from './seed.ts';
-import { accountMaker, api, benchSettings, measureHomeAndPosting, type HomeAndPosting, median, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, authorsAndPosters, benchSettings, measureHomeAndPosting, type HomeAndPosting, median, startServer, waitHealthy } from './common.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const MAX_ROUNDS = Number(process.env.BENCH_MAX_ROUNDS ?? 150);
@@ -60,14 +60,7 @@ async function main() {
     const reader = await register('reader');
     const readerId = (await api(base, '/api/v1/accounts/verify_credentials', { token: reader })).id as string;
     // A few local posts the reader's home also holds.
-    for (let i = 0; i < 4; i++) {
-      const token = await register(`author${i}`);
-      const me = await api(base, '/api/v1/accounts/verify_credentials', { token });
-      await api(base, `/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
-      for (let j = 0; j < 4; j++) await api(base, '/api/v1/statuses', { method: 'POST', token, body: { status: `Status ${j} by author ${i}, with a link https://example.com/${i}/${j} and #benchmarks. ${'More words. '.repeat(8)}` } });
-    }
-    const posters: string[] = [];
-    for (let i = 0; i < 8; i++) posters.push(await register(`poster${i}`));
+    const posters = await authorsAndPosters(base, register, reader, 4);
 
     const seeding = performance.now();
     const authors = await seedRemoteAuthors(setup, AUTHORS, 'far', readerId);

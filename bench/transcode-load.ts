@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
-import { accountMaker, api, benchSettings, measureHomeAndPosting, type HomeAndPosting, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, authorsAndPosters, benchSettings, measureHomeAndPosting, type HomeAndPosting, startServer, waitHealthy } from './common.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
@@ -62,14 +62,7 @@ async function main() {
     const register = await accountMaker(base);
     // The reader follows 10 authors of 4 posts each (the page `npm run bench` reads); 8 others post under load.
     const reader = await register('reader');
-    for (let i = 0; i < 10; i++) {
-      const token = await register(`author${i}`);
-      const me = await api(base, '/api/v1/accounts/verify_credentials', { token });
-      await api(base, `/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
-      for (let j = 0; j < 4; j++) await api(base, '/api/v1/statuses', { method: 'POST', token, body: { status: `Status ${j} by author ${i}, with a link https://example.com/${i}/${j} and #benchmarks. ${'More words. '.repeat(8)}` } });
-    }
-    const posters: string[] = [];
-    for (let i = 0; i < 8; i++) posters.push(await register(`poster${i}`));
+    const posters = await authorsAndPosters(base, register, reader, 10);
     const uploader = await register('videographer');
     const clips = Array.from({ length: VIDEOS }, (_, i) => clip(CLIP_SECONDS, i));
     await new Promise((r) => setTimeout(r, 1000));

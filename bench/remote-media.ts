@@ -24,6 +24,10 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const POSTS = Number(process.env.BENCH_POSTS ?? 200);
 const FOLLOWERS = 100;
 const SENDERS = 8;
+/** BENCH_ONLY=media or plain: that way alone in every round (to profile one; no ratio printed). */
+const ONLY = process.env.BENCH_ONLY;
+/** BENCH_READ_CONNECTIONS: the reader's connections (16); 0 measures fan-out alone. */
+const READ_CONNECTIONS = Number(process.env.BENCH_READ_CONNECTIONS ?? 16);
 const { env, config, base } = benchSettings(PORT, { ALLOW_PRIVATE_ADDRESSES: 'true' });
 const AS = 'https://www.w3.org/ns/activitystreams';
 
@@ -79,6 +83,8 @@ async function main() {
     // Only the reader's feed is watched: fan-out skips feeds never built (the others never read their home), as it should.
     void others;
     const watched = [readerId];
+    // The reader's feed is built by a first read (fan-out then keeps it), also when nothing reads it meanwhile.
+    await api(base, '/api/v1/timelines/home', { token: reader });
 
     let seq = 0;
     let retried = 0;
@@ -111,8 +117,10 @@ async function main() {
       let readsDone!: (r: { result: ReadResult; ms: number }) => void;
       const reads = new Promise<{ result: ReadResult; ms: number }>((resolve) => { readsDone = resolve; });
       const readsStarted = performance.now();
-      const tracker = autocannon({ url: `${base}/api/v1/timelines/home`, connections: 16, duration: 300, headers: { authorization: `Bearer ${reader}` } },
-        (err, result) => { if (err) throw err; readsDone({ result, ms: performance.now() - readsStarted }); });
+      const tracker = READ_CONNECTIONS > 0
+        ? autocannon({ url: `${base}/api/v1/timelines/home`, connections: READ_CONNECTIONS, duration: 300, headers: { authorization: `Bearer ${reader}` } },
+          (err, result) => { if (err) throw err; readsDone({ result, ms: performance.now() - readsStarted }); })
+        : { stop: () => readsDone({ result: { requests: { total: 0 }, latency: { p99: 0 }, errors: 0, non2xx: 0 }, ms: 1 }) };
       const uris: string[] = [];
       let next = 0;
       await Promise.all(Array.from({ length: SENDERS }, async () => {
@@ -153,12 +161,18 @@ async function main() {
     const rounds: { media: Phase; plain: Phase }[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       // Each way goes first in every other round.
+      if (ONLY) {
+        const p = await phase(ONLY === 'media');
+        console.log(`  ${ONLY}: sent in ${(p.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(p.fanoutMs / 1000).toFixed(1)} s, home ${p.rps} req/s`);
+        continue;
+      }
       const first = await phase(i % 2 === 0);
       const second = await phase(i % 2 !== 0);
       rounds.push(i % 2 === 0 ? { media: first, plain: second } : { media: second, plain: first });
     }
+    if (ONLY) return;
     const copiedFiles = Number((await db.query(`SELECT count(*) AS n FROM cached_files WHERE kind = 'attachment'`)).rows[0].n);
-    console.log(`\n${ROUNDS * POSTS} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive) against ${ROUNDS * POSTS} without, ${POSTS} a round each way, ${SENDERS} signed deliveries at a time to the shared inbox; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, 16 connections, from the first delivery until every post is in the feed)`);
+    console.log(`\n${ROUNDS * POSTS} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive) against ${ROUNDS * POSTS} without, ${POSTS} a round each way, ${SENDERS} signed deliveries at a time to the shared inbox; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed)`);
     for (const [i, r] of rounds.entries()) {
       console.log(`  round ${i + 1}: with media: sent in ${(r.media.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(r.media.fanoutMs / 1000).toFixed(1)} s, photos copied after ${(r.media.copiedMs / 1000).toFixed(1)} s, home ${r.media.rps} req/s (p99 ${r.media.p99} ms)  |  without: sent in ${(r.plain.sentMs / 1000).toFixed(1)} s, in every feed after ${(r.plain.fanoutMs / 1000).toFixed(1)} s, home ${r.plain.rps} req/s (p99 ${r.plain.p99} ms); errors ${r.media.errors + r.plain.errors}`);
     }

@@ -28,6 +28,8 @@ export const BEHIND_MS = 250;
 const FRESH_MS = 500;
 /** How often held posts look again. */
 const RECHECK_MS = 50;
+/** How long fan-out must have had nothing running before background picture work counts it as quiet (`quiet`). */
+export const QUIET_MS = 250;
 
 export class JobBacklog {
   /** The longest a post is held back (POST_HOLD_MS): after this it is accepted anyway (the backlog drains on its own). */
@@ -39,8 +41,11 @@ export class JobBacklog {
   private readonly held = new Set<() => void>();
   /** Fan-out jobs running now in this process's worker. */
   private active = 0;
-  /** CPU-heavy background work waiting for the worker to have nothing running (`idle`). */
-  private readonly awaitingIdle = new Set<() => void>();
+  /** When the worker last finished a fan-out job. */
+  private lastFinishedAt = 0;
+  /** CPU-heavy background work waiting for fan-out to be quiet (`quiet`). */
+  private readonly awaitingQuiet = new Set<() => void>();
+  private quietCheck: NodeJS.Timeout | null = null;
   /** Held posts owed by the jobs finished meanwhile (see `finished`), less than one. */
   private credit = 0;
   /** Background jobs waiting for the worker to catch up (`caughtUp`). */
@@ -54,7 +59,7 @@ export class JobBacklog {
   /** Whether this process runs a job worker taking jobs (started or resumed; stopped or paused). */
   setWorking(working: boolean): void {
     this.working = working;
-    if (!working) for (const done of [...this.awaitingIdle]) done();
+    if (!working) for (const done of [...this.awaitingQuiet]) done();
     this.release();
   }
 
@@ -76,8 +81,8 @@ export class JobBacklog {
    */
   finished(): void {
     this.active = Math.max(0, this.active - 1);
-    if (this.active === 0) for (const done of [...this.awaitingIdle]) done();
-    this.lastProgressAt = Date.now();
+    this.lastProgressAt = this.lastFinishedAt = Date.now();
+    if (this.active === 0) this.scheduleQuietCheck();
     if (!this.behind) return this.release();
     this.credit = Math.min(1, this.credit + Math.min(1, (2 * BEHIND_MS) / this.lastWaitMs));
     if (this.credit < 1 || this.held.size === 0) return;
@@ -109,22 +114,42 @@ export class JobBacklog {
   }
 
   /**
-   * For background work that takes a core while it runs (decoding and encoding other servers' pictures): resolves at
-   * once when the worker has no fan-out job running, else when it next has none, or after `maxWaitMs`. Stricter than
-   * `caughtUp`: under a steady stream of posts the worker is never far behind, yet such work beside it would slow
-   * every post's way to its followers' homes; here it fills the gaps between their jobs.
+   * For background work that takes a core while it runs (decoding and encoding other servers' pictures): resolves once
+   * fan-out is quiet (no job running, and none finished for QUIET_MS), or at `until` (ms since the epoch) at the latest.
+   * Under a burst of posts the worker is never far behind, yet such work beside it would slow every post's way to its
+   * followers' homes: here it waits for the burst to end, and the bound (set from when the work was queued, not from
+   * when it began to wait) keeps a steady stream from putting it off for good.
    */
-  idle(maxWaitMs: number): Promise<void> {
-    if (!this.working || this.active === 0) return Promise.resolve();
+  quiet(until: number): Promise<void> {
+    if (this.isQuiet() || Date.now() >= until) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.awaitingIdle.delete(done);
+        this.awaitingQuiet.delete(done);
+        if (this.awaitingQuiet.size === 0 && this.quietCheck) {
+          clearTimeout(this.quietCheck);
+          this.quietCheck = null;
+        }
         resolve();
       };
-      const timer = setTimeout(done, maxWaitMs);
-      this.awaitingIdle.add(done);
+      const timer = setTimeout(done, until - Date.now());
+      this.awaitingQuiet.add(done);
+      this.scheduleQuietCheck();
     });
+  }
+
+  private isQuiet(): boolean {
+    return !this.working || (this.active === 0 && Date.now() - this.lastFinishedAt >= QUIET_MS);
+  }
+
+  /** While work waits for quiet and no job runs: look again when the last job will have finished QUIET_MS ago. */
+  private scheduleQuietCheck(): void {
+    if (this.quietCheck || this.awaitingQuiet.size === 0 || this.active > 0) return;
+    this.quietCheck = setTimeout(() => {
+      this.quietCheck = null;
+      if (this.isQuiet()) for (const done of [...this.awaitingQuiet]) done();
+      else this.scheduleQuietCheck();
+    }, Math.max(0, QUIET_MS - (Date.now() - this.lastFinishedAt)) + 1);
   }
 
   private wait(waiting: Set<() => void>, maxWaitMs: number): Promise<void> {

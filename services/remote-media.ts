@@ -28,23 +28,29 @@ type Ctx = Pick<AppContext, 'db' | 'redis' | 'config' | 'fileHost' | 'versions'>
 
 /**
  * Who waits for a copy: a reader's app through the media proxy ('now'), or nobody yet (the jobs queued when a post or
- * an actor arrives: 'background').
+ * an actor arrives: a background copy, with when it was queued).
  */
-export type CopyUrgency = 'now' | 'background';
-/** The longest a background copy waits for fan-out to have nothing running before it decodes its picture anyway. */
+export type CopyUrgency = 'now' | { queuedAt: number };
+/** The longest after being queued that a background copy waits for fan-out to be quiet before it does its work anyway. */
 const BACKGROUND_DEFER_MS = 10_000;
 /** The picture work of background copies, one at a time in this process (each takes a core while it runs). */
 let backgroundTurn: Promise<unknown> = Promise.resolve();
 
+/** A background copy's wait for quiet fan-out (services/job-backlog.ts `quiet`), bounded from when it was queued. */
+function fanOutQuiet(ctx: Ctx, urgency: CopyUrgency): Promise<void> {
+  if (urgency === 'now' || !ctx.jobBacklog) return Promise.resolve();
+  return ctx.jobBacklog.quiet(urgency.queuedAt + BACKGROUND_DEFER_MS);
+}
+
 /**
  * Decoding and encoding a picture: at once for a reader waiting on the proxy; for a background copy, one at a time,
- * each when this process's fan-out has nothing running (services/job-backlog.ts `idle`), so that a burst of posts
- * with pictures reaches followers' homes at the pace of one without, and the copies fill the gaps.
+ * each once this process's fan-out is quiet, so that a burst of posts with pictures reaches followers' homes at the
+ * pace of one without, and the copies follow it (within about BACKGROUND_DEFER_MS of their post at the latest).
  */
 function pictureWork<T>(ctx: Ctx, urgency: CopyUrgency, work: () => Promise<T>): Promise<T> {
   if (urgency === 'now') return work();
   const turn = backgroundTurn.then(async () => {
-    await ctx.jobBacklog?.idle(BACKGROUND_DEFER_MS);
+    await fanOutQuiet(ctx, urgency);
     return work();
   });
   backgroundTurn = turn.catch(() => {});
@@ -187,12 +193,16 @@ async function copyPreview(ctx: Ctx, url: string, urgency: CopyUrgency, log?: Lo
   }
 }
 
-/** Every remote attachment of a status (the cacheRemoteMedia job, queued when the status arrives). */
-export async function copyStatusMedia(ctx: Ctx, statusId: string, log?: Log): Promise<CopyOutcome[]> {
+/**
+ * Every remote attachment of a status (the cacheRemoteMedia job, queued when the status arrives at `queuedAt`): each
+ * fetched once fan-out is quiet, as its picture work is.
+ */
+export async function copyStatusMedia(ctx: Ctx, statusId: string, log?: Log, queuedAt = Date.now()): Promise<CopyOutcome[]> {
   const outcomes: CopyOutcome[] = [];
+  const urgency = { queuedAt };
   for (const id of await remoteAttachmentIdsOfStatus(ctx.db, statusId)) {
-    await ctx.jobBacklog?.idle(BACKGROUND_DEFER_MS);
-    outcomes.push(await copyAttachment(ctx, id, log, 'background'));
+    await fanOutQuiet(ctx, urgency);
+    outcomes.push(await copyAttachment(ctx, id, log, urgency));
   }
   return outcomes;
 }
@@ -229,9 +239,10 @@ export function copyAccountImage(ctx: Ctx, accountId: string, kind: 'avatar' | '
   });
 }
 
-/** Both of a remote account's images (the cacheAccountImages job). */
-export async function copyAccountImages(ctx: Ctx, accountId: string, log?: Log): Promise<CopyOutcome[]> {
-  return [await copyAccountImage(ctx, accountId, 'avatar', log, 'background'), await copyAccountImage(ctx, accountId, 'header', log, 'background')];
+/** Both of a remote account's images (the cacheAccountImages job, queued at `queuedAt`). */
+export async function copyAccountImages(ctx: Ctx, accountId: string, log?: Log, queuedAt = Date.now()): Promise<CopyOutcome[]> {
+  const urgency = { queuedAt };
+  return [await copyAccountImage(ctx, accountId, 'avatar', log, urgency), await copyAccountImage(ctx, accountId, 'header', log, urgency)];
 }
 
 /**

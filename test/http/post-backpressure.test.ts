@@ -180,29 +180,50 @@ describe('with POST_HOLD_MS=0', () => {
 });
 
 describe('background picture work beside fan-out', () => {
-  it('waits while a fan-out job runs and goes on when none does, or after its bound', async () => {
-    const { JobBacklog } = await import('../../services/job-backlog.ts');
+  it('waits while fan-out runs and until it has been quiet a moment, or until its bound from when it was queued', async () => {
+    const { JobBacklog, QUIET_MS } = await import('../../services/job-backlog.ts');
     const backlog = new JobBacklog(5_000);
+    const far = () => Date.now() + 60_000;
     // No worker in this process: nothing to wait for.
-    let resolved = false;
-    await backlog.idle(60_000);
+    await backlog.quiet(far());
     backlog.setWorking(true);
+    // A worker that has run nothing yet is quiet.
+    await backlog.quiet(far());
     backlog.started(Date.now(), true);
     backlog.started(Date.now(), true);
-    const waiting = backlog.idle(60_000).then(() => { resolved = true; });
+    let resolvedAt = 0;
+    const waiting = backlog.quiet(far()).then(() => { resolvedAt = Date.now(); });
     await sleep(100);
-    expect(resolved).toBe(false);
+    expect(resolvedAt).toBe(0);
     backlog.finished();
-    await sleep(50);
+    await sleep(QUIET_MS + 50);
     // One job still runs.
-    expect(resolved).toBe(false);
+    expect(resolvedAt).toBe(0);
     backlog.finished();
+    const lastFinished = Date.now();
+    // A job that starts and ends within the quiet time puts the wait off again.
+    await sleep(QUIET_MS / 2);
+    backlog.started(Date.now(), true);
+    backlog.finished();
+    const secondFinished = Date.now();
     await waiting;
-    expect(resolved).toBe(true);
-    // With a job running, the bound ends the wait.
+    expect(resolvedAt - lastFinished).toBeGreaterThanOrEqual(QUIET_MS);
+    expect(resolvedAt - secondFinished).toBeGreaterThanOrEqual(QUIET_MS - 5);
+    // Quiet now: at once.
+    const at = Date.now();
+    await backlog.quiet(far());
+    expect(Date.now() - at).toBeLessThan(50);
+    // With a job running, the bound ends the wait; a bound already past does not wait at all.
     backlog.started(Date.now(), true);
     const before = Date.now();
-    await backlog.idle(200);
+    await backlog.quiet(before + 200);
     expect(Date.now() - before).toBeGreaterThanOrEqual(190);
+    const past = Date.now();
+    await backlog.quiet(past - 1);
+    expect(Date.now() - past).toBeLessThan(50);
+    // A worker that stops lets every waiter go.
+    const stopped = backlog.quiet(far());
+    backlog.setWorking(false);
+    await stopped;
   });
 });

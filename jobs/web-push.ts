@@ -8,7 +8,7 @@ import { findAccountById } from '../storage/accounts.ts';
 import { findStatus } from '../storage/statuses.ts';
 import { renderPushPayload, vapidKeys } from '../services/web-push.ts';
 import type { PushTarget } from '../storage/web-push.ts';
-import { isPublicAddress, PrivateAddressError, publicOnlyLookup } from '../services/guarded-fetch.ts';
+import { isPublicAddress, loadAddressChecks, PrivateAddressError, publicOnlyLookup } from '../services/guarded-fetch.ts';
 
 export { isPublicAddress, PrivateAddressError, publicOnlyLookup };
 
@@ -29,7 +29,8 @@ interface Log {
 export class RetryablePushError extends Error {}
 
 /** POSTs one push message; resolves with the status code. Never follows redirects. */
-export function postPush(endpoint: URL, headers: OutgoingHttpHeaders, body: Buffer, allowPrivateAddresses: boolean): Promise<number> {
+export async function postPush(endpoint: URL, headers: OutgoingHttpHeaders, body: Buffer, allowPrivateAddresses: boolean): Promise<number> {
+  if (!allowPrivateAddresses) await loadAddressChecks();
   const host = endpoint.hostname.replace(/^\[(.*)\]$/, '$1');
   if (!allowPrivateAddresses && isIP(host) !== 0 && !isPublicAddress(host)) {
     return Promise.reject(new PrivateAddressError(`${host} is not a public address`));

@@ -3,7 +3,6 @@ import { request as httpsRequest } from 'node:https';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { isValidPublicIPv4Address, isValidPublicIPv6Address } from '@fedify/vocab-runtime';
 
 /**
  * Fetches of what other servers and people name (link cards, remote media, pages linked from profiles): unsigned,
@@ -13,9 +12,22 @@ import { isValidPublicIPv4Address, isValidPublicIPv6Address } from '@fedify/voca
 /** The endpoint is, or resolves to, a loopback, private or otherwise non-public address. */
 export class PrivateAddressError extends Error {}
 
+type AddressChecks = Pick<typeof import('@fedify/vocab-runtime'), 'isValidPublicIPv4Address' | 'isValidPublicIPv6Address'>;
+let addressChecks: AddressChecks | null = null;
+
+/**
+ * Fedify's checks of public addresses, loaded before the first fetch: their module brings Fedify's runtime and a
+ * certificate library (about 3 MB resident, most of it their source text), which a server at rest does without.
+ */
+export async function loadAddressChecks(): Promise<void> {
+  addressChecks ??= await import('@fedify/vocab-runtime');
+}
+
+/** Whether an IP address is public (`loadAddressChecks` first: every fetch of this module does it). */
 export function isPublicAddress(address: string): boolean {
+  if (!addressChecks) throw new Error('isPublicAddress before loadAddressChecks()');
   const family = isIP(address);
-  return (family === 4 && isValidPublicIPv4Address(address)) || (family === 6 && isValidPublicIPv6Address(address));
+  return (family === 4 && addressChecks.isValidPublicIPv4Address(address)) || (family === 6 && addressChecks.isValidPublicIPv6Address(address));
 }
 
 /**
@@ -102,7 +114,8 @@ export async function guardedGet(url: URL, o: GuardedGetOptions): Promise<Fetche
  * One request to what others name, the checks every guarded fetch shares: only http(s), only public addresses
  * (checked on the address connected to, and on a literal address before any connection) unless allowPrivateAddresses.
  */
-function guardedRequest(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: Buffer | null, allowPrivateAddresses: boolean, signal: AbortSignal): Promise<IncomingMessage> {
+async function guardedRequest(url: URL, method: 'GET' | 'POST', headers: Record<string, string>, body: Buffer | null, allowPrivateAddresses: boolean, signal: AbortSignal): Promise<IncomingMessage> {
+  if (!allowPrivateAddresses) await loadAddressChecks();
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new LinkFetchError(`not http(s): ${url.protocol}`));
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   if (!allowPrivateAddresses && isIP(host) !== 0 && !isPublicAddress(host)) return Promise.reject(new PrivateAddressError(`${host} is not a public address`));

@@ -1,4 +1,3 @@
-import { Template } from '@fedify/uri-template';
 import type { AppContext } from '../context.ts';
 import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
 import { domainPolicy } from './domain-policy.ts';
@@ -63,6 +62,8 @@ export async function remoteInteractionUrl(app: AppContext, input: string, objec
   const intentTemplate = template(INTENT_REL[intent]);
   const subscribe = template(SUBSCRIBE);
   let expanded: string;
+  // Loaded here, the one place it serves, rather than with the pages at start.
+  const { Template } = await import('@fedify/uri-template');
   try {
     expanded = intentTemplate
       ? Template.parse(intentTemplate).expand({ object: objectUri, inReplyTo: objectUri })

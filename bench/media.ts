@@ -1,7 +1,7 @@
 // `npm run bench:media`: figures printed, not asserted. 100 photos of about 2 MB uploaded through POST /api/v2/media
 // (8 at a time, as a few busy app users would), from the first upload until the last is processed; the web and the
 // worker run as separate processes (ROLE=web, ROLE=worker), so the worker's peak memory is its own. Then a 720p
-// video (BENCH_VIDEO_SECONDS long, 20 by default; a phone's kind: QuickTime, so always transcoded) uploaded and
+// video (BENCH_VIDEO_SECONDS long, 20 by default; H.264 4:2:2 in QuickTime, so transcoded) uploaded and
 // processed: seconds of processing per minute of video, and the peak memory of the worker and of its ffmpeg.
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -18,18 +18,18 @@ const PHOTOS = 100;
 const PARALLEL = 8;
 const VIDEO_SECONDS = Number(process.env.BENCH_VIDEO_SECONDS ?? 20);
 
-/** A 720p clip at 30 fps with moving detail (noise over a test card, so the encoder has work), H.264 in QuickTime. */
+/** A 720p clip at 30 fps with moving detail (noise over a test card, so the encoder has work), H.264 4:2:2 in QuickTime (4:2:0 would only be re-packed). */
 function video720p(seconds: number): Buffer {
   const path = join(tmpdir(), `bench-720p-${process.pid}.mov`);
   execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=1280x720:rate=30:duration=${seconds}`,
     '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`, '-vf', 'noise=alls=12:allf=t', '-c:v', 'libx264', '-preset', 'ultrafast', '-b:v', '6M',
-    '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', path]);
+    '-pix_fmt', 'yuv422p', '-c:a', 'aac', '-shortest', path]);
   const data = readFileSync(path);
   rmSync(path);
   return data;
 }
 
-/** The highest VmHWM of the worker's child processes (ffmpeg: prlimit and nice exec it) seen while `until` runs. */
+/** The highest VmHWM of the worker's child processes (ffmpeg: prlimit, chrt and nice exec it) seen while `until` runs. */
 async function childrenPeakMb<T>(parent: number, until: Promise<T>): Promise<{ result: T; peakMb: number }> {
   let peak = 0;
   let done = false;
@@ -139,7 +139,7 @@ async function main() {
       }
     })());
     const videoMs = performance.now() - uploadStarted;
-    console.log(`A ${VIDEO_SECONDS} s 720p30 clip of ${(clip.length / 1024 / 1024).toFixed(1)} MB (H.264 in QuickTime, so transcoded), MEDIA_TRANSCODE_CONCURRENCY ${config.mediaTranscodeConcurrency}`);
+    console.log(`A ${VIDEO_SECONDS} s 720p30 clip of ${(clip.length / 1024 / 1024).toFixed(1)} MB (H.264 4:2:2 in QuickTime, so transcoded), MEDIA_TRANSCODE_CONCURRENCY ${config.mediaTranscodeConcurrency}`);
     console.log(`  accepted (202, probed) after ${Math.round(acceptedMs)} ms; processed after ${(videoMs / 1000).toFixed(1)} s: ${((videoMs / 1000) / (VIDEO_SECONDS / 60)).toFixed(0)} s of processing per minute of video`);
     console.log(`  out: ${media.meta.original.duration.toFixed(1)} s at ${Math.round(media.meta.original.bitrate / 1000)} kb/s`);
     console.log(`  peak memory (VmHWM): worker ${peakRssMb(worker.pid!)} MB, its ffmpeg ${peakMb} MB\n`);

@@ -1,7 +1,7 @@
 // `npm run bench:transcode-load`: figures printed, not asserted. What four videos being transcoded do to the rest of
 // the server: home-timeline reads (32 connections) and posting (32 connections, 8 authors), each for
 // BENCH_LOAD_SECONDS (5), in rounds that alternate without transcoding ("quiet") and while four 720p clips are
-// transcoded at once (MEDIA_TRANSCODE_CONCURRENCY=4, ffmpeg at `nice -n 10` as always); the order inside a round
+// transcoded at once (MEDIA_TRANSCODE_CONCURRENCY=4, each ffmpeg on one thread at idle priority, as always); the order inside a round
 // alternates too. One server process with web and worker (ROLE=all, what one machine runs). Prints the median of
 // BENCH_ROUNDS (5) rounds with the spread (lowest–highest), and busy over quiet.
 import { execFileSync, type ChildProcess } from 'node:child_process';
@@ -19,18 +19,18 @@ const CLIP_SECONDS = Number(process.env.BENCH_CLIP_SECONDS ?? 10);
 const VIDEOS = 4;
 const { env, config, base } = benchSettings(Number(process.env.BENCH_PORT ?? 3930), { MEDIA_TRANSCODE_CONCURRENCY: String(VIDEOS) });
 
-/** A 720p30 clip with moving detail (noise over a test card), H.264 in QuickTime: always transcoded. */
+/** A 720p30 clip with moving detail (noise over a test card), H.264 4:2:2 in QuickTime: transcoded (4:2:0 would only be re-packed). */
 function clip(seconds: number, seed: number): Buffer {
   const path = join(tmpdir(), `bench-load-${process.pid}-${seed}.mov`);
   execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=1280x720:rate=30:duration=${seconds}`,
     '-f', 'lavfi', '-i', `sine=frequency=${300 + seed * 50}:duration=${seconds}`, '-vf', `noise=alls=12:allf=t,hue=h=${seed * 40}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-b:v', '6M',
-    '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', path]);
+    '-pix_fmt', 'yuv422p', '-c:a', 'aac', '-shortest', path]);
   const data = readFileSync(path);
   rmSync(path);
   return data;
 }
 
-/** ffmpeg processes the server runs now (prlimit and nice exec it, so its parent is the server). */
+/** ffmpeg processes the server runs now (prlimit, chrt and nice exec it, so its parent is the server). */
 function ffmpegChildren(server: number): number {
   let n = 0;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {

@@ -24,9 +24,10 @@ export const FANOUT_QUEUE = bullQueueName('fanout');
  */
 export const PULL_QUEUE = bullQueueName('pull');
 /**
- * Transcodes (ffmpeg for video, audio and animated images; heif-convert for HEIC photos): a queue of their own whose
- * workers take MEDIA_TRANSCODE_CONCURRENCY at once, so a minute of 4K video waits its turn there rather than holding
- * a fan-out slot, and several never share the cores that posting, reading and fan-out need.
+ * Transcodes (ffmpeg for video, audio and animated images, uploaded or other servers' that would not play
+ * everywhere; heif-convert for HEIC photos): a queue of their own whose workers take MEDIA_TRANSCODE_CONCURRENCY at
+ * once, so a minute of 4K video waits its turn there rather than holding a fan-out slot, and several never share the
+ * cores that posting, reading and fan-out need.
  */
 export const MEDIA_QUEUE = bullQueueName('media');
 
@@ -79,6 +80,11 @@ export type FanoutJob =
   | { kind: 'fetchThread'; outboxId: string; statusId: string; refreshId: string }
   /** A remote status's attachments copied to our file host (services/remote-media.ts), queued when it arrives. */
   | { kind: 'cacheRemoteMedia'; outboxId: string; statusId: string }
+  /**
+   * Another server's video or audio, copied here, converted to play everywhere (services/remote-media.ts
+   * convertAttachment), on the media queue; queued with the copy when it would not play everywhere as sent.
+   */
+  | { kind: 'transcodeRemoteMedia'; outboxId: string; mediaId: string }
   /** A remote account's avatar and header copied to our file host, queued when its actor is stored. */
   | { kind: 'cacheAccountImages'; outboxId: string; accountId: string }
   /** One event POSTed to one operators' webhook (jobs/webhooks.ts), queued in the transaction of the change. */
@@ -123,7 +129,7 @@ export const WEBHOOK_RETRIES = { attempts: 15, backoff: { type: 'exponential' as
 
 /** The kinds of job that go on the pull queue (PULL_QUEUE) and the media queue (MEDIA_QUEUE); every other kind goes on the fan-out queue. */
 const PULL_KINDS = new Set(['deliverWebhook', 'fetchLinkCard', 'verifyAccountLinks', 'fetchThread', 'cacheRemoteMedia', 'cacheAccountImages']);
-const MEDIA_KINDS = new Set(['transcodeMedia']);
+const MEDIA_KINDS = new Set(['transcodeMedia', 'transcodeRemoteMedia']);
 export const queueOfKind = (kind: string): 'fanout' | 'pull' | 'media' => (PULL_KINDS.has(kind) ? 'pull' : MEDIA_KINDS.has(kind) ? 'media' : 'fanout');
 
 /** An outbox row's job: named after its kind, with the row's id as job id (see `enqueue`). */

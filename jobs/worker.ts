@@ -128,6 +128,7 @@ export function startWorkers(ctx: AppContext): Workers {
     else if (data.kind === 'buildAccountArchive') await (await import('./account-archive.ts')).buildAccountArchive(ctx, data.archiveId);
     else if (data.kind === 'expireAccountArchives') await (await import('./account-archive.ts')).expireAccountArchives(ctx);
     else if (data.kind === 'cacheRemoteMedia') await (await import('../services/remote-media.ts')).copyStatusMedia(ctx, data.statusId, log, job.timestamp);
+    else if (data.kind === 'transcodeRemoteMedia') await (await import('../services/remote-media.ts')).convertAttachment(ctx, data.mediaId, log);
     else if (data.kind === 'cacheAccountImages') await (await import('../services/remote-media.ts')).copyAccountImages(ctx, data.accountId, log, job.timestamp);
     else if (data.kind === 'deliverWebhook') await (await import('./webhooks.ts')).deliverWebhookJob(ctx, data, job);
     else if (data.kind === 'cleanStatuses') await (await import('../services/statuses-cleanup.ts')).runStatusesCleanup(ctx);

@@ -2,13 +2,15 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { mediaTools, runTool, ToolFailed, type ToolConfig } from './media-tools.ts';
+import { mediaTools, runTool, ToolFailed, type Priority, type ToolConfig } from './media-tools.ts';
 
 /**
  * Video, audio and animated images by Mastodon's rules (MediaAttachment's styles, Paperclip::Transcoder): refused
  * above 3840x2160 worth of pixels or 120 fps (never scaled down), at most 36,000 frames out; H.264 (with AAC or no
- * sound) in yuv420p in MP4 passed through as it is, anything else made H.264 + AAC in MP4 (`+faststart`); audio
- * always made MP3; metadata removed in every case. Everything is made in a temporary folder, removed afterwards.
+ * sound) in yuv420p in MP4 or QuickTime passed through (its streams copied into MP4), anything else made H.264 + AAC
+ * in MP4 (`+faststart`); audio always made MP3; metadata removed in every case. Other servers' video and audio that
+ * would not play everywhere are made so by the same code (makePlayable). Encoding runs on one thread at idle
+ * priority (services/media-tools.ts). Everything is made in a temporary folder, removed afterwards.
  */
 
 export const MAX_VIDEO_PIXELS = 8_294_400; // 3840 x 2160
@@ -68,11 +70,11 @@ function need(path: string | null, name: string): string {
   return path;
 }
 
-async function run(config: ToolConfig, program: 'ffmpeg' | 'ffprobe' | 'heifConvert', args: string[], options: { timeoutMs?: number; stdin?: Readable; maxStdout?: number } = {}): Promise<Buffer> {
+async function run(config: ToolConfig, program: 'ffmpeg' | 'ffprobe' | 'heifConvert', args: string[], options: { timeoutMs?: number; stdin?: Readable; maxStdout?: number; priority?: Priority } = {}): Promise<Buffer> {
   const name = program === 'heifConvert' ? 'heif-convert' : program;
   const path = need(mediaTools(config)[program], name);
   try {
-    return await runTool(path, args, { ...limits(config, options.timeoutMs), stdin: options.stdin, maxStdout: options.maxStdout });
+    return await runTool(path, args, { ...limits(config, options.timeoutMs), stdin: options.stdin, maxStdout: options.maxStdout, priority: options.priority });
   } catch (err) {
     if (err instanceof ToolFailed) throw new Unprocessable(`${name} ${err.message}`);
     throw err;
@@ -144,6 +146,13 @@ export interface AvResult {
 }
 
 const FFMPEG_INPUT = ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y'];
+/**
+ * An encoding run on one thread: the decoder (before `-i`), the filters, and each output's encoder (`-threads 1`
+ * after it; x264 counts its threads itself, so told too), so that one transcode takes one core of a small machine
+ * however many it has, and MEDIA_TRANSCODE_CONCURRENCY says how many cores transcodes may take. Run at idle priority.
+ */
+const ONE_THREAD_INPUT = ['-filter_threads', '1', '-threads', '1'];
+const ONE_THREAD_OUTPUT = ['-threads', '1'];
 /** Every output: no global, stream or chapter metadata (titles, dates, a phone's location). */
 const NO_METADATA = ['-map_metadata', '-1', '-map_metadata:s', '-1', '-map_chapters', '-1', '-fflags', '+bitexact'];
 
@@ -175,23 +184,37 @@ function h264Args(p: Probe, config: ToolConfig, sound: boolean): string[] {
   const maximum = Math.floor((config.maxVideoBytes * 8) / duration) - AUDIO_BITRATE;
   const bitrate = Math.max(100_000, Math.min(desired, maximum));
   return [
-    '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-vf', "scale='trunc(iw/2)*2':'trunc(ih/2)*2'",
+    '-c:v', 'libx264', '-preset', 'veryfast', '-x264-params', 'threads=1', ...ONE_THREAD_OUTPUT, '-pix_fmt', 'yuv420p', '-vf', "scale='trunc(iw/2)*2':'trunc(ih/2)*2'",
     '-b:v', String(bitrate), '-maxrate', String(bitrate + AUDIO_BITRATE), '-bufsize', String(bitrate * 5),
     ...(sound ? ['-c:a', 'aac', '-b:a', '192k'] : ['-an']),
   ];
 }
 
-/** Passed through as it is (only its metadata removed): H.264, AAC or no sound, yuv420p, already in MP4. */
-function passesThrough(p: Probe, container: string): boolean {
+/**
+ * What a file needs to play in every browser and app: nothing (H.264 in yuv420p with AAC or no sound, in MP4; MP3;
+ * AAC in MP4 or ADTS), its streams copied into MP4 (the same H.264 and AAC in QuickTime, as a phone makes them), or
+ * to be made anew (any other codec or container: HEVC, VP9, ProRes, Opus, Vorbis, FLAC, WebM, Ogg…). An upload's
+ * video that needs nothing is re-packed all the same, for its metadata; its audio is always made MP3.
+ */
+export type Conversion = 'none' | 'repack' | 'transcode';
+
+export function conversionOf(p: Probe, container: string): Conversion {
   const v = pictureStreams(p)[0];
   const a = audioStreams(p)[0];
-  const quickTime = (p.format.tags?.major_brand ?? '').trim() === 'qt';
-  return (container === 'video/mp4' || container === 'video/x-m4v') && !quickTime && v?.codec_name === 'h264' && v.pix_fmt === 'yuv420p' && (!a || a.codec_name === 'aac');
+  if (!v) {
+    if (a?.codec_name === 'mp3' && container === 'audio/mpeg') return 'none';
+    if (a?.codec_name === 'aac' && ['audio/mp4', 'audio/x-m4a', 'audio/aac'].includes(container)) return 'none';
+    return 'transcode';
+  }
+  if (v.codec_name !== 'h264' || v.pix_fmt !== 'yuv420p' || (a && a.codec_name !== 'aac')) return 'transcode';
+  const quickTime = container === 'video/quicktime' || (p.format.tags?.major_brand ?? '').trim() === 'qt';
+  if (quickTime) return 'repack';
+  return container === 'video/mp4' || container === 'video/x-m4v' ? 'none' : 'transcode';
 }
 
 /** An output of one frame (the first: Mastodon's `time: 0`) as a JPEG within 640x640, metadata removed. */
 const previewOutput = (output: string) => [
-  '-map', '0:v:0', '-frames:v', '1', '-an', ...NO_METADATA,
+  '-map', '0:v:0', '-frames:v', '1', '-an', ...NO_METADATA, ...ONE_THREAD_OUTPUT,
   '-vf', `scale='min(${PREVIEW_SIZE},iw)':'min(${PREVIEW_SIZE},ih)':force_original_aspect_ratio=decrease`, '-q:v', '3', '-f', 'image2', '-c:v', 'mjpeg', output,
 ];
 
@@ -211,21 +234,26 @@ async function previewFrame(config: ToolConfig, input: string, output: string): 
 export async function processVideo(config: ToolConfig, data: Buffer, container: string): Promise<AvResult> {
   return inWorkDir(async (dir) => {
     const input = join(dir, 'input');
-    const output = join(dir, 'original.mp4');
     await writeFile(input, data);
     const p = await probe(config, input);
     const type = classify(p);
     if (type === 'audio') return processAudioIn(config, dir, input, p);
-    const sound = type === 'video';
-    const codec = passesThrough(p, container) ? ['-c', 'copy'] : h264Args(p, config, sound);
-    // The preview frame is a second output of the same run: the file is read once.
-    await run(config, 'ffmpeg', [
-      ...FFMPEG_INPUT, '-i', input, '-map', '0:v:0', ...(sound ? ['-map', '0:a:0'] : []), ...codec,
-      '-frames:v', String(MAX_VIDEO_FRAMES), ...NO_METADATA, '-movflags', '+faststart', '-f', 'mp4', output,
-      ...previewOutput(join(dir, 'small.jpg')),
-    ]);
-    return finishVideo(config, dir, output, type);
+    return videoIn(config, dir, input, p, type, container);
   });
+}
+
+async function videoIn(config: ToolConfig, dir: string, input: string, p: Probe, type: AvType, container: string): Promise<AvResult> {
+  const output = join(dir, 'original.mp4');
+  const sound = type === 'video';
+  // Streams copied only read the file (a preview frame is all that is encoded): at the priority of a probe.
+  const copy = conversionOf(p, container) !== 'transcode';
+  // The preview frame is a second output of the same run: the file is read once.
+  await run(config, 'ffmpeg', [
+    ...FFMPEG_INPUT, ...(copy ? [] : ONE_THREAD_INPUT), '-i', input, '-map', '0:v:0', ...(sound ? ['-map', '0:a:0'] : []), ...(copy ? ['-c', 'copy'] : h264Args(p, config, sound)),
+    '-frames:v', String(MAX_VIDEO_FRAMES), ...NO_METADATA, '-movflags', '+faststart', '-f', 'mp4', output,
+    ...previewOutput(join(dir, 'small.jpg')),
+  ], { priority: copy ? 'low' : 'idle' });
+  return finishVideo(config, dir, output, type);
 }
 
 async function finishVideo(config: ToolConfig, dir: string, output: string, type: AvType): Promise<AvResult> {
@@ -258,10 +286,10 @@ export async function processAnimation(config: ToolConfig, input: { file: Buffer
     if (!v) throw new Unprocessable('the image could not be read');
     if ((v.width ?? 0) * (v.height ?? 0) > MAX_VIDEO_PIXELS) throw new Unprocessable(`${v.width}x${v.height} videos are not supported`);
     await run(config, 'ffmpeg', [
-      ...FFMPEG_INPUT, ...source, '-map', '0:v:0', ...h264Args(p, config, false),
+      ...FFMPEG_INPUT, ...ONE_THREAD_INPUT, ...source, '-map', '0:v:0', ...h264Args(p, config, false),
       '-frames:v', String(MAX_VIDEO_FRAMES), ...NO_METADATA, '-movflags', '+faststart', '-f', 'mp4', output,
       ...previewOutput(join(dir, 'small.jpg')),
-    ], { stdin: 'raw' in input ? input.raw : undefined });
+    ], { stdin: 'raw' in input ? input.raw : undefined, priority: 'idle' });
     return finishVideo(config, dir, output, 'gifv');
   });
 }
@@ -279,7 +307,10 @@ export async function processAudio(config: ToolConfig, data: Buffer): Promise<Av
 
 async function processAudioIn(config: ToolConfig, dir: string, input: string, p: Probe): Promise<AvResult> {
   const output = join(dir, 'original.mp3');
-  await run(config, 'ffmpeg', [...FFMPEG_INPUT, '-i', input, '-map', '0:a:0', '-vn', '-c:a', 'libmp3lame', '-q:a', '2', ...NO_METADATA, '-id3v2_version', '0', '-write_xing', '1', '-f', 'mp3', output]);
+  await run(config, 'ffmpeg', [
+    ...FFMPEG_INPUT, ...ONE_THREAD_INPUT, '-i', input, '-map', '0:a:0', '-vn', '-c:a', 'libmp3lame', '-q:a', '2', ...ONE_THREAD_OUTPUT,
+    ...NO_METADATA, '-id3v2_version', '0', '-write_xing', '1', '-f', 'mp3', output,
+  ], { priority: 'idle' });
   const out = await probe(config, output);
   if (audioStreams(out).length === 0) throw new Unprocessable('the audio could not be made');
   // The cover art, as Mastodon's ImageExtractor takes it: the file's picture stream.
@@ -295,6 +326,8 @@ export interface RemoteAv {
   meta: Record<string, unknown>;
   /** The first frame of a video, or an audio file's cover art; null where audio has none. */
   preview: Buffer | null;
+  /** What it needs to play everywhere (makePlayable does it, on the media queue). */
+  conversion: Conversion;
 }
 
 /**
@@ -302,7 +335,7 @@ export interface RemoteAv {
  * `original` meta and a preview taken from it. A file that is not what its sender said (a video with no picture,
  * audio with moving pictures, anything ffprobe cannot read, or beyond the upload limits) is refused.
  */
-export async function probeRemote(config: ToolConfig, data: Buffer, claimed: 'video' | 'audio'): Promise<RemoteAv> {
+export async function probeRemote(config: ToolConfig, data: Buffer, claimed: 'video' | 'audio', container: string): Promise<RemoteAv> {
   return inWorkDir(async (dir) => {
     const input = join(dir, 'input');
     await writeFile(input, data);
@@ -310,13 +343,30 @@ export async function probeRemote(config: ToolConfig, data: Buffer, claimed: 'vi
     const type = classify(p);
     if (claimed === 'audio' && type !== 'audio') throw new Unprocessable('the file said to be audio has moving pictures');
     if (claimed === 'video' && type === 'audio') throw new Unprocessable('the file said to be a video has no picture');
+    const conversion = conversionOf(p, container);
     if (type === 'audio') {
       const cover = p.streams.some((st) => st.codec_type === 'video') ? await previewFrame(config, input, join(dir, 'cover.jpg')) : null;
-      return { type, meta: audioMeta(p), preview: cover };
+      return { type, meta: audioMeta(p), preview: cover, conversion };
     }
     const frame = await previewFrame(config, input, join(dir, 'small.jpg'));
     if (!frame) throw new Unprocessable('the video could not be read: no frame could be taken from it');
-    return { type, meta: videoMeta(p), preview: frame };
+    return { type, meta: videoMeta(p), preview: frame, conversion };
+  });
+}
+
+/**
+ * Another server's video or audio (as copied here) made to play everywhere by the uploads' code and limits: video
+ * H.264 + AAC in MP4 (`+faststart`; H.264 and AAC in QuickTime only re-packed), audio MP3, metadata removed. Null
+ * when it plays everywhere as it is.
+ */
+export async function makePlayable(config: ToolConfig, data: Buffer, container: string): Promise<AvResult | null> {
+  return inWorkDir(async (dir) => {
+    const input = join(dir, 'input');
+    await writeFile(input, data);
+    const p = await probe(config, input);
+    const type = classify(p);
+    if (conversionOf(p, container) === 'none') return null;
+    return type === 'audio' ? processAudioIn(config, dir, input, p) : videoIn(config, dir, input, p, type, container);
   });
 }
 

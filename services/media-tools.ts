@@ -6,8 +6,11 @@ import type { Config } from '../config.ts';
 
 /**
  * The machine's media programs (as Mastodon uses its ffmpeg and ffprobe), run as child processes: a time limit
- * (killed when it passes), an address-space and file-size limit (`prlimit`, util-linux), a low priority (`nice`), and
- * capped output, so that a file that makes one hang, crash or balloon fails that upload and nothing else.
+ * (killed when it passes), an address-space and file-size limit (`prlimit`, util-linux), a low priority, and capped
+ * output, so that a file that makes one hang, crash or balloon fails that upload and nothing else. Reading a file
+ * (probes, a preview frame, streams copied) runs at `nice -n 10`; encoding, which takes a core for as long as the
+ * file lasts, at idle priority (`chrt --idle 0`, util-linux, and `nice -n 19`): it gets a core only when nothing
+ * else wants it, so posting and reading keep both cores of a small machine while videos transcode.
  */
 
 export type ToolConfig = Pick<Config, 'ffmpegPath' | 'ffprobePath' | 'heifConvertPath' | 'mediaTranscodeTimeoutMs' | 'mediaTranscodeMemoryBytes' | 'maxVideoBytes'>;
@@ -62,6 +65,65 @@ export class ToolFailed extends Error {
   }
 }
 
+/**
+ * How much a run may take from the rest of the machine: `low` (`nice -n 10`) for reading files and copying streams,
+ * `idle` (SCHED_IDLE through `chrt --idle 0`, and `nice -n 19`) for encoding. Where chrt is missing or the
+ * scheduling policy is refused (a container without the capability, a sandbox), `idle` is `nice -n 19` alone.
+ */
+export type Priority = 'low' | 'idle';
+
+/** The programs a run is wrapped in, each exec'ing the next: those on the PATH (null where missing). */
+export interface Wrappers {
+  prlimit: string | null;
+  chrt: string | null;
+  nice: string | null;
+}
+
+export function machineWrappers(): Wrappers {
+  return { prlimit: findExecutable('prlimit'), chrt: findExecutable('chrt'), nice: findExecutable('nice') };
+}
+
+const idleChecked = new Map<string, Promise<boolean>>();
+
+/**
+ * Whether this chrt may put a program in the idle scheduling class here: tried once per process (chrt running its
+ * own `--max` under `--idle 0`), as a refusal would otherwise fail every encode before it starts.
+ */
+export function idleSchedulingWorks(chrt: string): Promise<boolean> {
+  let known = idleChecked.get(chrt);
+  if (!known) {
+    known = new Promise<boolean>((resolve) => {
+      const child = spawn(chrt, ['--idle', '0', chrt, '--max'], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '', LANG: 'C' } });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      timer.unref();
+      child.on('error', () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve(code === 0);
+      });
+    });
+    idleChecked.set(chrt, known);
+  }
+  return known;
+}
+
+/** The command line of a run: the wrappers its priority asks for (those that can be had), then the program. */
+export async function toolCommand(program: string, args: string[], o: Pick<RunOptions, 'memoryBytes' | 'fileBytes' | 'priority' | 'wrappers'>): Promise<string[]> {
+  const w = o.wrappers ?? machineWrappers();
+  const idle = (o.priority ?? 'low') === 'idle';
+  const chrt = idle && w.chrt && (await idleSchedulingWorks(w.chrt)) ? w.chrt : null;
+  // Each wrapper execs the next, so the child's pid is the program's own and a kill at the time limit reaches it.
+  return [
+    ...(w.prlimit ? [w.prlimit, `--as=${o.memoryBytes}`, `--fsize=${o.fileBytes}`, '--'] : []),
+    ...(chrt ? [chrt, '--idle', '0'] : []),
+    ...(w.nice ? [w.nice, '-n', idle ? '19' : '10'] : []),
+    program, ...args,
+  ];
+}
+
 export interface RunOptions {
   timeoutMs: number;
   /** Address space, bytes (prlimit --as). */
@@ -72,20 +134,17 @@ export interface RunOptions {
   maxStdout?: number;
   stdin?: Readable;
   cwd?: string;
+  /** `low` unless said. */
+  priority?: Priority;
+  /** The machine's (machineWrappers) unless said. */
+  wrappers?: Wrappers;
 }
 
 const STDERR_KEPT = 2000;
 
 /** Runs `program args…` under the limits; resolves with its standard output, rejects with ToolFailed. */
-export function runTool(program: string, args: string[], o: RunOptions): Promise<Buffer> {
-  const prlimit = findExecutable('prlimit');
-  const nice = findExecutable('nice');
-  // prlimit and nice each exec the next, so the child's pid is the program's own and a kill reaches it.
-  const command = [
-    ...(prlimit ? [prlimit, `--as=${o.memoryBytes}`, `--fsize=${o.fileBytes}`, '--'] : []),
-    ...(nice ? [nice, '-n', '10'] : []),
-    program, ...args,
-  ];
+export async function runTool(program: string, args: string[], o: RunOptions): Promise<Buffer> {
+  const command = await toolCommand(program, args, o);
   const maxStdout = o.maxStdout ?? 8 * 1024 * 1024;
   return new Promise((resolve, reject) => {
     const child = spawn(command[0]!, command.slice(1), { cwd: o.cwd, stdio: [o.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', LANG: 'C' } });

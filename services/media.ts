@@ -39,6 +39,15 @@ const AV_TYPES: Record<string, { type: 'video' | 'audio'; extension: string }> =
   'audio/aac': { type: 'audio', extension: 'aac' },
 };
 
+/**
+ * What file-type says a file is, without parameters: it names Opus in Ogg `audio/ogg; codecs=opus`, which is Ogg
+ * audio as any other (ffprobe reads the codec).
+ */
+async function sniff(data: Buffer): Promise<string | null> {
+  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first use
+  return sniffed ? sniffed.mime.split(';')[0]!.trim().toLowerCase() : null;
+}
+
 /** HEIC/HEIF photos (HEVC inside), made JPEG by heif-convert; AVIF (AV1 inside) is read by sharp itself. */
 const HEIC_TYPES = ['image/heic', 'image/heif'];
 
@@ -82,10 +91,10 @@ async function kindOf(data: Buffer, config: ToolConfig): Promise<Kind | null> {
   } catch {
     // not an image sharp can read: perhaps video, audio or a HEIC photo
   }
-  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data); // file-type loaded at the first upload
-  if (sniffed && HEIC_TYPES.includes(sniffed.mime)) return { type: 'image', mime: sniffed.mime, processing: 'heic' };
-  const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
-  return av && sniffed ? { type: av.type, mime: sniffed.mime, processing: 'av' } : null;
+  const mime = await sniff(data);
+  if (mime && HEIC_TYPES.includes(mime)) return { type: 'image', mime, processing: 'heic' };
+  const av = mime ? AV_TYPES[mime] : undefined;
+  return av && mime ? { type: av.type, mime, processing: 'av' } : null;
 }
 
 /** Image formats taken, by what sharp reads in the bytes (AVIF is read as `heif`), and how each is stored. */
@@ -345,9 +354,9 @@ async function storeAv(deps: MediaDeps, media: MediaRow, result: AvResult): Prom
 
 /** A video or audio container by its bytes (the kinds uploads may be), or null. */
 export async function avFormatOf(data: Buffer): Promise<{ type: 'video' | 'audio'; mime: string; extension: string } | null> {
-  const sniffed = await (await import('file-type')).fileTypeFromBuffer(data);
-  const av = sniffed ? AV_TYPES[sniffed.mime] : undefined;
-  return av && sniffed ? { type: av.type, mime: sniffed.mime, extension: av.extension } : null;
+  const mime = await sniff(data);
+  const av = mime ? AV_TYPES[mime] : undefined;
+  return av && mime ? { type: av.type, mime, extension: av.extension } : null;
 }
 
 export function dims(width: number, height: number) {

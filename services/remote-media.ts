@@ -3,14 +3,16 @@ import type { AppContext } from '../context.ts';
 import { domainPolicy } from './domain-policy.ts';
 import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
 import { avFormatOf, blurhashOf, dims, plainPreview, renderImage, Undecodable } from './media.ts';
-import { probeRemote, Unprocessable } from './media-av.ts';
+import { makePlayable, probeRemote, Unprocessable, type Conversion } from './media-av.ts';
 import { mediaTools } from './media-tools.ts';
 import { colorsOf } from './media-colors.ts';
 import { loadSharp } from './sharp.ts';
 import {
   cachedAttachmentsBefore, cachedKeysOf, cachedUsage, clearAttachmentCopies, forgetCachedFiles, recordCachedFiles, remoteAccountImage,
-  remoteAttachmentIdsOfStatus, remoteAttachments, setAccountImageCopy, setAttachmentCopy, type CachedKind,
+  remoteAttachmentIdsOfStatus, remoteAttachments, setAccountImageCopy, setAttachmentCopy, setConvertedAttachment, type CachedKind,
 } from '../storage/cached-files.ts';
+import { transaction } from '../storage/db.ts';
+import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
 import { processProfileImage } from './images.ts';
 import { ApiError } from '../errors.ts';
 import { EMOJI_SIZE_LIMIT, EmojiRefused, processEmojiImage } from './custom-emojis.ts';
@@ -22,9 +24,11 @@ import { findRemoteEmoji, setRemoteEmojiCopy } from '../storage/custom-emojis.ts
  * it). Attachments are copied when their post arrives (the cacheRemoteMedia job) and on first view through the
  * media proxy (http/media-proxy.ts) when the copy is missing or was pruned; avatars and headers when their actor is
  * stored. Fetches are guarded (public addresses only, capped, time-limited); a domain whose media is rejected is
- * never fetched. Copies older than MEDIA_CACHE_RETENTION_DAYS are removed in batches (pruneCachedMedia).
+ * never fetched. Video and audio that would not play everywhere (HEVC, VP9, Opus in Ogg…) are converted after they
+ * are copied, on the media queue (convertAttachment), the copy served meanwhile. Copies older than
+ * MEDIA_CACHE_RETENTION_DAYS are removed in batches (pruneCachedMedia).
  */
-type Ctx = Pick<AppContext, 'db' | 'redis' | 'config' | 'fileHost' | 'versions'> & { tracking?: AppContext['tracking']; jobBacklog?: AppContext['jobBacklog'] };
+type Ctx = Pick<AppContext, 'db' | 'redis' | 'config' | 'fileHost' | 'versions'> & { tracking?: AppContext['tracking']; jobBacklog?: AppContext['jobBacklog']; jobs?: AppContext['jobs'] };
 
 /**
  * Who waits for a copy: a reader's app through the media proxy ('now'), or nobody yet (the jobs queued when a post or
@@ -111,7 +115,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
     let fetched;
     try {
       fetched = await guardedGet(new URL(m.remote_url), {
-        accept: image ? (t) => t.startsWith('image/') && t !== 'image/svg+xml' : (t) => t.startsWith('video/') || t.startsWith('audio/') || t === 'application/octet-stream' || t.startsWith('image/gif'),
+        accept: image ? (t) => t.startsWith('image/') && t !== 'image/svg+xml' : (t) => t.startsWith('video/') || t.startsWith('audio/') || t === 'application/octet-stream' || t === 'application/ogg' || t.startsWith('image/gif'),
         acceptHeader: image ? 'image/*' : m.type === 'audio' ? 'audio/*' : 'video/*, image/gif',
         maxBytes: image ? ctx.config.maxImageBytes : ctx.config.maxVideoBytes,
         allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
@@ -142,14 +146,14 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
       // with the media programs, a frame of the file.
       const given = m.thumbnail_remote_url ? await copyPreview(ctx, m.thumbnail_remote_url, urgency, log) : null;
       if (!tools.ffmpeg || !tools.ffprobe) {
-        // Without the media programs (the start-up notice says so) the file is kept as sent, unprobed.
+        // Without the media programs (the start-up notice says so) the file is kept as sent, unprobed and unconverted.
         copy = given
           ? { files: [original, { key: `${base}/small.webp`, data: given.data, type: 'image/webp' }], originalType: av.mime, smallType: 'image/webp' as string | null, meta: { small: dims(given.width, given.height) }, blurhash: given.blurhash, type: undefined }
           : { files: [original], originalType: av.mime, smallType: null, meta: {}, blurhash: null, type: undefined };
       } else {
         let probed;
         try {
-          probed = await probeRemote(ctx.config, fetched.body, m.type === 'audio' ? 'audio' : 'video');
+          probed = await probeRemote(ctx.config, fetched.body, m.type === 'audio' ? 'audio' : 'video', av.mime);
         } catch (err) {
           return refused(ctx, `attachment:${mediaId}`, m.remote_url, err instanceof Unprocessable ? new Undecodable(err.message) : err, log);
         }
@@ -163,6 +167,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
           meta: { original: probed.meta, small: dims(size.width, size.height), ...(colors ? { colors } : {}) }, blurhash: given?.blurhash ?? await blurhashOf(preview),
           // A video without sound is a gifv, as Mastodon's transcoder makes it.
           type: probed.type,
+          conversion: probed.conversion,
         };
       }
     }
@@ -170,7 +175,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
       originalKey: copy.files[0]!.key, originalType: copy.originalType, smallKey: copy.files[1]?.key ?? null, smallType: copy.smallType,
       // An image's sizes and blurhash stay where its sender gave them (the copy is the same picture).
       meta: image && m.meta.original ? {} : copy.meta, blurhash: copy.blurhash, type: 'type' in copy ? copy.type : undefined,
-    });
+    }, 'conversion' in copy ? copy.conversion : 'none');
     if (!set) return 'gone';
     if (m.status_id) await ctx.versions.bump({ statuses: [m.status_id] });
     return 'copied';
@@ -281,20 +286,71 @@ export function copyEmoji(ctx: Ctx, emojiId: string, log?: Log): Promise<CopyOut
 }
 
 /**
- * Puts a copy's files on the file host, records them, and points the attachment at them; a failure on the way removes
+ * Puts a copy's files on the file host, records them, and points the attachment at them, with its conversion job
+ * (transcodeRemoteMedia) when the file would not play everywhere, in one transaction; a failure on the way removes
  * what was put, so nothing half stored is left. False (and nothing kept) when the attachment is gone meanwhile.
  */
-async function storeCopy(ctx: Ctx, mediaId: string, sourceUrl: string, files: { key: string; data: Buffer; type: string }[], c: Parameters<typeof setAttachmentCopy>[2]): Promise<boolean> {
+async function storeCopy(ctx: Ctx, mediaId: string, sourceUrl: string, files: { key: string; data: Buffer; type: string }[], c: Parameters<typeof setAttachmentCopy>[2], conversion: Conversion): Promise<boolean> {
   try {
     for (const f of files) await ctx.fileHost.put(f.key, f.data, f.type);
     await recordCachedFiles(ctx.db, files.map((f) => ({ key: f.key, kind: 'attachment' as const, ownerId: mediaId, sourceUrl, bytes: f.data.length })));
-    if (await setAttachmentCopy(ctx.db, mediaId, c)) return true;
+    const set = await transaction(ctx.db, async (tx): Promise<{ job: OutboxRow | null } | null> => {
+      if (!(await setAttachmentCopy(tx, mediaId, c))) return null;
+      return { job: conversion === 'none' ? null : await addToOutbox(tx, 'transcodeRemoteMedia', { mediaId }) };
+    });
+    if (set) {
+      if (set.job) await ctx.jobs?.enqueue(set.job).catch(() => {}); // the outbox sweeper queues it otherwise
+      return true;
+    }
   } catch (err) {
     await removeFiles(ctx, files.map((f) => f.key));
     throw err;
   }
   await removeFiles(ctx, files.map((f) => f.key));
   return false;
+}
+
+export type ConversionOutcome = 'converted' | 'playable' | 'kept' | 'gone';
+
+/**
+ * The transcodeRemoteMedia job: another server's video or audio, as copied here, made to play everywhere by the
+ * uploads' code and limits (services/media-av.ts makePlayable, on the media queue at MEDIA_TRANSCODE_CONCURRENCY).
+ * The copy is served until the converted file is stored; then the attachment names it (its `meta.original` the new
+ * file's), the copy is removed and the status's renderings are refreshed. A file that cannot be converted keeps its
+ * copy, with a warning ('kept'); a copy pruned or replaced meanwhile is left alone ('gone').
+ */
+export async function convertAttachment(ctx: Ctx, mediaId: string, log?: Log): Promise<ConversionOutcome> {
+  const [m] = await remoteAttachments(ctx.db, [mediaId]);
+  if (!m?.original_key || (m.type !== 'video' && m.type !== 'gifv' && m.type !== 'audio')) return 'gone';
+  const data = await ctx.fileHost.get(m.original_key);
+  if (!data) return 'gone';
+  const av = await avFormatOf(data);
+  let made;
+  try {
+    if (!av) throw new Unprocessable('not a video or audio file');
+    made = await makePlayable(ctx.config, data, av.mime);
+  } catch (err) {
+    if (!(err instanceof Unprocessable)) throw err;
+    log?.warn({ mediaId, url: m.remote_url, reason: err.message }, 'remote media not converted: its copy is served as sent');
+    return 'kept';
+  }
+  if (!made) return 'playable';
+  const key = `${m.original_key.slice(0, m.original_key.lastIndexOf('/'))}/converted.${made.original.extension}`;
+  await ctx.fileHost.put(key, made.original.data, made.original.contentType);
+  try {
+    await recordCachedFiles(ctx.db, [{ key, kind: 'attachment', ownerId: mediaId, sourceUrl: m.remote_url, bytes: made.original.data.length }]);
+    // Only while the attachment still names the copy converted (not pruned, not copied anew meanwhile).
+    if (!(await setConvertedAttachment(ctx.db, mediaId, { from: m.original_key, key, type: made.original.contentType, meta: made.original.meta }))) {
+      await removeFiles(ctx, [key]);
+      return 'gone';
+    }
+  } catch (err) {
+    await removeFiles(ctx, [key]);
+    throw err;
+  }
+  if (m.status_id) await ctx.versions.bump({ statuses: [m.status_id] });
+  await removeFiles(ctx, [m.original_key]);
+  return 'converted';
 }
 
 async function imageSize(picture: Buffer): Promise<{ width: number; height: number }> {

@@ -87,6 +87,19 @@ export async function setAttachmentCopy(db: Queryable, id: string, c: { original
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * A copy converted to play everywhere: the attachment names the converted file, with its own `meta.original`, only
+ * while it still names the copy that was converted (not pruned or copied anew meanwhile).
+ */
+export async function setConvertedAttachment(db: Queryable, id: string, c: { from: string; key: string; type: string; meta: Record<string, unknown> }): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE media_attachments SET original_key = $3, original_type = $4, meta = meta || jsonb_build_object('original', $5::jsonb)
+      WHERE id = $1 AND remote_url IS NOT NULL AND original_key = $2`,
+    [id, c.from, c.key, c.type, JSON.stringify(c.meta)],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** Copies removed: the attachments render from the media proxy again. Returns their statuses. */
 export async function clearAttachmentCopies(db: Queryable, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];

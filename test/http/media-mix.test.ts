@@ -51,7 +51,8 @@ async function upload(file: { data: Buffer; filename: string; type: string }): P
   const res = await s.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(ann.token), ...form.headers }, payload: form.payload });
   expect([200, 202], res.body).toContain(res.statusCode);
   const id = res.json<Json>().id as string;
-  for (let i = 0; i < 800; i++) {
+  // An animation's encode runs at idle priority: on a loaded machine it may wait a while for a core.
+  for (const until = Date.now() + MEDIA_TIMEOUT; Date.now() < until;) {
     const got = await s.app.inject({ method: 'GET', url: `/api/v1/media/${id}`, headers: bearer(ann.token) });
     if (got.statusCode === 200) return { id, type: got.json<Json>().type };
     expect(got.statusCode).toBe(206);

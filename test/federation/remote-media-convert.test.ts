@@ -1,0 +1,212 @@
+// Other servers' video and audio that would not play everywhere, converted after they are copied: VP9 and Opus in
+// WebM made H.264 + AAC in MP4, H.264 + AAC in QuickTime re-packed into MP4 (streams copied), Opus in Ogg made MP3;
+// the copy served until the converted file is stored, then the attachment, its meta and the post's renderings name
+// the new file. H.264 + AAC in MP4 is left as it came. A file that cannot be converted keeps its copy, with a warning.
+// Clips made here by ffmpeg (1 s, tiny); the posts arrive as signed deliveries from a strict peer.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
+import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
+import { expectEntity } from '../helpers/schema.ts';
+import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
+import { convertAttachment } from '../../services/remote-media.ts';
+import { findExecutable } from '../../services/media-tools.ts';
+import { requireProgram } from '../helpers/programs.ts';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API responses and ffprobe's JSON
+const AS = 'https://www.w3.org/ns/activitystreams';
+const PUBLIC = `${AS}#Public`;
+/** Conversions wait their turn on the media queue at idle priority: on a loaded machine that may take a while. */
+const CONVERSION_WAIT_MS = 120_000;
+
+let ours: Instance;
+let peer: StrictPeer;
+let alice: TestUser;
+let gus: string;
+let dir: string;
+let origin: { url: string; hits: Map<string, number>; close(): Promise<void> };
+const sent: Record<string, { type: string; body: Buffer }> = {};
+
+/** Where gus's server keeps its files, counting every GET. */
+async function mediaOrigin(files: Record<string, { type: string; body: Buffer }>) {
+  const hits = new Map<string, number>();
+  const server: Server = createServer((req, res) => {
+    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
+    const file = files[req.url!];
+    if (!file) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': file.type, 'content-length': file.body.length }).end(file.body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const api = async (url: string, method: 'GET' | 'POST' = 'GET'): Promise<Json> => (await ours.app.inject({ method, url, headers: bearer(alice.token) })).json();
+const path = (url: string) => new URL(url).pathname;
+let seq = 0;
+async function pushNote(attachment: Json[]): Promise<string> {
+  const id = `${gus}/statuses/${++seq}`;
+  const object = { id, type: 'Note', attributedTo: gus, content: `<p>clips ${seq}</p>`, published: new Date().toISOString(), to: PUBLIC, cc: `${gus}/followers`, attachment };
+  expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': AS, id: `${id}/activity`, type: 'Create', actor: gus, object, to: PUBLIC })).toBe(202);
+  return id;
+}
+const statusByUri = (uri: string) => until(async () => (await api(`/api/v2/search?q=${encodeURIComponent(uri)}&type=statuses`)).statuses as Json[], (l) => l.length === 1, `status ${uri}`).then((l) => l[0]!);
+const attachment = (file: string, type: string) => ({ type: 'Document', mediaType: sent[file]!.type, url: `${origin.url}${file}`, name: `clip ${file}`, ...(type === 'Audio' ? {} : { width: 640, height: 480 }) });
+
+const ffmpeg = (...args: string[]) => execFileSync('ffmpeg', ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', ...args]);
+function clip(name: string, args: string[]): Buffer {
+  ffmpeg(...args, join(dir, name));
+  return readFileSync(join(dir, name));
+}
+async function served(url: string): Promise<Buffer> {
+  const res = await ours.app.inject({ method: 'GET', url: path(url) });
+  expect(res.statusCode, url).toBe(200);
+  return res.rawPayload;
+}
+/** ffprobe's streams and format of a file. */
+function probe(data: Buffer): { streams: Json[]; format: Json } {
+  const file = join(dir, `probed-${Math.random().toString(36).slice(2)}`);
+  writeFileSync(file, data);
+  return JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file]).toString());
+}
+/** A stream's packets' checksum: equal when the stream was copied, not re-encoded. */
+function streamHash(data: Buffer, stream: string): string {
+  const file = join(dir, `hashed-${Math.random().toString(36).slice(2)}`);
+  writeFileSync(file, data);
+  return execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', file, '-map', stream, '-c', 'copy', '-f', 'md5', '-']).toString().trim();
+}
+const MUXER_TAGS = new Set(['encoder', 'major_brand', 'minor_version', 'compatible_brands', 'handler_name', 'vendor_id', 'language']);
+const userTags = (x: { streams: Json[]; format: Json }) => [x.format.tags ?? {}, ...x.streams.map((st) => st.tags ?? {})].flatMap((t) => Object.keys(t)).filter((k) => !MUXER_TAGS.has(k));
+const fastStart = (mp4: Buffer) => mp4.indexOf('moov') >= 0 && mp4.indexOf('moov') < mp4.indexOf('mdat');
+
+beforeAll(async () => {
+  requireProgram(findExecutable('ffmpeg'), 'ffmpeg', 'ffmpeg');
+  requireProgram(findExecutable('ffprobe'), 'ffprobe', 'ffmpeg');
+  dir = mkdtempSync(join(tmpdir(), 'remote-media-convert-test-'));
+  const sine = ['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1'];
+  // An odd size (VP9 takes it; H.264 in 4:2:0 is made even), so the converted file's figures differ from the copy's.
+  const vp9 = clip('vp9.webm', ['-f', 'lavfi', '-i', 'testsrc=size=65x49:rate=10:duration=1', ...sine, '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8',
+    '-pix_fmt', 'yuv420p', '-c:a', 'libopus', '-shortest', '-metadata', 'title=Secret title']);
+  const testsrc = ['-f', 'lavfi', '-i', 'testsrc=size=64x64:rate=10:duration=1'];
+  const mov = clip('h264.mov', [...testsrc, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', '-metadata', 'location=+48.8583+002.2945/', '-f', 'mov']);
+  const opus = clip('voice.opus', [...sine, '-c:a', 'libopus', '-metadata', 'artist=Someone', '-f', 'ogg']);
+  const mp4 = clip('h264.mp4', [...testsrc, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest']);
+  Object.assign(sent, {
+    '/media/vp9.webm': { type: 'video/webm', body: vp9 },
+    '/media/h264.mov': { type: 'video/quicktime', body: mov },
+    '/media/voice.opus': { type: 'audio/ogg; codecs=opus', body: opus },
+    '/media/h264.mp4': { type: 'video/mp4', body: mp4 },
+  });
+  origin = await mediaOrigin(sent);
+  [ours, peer] = await Promise.all([startHttpsInstance({ MAX_VIDEO_BYTES: '1000000' }), startStrictPeer()]);
+  [alice] = await registerUsers(ours.app, 'alice');
+  gus = await peer.addActor('gus');
+  const found = await api(`/api/v2/search?q=${encodeURIComponent(`gus@${peer.domain}`)}&resolve=true&type=accounts`);
+  const gusId = found.accounts[0].id;
+  await api(`/api/v1/accounts/${gusId}/follow`, 'POST');
+  // Followed (gus's server accepts at once), so that gus's posts concern this server.
+  await until(async () => (await api(`/api/v1/accounts/relationships?id[]=${gusId}`))[0], (r) => r.following === true, 'alice follows gus');
+}, 60_000);
+afterAll(async () => {
+  await ours?.ctx.jobs.media.resume().catch(() => {});
+  await Promise.all([ours?.close(), peer?.close(), origin?.close()]);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("other servers' video and audio that would not play everywhere", () => {
+  it('are served as copied, then converted on the media queue: the attachment, its meta and the post name the new file', async () => {
+    // The media queue held, so that the copies can be seen before their conversion.
+    await ours.ctx.jobs.media.pause();
+    const uri = await pushNote([attachment('/media/vp9.webm', 'Video'), attachment('/media/h264.mov', 'Video'), attachment('/media/voice.opus', 'Audio'), attachment('/media/h264.mp4', 'Video')]);
+    const copied = await until(() => statusByUri(uri), (s) => s.media_attachments.length === 4 && s.media_attachments.every((m: Json) => m.url.startsWith(`${ours.url}/system/`)), 'copies made', CONVERSION_WAIT_MS);
+    const [webm, mov, opus, mp4] = copied.media_attachments as Json[];
+    // Opus in Ogg (which file-type calls `audio/ogg; codecs=opus`) is copied, not refused.
+    expect([webm!.url, mov!.url, opus!.url, mp4!.url].map((u: string) => u.slice(u.lastIndexOf('/') + 1))).toEqual(['original.webm', 'original.mov', 'original.ogg', 'original.mp4']);
+    expect(await served(webm!.url)).toEqual(sent['/media/vp9.webm']!.body);
+    expect(webm!.meta.original).toMatchObject({ width: 65, height: 49 });
+    const { rows: queued } = await ours.ctx.db.query(`SELECT payload->>'mediaId' AS id FROM outbox WHERE kind = 'transcodeRemoteMedia' ORDER BY id`);
+    expect(queued.map((r) => r.id).sort()).toEqual([webm!.id, mov!.id, opus!.id].sort());
+
+    await ours.ctx.jobs.media.resume();
+    const converted = await until(() => statusByUri(uri), (s) => s.media_attachments.filter((m: Json) => /\/converted\.mp[34]$/.test(m.url)).length === 3, 'conversions', CONVERSION_WAIT_MS);
+    const [webm2, mov2, opus2, mp42] = converted.media_attachments as Json[];
+    for (const m of [webm2, mov2, opus2, mp42]) expectEntity('MediaAttachment', m);
+    // The same answer through the status itself (its cached rendering refreshed too).
+    expect((await api(`/api/v1/statuses/${converted.id}`)).media_attachments.map((m: Json) => m.url)).toEqual(converted.media_attachments.map((m: Json) => m.url));
+
+    // VP9 and Opus in WebM: H.264 + AAC in MP4, faststart, metadata gone; the meta is the new file's (made even).
+    expect(webm2!.url).toMatch(new RegExp(`^${ours.url}/system/cache/media/${webm2!.id}/.*/converted\\.mp4$`));
+    expect(webm2!.type).toBe('video');
+    const webmFile = await served(webm2!.url);
+    const webmProbe = probe(webmFile);
+    expect(webmProbe.streams.map((st) => st.codec_name)).toEqual(['h264', 'aac']);
+    expect(webmProbe.format.tags?.major_brand).toBe('isom');
+    expect(userTags(webmProbe)).toEqual([]);
+    expect(fastStart(webmFile)).toBe(true);
+    expect(webm2!.meta.original).toMatchObject({ width: 64, height: 48, frame_rate: '10/1' });
+    expect(webm2!.meta.original.duration).toBeGreaterThan(0.9);
+    expect(webm2!.meta.small).toEqual(webm!.meta.small);
+    expect(webm2!.preview_url).toBe(webm!.preview_url);
+    // The copy as sent is gone, and so is its entry in the ledger of copies.
+    expect((await ours.app.inject({ method: 'GET', url: path(webm!.url) })).statusCode).toBe(404);
+    const { rows: files } = await ours.ctx.db.query(`SELECT key FROM cached_files WHERE owner_id = $1 ORDER BY key`, [webm2!.id]);
+    expect(files.map((f) => f.key.slice(f.key.lastIndexOf('/') + 1))).toEqual(['converted.mp4', 'small.jpg']);
+
+    // H.264 + AAC in QuickTime: re-packed into MP4, its streams copied, its metadata gone.
+    const movFile = await served(mov2!.url);
+    const movProbe = probe(movFile);
+    expect(mov2!.url.endsWith('/converted.mp4')).toBe(true);
+    expect(movProbe.streams.map((st) => st.codec_name)).toEqual(['h264', 'aac']);
+    expect(movProbe.format.tags?.major_brand).toBe('isom');
+    expect(streamHash(movFile, '0:v:0')).toBe(streamHash(sent['/media/h264.mov']!.body, '0:v:0'));
+    expect(movFile.includes('48.8583')).toBe(false);
+    expect(fastStart(movFile)).toBe(true);
+
+    // Opus in Ogg: MP3, its tags gone, its duration in meta.
+    expect(opus2!.type).toBe('audio');
+    expect(opus2!.url.endsWith('/converted.mp3')).toBe(true);
+    const opusFile = await served(opus2!.url);
+    const opusProbe = probe(opusFile);
+    expect(opusProbe.streams.map((st) => [st.codec_type, st.codec_name])).toEqual([['audio', 'mp3']]);
+    expect(opusFile.includes('Someone')).toBe(false);
+    expect(opus2!.meta.original.duration).toBeGreaterThan(0.9);
+    expect(opus2!.meta.original.duration).toBeLessThan(1.3);
+    const { rows: stored } = await ours.ctx.db.query(`SELECT original_type FROM media_attachments WHERE id = $1`, [opus2!.id]);
+    expect(stored[0].original_type).toBe('audio/mpeg');
+
+    // H.264 + AAC in MP4 plays everywhere: kept as it came.
+    expect(mp42!.url).toBe(mp4!.url);
+    expect(await served(mp42!.url)).toEqual(sent['/media/h264.mp4']!.body);
+    // Each file fetched once from its server.
+    for (const file of Object.keys(sent)) expect(origin.hits.get(file), file).toBe(1);
+  }, CONVERSION_WAIT_MS * 3);
+
+  it('keeps serving the copy of a file that cannot be converted, with a warning, and the post is read as before', async () => {
+    await ours.ctx.jobs.media.pause();
+    const uri = await pushNote([attachment('/media/vp9.webm', 'Video')]);
+    const copied = await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.startsWith(`${ours.url}/system/`), 'copy made', CONVERSION_WAIT_MS);
+    const media = copied.media_attachments[0];
+    // Converted here by hand with an ffmpeg that crashes (the server's worker, held, never sees the job).
+    const crash = join(dir, 'ffmpeg-crashes');
+    writeFileSync(crash, '#!/bin/sh\nkill -SEGV $$\n');
+    chmodSync(crash, 0o755);
+    const warnings: string[] = [];
+    const log = { warn: (o: object, msg: string) => void warnings.push(`${msg}: ${(o as { reason: string }).reason}`) };
+    expect(await convertAttachment({ ...ours.ctx, config: { ...ours.ctx.config, ffmpegPath: crash } }, media.id, log)).toBe('kept');
+    expect(warnings).toEqual([expect.stringMatching(/^remote media not converted: its copy is served as sent: ffmpeg was stopped by SIGSEGV/)]);
+    const res = await ours.app.inject({ method: 'GET', url: `/api/v1/statuses/${copied.id}`, headers: bearer(alice.token) });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().media_attachments[0].url).toBe(media.url);
+    expect(await served(media.url)).toEqual(sent['/media/vp9.webm']!.body);
+    const { rows } = await ours.ctx.db.query(`SELECT key FROM cached_files WHERE owner_id = $1 AND key LIKE '%converted%'`, [media.id]);
+    expect(rows).toEqual([]);
+
+    // With the machine's ffmpeg, the queued job converts it.
+    await ours.ctx.jobs.media.resume();
+    await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.endsWith('/converted.mp4'), 'converted by the job', CONVERSION_WAIT_MS);
+  }, CONVERSION_WAIT_MS * 3);
+});

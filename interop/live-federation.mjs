@@ -2,7 +2,7 @@
 // Live federation checks against other servers on loopback (GoToSocial, Hollo, snac), as docs/interop.md describes.
 // Not part of `npm test`: the peers are built and started by hand (docs/interop.md, ../shared/INTEROP.md).
 //
-//   npm run interop -- [scenario …]      (scenarios: emoji reactions profile thread media remote-follow)
+//   npm run interop -- [scenario …]      (scenarios: emoji reactions profile thread media remote-follow video)
 //
 // Run it with the environment this server was started with (DATABASE_URL, REDIS_URL, DATA_DIR, …): our side's emoji
 // is added through `npm run cli -- emoji add`. Prints one line per check and a Markdown table of the results.
@@ -115,10 +115,10 @@ const png = (r, g, b, size = 64) => sharp({ create: { width: size, height: size,
   .png().toBuffer();
 const file = (buf, name, type = 'image/png') => new File([buf], name, { type });
 
-async function until(what, fn, { timeout = 30_000, every = 1000 } = {}) {
+async function until(what, fn, { timeout = 30_000, every = 1000, stopOn = () => false } = {}) {
   const end = Date.now() + timeout; let last;
   while (Date.now() < end) {
-    try { last = await fn(); if (last) return last; } catch (err) { last = err; }
+    try { last = await fn(); if (last) return last; } catch (err) { last = err; if (stopOn(err)) throw new Error(`${what}: ${err.message}`); }
     await sleep(every);
   }
   throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
@@ -380,6 +380,142 @@ async function media() {
   });
 }
 
+// 7. Video and audio both ways with GoToSocial (which stores what it is sent as sent, and probes it with ffprobe).
+const FFMPEG = env('FFMPEG_PATH', 'ffmpeg');
+const FFPROBE = env('FFPROBE_PATH', 'ffprobe');
+/** A 2 s clip made with ffmpeg: 320x240 at 25 fps (a test pattern) with a 440 Hz tone, in the codecs asked for. */
+function clip(dir, name, args) {
+  const out = join(dir, name);
+  const made = spawnSync(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc2=s=320x240:r=25:d=2', '-f', 'lavfi', '-i', 'sine=f=440:d=2', ...args, '-shortest', out], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`ffmpeg ${name}: ${made.stderr}`);
+  return readFileSync(out);
+}
+const CLIPS = {
+  'H.264/AAC MP4': { name: 'clip.mp4', type: 'video/mp4', args: ['-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-movflags', '+faststart'] },
+  'VP9/Opus WebM': { name: 'clip.webm', type: 'video/webm', args: ['-c:v', 'libvpx-vp9', '-b:v', '200k', '-c:a', 'libopus'] },
+  'HEVC/AAC MP4': { name: 'clip-hevc.mp4', type: 'video/mp4', args: ['-c:v', 'libx265', '-x265-params', 'log-level=error', '-tag:v', 'hvc1', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-movflags', '+faststart'] },
+  'MP3 audio': { name: 'clip.mp3', type: 'audio/mpeg', args: ['-map', '1:a', '-c:a', 'libmp3lame', '-q:a', '4'] },
+  'Opus audio in Ogg': { name: 'clip.ogg', type: 'audio/ogg', args: ['-map', '1:a', '-c:a', 'libopus'] },
+  'H.264/AAC in Matroska': { name: 'clip.mkv', type: 'video/x-matroska', args: ['-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac'] },
+  'Theora/Vorbis in Ogg': { name: 'clip.ogv', type: 'video/ogg', args: ['-c:v', 'libtheora', '-q:v', '5', '-c:a', 'libvorbis'] },
+};
+/** The codecs of a file as ffprobe reads them, e.g. "h264+aac" (fetched to a temporary file). */
+async function codecsOf(url, dir) {
+  const res = await fetch(url, { headers: { 'user-agent': UA } });
+  const path = join(dir, `probe-${Date.now()}`);
+  writeFileSync(path, Buffer.from(await res.arrayBuffer()));
+  const p = spawnSync(FFPROBE, ['-v', 'error', '-print_format', 'json', '-show_streams', '-show_format', path], { encoding: 'utf8' });
+  const j = JSON.parse(p.stdout || '{}');
+  return { type: res.headers.get('content-type') ?? '', status: res.status, url: res.url, codecs: (j.streams ?? []).map((x) => x.codec_name).join('+'), format: j.format?.format_name ?? '' };
+}
+/** Our upload, once processed. */
+async function uploadOurs(media, description) {
+  const f = new FormData(); f.set('file', media); f.set('description', description);
+  const m = await ctx.ours.post('/api/v2/media', f);
+  return until('our media processing', async () => { const r = await ctx.ours.call('GET', `/api/v1/media/${m.id}`); expect(r.status !== 422, JSON.stringify(r.data)); return r.status === 200 ? r.data : null; }, { timeout: 90_000 });
+}
+
+async function video() {
+  const S = '7 video';
+  const dir = mkdtempSync(join(tmpdir(), 'interop-video-'));
+  const made = Object.fromEntries(Object.entries(CLIPS).map(([k, c]) => [k, clip(dir, c.name, c.args)]));
+
+  // Ours → GoToSocial: alice's video and audio as replies to a post of bob's (bob follows alice), so that
+  // GoToSocial's web page of bob's thread shows them.
+  await follow(ctx.bob, ctx.ourAcct);
+  const top = await ctx.bob.post('/api/v1/statuses', { status: `Show me a video ${stamp}`, visibility: 'public' });
+  const topHere = await resolveStatus(ctx.ours, top.uri);
+  for (const [label, kind] of [['H.264/AAC MP4', 'video'], ['MP3 audio', 'audio']]) {
+    const c = CLIPS[label];
+    await check(S, `ours → GoToSocial: our ${kind} (${label} uploaded here)`, async () => {
+      const m = await uploadOurs(file(made[label], c.name, c.type), `a ${kind} clip`);
+      expect(m.type === kind, `our API: type ${m.type}`);
+      const post = await ctx.ours.post('/api/v1/statuses', { status: `@${gts.admin}@${new URL(GTS).host} ${kind} ${stamp}`, visibility: 'public', media_ids: [m.id], in_reply_to_id: topHere.id });
+      // Delivered (not fetched): it turns up among the replies of bob's post on GoToSocial.
+      const there = await until('GoToSocial to receive the post', async () => (await ctx.bob.get(`/api/v1/statuses/${top.id}/context`)).descendants.find((x) => x.uri === post.uri), { timeout: 60_000 });
+      const a = await until('GoToSocial to process the attachment', async () => {
+        const x = (await ctx.bob.get(`/api/v1/statuses/${there.id}`)).media_attachments[0];
+        return x && x.type !== 'unknown' && x.meta?.original ? x : null;
+      }, { timeout: 60_000 });
+      const o = a.meta.original;
+      expect(a.type === kind, `GoToSocial's type ${a.type} (${JSON.stringify(a.meta)})`);
+      expect(o.duration > 1.5 && o.duration < 2.5, `duration ${o.duration}`);
+      if (kind === 'video') expect(o.width === 320 && o.height === 240, `size ${o.width}x${o.height}`);
+      expect(kind === 'audio' || a.preview_url, `no preview_url: ${JSON.stringify(a)}`);
+      const got = await landing(a.url);
+      expect(got.status === 200 && got.type.startsWith(`${kind}/`), `${a.url} → ${got.status} ${got.type}`);
+      // GoToSocial's web page of the thread: a <video> (GoToSocial plays audio in one too) whose source answers.
+      const page = await (await fetch(`${GTS}/@${gts.admin}/statuses/${top.id}`, { headers: { 'user-agent': UA, accept: 'text/html' } })).text();
+      const tag = [...page.matchAll(/<video[\s\S]*?<\/video>/g)].map((x) => x[0]).find((v) => v.includes(a.url));
+      expect(tag, `no <video> with ${a.url} on GoToSocial's page of the thread`);
+      const src = /<source type="([^"]+)" src="([^"]+)"/.exec(tag);
+      const played = await landing(src[2].replace(/&amp;/g, '&'));
+      expect(played.status === 200 && played.type === src[1], `<source type="${src[1]}"> ${src[2]} → ${played.status} ${played.type}`);
+      return `type ${a.type}; meta.original ${JSON.stringify(o)}; preview_url ${a.preview_url ?? 'none'}; web page <source type="${src[1]}"> answers ${played.status} ${played.type}`;
+    });
+  }
+
+  // GoToSocial → ours: dave's uploads (alice follows dave, whose account is opened as in scenario 5).
+  const unlock = new FormData(); unlock.set('locked', 'false');
+  await ctx.dave.patch('/api/v1/accounts/update_credentials', unlock);
+  for (const r of await ctx.dave.get('/api/v1/follow_requests')) await ctx.dave.post(`/api/v1/follow_requests/${r.id}/authorize`);
+  await follow(ctx.ours, `${gts.other}@${new URL(GTS).host}`);
+  for (const label of Object.keys(CLIPS)) {
+    const c = CLIPS[label];
+    const kind = c.type.split('/')[0];
+    const mf = new FormData(); mf.set('file', file(made[label], c.name, c.type)); mf.set('description', label);
+    const up = await ctx.dave.call('POST', '/api/v2/media', mf);
+    if (up.status >= 300) {
+      results.push({ scenario: S, name: `GoToSocial → ours: ${label}`, ok: true, seen: `GoToSocial refuses the upload: ${up.status} ${JSON.stringify(up.data).slice(0, 200)}` });
+      log(`NOTE ${S} · GoToSocial refuses ${label}: ${up.status}`);
+      continue;
+    }
+    await until('GoToSocial to process the upload', async () => (await ctx.dave.call('GET', `/api/v1/media/${up.data.id}`)).status === 200, { timeout: 60_000 });
+    const post = await ctx.dave.post('/api/v1/statuses', { status: `${label} ${stamp}`, visibility: 'public', media_ids: [up.data.id] });
+    const theirs = post.media_attachments[0];
+    let copied = null;
+    await check(S, `GoToSocial → ours: ${label} (GoToSocial calls it ${theirs.type}, ${(await landing(theirs.url)).type})`, async () => {
+      const st = await resolveStatus(ctx.ours, post.uri);
+      // The copy is made by a job: until then `url` is the media proxy's (which makes it at once, or answers 404 when
+      // it cannot be made) and there is no preview.
+      let last;
+      const a = await until('our copy of the attachment', async () => {
+        last = (await ctx.ours.get(`/api/v1/statuses/${st.id}`)).media_attachments[0];
+        if (last && onOurs(last.preview_url) && last.meta?.original) return last;
+        const got = last?.url ? await landing(last.url) : null;
+        if (got?.status === 404) throw Object.assign(new Error('not served'), { final: true });
+        return null;
+      }, { timeout: 90_000, every: 2000, stopOn: (err) => err.final }).catch(async (err) => {
+        const got = last?.url ? await landing(last.url) : null;
+        throw new Error(`${err.message}; our API: type ${last?.type}, url ${last?.url} → ${got?.status} ${got?.type}, preview_url ${last?.preview_url}, meta ${JSON.stringify(last?.meta)}`);
+      });
+      const o = a.meta.original;
+      expect(a.type === kind, `type ${a.type}`);
+      expect(o.duration > 1.5 && o.duration < 2.5, `meta.original ${JSON.stringify(o)}`);
+      if (kind === 'video') expect(o.width === 320 && o.height === 240 && /^25(\/1)?$/.test(String(o.frame_rate)), `meta.original ${JSON.stringify(o)}`);
+      const preview = await landing(a.preview_url);
+      expect(preview.status === 200 && preview.type.startsWith('image/') && onOurs(preview.url), `preview ${a.preview_url} → ${preview.status} ${preview.type} ${preview.url}`);
+      const served = await codecsOf(a.url, dir);
+      expect(served.status === 200 && onOurs(served.url) && served.type.startsWith(`${kind}/`), `${a.url} → ${served.status} ${served.type} ${served.url}`);
+      copied = st;
+      return `type ${a.type}; meta.original ${JSON.stringify(o)}; preview ${preview.type}; url → ${served.type} (${served.codecs})`;
+    });
+    // What every browser plays: H.264 + AAC in MP4, or MP3. Another server's other codecs are converted here.
+    const playable = kind === 'video' ? (x) => x.type === 'video/mp4' && x.codecs === 'h264+aac' : (x) => x.type === 'audio/mpeg' && x.codecs === 'mp3';
+    await check(S, `GoToSocial → ours: ${label} served as ${kind === 'video' ? 'H.264/AAC MP4' : 'MP3'}`, async () => {
+      expect(copied, 'no copy here (above)');
+      let served;
+      await until('a file every browser plays on our file host', async () => {
+        const a = (await ctx.ours.get(`/api/v1/statuses/${copied.id}`)).media_attachments[0];
+        served = await codecsOf(a.url, dir);
+        return playable(served) ? served : null;
+      }, { timeout: 90_000, every: 3000 }).catch(() => {});
+      expect(served && playable(served), `served ${served?.status} ${served?.type} (${served?.codecs}, ${served?.format})`);
+      return `${served.type} (${served.codecs})`;
+    });
+  }
+}
+
 // 6. Remote follow from our public page toward GoToSocial.
 async function remoteFollow() {
   const S = '6 remote follow';
@@ -397,7 +533,7 @@ async function remoteFollow() {
   });
 }
 
-const ALL = { emoji, reactions, profile, thread, media, 'remote-follow': remoteFollow };
+const ALL = { emoji, reactions, profile, thread, media, 'remote-follow': remoteFollow, video };
 const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(ALL);
 await setup();
 for (const name of wanted) {

@@ -26,6 +26,7 @@ const AV_TYPES: Record<string, { type: 'video' | 'audio'; extension: string }> =
   'video/webm': { type: 'video', extension: 'webm' },
   'video/quicktime': { type: 'video', extension: 'mov' },
   'video/x-m4v': { type: 'video', extension: 'm4v' },
+  'video/ogg': { type: 'video', extension: 'ogv' },
   'audio/mpeg': { type: 'audio', extension: 'mp3' },
   'audio/ogg': { type: 'audio', extension: 'ogg' },
   'audio/opus': { type: 'audio', extension: 'opus' },

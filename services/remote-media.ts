@@ -9,7 +9,7 @@ import { colorsOf } from './media-colors.ts';
 import { loadSharp } from './sharp.ts';
 import {
   cachedAttachmentsBefore, cachedKeysOf, cachedUsage, clearAttachmentCopies, forgetCachedFiles, recordCachedFiles, remoteAccountImage,
-  remoteAttachmentIdsOfStatus, remoteAttachments, setAccountImageCopy, setAttachmentCopy, setConvertedAttachment, type CachedKind,
+  remoteAttachmentIdsOfStatus, remoteAttachments, setAccountImageCopy, setAttachmentCopy, setAttachmentUnknown, setConvertedAttachment, type CachedKind,
 } from '../storage/cached-files.ts';
 import { transaction } from '../storage/db.ts';
 import { addToOutbox, type OutboxRow } from '../storage/outbox.ts';
@@ -104,6 +104,18 @@ function isNetworkError(err: unknown): boolean {
   return (err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError' || (typeof code === 'string' && /^(E[A-Z]+|UND_ERR_.*|ERR_TLS.*|ERR_SSL.*|CERT_.*|DEPTH_ZERO.*|SELF_SIGNED.*|UNABLE_TO_.*)$/.test(code));
 }
 
+/**
+ * An attachment whose file was fetched but cannot be shown here (not a format taken, nothing ffprobe or sharp can read,
+ * not what its sender says, beyond the upload limits) is refused and becomes `unknown`, a link to its origin, as
+ * Mastodon keeps one it could not download: readers' apps show it as such, not as a video that never loads, and it is
+ * not fetched again. What failed on the way (the network, the other server) is tried again later.
+ */
+async function notShowable(ctx: Ctx, m: { id: string; status_id: string | null; remote_url: string }, err: unknown, log?: Log): Promise<CopyOutcome> {
+  const outcome = await refused(ctx, `attachment:${m.id}`, m.remote_url, err, log);
+  if (err instanceof Undecodable && (await setAttachmentUnknown(ctx.db, m.id)) && m.status_id) await ctx.versions.bump({ statuses: [m.status_id] });
+  return outcome;
+}
+
 /** Copies a remote attachment (an image is re-encoded without metadata and given a preview; video and audio as sent). */
 export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: CopyUrgency = 'now'): Promise<CopyOutcome> {
   return once(`attachment:${mediaId}`, async () => {
@@ -130,7 +142,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
       try {
         r = await pictureWork(ctx, urgency, () => renderImage(fetched.body));
       } catch (err) {
-        return refused(ctx, `attachment:${mediaId}`, m.remote_url, err, log);
+        return notShowable(ctx, m, err, log);
       }
       copy = {
         files: [{ key: `${base}/original.${r.original.extension}`, data: r.original.data, type: r.original.contentType }, { key: `${base}/small.webp`, data: r.small.data, type: 'image/webp' }],
@@ -139,7 +151,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
       };
     } else {
       const av = await avFormatOf(fetched.body);
-      if (!av) return refused(ctx, `attachment:${mediaId}`, m.remote_url, new Undecodable(`not a video or audio file (${fetched.contentType})`), log);
+      if (!av) return notShowable(ctx, m, new Undecodable(`not a video or audio file (${fetched.contentType})`), log);
       const original = { key: `${base}/original.${av.extension}`, data: fetched.body, type: av.mime };
       const tools = mediaTools(ctx.config);
       // The preview image the other server gave (PeerTube's thumbnail) is the small image when it can be had; else,
@@ -155,7 +167,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
         try {
           probed = await probeRemote(ctx.config, fetched.body, m.type === 'audio' ? 'audio' : 'video', av.mime);
         } catch (err) {
-          return refused(ctx, `attachment:${mediaId}`, m.remote_url, err instanceof Unprocessable ? new Undecodable(err.message) : err, log);
+          return notShowable(ctx, m, err instanceof Unprocessable ? new Undecodable(err.message) : err, log);
         }
         const preview = given?.data ?? probed.preview ?? await plainPreview();
         const size = given ?? await imageSize(preview);

@@ -100,6 +100,17 @@ export async function setConvertedAttachment(db: Queryable, id: string, c: { fro
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * A remote attachment whose file cannot be shown here: `unknown`, a link to its origin, as Mastodon keeps an attachment
+ * it could not download. False when it has a copy, is gone, or was already so.
+ */
+export async function setAttachmentUnknown(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE media_attachments SET type = 'unknown' WHERE id = $1 AND remote_url IS NOT NULL AND original_key IS NULL AND type <> 'unknown'`, [id],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** Copies removed: the attachments render from the media proxy again. Returns their statuses. */
 export async function clearAttachmentCopies(db: Queryable, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];

@@ -2,6 +2,7 @@
 // WebM made H.264 + AAC in MP4, H.264 + AAC in QuickTime re-packed into MP4 (streams copied), Opus in Ogg made MP3;
 // the copy served until the converted file is stored, then the attachment, its meta and the post's renderings name
 // the new file. H.264 + AAC in MP4 is left as it came. A file that cannot be converted keeps its copy, with a warning.
+// GoToSocial's Ogg video is taken and converted; its Matroska, which Mastodon does not take either, becomes a link.
 // Clips made here by ffmpeg (1 s, tiny); the posts arrive as signed deliveries from a strict peer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -54,6 +55,15 @@ async function pushNote(attachment: Json[]): Promise<string> {
   expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': AS, id: `${id}/activity`, type: 'Create', actor: gus, object, to: PUBLIC })).toBe(202);
   return id;
 }
+/** A Note with these attachments as GoToSocial 0.19 sends it: its context, a Document per file with its blurhash. */
+async function pushGoToSocialNote(files: string[]): Promise<string> {
+  const id = `${gus}/statuses/01GTS${++seq}`;
+  const attachment = files.map((file) => ({ blurhash: 'LIIE|gRj00WB-;j[t7j[4nWBj[Rj', mediaType: sent[file]!.type, name: '', type: 'Document', url: `${origin.url}${file}` }));
+  const context = ['https://gotosocial.org/ns', AS, { Emoji: 'toot:Emoji', Hashtag: 'as:Hashtag', blurhash: 'toot:blurhash', sensitive: 'as:sensitive', toot: 'http://joinmastodon.org/ns#' }];
+  const object = { id, type: 'Note', attributedTo: gus, content: `<p>clips ${seq}</p>`, published: new Date().toISOString(), sensitive: false, to: PUBLIC, cc: `${gus}/followers`, attachment, tag: [] };
+  expect(await peer.send('gus', `${ours.url}/inbox`, { '@context': context, id: `${id}/activity`, type: 'Create', actor: gus, object, to: PUBLIC, cc: `${gus}/followers` })).toBe(202);
+  return id;
+}
 const statusByUri = (uri: string) => until(async () => (await api(`/api/v2/search?q=${encodeURIComponent(uri)}&type=statuses`)).statuses as Json[], (l) => l.length === 1, `status ${uri}`).then((l) => l[0]!);
 const attachment = (file: string, type: string) => ({ type: 'Document', mediaType: sent[file]!.type, url: `${origin.url}${file}`, name: `clip ${file}`, ...(type === 'Audio' ? {} : { width: 640, height: 480 }) });
 
@@ -95,11 +105,16 @@ beforeAll(async () => {
   const mov = clip('h264.mov', [...testsrc, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', '-metadata', 'location=+48.8583+002.2945/', '-f', 'mov']);
   const opus = clip('voice.opus', [...sine, '-c:a', 'libopus', '-metadata', 'artist=Someone', '-f', 'ogg']);
   const mp4 = clip('h264.mp4', [...testsrc, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest']);
+  // What GoToSocial takes from its users and sends on as it came (it names Matroska `video/x-matroska`).
+  const theora = clip('theora.ogv', [...testsrc, ...sine, '-c:v', 'libtheora', '-c:a', 'libvorbis', '-shortest', '-f', 'ogg']);
+  const mkv = clip('h264.mkv', [...testsrc, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', '-f', 'matroska']);
   Object.assign(sent, {
     '/media/vp9.webm': { type: 'video/webm', body: vp9 },
     '/media/h264.mov': { type: 'video/quicktime', body: mov },
     '/media/voice.opus': { type: 'audio/ogg; codecs=opus', body: opus },
     '/media/h264.mp4': { type: 'video/mp4', body: mp4 },
+    '/fileserver/01GTS/attachment/original/01THEORA.ogv': { type: 'video/ogg', body: theora },
+    '/fileserver/01GTS/attachment/original/01MATROSKA.mkv': { type: 'video/x-matroska', body: mkv },
   });
   origin = await mediaOrigin(sent);
   [ours, peer] = await Promise.all([startHttpsInstance({ MAX_VIDEO_BYTES: '1000000' }), startStrictPeer()]);
@@ -182,7 +197,7 @@ describe("other servers' video and audio that would not play everywhere", () => 
     expect(mp42!.url).toBe(mp4!.url);
     expect(await served(mp42!.url)).toEqual(sent['/media/h264.mp4']!.body);
     // Each file fetched once from its server.
-    for (const file of Object.keys(sent)) expect(origin.hits.get(file), file).toBe(1);
+    for (const file of ['/media/vp9.webm', '/media/h264.mov', '/media/voice.opus', '/media/h264.mp4']) expect(origin.hits.get(file), file).toBe(1);
   }, CONVERSION_WAIT_MS * 3);
 
   it('keeps serving the copy of a file that cannot be converted, with a warning, and the post is read as before', async () => {
@@ -208,5 +223,29 @@ describe("other servers' video and audio that would not play everywhere", () => 
     // With the machine's ffmpeg, the queued job converts it.
     await ours.ctx.jobs.media.resume();
     await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.endsWith('/converted.mp4'), 'converted by the job', CONVERSION_WAIT_MS);
+  }, CONVERSION_WAIT_MS * 3);
+
+  it("takes GoToSocial's Ogg video as Mastodon does and converts it; its Matroska, which Mastodon does not take, becomes a link to its server", async () => {
+    const theora = '/fileserver/01GTS/attachment/original/01THEORA.ogv';
+    const matroska = '/fileserver/01GTS/attachment/original/01MATROSKA.mkv';
+    const uri = await pushGoToSocialNote([theora, matroska]);
+    const status = await until(() => statusByUri(uri), (s) => s.media_attachments[0]?.url.endsWith('/converted.mp4') && s.media_attachments[1]?.type === 'unknown', 'Ogg converted, Matroska refused', CONVERSION_WAIT_MS);
+    const [ogv, mkv] = status.media_attachments as Json[];
+    for (const m of [ogv, mkv]) expectEntity('MediaAttachment', m);
+    expect(ogv!.type).toBe('video');
+    expect(probe(await served(ogv!.url)).streams.map((st) => st.codec_name)).toEqual(['h264', 'aac']);
+    expect(ogv!.meta.original).toMatchObject({ width: 64, height: 64, frame_rate: '10/1' });
+    expect(ogv!.preview_url.startsWith(`${ours.url}/system/`)).toBe(true);
+
+    // Not a video that never loads: a link to the file on its server, as Mastodon shows what it could not download.
+    expect(mkv).toMatchObject({ type: 'unknown', url: `${origin.url}${matroska}`, remote_url: `${origin.url}${matroska}`, preview_url: null });
+    expect((await ours.app.inject({ method: 'GET', url: `/media_proxy/${mkv!.id}/original` })).statusCode).toBe(404);
+    const { rows } = await ours.ctx.db.query(`SELECT count(*)::int AS n FROM cached_files WHERE owner_id = $1`, [mkv!.id]);
+    expect(rows[0].n).toBe(0);
+    // Fetched once: neither later views nor the end of the failure's memory ask its server again.
+    await ours.ctx.redis.del(`${ours.config.redisPrefix}media-cache-failed:attachment:${mkv!.id}`);
+    expect((await ours.app.inject({ method: 'GET', url: `/media_proxy/${mkv!.id}/original` })).statusCode).toBe(404);
+    expect(origin.hits.get(matroska)).toBe(1);
+    expect(origin.hits.get(theora)).toBe(1);
   }, CONVERSION_WAIT_MS * 3);
 });

@@ -243,7 +243,7 @@ describe("other servers' media, copied here", () => {
     expect(tone!.meta.small).toMatchObject({ width: 400, height: 400 });
   });
 
-  it('refuses video and audio that are not what their sender says, with a warning and nothing stored, the post delivered', async () => {
+  it('refuses video and audio that are not what their sender says, with a warning and nothing stored, the post delivered with links to them', async () => {
     const av = (file: string, type: string, mediaType: string) => ({ type, mediaType, url: `${origin.url}${file}`, name: `clip ${file}` });
     const uri = await pushNote([av('/media/fake.mp4', 'Video', 'video/mp4'), av('/media/not-audio.mp3', 'Audio', 'audio/mpeg')]);
     const status = await statusByUri(uri);
@@ -260,8 +260,12 @@ describe("other servers' media, copied here", () => {
     const stored = await ours.ctx.db.query(`SELECT original_key, small_key, meta FROM media_attachments WHERE id = ANY($1::bigint[])`, [ids]);
     expect(stored.rows.every((r) => r.original_key === null && r.small_key === null && !r.meta.original)).toBe(true);
     expect(existsSync(join(ours.config.dataDir, 'files', 'cache', 'media', ids[0]!))).toBe(false);
+    // Shown as Mastodon shows what it could not download: `unknown`, a link to the file on its server.
+    const shown = (await statusByUri(uri)).media_attachments as Json[];
+    expect(shown.map((m) => [m.type, m.url, m.preview_url])).toEqual([['unknown', `${origin.url}/media/fake.mp4`, null], ['unknown', `${origin.url}/media/not-audio.mp3`, null]]);
 
-    // Asked directly, each says why, as a warning.
+    // Asked directly (as they arrived), each says why, as a warning.
+    await ours.ctx.db.query(`UPDATE media_attachments SET type = CASE WHEN id = $1 THEN 'video' ELSE 'audio' END WHERE id = ANY($2::bigint[])`, [ids[0], ids]);
     await ours.ctx.redis.del(ids.map((id) => `${ours.config.redisPrefix}media-cache-failed:attachment:${id}`));
     const warnings: string[] = [];
     const log = { warn: (o: object, msg: string) => void warnings.push(`${msg}: ${(o as { reason: string }).reason}`) };

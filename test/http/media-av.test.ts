@@ -36,6 +36,8 @@ const FIXTURES: Record<string, () => string[]> = {
     '-metadata', 'location=+48.8583+002.2945/', '-metadata', 'title=Secret title', '-metadata', 'creation_time=2024-05-01T10:00:00Z'],
   'h264.mp4': () => [...testsrc('80x48'), ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', '-metadata', 'title=Holiday', '-metadata', 'location=+40.0+010.0/'],
   'vp9.webm': () => [...testsrc('64x64'), '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-pix_fmt', 'yuv420p', '-metadata', 'title=Secret'],
+  // Theora and Vorbis in Ogg (Mastodon takes `video/ogg`).
+  'theora.ogv': () => [...testsrc('64x48'), ...sine, '-c:v', 'libtheora', '-c:a', 'libvorbis', '-shortest', '-metadata', 'title=Secret', '-f', 'ogg'],
   // One frame over the pixel limit (cheap to make), and a tenth of a second at 240 fps.
   'large.mp4': () => ['-f', 'lavfi', '-i', 'color=c=blue:size=4000x2200:rate=1:duration=1', '-frames:v', '1', '-c:v', 'mpeg4'],
   'fast.mp4': () => [...testsrc('32x32', 240, 0.1), '-c:v', 'mpeg4'],
@@ -184,6 +186,15 @@ describe('video', TESTS, () => {
     expect(media.meta.original).toMatchObject({ width: 64, height: 64 });
     const stored = await probeServed(media.url);
     expect(stored.streams.map((st) => st.codec_name)).toEqual(['h264']);
+    expect(userTags(stored)).toEqual([]);
+  });
+
+  it('takes Theora and Vorbis in Ogg, as Mastodon does, and makes them H.264 + AAC in MP4', async () => {
+    const media = await uploadAndProcess(fixture('theora.ogv'), 'clip.ogv', 'video/ogg');
+    expect(media.type).toBe('video');
+    expect(media.meta.original).toMatchObject({ width: 64, height: 48, frame_rate: '10/1' });
+    const stored = await probeServed(media.url);
+    expect(stored.streams.map((st) => st.codec_name)).toEqual(['h264', 'aac']);
     expect(userTags(stored)).toEqual([]);
   });
 

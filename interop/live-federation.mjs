@@ -396,7 +396,8 @@ const CLIPS = {
   'HEVC/AAC MP4': { name: 'clip-hevc.mp4', type: 'video/mp4', args: ['-c:v', 'libx265', '-x265-params', 'log-level=error', '-tag:v', 'hvc1', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-movflags', '+faststart'] },
   'MP3 audio': { name: 'clip.mp3', type: 'audio/mpeg', args: ['-map', '1:a', '-c:a', 'libmp3lame', '-q:a', '4'] },
   'Opus audio in Ogg': { name: 'clip.ogg', type: 'audio/ogg', args: ['-map', '1:a', '-c:a', 'libopus'] },
-  'H.264/AAC in Matroska': { name: 'clip.mkv', type: 'video/x-matroska', args: ['-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac'] },
+  // Matroska is not taken here (nor by Mastodon): it must show as a link to GoToSocial's file, not as a broken video.
+  'H.264/AAC in Matroska': { name: 'clip.mkv', type: 'video/x-matroska', args: ['-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac'], link: true },
   'Theora/Vorbis in Ogg': { name: 'clip.ogv', type: 'video/ogg', args: ['-c:v', 'libtheora', '-q:v', '5', '-c:a', 'libvorbis'] },
 };
 /** The codecs of a file as ffprobe reads them, e.g. "h264+aac" (fetched to a temporary file). */
@@ -473,6 +474,19 @@ async function video() {
     await until('GoToSocial to process the upload', async () => (await ctx.dave.call('GET', `/api/v1/media/${up.data.id}`)).status === 200, { timeout: 60_000 });
     const post = await ctx.dave.post('/api/v1/statuses', { status: `${label} ${stamp}`, visibility: 'public', media_ids: [up.data.id] });
     const theirs = post.media_attachments[0];
+    if (c.link) {
+      await check(S, `GoToSocial → ours: ${label} shown as a link to GoToSocial's file (not taken here, as Mastodon)`, async () => {
+        const st = await resolveStatus(ctx.ours, post.uri);
+        const a = await until('the attachment to be refused', async () => {
+          const x = (await ctx.ours.get(`/api/v1/statuses/${st.id}`)).media_attachments[0];
+          if (x?.type !== 'unknown') await landing(x.url); // a reader's first view: the proxy tries to copy it
+          return x?.type === 'unknown' ? x : null;
+        }, { timeout: 90_000, every: 2000 });
+        expect(a.url === a.remote_url && a.url.startsWith(`${GTS}/`) && a.preview_url === null, `url ${a.url} preview ${a.preview_url}`);
+        return `type unknown; url ${a.url}`;
+      });
+      continue;
+    }
     let copied = null;
     await check(S, `GoToSocial → ours: ${label} (GoToSocial calls it ${theirs.type}, ${(await landing(theirs.url)).type})`, async () => {
       const st = await resolveStatus(ctx.ours, post.uri);

@@ -413,7 +413,7 @@ async function codecsOf(url, dir) {
 async function uploadOurs(media, description) {
   const f = new FormData(); f.set('file', media); f.set('description', description);
   const m = await ctx.ours.post('/api/v2/media', f);
-  return until('our media processing', async () => { const r = await ctx.ours.call('GET', `/api/v1/media/${m.id}`); expect(r.status !== 422, JSON.stringify(r.data)); return r.status === 200 ? r.data : null; }, { timeout: 90_000 });
+  return until('our media processing', async () => { const r = await ctx.ours.call('GET', `/api/v1/media/${m.id}`); expect(r.status !== 422, JSON.stringify(r.data)); return r.status === 200 ? r.data : null; }, { timeout: 90_000, stopOn: () => true });
 }
 
 async function video() {

@@ -24,10 +24,17 @@ const AUDIO_BITRATE = 192_000;
 /** Previews of video and cover art: within 640x640, as Mastodon's `small` style of video. */
 const PREVIEW_SIZE = 640;
 /** Probing reads headers only: a few seconds is plenty, and it may run in a request. */
-const PROBE_TIMEOUT_MS = 15_000;
+/** A probe's time limit; a test may shorten it (read at each probe). */
+export const PROBE_LIMITS = { timeoutMs: 15_000 };
 
 /** A file that cannot be used, with the reason the uploader is told. */
 export class Unprocessable extends Error {}
+/**
+ * A program that did not finish in its time (or could not be started): it says nothing of the file, only of the
+ * machine at that moment (a busy one may starve a probe at low priority). Other servers' files are tried again later
+ * rather than taken for unreadable.
+ */
+export class ToolDidNotFinish extends Unprocessable {}
 
 export interface ProbeStream {
   index: number;
@@ -76,7 +83,7 @@ async function run(config: ToolConfig, program: 'ffmpeg' | 'ffprobe' | 'heifConv
   try {
     return await runTool(path, args, { ...limits(config, options.timeoutMs), stdin: options.stdin, maxStdout: options.maxStdout, priority: options.priority });
   } catch (err) {
-    if (err instanceof ToolFailed) throw new Unprocessable(`${name} ${err.message}`);
+    if (err instanceof ToolFailed) throw new (err.reason === 'timeout' || err.reason === 'spawn' ? ToolDidNotFinish : Unprocessable)(`${name} ${err.message}`);
     throw err;
   }
 }
@@ -85,9 +92,9 @@ async function run(config: ToolConfig, program: 'ffmpeg' | 'ffprobe' | 'heifConv
 export async function probe(config: ToolConfig, path: string): Promise<Probe> {
   let out: Buffer;
   try {
-    out = await run(config, 'ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', '-i', path], { timeoutMs: PROBE_TIMEOUT_MS, maxStdout: 1024 * 1024 });
+    out = await run(config, 'ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', '-i', path], { timeoutMs: PROBE_LIMITS.timeoutMs, maxStdout: 1024 * 1024 });
   } catch (err) {
-    if (err instanceof Unprocessable && !/not installed/.test(err.message)) throw new Unprocessable('the file is not a video or audio file that can be read');
+    if (err instanceof Unprocessable && !(err instanceof ToolDidNotFinish) && !/not installed/.test(err.message)) throw new Unprocessable('the file is not a video or audio file that can be read');
     throw err;
   }
   let parsed: Probe;

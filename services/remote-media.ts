@@ -3,7 +3,7 @@ import type { AppContext } from '../context.ts';
 import { domainPolicy } from './domain-policy.ts';
 import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
 import { avFormatOf, blurhashOf, dims, plainPreview, renderImage, Undecodable } from './media.ts';
-import { makePlayable, probeRemote, Unprocessable, type Conversion } from './media-av.ts';
+import { makePlayable, probeRemote, ToolDidNotFinish, Unprocessable, type Conversion } from './media-av.ts';
 import { mediaTools } from './media-tools.ts';
 import { colorsOf } from './media-colors.ts';
 import { loadSharp } from './sharp.ts';
@@ -93,7 +93,7 @@ export async function recentlyFailed(ctx: Ctx, what: string): Promise<boolean> {
 }
 
 async function refused(ctx: Ctx, what: string, url: string, err: unknown, log?: Log): Promise<CopyOutcome> {
-  if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || isNetworkError(err))) throw err;
+  if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || err instanceof ToolDidNotFinish || isNetworkError(err))) throw err;
   log?.warn({ url, reason: (err as Error).message }, 'remote media not copied');
   await ctx.redis.set(failureKey(ctx, what), '1', 'EX', FAILURE_MEMORY_SECONDS);
   return 'refused';
@@ -108,7 +108,8 @@ function isNetworkError(err: unknown): boolean {
  * An attachment whose file was fetched but cannot be shown here (not a format taken, nothing ffprobe or sharp can read,
  * not what its sender says, beyond the upload limits) is refused and becomes `unknown`, a link to its origin, as
  * Mastodon keeps one it could not download: readers' apps show it as such, not as a video that never loads, and it is
- * not fetched again. What failed on the way (the network, the other server) is tried again later.
+ * not fetched again. What failed on the way (the network, the other server) or on this machine (a probe that did not
+ * finish in its time) is tried again later.
  */
 async function notShowable(ctx: Ctx, m: { id: string; status_id: string | null; remote_url: string }, err: unknown, log?: Log): Promise<CopyOutcome> {
   const outcome = await refused(ctx, `attachment:${m.id}`, m.remote_url, err, log);
@@ -167,7 +168,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
         try {
           probed = await probeRemote(ctx.config, fetched.body, m.type === 'audio' ? 'audio' : 'video', av.mime);
         } catch (err) {
-          return notShowable(ctx, m, err instanceof Unprocessable ? new Undecodable(err.message) : err, log);
+          return notShowable(ctx, m, err instanceof Unprocessable && !(err instanceof ToolDidNotFinish) ? new Undecodable(err.message) : err, log);
         }
         const preview = given?.data ?? probed.preview ?? await plainPreview();
         const size = given ?? await imageSize(preview);
@@ -204,7 +205,7 @@ async function copyPreview(ctx: Ctx, url: string, urgency: CopyUrgency, log?: Lo
     const r = await pictureWork(ctx, urgency, () => renderImage(fetched.body));
     return { data: r.small.data, width: r.small.width, height: r.small.height, blurhash: r.blurhash };
   } catch (err) {
-    if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || isNetworkError(err))) throw err;
+    if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || err instanceof ToolDidNotFinish || isNetworkError(err))) throw err;
     log?.warn({ url, reason: (err as Error).message }, 'remote preview image not copied');
     return null;
   }

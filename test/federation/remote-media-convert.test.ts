@@ -15,7 +15,8 @@ import { startHttpsInstance, until, type Instance } from '../helpers/instances.t
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
-import { convertAttachment } from '../../services/remote-media.ts';
+import { convertAttachment, copyAttachment } from '../../services/remote-media.ts';
+import { PROBE_LIMITS } from '../../services/media-av.ts';
 import { findExecutable } from '../../services/media-tools.ts';
 import { requireProgram } from '../helpers/programs.ts';
 
@@ -248,4 +249,31 @@ describe("other servers' video and audio that would not play everywhere", () => 
     expect(origin.hits.get(matroska)).toBe(1);
     expect(origin.hits.get(theora)).toBe(1);
   }, CONVERSION_WAIT_MS * 3);
+
+  it('takes a probe that does not finish in its time for the machine, not the file: the attachment stays a video and is copied later', async () => {
+    const uri = await pushNote([attachment('/media/h264.mp4', 'Video')]);
+    const status = await statusByUri(uri);
+    const media = status.media_attachments[0];
+    // The copy the job made, taken away again, as if the job had never run.
+    await ours.ctx.db.query(`UPDATE media_attachments SET original_key = NULL, small_key = NULL WHERE id = $1`, [media.id]);
+    const hang = join(dir, 'ffprobe-hangs');
+    writeFileSync(hang, '#!/bin/sh\nexec sleep 30\n');
+    chmodSync(hang, 0o755);
+    const before = PROBE_LIMITS.timeoutMs;
+    PROBE_LIMITS.timeoutMs = 300;
+    const warnings: string[] = [];
+    const log = { warn: (o: object, msg: string) => void warnings.push(`${msg}: ${(o as { reason: string }).reason}`) };
+    try {
+      expect(await copyAttachment({ ...ours.ctx, config: { ...ours.ctx.config, ffprobePath: hang } }, media.id, log)).toBe('refused');
+    } finally {
+      PROBE_LIMITS.timeoutMs = before;
+    }
+    expect(warnings).toEqual([expect.stringMatching(/^remote media not copied: ffprobe took longer than/)]);
+    const { rows: [row] } = await ours.ctx.db.query(`SELECT type FROM media_attachments WHERE id = $1`, [media.id]);
+    expect(row.type).toBe('video');
+    // Once the failure's memory ends, the next view copies it with the machine's ffprobe.
+    await ours.ctx.redis.del(`${ours.config.redisPrefix}media-cache-failed:attachment:${media.id}`);
+    expect(await copyAttachment(ours.ctx, media.id)).toBe('copied');
+    expect((await api(`/api/v1/statuses/${status.id}`)).media_attachments[0]).toMatchObject({ type: 'video', meta: { original: { width: 64, height: 64 } } });
+  }, CONVERSION_WAIT_MS);
 });

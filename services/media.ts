@@ -257,8 +257,7 @@ export async function processMedia(deps: MediaDeps, mediaId: string): Promise<vo
     result = await renderImage(staged);
   } catch (err) {
     if (!(err instanceof Undecodable)) throw err;
-    await markMediaFailed(deps.db, mediaId, err.message);
-    await deps.fileHost.delete(media.staged_key).catch(() => {});
+    await failProcessing(deps, media, err.message);
     return;
   }
   await storeImage(deps, media, result);
@@ -279,14 +278,21 @@ async function storeImage(deps: MediaDeps, media: MediaRow, result: Awaited<Retu
 }
 
 /**
+ * An upload that cannot be processed: its staged file removed first, then the failure recorded, so that whoever sees
+ * the failure finds nothing left of it (a crash in between leaves it processing with its file gone, which the job's
+ * retry records as failed).
+ */
+async function failProcessing(deps: MediaDeps, media: MediaRow, reason: string): Promise<void> {
+  await deps.fileHost.delete(media.staged_key!).catch(() => {});
+  await markMediaFailed(deps.db, media.id, reason);
+}
+
+/**
  * HEIC photos, animated images, video and audio: made in child processes (services/media-av.ts), everything in
  * memory or a temporary folder until it is done, so a file that fails leaves nothing on the file host.
  */
 async function processWithTools(deps: MediaDeps, media: MediaRow, staged: Buffer, kind: Kind): Promise<void> {
-  const fail = async (reason: string) => {
-    await markMediaFailed(deps.db, media.id, reason);
-    await deps.fileHost.delete(media.staged_key!).catch(() => {});
-  };
+  const fail = (reason: string) => failProcessing(deps, media, reason);
   try {
     if (kind.processing === 'heic') {
       await storeImage(deps, media, await renderImage(await heicToJpeg(deps.config, staged)));

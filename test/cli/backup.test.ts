@@ -9,14 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, testDatabaseName, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { workSettled } from '../helpers/work-settled.ts';
 import { backup, BackupFailed, MANIFEST_FORMAT, restore } from '../../cli/backup.ts';
 import { closeContext } from '../../server.ts';
-import { dropDatabase } from '../../storage/db.ts';
 import { connectRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../storage/redis.ts';
 import { HomeFeeds } from '../../storage/feeds.ts';
 import { deferredDeletions } from '../../storage/file-deletions.ts';
@@ -92,12 +91,32 @@ async function stopServer(server: TestServer) {
   await closeContext(server.ctx);
 }
 
+/**
+ * The database gone from under its name, and an empty one made in its place; Redis's keys and the files deleted. The
+ * old database is renamed out of the way, one of the run's that are dropped at its end (testDatabaseName): nothing
+ * reads it again, and a DROP DATABASE here would wait for PostgreSQL to sync every test database's writes.
+ */
 async function wipe(cfg: Config) {
-  await dropDatabase(cfg.databaseUrl);
+  const name = new URL(cfg.databaseUrl).pathname.slice(1);
   const admin = new pg.Client({ connectionString: cfg.databaseUrl.replace(/\/[^/]+$/, '/postgres') });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(new URL(cfg.databaseUrl).pathname.slice(1))}`);
-  await admin.end();
+  try {
+    // A rename waits for no session, as DROP … WITH (FORCE) would not: the server's last ones may still be ending.
+    for (let attempt = 1; ; attempt++) {
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+      try {
+        await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} RENAME TO ${pg.escapeIdentifier(testDatabaseName('wiped'))}`);
+        break;
+      } catch (err) {
+        // 55006: still in use by a session that is going.
+        if ((err as { code?: string }).code !== '55006' || attempt >= 50) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
   await deleteKeysWithPrefix(redis, cfg.redisPrefix);
   await rm(join(cfg.dataDir, 'files'), { recursive: true, force: true });
 }
@@ -140,7 +159,7 @@ describe('backup and restore', () => {
     expect(lines.at(-1)).toBe(`backup written to ${dir}`);
     expect((await readdir(work)).filter((n) => n.includes('partial'))).toEqual([]);
 
-    // Everything gone: the database dropped and made again empty, the Redis keys, the files.
+    // Everything gone: the database (an empty one in its place), the Redis keys, the files.
     await stopServer(s);
     await wipe(config);
     expect(await redis.keys(`${config.redisPrefix}*`)).toEqual([]);

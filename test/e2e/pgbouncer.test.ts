@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { requirePgBouncer, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
-import { PG_BASE, startTestServer, type TestServer } from '../helpers/server.ts';
+import { PG_BASE, dropTestDatabase, startTestServer, testDatabaseName, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { createPool, dropDatabase, type Db } from '../../storage/db.ts';
+import { createPool, type Db } from '../../storage/db.ts';
 import { withoutNamedStatements } from '../../storage/pooler.ts';
 import { loadConfig } from '../../config.ts';
 
@@ -20,7 +20,7 @@ describe('behind PgBouncer in transaction mode', () => {
   let s: TestServer;
   let alice: TestUser;
   let bob: TestUser;
-  const dbName = `fedi_pgb_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const dbName = testDatabaseName('pgb');
 
   beforeAll(async () => {
     requirePgBouncer();
@@ -35,10 +35,11 @@ describe('behind PgBouncer in transaction mode', () => {
   }, 30_000);
 
   afterAll(async () => {
-    // close() drops the database through PgBouncer; straight to PostgreSQL here whatever happened there.
+    // close() drops the database through PgBouncer (when not one of the run's); straight to PostgreSQL here whatever
+    // happened there.
     await s?.close().catch(() => {});
     await bouncer?.stop();
-    await dropDatabase(`${PG_BASE}/${dbName}`);
+    await dropTestDatabase(`${PG_BASE}/${dbName}`);
     if (s) await rm(s.config.dataDir, { recursive: true, force: true });
   });
 

@@ -28,10 +28,28 @@ async function copyTemplate(database: string): Promise<void> {
   }
 }
 
+/**
+ * A name for a test's database (`label` says whose): in a run, one of the run's, which are dropped together at its
+ * end (test/helpers/database-template.ts) rather than by the test. A DROP DATABASE makes PostgreSQL write and sync
+ * every test database's changes at once (an immediate checkpoint): in the middle of the suite that took up to a
+ * minute, with every other file's queries waiting on the disk meanwhile.
+ */
+export function testDatabaseName(label: string): string {
+  return databaseOfTag(`${label}_${process.pid}_${randomBytes(4).toString('hex')}`);
+}
+
+const databaseOfTag = (tag: string) => (RUN_ID ? `fedi_test_${RUN_ID}_${tag}` : `fedi_test_${tag}`);
+
+/** Drops a test's database, unless it is one of the run's (see testDatabaseName). */
+export async function dropTestDatabase(databaseUrl: string): Promise<void> {
+  const database = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  if (!RUN_ID || !database.startsWith(`fedi_test_${RUN_ID}_`)) await dropDatabase(databaseUrl);
+}
+
 /** Settings for one test server: its own database, Redis prefix and data directory. */
 export async function testConfig(overrides: Record<string, string> = {}): Promise<Config> {
   const tag = `${process.pid}_${randomBytes(4).toString('hex')}`;
-  const database = RUN_ID ? `fedi_test_${RUN_ID}_${tag}` : `fedi_test_${tag}`;
+  const database = databaseOfTag(tag);
   if (TEMPLATE && !overrides.DATABASE_URL) await copyTemplate(database);
   const dataDir = await mkdtemp(join(tmpdir(), 'fedi-test-'));
   return loadConfig({
@@ -102,10 +120,7 @@ export async function startTestServer(overrides: Record<string, string> = {}, op
 }
 
 export async function dropTestData(config: Config): Promise<void> {
-  // A database of this run is dropped with the others at its end (test/helpers/database-template.ts): a DROP waits for
-  // a checkpoint, and ten of them at once take the time of one.
-  const database = decodeURIComponent(new URL(config.databaseUrl).pathname.slice(1));
-  if (!RUN_ID || !database.startsWith(`fedi_test_${RUN_ID}_`)) await dropDatabase(config.databaseUrl);
+  await dropTestDatabase(config.databaseUrl);
   await rm(config.dataDir, { recursive: true, force: true });
 }
 

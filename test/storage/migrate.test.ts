@@ -2,15 +2,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { PG_BASE } from '../helpers/server.ts';
-import { dropDatabase, ensureDatabase, migrate } from '../../storage/db.ts';
+import { PG_BASE, dropTestDatabase, testDatabaseName } from '../helpers/server.ts';
+import { ensureDatabase, migrate } from '../../storage/db.ts';
 
 // Migrations are applied by a child process (storage/migrate-process.ts), so that the server never keeps
 // node-pg-migrate loaded; what it applies, and how it fails, are as if run in the caller.
-const run = `${process.pid}_${Date.now().toString(36)}`;
 const made: string[] = [];
 const database = async (name: string) => {
-  const url = `${PG_BASE}/fedi_migrate_${run}_${name}`;
+  const url = `${PG_BASE}/${testDatabaseName(`migrate_${name}`)}`;
   made.push(url);
   await ensureDatabase(url);
   return url;
@@ -26,8 +25,7 @@ const query = async <T extends pg.QueryResultRow>(url: string, text: string) => 
 };
 
 afterAll(async () => {
-  // Together: a DROP DATABASE waits for a checkpoint, and several at once take the time of one.
-  await Promise.all(made.map((url) => dropDatabase(url).catch(() => {})));
+  await Promise.all(made.map((url) => dropTestDatabase(url).catch(() => {})));
 });
 
 describe('migrate', () => {

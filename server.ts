@@ -66,11 +66,14 @@ export async function createContext(config: Config): Promise<AppContext> {
   // Home pages and the version counters they are checked against are read under client tracking.
   const tracking = createKeyTracking(config);
   await tracking.start();
+  const jobs = new JobQueues(config, config.redisPrefix);
+  // Redis is back for requests once every connection they use is: its commands' and tracking's, and the one their
+  // jobs are added on (whose adds fail at once while it reconnects).
   const dependencies = new Dependencies({
     databaseUrl: config.databaseUrl,
     timeoutMs: config.dependencyTimeoutMs,
     redis,
-    alsoRedis: [tracking.reader],
+    alsoRedis: [tracking.reader, jobs.connection],
     log: pino({ level: config.logLevel }).child({ component: 'dependencies' }),
     // Connections that hang are closed, so what waits on them fails now and the next use connects anew.
     onHang: (name, nodes) => (name === 'postgres' ? cutOffConnections(db) : [redis, tracking.reader].forEach((c) => cutOffNodes(c, nodes))),
@@ -101,7 +104,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     homePagesHtml.invalidate(null);
     replicas?.forgetWritePositions();
   });
-  const jobs = new JobQueues(config, config.redisPrefix);
   // Mentions of unknown remote accounts resolve through the federation, which needs the finished context.
   let self: AppContext | undefined;
   const resolveRemote = async (username: string, domain: string, actingAccountId: string) => {

@@ -156,7 +156,11 @@ export class JobQueues {
   readonly pull: Queue;
   /** Transcodes (MEDIA_QUEUE). */
   readonly media: Queue;
-  private readonly connection: RedisClient;
+  /**
+   * The connection jobs are added on. Redis counts as back only once it is ready too (server.ts): a post answered as
+   * made while it still reconnects would leave its job to the outbox sweeper's next pass, half a minute on.
+   */
+  readonly connection: RedisClient;
 
   constructor(target: string | RedisTarget, prefix: string) {
     this.connection = producerConnection(target);

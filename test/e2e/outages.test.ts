@@ -277,6 +277,27 @@ describe('when Redis stops answering but keeps its connections', () => {
   }, 30_000);
 });
 
+describe('when the connection jobs are added on drops for a moment', () => {
+  it('answers a post sent meanwhile as made, and its job runs once that connection is back, not at the sweeper\'s next pass', async () => {
+    await workerCaughtUp();
+    // Redis itself stays: only the server's connection for adding jobs is cut, and it reconnects at once.
+    const id = await s.ctx.jobs.connection.client('ID');
+    await watcherRedis.client('KILL', 'ID', String(id));
+    // Made, or refused whole (503) when the connection went while it was being made, and then sent again as an app does.
+    let made = await post('while-jobs-reconnect');
+    for (let tries = 1; made.res.statusCode === 503 && tries < 20; tries++) {
+      await new Promise((r) => setTimeout(r, 100));
+      made = await post('while-jobs-reconnect');
+    }
+    expect(made.res.statusCode, made.res.body).toBe(200);
+    // Alice's home in Redis (not rebuilt: Redis kept it) gets the post only from its fan-out job; the sweeper takes
+    // up rows 10 s old, so this is the job queued as the post was made or as the connection came back.
+    await until(async () => (await homeTexts()).includes('while-jobs-reconnect'), 5000, 'the post reaches the follower');
+    await settled();
+    expect((await bobsTexts()).filter((t) => t === 'while-jobs-reconnect')).toHaveLength(1);
+  }, 30_000);
+});
+
 describe('when PostgreSQL goes away', () => {
   it('answers 503 with Retry-After quickly, applies no refused write, and comes back by itself', async () => {
     expect((await post('before-pg')).res.statusCode).toBe(200);

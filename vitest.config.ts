@@ -11,16 +11,27 @@ const CLUSTER_TESTS = [
 ];
 
 // Tests that drive Debian's Chromium (with axe on every page): in a project of their own, with a longer timeout (a
-// page with its accessibility check takes a few seconds on a loaded machine, and a journey walks a dozen).
+// page with its accessibility check takes a few seconds on a loaded machine, and a journey walks a dozen), each
+// worker with one Chromium for all its files (test/helpers/browser.ts). Every file that launches it is here: among
+// the main group's files, a walk of pages slowed the files beside it, timing-sensitive ones included.
 const BROWSER_TESTS = [
   'test/e2e/web-journey.test.ts',
   'test/e2e/web-client.test.ts',
   'test/e2e/web-reading.test.ts',
   'test/e2e/web-collections.test.ts',
   'test/e2e/web-keyboard.test.ts',
+  'test/e2e/web-relations.test.ts',
+  'test/e2e/web-more-pages.test.ts',
+  'test/e2e/statuses-cleanup.test.ts',
   'test/web/public-a11y.test.ts',
   'test/web/webauthn.test.ts',
-  'test/web/admin-operations-a11y.test.ts',
+  'test/web/oidc.test.ts',
+  'test/web/admin-*-a11y.test.ts',
+  'test/web/admin-custom-emojis.test.ts',
+  'test/web/admin-relays.test.ts',
+  'test/web/admin-roles.test.ts',
+  'test/web/admin-rules.test.ts',
+  'test/web/admin-settings.test.ts',
 ];
 
 export default defineConfig({
@@ -39,7 +50,8 @@ export default defineConfig({
       // a fifth of the group's time). Files share no state through them: each makes its own servers, databases and
       // Redis prefixes, and what a file changes process-wide (spies, settings for tests) it puts back in its afterAll.
       { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: [...CLUSTER_TESTS, ...BROWSER_TESTS], isolate: false, maxWorkers: 3, sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: 'browser', include: BROWSER_TESTS, testTimeout: 90_000, sequence: { groupOrder: 1 } } },
+      // isolate: false as in main, and so each worker keeps its Chromium from one file to the next.
+      { extends: true, test: { name: 'browser', include: BROWSER_TESTS, testTimeout: 90_000, isolate: false, sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: 'cluster', include: CLUSTER_TESTS, maxWorkers: 3, sequence: { groupOrder: 2 } } },
     ],
   },

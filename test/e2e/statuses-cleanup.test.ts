@@ -2,13 +2,12 @@
 // repeating job's run: each exception keeps its post, the rest are deleted as by hand, and a follower on a strict
 // peer (test/helpers/strict-peer.ts) receives each Delete signed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import sharp from 'sharp';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { multipart } from '../helpers/multipart.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { runStatusesCleanup } from '../../services/statuses-cleanup.ts';
 import { findCleanupPolicy } from '../../storage/statuses-cleanup.ts';
@@ -18,7 +17,7 @@ const AS = 'https://www.w3.org/ns/activitystreams';
 
 let ours: Instance;
 let peer: StrictPeer;
-let browser: Browser;
+let browser: TestBrowser;
 let alice: TestUser, bob: TestUser;
 let gus: string;
 
@@ -28,7 +27,7 @@ beforeAll(async () => {
     gus = await p.addActor('gus');
     return p;
   };
-  [ours, peer, browser] = await Promise.all([startHttpsInstance(), peerWithActor(), launchBrowser()]);
+  [ours, peer, browser] = await Promise.all([startHttpsInstance(), peerWithActor(), testBrowser()]);
   [alice, bob] = await registerUsers(ours.app, 'alice', 'bob');
 }, 60_000);
 afterAll(async () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { readFile } from 'node:fs/promises';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { artifactsDir, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { artifactsDir, testBrowser, screenshot, type TestBrowser } from '../helpers/browser.ts';
 import { registerLocalAccount } from '../../services/accounts.ts';
 import { homeShardOf, streamChannels } from '../../services/stream-events.ts';
 
@@ -17,7 +17,7 @@ const PASSWORD = 'webby-password-long';
 
 let s: TestServer & { url: string };
 let client: { server: Server; url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let context: BrowserContext;
 let shots: string;
 /** What the browser complained about: console errors, page errors, failed requests. */
@@ -49,7 +49,7 @@ async function startClientServer(): Promise<{ server: Server; url: string }> {
 }
 
 beforeAll(async () => {
-  [s, client, browser, shots] = await Promise.all([startListeningServer(), startClientServer(), launchBrowser(), artifactsDir('web-client')]);
+  [s, client, browser, shots] = await Promise.all([startListeningServer(), startClientServer(), testBrowser(), artifactsDir('web-client')]);
   expect(new URL(s.url).origin).not.toBe(new URL(client.url).origin);
   await registerLocalAccount(s.ctx.db, { username: 'webby', email: EMAIL, password: PASSWORD, agreement: true, confirmed: true, approved: true });
   context = await browser.newContext();

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 
 /**
@@ -11,7 +11,7 @@ import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth
  * 390 px. Short: the HTTP-level tests (test/web/client-collections.test.ts, client-settings.test.ts) hold the rules.
  */
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let me: TestUser;
 let friend: TestUser;
 const PHONE = { width: 390, height: 844 };
@@ -23,7 +23,7 @@ beforeAll(async () => {
   const api = (who: TestUser, url: string, payload?: object) => s.app.inject({ method: 'POST', url, headers: bearer(who.token), ...(payload ? { payload } : {}) });
   expect((await api(me, `/api/v1/accounts/${friend.id}/follow`)).statusCode).toBe(200);
   expect((await api(friend, '/api/v1/statuses', { status: 'Which season?', poll: { options: ['Spring', 'Autumn'], expires_in: 3600 } })).statusCode).toBe(200);
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

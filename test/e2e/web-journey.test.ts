@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import sharp from 'sharp';
 import { writeFile } from 'node:fs/promises';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.ts';
-import { artifactsDir, expectAccessible, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { artifactsDir, expectAccessible, testBrowser, screenshot, type TestBrowser } from '../helpers/browser.ts';
 import { registerLocalAccount } from '../../services/accounts.ts';
 
 /**
@@ -17,7 +17,7 @@ import { registerLocalAccount } from '../../services/accounts.ts';
  */
 let s: TestServer & { url: string };
 let smtp: TestSmtp;
-let browser: Browser;
+let browser: TestBrowser;
 let shots: string;
 let step = 0;
 
@@ -25,7 +25,7 @@ beforeAll(async () => {
   smtp = await startSmtp();
   s = await startListeningServer({ SMTP_URL: smtp.url, REGISTRATIONS_MODE: 'approved', INSTANCE_TITLE: 'Journey Social' });
   await registerLocalAccount(s.ctx.db, { username: 'operator', email: 'operator@example.com', password: 'operator-password', agreement: true, approved: true, admin: true, confirmed: true });
-  browser = await launchBrowser();
+  browser = await testBrowser();
   shots = await artifactsDir('web-journey');
 }, 60_000);
 afterAll(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 
 /**
@@ -12,7 +12,7 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
  * checked with axe; no script error or CSP violation.
  */
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let reader: TestUser;
 let writer: TestUser;
 
@@ -25,7 +25,7 @@ beforeAll(async () => {
   for (const text of ['First post of the writer', 'Second post of the writer']) {
     expect((await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(writer.token), payload: { status: text } })).statusCode).toBe(200);
   }
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

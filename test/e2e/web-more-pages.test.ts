@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { artifactsDir, expectAccessible, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { artifactsDir, expectAccessible, testBrowser, screenshot, type TestBrowser } from '../helpers/browser.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { makeAdmin } from '../helpers/admin.ts';
 import { insertIdentity } from '../../storage/identities.ts';
@@ -18,7 +18,7 @@ import { OIDC_PROVIDER } from '../../services/oidc.ts';
  * Each is reached by clicking where a person would, and its forms are used, errors included.
  */
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let dir: string;
 let boss: TestUser;
 let person: TestUser;
@@ -66,7 +66,7 @@ beforeAll(async () => {
   await api(stranger, 'POST', '/api/v1/statuses', { status: '@person and again' });
   await api(newcomer, 'POST', '/api/v1/statuses', { status: '@person hi, I am new here' });
   await insertIdentity(s.ctx.db, { provider: OIDC_PROVIDER, uid: 'boss-at-example-id', userId: await userIdOf(boss) });
-  browser = await launchBrowser();
+  browser = await testBrowser();
   dir = await artifactsDir('web-more-pages');
 }, 90_000);
 afterAll(async () => {

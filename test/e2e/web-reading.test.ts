@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { artifactsDir, expectAccessible, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { artifactsDir, expectAccessible, testBrowser, screenshot, type TestBrowser } from '../helpers/browser.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { registerLocalAccount } from '../../services/accounts.ts';
 
@@ -13,7 +13,7 @@ import { registerLocalAccount } from '../../services/accounts.ts';
  * a reload; then the key actions once more with JavaScript turned off, as plain forms.
  */
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let writer: TestUser;
 let shots = '';
 let step = 0;
@@ -29,7 +29,7 @@ beforeAll(async () => {
   ]);
   const res = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(writer.token), payload: { status: 'The first post of the writer #gardening' } });
   expect(res.statusCode).toBe(200);
-  [browser, shots] = await Promise.all([launchBrowser(), process.env.SCREENSHOTS ? artifactsDir('web-reading') : '']);
+  [browser, shots] = await Promise.all([testBrowser(), process.env.SCREENSHOTS ? artifactsDir('web-reading') : '']);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

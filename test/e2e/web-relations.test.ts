@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { fakeService, type FakeService } from '../helpers/translation-service.ts';
 
@@ -14,7 +14,7 @@ import { fakeService, type FakeService } from '../helpers/translation-service.ts
  */
 let s: TestServer & { url: string };
 let libre: FakeService;
-let browser: Browser;
+let browser: TestBrowser;
 let me: TestUser;
 let friend: TestUser;
 let stranger: TestUser;
@@ -34,7 +34,7 @@ beforeAll(async () => {
   expect((await api(me, 'POST', '/api/v1/statuses', { status: 'My #garden in spring' })).statusCode).toBe(200);
   expect((await api(me, 'PUT', '/api/v2/notifications/policy', { for_not_following: 'filter' })).statusCode).toBe(200);
   expect((await api(stranger, 'POST', '/api/v1/statuses', { status: '@keeper hello from someone you do not follow' })).statusCode).toBe(200);
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

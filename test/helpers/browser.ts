@@ -1,4 +1,4 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 import { mkdtemp, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,12 +13,56 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  * A headless Chromium as the machine's set-up runs it: no sandbox (tests run as root), no background networking
  * (this machine's network is closed; Chromium would otherwise keep trying Google's hosts).
  */
-export async function launchBrowser(): Promise<Browser> {
+function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: requireProgram(CHROMIUM, 'chromium', 'chromium'),
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });
+}
+
+/** A test file's browser: contexts of its own in the worker's Chromium. */
+export interface TestBrowser {
+  newContext(options?: BrowserContextOptions): Promise<BrowserContext>;
+  /** Closes the contexts this file opened; the Chromium stays for the worker's next file. */
+  close(): Promise<void>;
+}
+
+/**
+ * The worker process's Chromium, launched by its first file that asks and shared by the next (the browser and main
+ * groups keep their workers from one file to the next: isolate is off, vitest.config.ts). Kept on globalThis, which
+ * outlives a file's modules where they are imported again; Playwright ends it with the process.
+ */
+const WORKER_CHROMIUM = Symbol.for('fedi.test.chromium');
+type WithChromium = typeof globalThis & { [WORKER_CHROMIUM]?: Promise<Browser> };
+
+async function workerChromium(): Promise<Browser> {
+  const g = globalThis as WithChromium;
+  const running = await g[WORKER_CHROMIUM]?.catch(() => null);
+  if (running?.isConnected()) return running;
+  const launched = launchChromium();
+  g[WORKER_CHROMIUM] = launched;
+  return launched;
+}
+
+/**
+ * A browser for a test file: its contexts are its own, in the worker's one Chromium (a launch took one to two
+ * seconds of a busy machine per file). Each file closes its contexts when done, as it closed its browser before.
+ */
+export async function testBrowser(): Promise<TestBrowser> {
+  const browser = await workerChromium();
+  const contexts = new Set<BrowserContext>();
+  return {
+    async newContext(options) {
+      const context = await browser.newContext(options);
+      contexts.add(context);
+      context.once('close', () => contexts.delete(context));
+      return context;
+    },
+    async close() {
+      await Promise.all([...contexts].map((c) => c.close()));
+    },
+  };
 }
 
 /** Where a test's screenshots go: a folder under the system's temp folder, printed once so a person can look. */

@@ -1,16 +1,16 @@
 // The operators' console in a real browser (Debian's Chromium through playwright-core): every page passes axe with no
 // serious or critical violation, and its forms work with scripts off (POST, then a redirect to the page).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let boss: TestUser;
 let target: TestUser;
 let reportId: string;
@@ -34,7 +34,7 @@ beforeAll(async () => {
   await s.app.inject({ method: 'POST', url: '/api/v1/admin/ip_blocks', headers: bearer(boss.token), payload: { ip: '192.0.2.0/24', severity: 'no_access' } });
   await s.app.inject({ method: 'POST', url: '/api/v1/admin/email_domain_blocks', headers: bearer(boss.token), payload: { domain: 'spam.example' } });
   await s.app.inject({ method: 'POST', url: '/api/v1/admin/domain_allows', headers: bearer(boss.token), payload: { domain: 'friend.example' } });
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

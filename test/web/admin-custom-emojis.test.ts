@@ -5,14 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { csrfOf, WebClient, signedInClient } from '../helpers/web.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { expectValidHtml } from '../helpers/html.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
@@ -22,7 +21,7 @@ import { actionLogsPage } from '../../storage/action-logs.ts';
 let s: TestServer & { url: string };
 let origin: Server;
 let originUrl: string;
-let browser: Browser;
+let browser: TestBrowser;
 let owner: TestUser;
 let moderator: TestUser;
 
@@ -64,7 +63,7 @@ beforeAll(async () => {
     { shortcode: 'blobcat', domain: 'cats.example', uri: 'https://cats.example/emojis/1', image_remote_url: `${originUrl}/emoji/blobcat.png`, updated: null },
     { shortcode: 'blobdog', domain: 'dogs.example', uri: 'https://dogs.example/emojis/1', image_remote_url: `${originUrl}/emoji/missing.png`, updated: null },
   ]);
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -2,11 +2,10 @@
 // each passes axe with no serious or critical violation in both colour schemes, and its forms work with scripts off
 // (POST, then a redirect to the page with its notice). One browser for the file.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { runCli } from '../../cli/admin.ts';
@@ -16,7 +15,7 @@ import { refreshTrends } from '../../services/trends.ts';
 import { createUsernameBlock } from '../../services/username-blocks.ts';
 
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let owner: TestUser;
 let blockId: string;
 let failedJobId: string;
@@ -46,7 +45,7 @@ beforeAll(async () => {
   // A job that fails for good (its media id is no number).
   failedJobId = (await s.ctx.jobs.media.add('transcodeMedia', { kind: 'transcodeMedia', outboxId: '0', mediaId: 'not-a-number' }, { attempts: 1, removeOnFail: 1000 })).id!;
   expect(await eventually(async () => (await s.ctx.jobs.media.getJob(failedJobId))?.getState(), 'failed', 15_000)).toBe('failed');
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -1,13 +1,12 @@
 // The relays page (/admin/relays): a relay added there is followed by the instance actor (the strict peer as the
 // relay's server), and its Accept shows as its state; removing it sends the Undo. Only roles with manage_federation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
@@ -18,7 +17,7 @@ import { actionLogsPage } from '../../storage/action-logs.ts';
 const AS = 'https://www.w3.org/ns/activitystreams';
 let ours: Instance;
 let peer: StrictPeer;
-let browser: Browser;
+let browser: TestBrowser;
 let owner: TestUser;
 let moderator: TestUser;
 
@@ -42,7 +41,7 @@ beforeAll(async () => {
   [owner, moderator] = await Promise.all(['relayowner', 'relaymod'].map((u) => registerUser(ours.app, client, u))) as [TestUser, TestUser];
   await cli('accounts', 'role', 'relayowner', 'Admin');
   await cli('accounts', 'role', 'relaymod', 'Moderator');
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -2,13 +2,12 @@
 // permission flags, under Mastodon's rules (only roles below their own position, only permissions their role has),
 // which are the role service's, shared with `npm run cli -- roles`. Holders' permissions follow a change at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
@@ -17,7 +16,7 @@ import { PERMISSION_FLAGS } from '../../services/roles.ts';
 import { actionLogsPage } from '../../storage/action-logs.ts';
 
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let admin: TestUser;
 let moderator: TestUser;
 let helper: TestUser;
@@ -41,7 +40,7 @@ beforeAll(async () => {
   [admin, moderator, helper] = await Promise.all(['roleadmin', 'rolemod', 'rolehelper'].map((u) => registerUser(s.app, client, u))) as [TestUser, TestUser, TestUser];
   await cli('accounts', 'role', 'roleadmin', 'Admin');
   await cli('accounts', 'role', 'rolemod', 'Moderator');
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -1,20 +1,19 @@
 // The server rules page (/admin/rules): rules added, edited, moved and removed there are what
 // /api/v1/instance/rules answers, in that order; only roles with manage_rules may use it, and the CLI does the same.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, signedInClient } from '../helpers/web.ts';
 import { expectValidHtml } from '../helpers/html.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
 import { actionLogsPage } from '../../storage/action-logs.ts';
 
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let owner: TestUser;
 let moderator: TestUser;
 
@@ -34,7 +33,7 @@ beforeAll(async () => {
   [owner, moderator] = await Promise.all(['ruleowner', 'rulemod'].map((u) => registerUser(s.app, client, u))) as [TestUser, TestUser];
   await cli('accounts', 'role', 'ruleowner', 'Admin');
   await cli('accounts', 'role', 'rulemod', 'Moderator');
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

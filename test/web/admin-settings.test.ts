@@ -2,14 +2,13 @@
 // through one server instance reaches another one sharing PostgreSQL and Redis (its instance entities, posting
 // limits, sign-up and pages) within a second, told over Redis pub/sub. Only roles with manage_settings may open it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, createApp, appToken, registerUser, type RegisteredApp, type TestUser } from '../helpers/oauth.ts';
 import { WebClient, signedInClient } from '../helpers/web.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { expectValidHtml } from '../helpers/html.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { signedInContext } from '../helpers/browser-session.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { runCli } from '../../cli/admin.ts';
@@ -21,7 +20,7 @@ import { actionLogsPage } from '../../storage/action-logs.ts';
 let a: TestServer & { url: string };
 /** A second server instance on A's PostgreSQL and Redis, started with other environment values. */
 let b: TestServer;
-let browser: Browser;
+let browser: TestBrowser;
 let client: RegisteredApp;
 let owner: TestUser;
 let moderator: TestUser;
@@ -62,7 +61,7 @@ beforeAll(async () => {
   [owner, moderator] = await Promise.all(['setowner', 'setmod'].map((u) => registerUser(a.app, client, u))) as [TestUser, TestUser];
   await cli('accounts', 'role', 'setowner', 'Admin');
   await cli('accounts', 'role', 'setmod', 'Moderator');
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

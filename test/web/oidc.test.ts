@@ -11,8 +11,7 @@ import { pkcePair } from '../helpers/server.ts';
 import { runCli } from '../../cli/admin.ts';
 import { createUsernameBlock, removeUsernameBlock } from '../../services/username-blocks.ts';
 import { freePort } from '../helpers/listen.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
-import type { Browser } from 'playwright-core';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 
 /**
  * A real OpenID Connect provider (oidc-provider) on loopback with our server registered as its client, driven as a
@@ -403,7 +402,7 @@ describe('ID tokens that must not be believed', () => {
 
 describe('the whole journey in Chromium', () => {
   let web: TestServer;
-  let chromium: Browser;
+  let chromium: TestBrowser;
   const origin = () => `http://localhost:${browserPort}`;
 
   beforeAll(async () => {
@@ -412,7 +411,7 @@ describe('the whole journey in Chromium', () => {
         LOCAL_DOMAIN: `localhost:${browserPort}`, OIDC_ENABLED: 'true', OIDC_DISPLAY_NAME: 'Example ID', OIDC_ISSUER: issuer,
         OIDC_CLIENT_ID: 'fedi', OIDC_CLIENT_SECRET: 'fedi-client-secret-at-the-provider',
       }),
-      launchBrowser(),
+      testBrowser(),
     ]);
     await web.app.listen({ port: browserPort, host: '127.0.0.1' });
   });

@@ -2,16 +2,15 @@
 // violation on any of them, in the light and the dark colour scheme, and no page runs a script or breaks its CSP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import type { Browser } from 'playwright-core';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 
 let s: TestServer & { url: string };
-let browser: Browser;
+let browser: TestBrowser;
 let alice: TestUser;
 const paths: string[] = [];
 
@@ -35,7 +34,7 @@ beforeAll(async () => {
   // A quote: the quoted post (its picture summed up) shown inside the quoting one.
   await post({ status: 'Quoting the picture', quoted_status_id: first.id });
   paths.push('/', '/about', '/privacy-policy', '/terms-of-service', '/about/api', '/@alice', '/@alice/media', '/@alice/with_replies', `/@alice/${first.id}`, '/tags/books', '/@nobody', '/no/such/page');
-  browser = await launchBrowser();
+  browser = await testBrowser();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import { freePort } from '../helpers/listen.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { expectAccessible, launchBrowser } from '../helpers/browser.ts';
+import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 import { expectValidHtml } from '../helpers/html.ts';
 import { WebClient } from '../helpers/web.ts';
 import { registerLocalAccount } from '../../services/accounts.ts';
@@ -17,7 +17,7 @@ const PASSWORD = 'keyholder-password-long';
 
 let s: TestServer;
 let origin: string;
-let browser: Browser;
+let browser: TestBrowser;
 let context: BrowserContext;
 let page: Page;
 let cdp: CDPSession;
@@ -38,7 +38,7 @@ const addAuthenticator = async () => (await cdp.send('WebAuthn.addVirtualAuthent
 beforeAll(async () => {
   const port = await freePort();
   origin = `http://localhost:${port}`;
-  [s, browser] = await Promise.all([startTestServer({ LOCAL_DOMAIN: `localhost:${port}`, LOG_LEVEL: 'warn' }, { log: (line) => logged.push(line) }), launchBrowser()]);
+  [s, browser] = await Promise.all([startTestServer({ LOCAL_DOMAIN: `localhost:${port}`, LOG_LEVEL: 'warn' }, { log: (line) => logged.push(line) }), testBrowser()]);
   await s.app.listen({ port, host: '127.0.0.1' });
   const otherPort = await freePort();
   otherOrigin = `http://localhost:${otherPort}`;

@@ -4,14 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { startHttpsInstance, until, type Instance } from '../helpers/instances.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
+import { mediaOrigin, type MediaOrigin } from '../helpers/media-origin.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { runCli } from '../../cli/admin.ts';
 import { publishTokenInvalidation } from '../../services/token-cache.ts';
@@ -30,22 +29,10 @@ let ours: Instance;
 let peer: StrictPeer;
 let alice: TestUser;
 let gus: string;
-let origin: { url: string; hits: Map<string, number>; close(): Promise<void> };
+let origin: MediaOrigin;
 const gusExtra: Json = {};
 let avFiles: Record<string, { type: string; body: Buffer }> = {};
 
-/** Where gus's server keeps its files (a CDN of its own, as many servers have), counting every GET. */
-async function mediaOrigin(files: Record<string, { type: string; body: Buffer }>) {
-  const hits = new Map<string, number>();
-  const server: Server = createServer((req, res) => {
-    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
-    const file = files[req.url!];
-    if (!file) return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': file.type, 'content-length': file.body.length }).end(file.body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 const api = async (method: 'GET' | 'POST', url: string, payload?: object): Promise<Json> => (await ours.app.inject({ method, url, headers: bearer(alice.token), ...(payload ? { payload } : {}) })).json();
 const path = (url: string) => new URL(url).pathname;

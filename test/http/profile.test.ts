@@ -43,15 +43,15 @@ function ok(res: Res) {
 }
 
 /**
- * The account row and the user's posting defaults, as stored. The Ed25519 key pair is left out:
- * it is made on first use, by whichever delivery job or actor fetch signs first, so a profile
- * update queued by an earlier test may make it at any moment.
+ * The account row and the user's posting defaults, as stored. The key pairs (RSA and Ed25519) are left out:
+ * they are made on first use, by whichever delivery job or actor fetch signs first, so a profile
+ * update queued by an earlier test may make them at any moment.
  */
 async function snapshot(server = s, accountId = dee.id) {
   const { rows } = await server.ctx.db.query(
     `SELECT a.*, u.default_privacy, u.default_sensitive, u.default_language
        FROM accounts a JOIN users u ON u.account_id = a.id WHERE a.id = $1`, [accountId]);
-  const { ed25519_public_jwk: _public, ed25519_private_jwk: _private, ...row } = rows[0];
+  const { ed25519_public_jwk: _public, ed25519_private_jwk: _private, public_key_pem: _rsaPublic, private_key_pem: _rsaPrivate, ...row } = rows[0];
   return row;
 }
 

@@ -264,7 +264,7 @@ describe('the archive', () => {
 
   it('starts over after a failed attempt, removing what the attempt stored', async () => {
     // A request made by hand (as the page would), built by calling the job: the file host fails on the third part.
-    setArchivePartBytes(256);
+    setArchivePartBytes(1024);
     const archiveId = (await s.ctx.db.query(`INSERT INTO account_archives (account_id) VALUES ($1) RETURNING id`, [fay.id])).rows[0].id;
     const put = s.ctx.fileHost.put.bind(s.ctx.fileHost);
     let puts = 0;

@@ -73,7 +73,7 @@ describe('the signed-in pages by keyboard alone', () => {
     await page.keyboard.type(reader.password);
     await page.keyboard.press('Enter');
     await page.waitForURL(`${s.url}/home`);
-    await page.waitForFunction(`document.documentElement.dataset.enhanced === 'true'`);
+    await page.locator('html[data-enhanced="true"]').waitFor({ state: 'attached' });
     await expectAccessible(page, 'home');
 
     // n: the compose box; Ctrl+Enter sends it.
@@ -86,7 +86,7 @@ describe('the signed-in pages by keyboard alone', () => {
     expect((await api('GET', `/api/v1/statuses/${mine}`, reader)).content).toContain('Written with the keyboard alone');
 
     // A post arrives while home is open: a button offers it, and Enter on it shows it, focused.
-    await page.waitForFunction(`document.querySelector('[data-stream]')?.getAttribute('data-live') === 'open'`);
+    await page.locator('[data-stream][data-live="open"]').first().waitFor({ state: 'attached' });
     const fresh = await api('POST', '/api/v1/statuses', writer, { status: 'Arrived while you were reading' });
     const banner = page.getByRole('button', { name: 'Show 1 new post' });
     await banner.waitFor();
@@ -158,7 +158,7 @@ describe('the signed-in pages by keyboard alone', () => {
     await page.getByLabel('Password').fill(writer.password);
     await page.keyboard.press('Enter');
     await page.waitForURL(`${s.url}/notifications`);
-    await page.waitForFunction(`document.querySelector('[data-stream]')?.getAttribute('data-live') === 'open'`);
+    await page.locator('[data-stream][data-live="open"]').first().waitFor({ state: 'attached' });
     const theirs = await api('POST', '/api/v1/statuses', writer, { status: 'Boost this one' });
     await api('POST', `/api/v1/statuses/${theirs.id}/reblog`, reader);
     const banner = page.getByRole('button', { name: 'Show 1 new notification' });

@@ -106,7 +106,11 @@ export class Dependencies {
     options.redis.on('end', () => this.idle());
     options.redis.on('ready', () => this.start());
     for (const connection of this.connections) {
-      connection.on('ready', () => this.set('redis', this.redisConnected()));
+      // A connection ready says nothing of the others: Redis is back once all are (at start-up the first one ready
+      // would otherwise log Redis lost until the rest connect).
+      connection.on('ready', () => {
+        if (this.redisConnected()) this.set('redis', true);
+      });
       // A connection lost (not one closed on purpose, which ends): ioredis reconnects by itself; meanwhile nothing
       // can be asked of it.
       connection.on('reconnecting', () => this.set('redis', false));

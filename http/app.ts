@@ -75,6 +75,7 @@ import collectionsRoutes from './api/v1/collections.ts';
 import asyncRefreshesRoutes from './api/v1_alpha/async_refreshes.ts';
 import metricsRoutes, { requestMetricsPlugin } from './metrics.ts';
 import { lazyValidatorFactory } from './lazy-validators.ts';
+import { namePluginsOnRegister } from './plugin-names.ts';
 import openApiRoutes, { collectRouteSchemas } from './openapi.ts';
 
 export type App = FastifyInstance;
@@ -103,6 +104,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: boolean; log
     // Each route's validators are compiled at its first request, not all at start (http/lazy-validators.ts).
     schemaController: { compilersFactory: { buildValidator: lazyValidatorFactory() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  namePluginsOnRegister(app);
   // References to the API routes' request schemas, for GET /api/openapi.json and its page /about/api (built at the
   // first request of either).
   const apiDescription = collectRouteSchemas(app);

@@ -23,6 +23,17 @@ function fastifyAjvCompiler(): () => CompilerFactory {
 }
 
 /**
+ * Validators already compiled in this process, by Ajv's options and shared schemas, then by the route's part and
+ * schema: an app made again in the same process (the tests make hundreds) reuses them rather than compiling each
+ * route's again (compiling was a tenth of the tests' CPU time). A validator is a function of its schema and the
+ * options alone. Bounded by the routes' schemas, which are the code's.
+ */
+const compiledValidators = new Map<string, Map<string, Validate>>();
+
+/** JSON of what a validator depends on; functions (Ajv's plugins) by name. */
+const keyOf = (value: unknown) => JSON.stringify(value, (_key, v: unknown) => (typeof v === 'function' ? `function ${(v as { name: string }).name}` : v));
+
+/**
  * A `schemaController.compilersFactory.buildValidator` for one Fastify instance (each gets its own, as Fastify's
  * default is made per instance): the validators it returns compile themselves at their first call.
  */
@@ -31,10 +42,17 @@ export function lazyValidatorFactory(): ValidatorFactory {
   const factory: CompilerFactory = (externalSchemas, ajvOptions) => {
     // Ajv itself is made now, at start: loading it inside a request would hold the event loop for as long.
     const compiler = pool(externalSchemas, ajvOptions);
+    const optionsKey = keyOf([externalSchemas, ajvOptions]);
+    const compiled = compiledValidators.get(optionsKey) ?? new Map<string, Validate>();
+    compiledValidators.set(optionsKey, compiled);
     return (route) => {
       let validate: Validate | undefined;
       const lazy: Validate = (data, dataCxt) => {
-        validate ??= compiler(route);
+        if (!validate) {
+          const routeKey = keyOf([route.httpPart, route.schema]);
+          validate = compiled.get(routeKey);
+          if (!validate) compiled.set(routeKey, (validate = compiler(route)));
+        }
         const result = validate(data, dataCxt);
         lazy.errors = validate.errors;
         return result;

@@ -66,4 +66,20 @@ describe('validators compiled at first use', () => {
     compiler({ schema: Type.Object({}), httpPart: 'body' })({});
     expect(plugins).toBe(1);
   });
+
+  it('compiles a schema once in a process: an app made again with the same options reuses the validator', () => {
+    let compiles = 0;
+    type Validate = ((data: unknown, cxt?: unknown) => boolean) & { errors?: unknown[] | null };
+    const counting = (ajv: { addKeyword(definition: object): void }) => ajv.addKeyword({ keyword: 'x-counted', compile: () => (compiles++, () => true) });
+    const options = { customOptions: { coerceTypes: 'array' }, plugins: [counting] };
+    const route = () => ({ schema: Type.Object({ n: Type.Integer() }, { 'x-counted': true }), httpPart: 'body' });
+    const first = (lazyValidatorFactory() as unknown as (e: unknown, o: unknown) => (r: unknown) => Validate)({}, options)(route());
+    const second = (lazyValidatorFactory() as unknown as (e: unknown, o: unknown) => (r: unknown) => Validate)({}, { ...options })(route());
+    expect([first({ n: '1' }), second({ n: '2' }), compiles]).toEqual([true, true, 1]);
+    // Errors are still each validator's own answer.
+    expect([second({ n: 'x' }), second.errors?.length, first({ n: 3 }), first.errors]).toEqual([false, 1, true, null]);
+    // Another schema is compiled for itself.
+    (lazyValidatorFactory() as unknown as (e: unknown, o: unknown) => (r: unknown) => Validate)({}, options)({ schema: Type.Object({ m: Type.String() }, { 'x-counted': true }), httpPart: 'body' })({ m: 'a' });
+    expect(compiles).toBe(2);
+  });
 });

@@ -10,6 +10,7 @@ import { setAccountFlag } from '../../storage/moderation.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/listen.ts';
+import { NODE_COMPILE_CACHE } from '../helpers/processes.ts';
 
 // Two server processes on one PostgreSQL and one Redis: A (in this process) runs the workers and takes the writes,
 // B (a `node main.ts` child with ROLE=streaming) only holds streaming sockets. Every event must cross from A to B through Redis.
@@ -29,7 +30,7 @@ beforeAll(async () => {
   b = spawn(process.execPath, ['main.ts'], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
     env: {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ROLE: 'streaming', PORT: String(port), BIND: '127.0.0.1',
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_COMPILE_CACHE, ROLE: 'streaming', PORT: String(port), BIND: '127.0.0.1',
       // Two processes share the port (node:cluster), so sockets land on either and events must reach both.
       STREAMING_PROCESSES: '2',
       DATABASE_URL: a.config.databaseUrl, REDIS_URL: a.config.redisUrl, REDIS_PREFIX: a.config.redisPrefix,

@@ -29,7 +29,7 @@ beforeAll(async () => {
   ]);
   const res = await s.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(writer.token), payload: { status: 'The first post of the writer #gardening' } });
   expect(res.statusCode).toBe(200);
-  [browser, shots] = await Promise.all([testBrowser(), process.env.SCREENSHOTS ? artifactsDir('web-reading') : '']);
+  [browser, shots] = await Promise.all([testBrowser(), artifactsDir('web-reading')]);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -40,8 +40,7 @@ afterAll(async () => {
 async function look(page: Page, label: string) {
   await expectAccessible(page, label);
   expect(await page.evaluate<number>('document.documentElement.scrollWidth'), `${label}: wider than the screen`).toBeLessThanOrEqual(PHONE.width);
-  // Screenshots when asked for (SCREENSHOTS=1): they cost about a second a page, and the browser tests' budget is short.
-  if (shots) await screenshot(page, shots, `${String(++step).padStart(2, '0')}-${label}`);
+  await screenshot(page, shots, `${String(++step).padStart(2, '0')}-${label}`);
 }
 
 const focus = (page: Page) => page.locator('article.status-focus');

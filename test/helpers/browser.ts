@@ -66,16 +66,21 @@ export async function testBrowser(): Promise<TestBrowser> {
   };
 }
 
-/** Where a test's screenshots go: a folder under the system's temp folder, printed once so a person can look. */
+/**
+ * Where a test's screenshots go when SCREENSHOTS=1: a folder under the system's temp folder, printed once so a
+ * person can look. Without it none are taken (full-page PNGs were a sixth of the page walks' time, for nobody to see).
+ */
 export async function artifactsDir(name: string): Promise<string> {
+  if (!process.env.SCREENSHOTS) return '';
   const dir = await mkdtemp(join(tmpdir(), `fedi-${name}-`));
   await mkdir(dir, { recursive: true });
   console.log(`screenshots of ${name}: ${dir}`);
   return dir;
 }
 
-/** Saves a full-page screenshot as `<n>-<label>.png`. */
+/** Saves a full-page screenshot as `<label>.png` in `dir` (none when screenshots are off: no `dir`). */
 export async function screenshot(page: Page, dir: string, label: string): Promise<void> {
+  if (dir === '') return;
   await page.screenshot({ path: join(dir, `${label.replace(/[^\w-]+/g, '-')}.png`), fullPage: true });
 }
 

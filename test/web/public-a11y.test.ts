@@ -7,14 +7,16 @@ import type { TestServer } from '../helpers/server.ts';
 import { bearer, createApp, registerUser, type TestUser } from '../helpers/oauth.ts';
 import { multipart } from '../helpers/multipart.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { expectAccessible, testBrowser, type TestBrowser } from '../helpers/browser.ts';
+import { artifactsDir, expectAccessible, screenshot, testBrowser, type TestBrowser } from '../helpers/browser.ts';
 
 let s: TestServer & { url: string };
 let browser: TestBrowser;
 let alice: TestUser;
 const paths: string[] = [];
+let shots: string;
 
 beforeAll(async () => {
+  shots = await artifactsDir('public-a11y');
   s = await startListeningServer({ INSTANCE_TITLE: 'Accessible place' });
   const client = await createApp(s.app);
   alice = await registerUser(s.app, client, 'alice');
@@ -58,7 +60,7 @@ describe('public pages in a browser', () => {
           await expectAccessible(page, `${path} (${scheme})`);
           // Refused styles or images would show here as CSP errors; remote avatars are not fetched on a closed network.
           expect(problems.filter((p) => /Content Security Policy/.test(p)), path).toEqual([]);
-          if (process.env.SCREENSHOTS) await page.screenshot({ path: `${process.env.SCREENSHOTS}/${scheme}${path.replace(/\W+/g, '-')}.png`, fullPage: true });
+          await screenshot(page, shots, `${scheme}${path}`);
           await page.close();
         }
       } finally {

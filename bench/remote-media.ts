@@ -4,17 +4,22 @@
 // file host as they arrive; against the same number of posts without attachments. Alternating rounds of 200 posts
 // each way; in each, the time until every post is in the reader's feed (fan-out; the others' feeds are never built), the time until
 // every photo is copied, and the reader's home-timeline requests per second meanwhile (from the first delivery until
-// every post of that way is in the feed, so that each way's reads are measured while its own posts come in). Figures printed, never asserted.
+// every post of that way is in the feed, so that each way's reads are measured while its own posts come in). A third
+// way sends the same posts with photos while the copying jobs are held (their queue paused until every post is in
+// the feed, then let go and waited for): against it, what copying itself costs fan-out and reads, apart from what a
+// post with a photo costs anyway (its attachment's row and JSON, a larger timeline to render). Figures printed, never asserted.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import type { Redis } from 'ioredis';
 import sharp from 'sharp';
+import { Queue } from 'bullmq';
 import { exportSpki, signRequest } from '@fedify/fedify';
 import { createPool, ensureDatabase, migrate } from '../storage/db.ts';
 import { connectRedis, createRedis } from '../storage/redis.ts';
 import { HomeFeeds } from '../storage/feeds.ts';
+import { PULL_QUEUE } from '../jobs/queues.ts';
 import { seedFollowers } from './seed.ts';
 import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
 
@@ -24,7 +29,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const POSTS = Number(process.env.BENCH_POSTS ?? 200);
 const FOLLOWERS = 100;
 const SENDERS = 8;
-/** BENCH_ONLY=media or plain: that way alone in every round (to profile one; no ratio printed). */
+/** BENCH_ONLY=media, held or plain: that way alone in every round (to profile one; no ratio printed). */
 const ONLY = process.env.BENCH_ONLY;
 /** BENCH_READ_CONNECTIONS: the reader's connections (16); 0 measures fan-out alone. */
 const READ_CONNECTIONS = Number(process.env.BENCH_READ_CONNECTIONS ?? 16);
@@ -42,6 +47,8 @@ async function main() {
   const redis = createRedis(config);
   await connectRedis(redis, config);
   const feeds = new HomeFeeds(redis, config.redisPrefix);
+  // The queue the copying jobs (cacheRemoteMedia) run on, paused for the held way.
+  const copyQueue = new Queue(PULL_QUEUE, { connection: redis, prefix: `${config.redisPrefix}bull` });
 
   // The remote server: its actor (with its key) and its files.
   const keys = await crypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, true, ['sign', 'verify']);
@@ -109,8 +116,11 @@ async function main() {
       }
     }
 
+    type Way = 'media' | 'held' | 'plain';
     /** One phase: POSTS posts sent SENDERS at a time while the reader's home is read; then waits for fan-out (and copies). */
-    async function phase(withMedia: boolean) {
+    async function phase(way: Way) {
+      const withMedia = way !== 'plain';
+      if (way === 'held') await copyQueue.pause();
       const started = performance.now();
       // The reader's home is read while the posts arrive: from the first delivery until every post is in the feed, so
       // that each way's rate is the rate while its own posts come in (copies still running after that are timed apart).
@@ -142,6 +152,9 @@ async function main() {
         }
         await new Promise((r) => setTimeout(r, 50));
       }
+      tracker.stop();
+      const { result, ms } = await reads;
+      if (way === 'held') await copyQueue.resume();
       let copied = NaN;
       if (withMedia) {
         while (performance.now() - started < 300_000) {
@@ -150,37 +163,39 @@ async function main() {
           await new Promise((r) => setTimeout(r, 100));
         }
       }
-      tracker.stop();
-      const { result, ms } = await reads;
       return { sentMs: sent, fanoutMs: fanout, copiedMs: copied, rps: Math.round(result.requests.total / (ms / 1000)), p99: result.latency.p99, errors: result.errors + result.non2xx };
     }
 
     // Warm-up (not counted): the key fetched, the caches and JIT warm.
-    await phase(false);
+    await phase('plain');
     type Phase = Awaited<ReturnType<typeof phase>>;
-    const rounds: { media: Phase; plain: Phase }[] = [];
+    const rounds: Record<Way, Phase>[] = [];
+    // Each round in another order of the three ways (each goes first, second and last in turn).
+    const ORDERS: Way[][] = [['media', 'plain', 'held'], ['plain', 'held', 'media'], ['held', 'media', 'plain']];
     for (let i = 0; i < ROUNDS; i++) {
-      // Each way goes first in every other round.
       if (ONLY) {
-        const p = await phase(ONLY === 'media');
+        const p = await phase(ONLY as Way);
         console.log(`  ${ONLY}: sent in ${(p.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(p.fanoutMs / 1000).toFixed(1)} s, home ${p.rps} req/s`);
         continue;
       }
-      const first = await phase(i % 2 === 0);
-      const second = await phase(i % 2 !== 0);
-      rounds.push(i % 2 === 0 ? { media: first, plain: second } : { media: second, plain: first });
+      const round = {} as Record<Way, Phase>;
+      for (const way of ORDERS[i % ORDERS.length]!) round[way] = await phase(way);
+      rounds.push(round);
     }
     if (ONLY) return;
     const copiedFiles = Number((await db.query(`SELECT count(*) AS n FROM cached_files WHERE kind = 'attachment'`)).rows[0].n);
-    console.log(`\n${ROUNDS * POSTS} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive) against ${ROUNDS * POSTS} without, ${POSTS} a round each way, ${SENDERS} signed deliveries at a time to the shared inbox; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed)`);
+    console.log(`\n${ROUNDS * POSTS} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive), against ${ROUNDS * POSTS} with their copies held until fan-out ends and ${ROUNDS * POSTS} without photos, ${POSTS} a round each way, ${SENDERS} signed deliveries at a time to the shared inbox; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed)`);
     for (const [i, r] of rounds.entries()) {
-      console.log(`  round ${i + 1}: with media: sent in ${(r.media.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(r.media.fanoutMs / 1000).toFixed(1)} s, photos copied after ${(r.media.copiedMs / 1000).toFixed(1)} s, home ${r.media.rps} req/s (p99 ${r.media.p99} ms)  |  without: sent in ${(r.plain.sentMs / 1000).toFixed(1)} s, in every feed after ${(r.plain.fanoutMs / 1000).toFixed(1)} s, home ${r.plain.rps} req/s (p99 ${r.plain.p99} ms); errors ${r.media.errors + r.plain.errors}`);
+      console.log(`  round ${i + 1}: with media: sent in ${(r.media.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(r.media.fanoutMs / 1000).toFixed(1)} s, photos copied after ${(r.media.copiedMs / 1000).toFixed(1)} s, home ${r.media.rps} req/s (p99 ${r.media.p99} ms)  |  copies held: in every feed after ${(r.held.fanoutMs / 1000).toFixed(1)} s, home ${r.held.rps} req/s (p99 ${r.held.p99} ms)  |  without: sent in ${(r.plain.sentMs / 1000).toFixed(1)} s, in every feed after ${(r.plain.fanoutMs / 1000).toFixed(1)} s, home ${r.plain.rps} req/s (p99 ${r.plain.p99} ms); errors ${r.media.errors + r.held.errors + r.plain.errors}`);
     }
     const rate = (p: Phase) => POSTS / (p.fanoutMs / 1000);
-    console.log(`  posts fanned out per second: with media ${spread(rounds.map((r) => rate(r.media)), 0)}; without ${spread(rounds.map((r) => rate(r.plain)), 0)}; with/without ${spread(rounds.map((r) => rate(r.media) / rate(r.plain)))}`);
-    console.log(`  home req/s while they arrive: with media ${spread(rounds.map((r) => r.media.rps), 0)}; without ${spread(rounds.map((r) => r.plain.rps), 0)}; with/without ${spread(rounds.map((r) => r.media.rps / r.plain.rps))}`);
+    console.log(`  posts fanned out per second: with media ${spread(rounds.map((r) => rate(r.media)), 0)}; copies held ${spread(rounds.map((r) => rate(r.held)), 0)}; without ${spread(rounds.map((r) => rate(r.plain)), 0)}`);
+    console.log(`    with media / without: ${spread(rounds.map((r) => rate(r.media) / rate(r.plain)))}; with media / copies held: ${spread(rounds.map((r) => rate(r.media) / rate(r.held)))}`);
+    console.log(`  home req/s while they arrive: with media ${spread(rounds.map((r) => r.media.rps), 0)}; copies held ${spread(rounds.map((r) => r.held.rps), 0)}; without ${spread(rounds.map((r) => r.plain.rps), 0)}`);
+    console.log(`    with media / without: ${spread(rounds.map((r) => r.media.rps / r.plain.rps))}; with media / copies held: ${spread(rounds.map((r) => r.media.rps / r.held.rps))}`);
     console.log(`  photos copied per second (from the first delivery): ${spread(rounds.map((r) => POSTS / (r.media.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
   } finally {
+    await copyQueue.close();
     await db.end();
     remote.close();
     await cleanUpBench(server, redis as Redis, config, env.DATA_DIR);

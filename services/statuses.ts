@@ -548,11 +548,13 @@ export interface RemoteStatus {
 export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Promise<string | null> {
   try {
     const { status, outbox } = await transaction(deps.db, async (tx) => {
-      const status = await statuses.insertStatus(tx, {
+      const row = {
         accountId: r.accountId, text: '', content: r.content, spoilerText: r.spoilerText, sensitive: r.sensitive || r.spoilerText !== '',
         visibility: r.visibility, language: r.language, inReplyToId: r.parent?.id ?? null, inReplyToAccountId: r.parent?.account_id ?? null,
         reblogOfId: null, applicationId: null, uri: r.uri, url: r.url, createdAt: r.createdAt,
-      });
+      };
+      // Its author's (and parent's) counters are moved last, below: they lock those rows until the commit.
+      const status = await statuses.insertStatus(tx, row, { countLater: true });
       await statuses.insertMentions(tx, status.id, r.mentioned.map((a) => a.id));
       await statuses.insertTags(tx, status.id, r.tags);
       await insertRemoteMedia(tx, status.id, r.accountId, r.media);
@@ -573,6 +575,7 @@ export async function receiveRemoteStatus(deps: StatusDeps, r: RemoteStatus): Pr
       // Its attachments copied here, so readers never load them from its server (services/remote-media.ts).
       if (r.media.some((m) => m.type !== 'unknown')) outbox.push(await addToOutbox(tx, 'cacheRemoteMedia', { statusId: status.id }));
       if (r.media.length === 0 && firstCardLink(r.content, ownHosts(deps.config))) outbox.push(await addToOutbox(tx, 'fetchLinkCard', { statusId: status.id }));
+      await statuses.countNewStatus(tx, row);
       return { status, outbox };
     });
     await deps.versions.bump({ accounts: [r.accountId], statuses: [r.parent?.id, r.quote?.state === 'accepted' ? r.quote.quoted.id : null] });

@@ -55,8 +55,11 @@ export interface NewStatus {
   createdAt?: Date | null;
 }
 
-/** Inserts a status and moves the counters it affects, in the caller's transaction. */
-export async function insertStatus(db: Queryable, s: NewStatus): Promise<StatusRow> {
+/**
+ * Inserts a status and moves the counters it affects, in the caller's transaction; with `countLater`, the caller
+ * moves them itself (countNewStatus) at the end of its transaction.
+ */
+export async function insertStatus(db: Queryable, s: NewStatus, options: { countLater?: boolean } = {}): Promise<StatusRow> {
   const { rows } = await db.query<StatusRow>(
     `INSERT INTO statuses (account_id, text, content, spoiler_text, sensitive, visibility, language,
                            in_reply_to_id, in_reply_to_account_id, reblog_of_id, application_id, uri, url, created_at)
@@ -65,10 +68,19 @@ export async function insertStatus(db: Queryable, s: NewStatus): Promise<StatusR
       s.uri ?? null, s.url ?? null, s.createdAt ?? null],
   );
   const status = rows[0]!;
+  if (!options.countLater) await countNewStatus(db, s);
+  return status;
+}
+
+/**
+ * The counters a new status moves: its author's, and its parent's or boosted post's. Each locks that row until the
+ * transaction ends, so a transaction that does more after inserting its status moves them last: statuses of one
+ * author arriving together (another server delivering several at once) then wait for each other only that long.
+ */
+export async function countNewStatus(db: Queryable, s: Pick<NewStatus, 'accountId' | 'inReplyToId' | 'reblogOfId'>): Promise<void> {
   await db.query(`UPDATE accounts SET statuses_count = statuses_count + 1, last_status_at = now() WHERE id = $1`, [s.accountId]);
   if (s.inReplyToId) await db.query(`UPDATE statuses SET replies_count = replies_count + 1 WHERE id = $1`, [s.inReplyToId]);
   if (s.reblogOfId) await db.query(`UPDATE statuses SET reblogs_count = reblogs_count + 1 WHERE id = $1`, [s.reblogOfId]);
-  return status;
 }
 
 /** What a new local post writes beside its row, in the same statement (storage/statuses.ts insertPost). */

@@ -2,8 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { generate } from 'otplib';
 import sharp from 'sharp';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { startListeningServer } from '../helpers/listen.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.ts';
@@ -167,8 +165,7 @@ describe('joining from a browser', () => {
   });
 
   it('changes the profile with an avatar, seen on the public page and in the API', async () => {
-    const file = join(shots, 'avatar.png');
-    await writeFile(file, await sharp({ create: { width: 120, height: 120, channels: 3, background: '#c2410c' } }).png().toBuffer());
+    const file = { name: 'avatar.png', mimeType: 'image/png', buffer: await sharp({ create: { width: 120, height: 120, channels: 3, background: '#c2410c' } }).png().toBuffer() };
     await page.goto(s.url + '/settings/profile');
     await page.getByLabel('Display name').fill('New Comer');
     await page.getByLabel('Bio').fill('Hello from the browser');

@@ -2,7 +2,7 @@ import { onSubscriptionLapse, type RedisClient } from '../storage/redis.ts';
 import type { WebSessionRow } from '../storage/web-sessions.ts';
 import type { UserRow } from '../storage/users.ts';
 import type { AccountRow } from '../storage/accounts.ts';
-import { invalidationChannel, publishTokenInvalidation } from './token-cache.ts';
+import { invalidationChannel, listenLocally, publishTokenInvalidation } from './token-cache.ts';
 
 /** A web session as the pages read it: the row, its user and account, and whether they may only see their strikes. */
 export interface ResolvedSession {
@@ -84,6 +84,7 @@ export class SessionCache<T> {
 
   /** Listens for invalidations on the token cache's channel (its subscribed connection may carry others). */
   async subscribe(subscriber: RedisClient, redisPrefix: string): Promise<void> {
+    listenLocally(redisPrefix, this);
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === invalidationChannel(redisPrefix)) this.forget(message);
     });
@@ -95,11 +96,11 @@ export class SessionCache<T> {
 
 /**
  * Something about a person that their pages show changed (their profile, defaults, appearance, second factor): their
- * cached sessions go at once here, and in every other process over Redis. Call after the change has committed.
+ * cached sessions go at once here (publishTokenInvalidation tells this process's caches before Redis), and in every
+ * other process over Redis. Call after the change has committed.
  */
 export async function personChanged(
-  ctx: { sessions: SessionCache<unknown>; redis: RedisClient; config: { redisPrefix: string } }, what: { userId: string } | { accountId: string },
+  ctx: { redis: RedisClient; config: { redisPrefix: string } }, what: { userId: string } | { accountId: string },
 ): Promise<void> {
-  ctx.sessions.forget('userId' in what ? `user:${what.userId}` : `account:${what.accountId}`);
   await publishTokenInvalidation(ctx.redis, ctx.config.redisPrefix, what);
 }

@@ -12,10 +12,25 @@ export function invalidationChannel(redisPrefix: string): string {
   return `${redisPrefix}auth:invalidate`;
 }
 
-/** Tells every process to forget cached tokens; call after the change has committed. */
+/** This process's caches of tokens and sessions, by the Redis prefix whose invalidations they listen to. */
+const localCaches = new Map<string, WeakRef<{ forget(message: string): void }>[]>();
+
+/** Lets a cache hear this process's own invalidations as they are published (`subscribe` of each cache). */
+export function listenLocally(redisPrefix: string, cache: { forget(message: string): void }): void {
+  const caches = (localCaches.get(redisPrefix) ?? []).filter((c) => c.deref() !== undefined);
+  caches.push(new WeakRef(cache));
+  localCaches.set(redisPrefix, caches);
+}
+
+/**
+ * Tells every process to forget cached tokens; call after the change has committed. This process's cache forgets
+ * them before the answer goes out, so that the next request here sees the change (its own message, coming back over
+ * pub/sub, could arrive after that request).
+ */
 export async function publishTokenInvalidation(redis: RedisClient, redisPrefix: string, what: TokenInvalidation): Promise<void> {
   const message = 'token' in what ? `token:${hashSecret(what.token)}` : 'userId' in what ? `user:${what.userId}`
     : 'sessionHash' in what ? `session:${what.sessionHash}` : `account:${what.accountId}`;
+  for (const cache of localCaches.get(redisPrefix) ?? []) cache.deref()?.forget(message);
   await redis.publish(invalidationChannel(redisPrefix), message);
 }
 
@@ -97,6 +112,7 @@ export class TokenCache {
 
   /** Listens for invalidations on a connection of its own (a subscribed Redis connection can do nothing else). */
   async subscribe(subscriber: RedisClient, redisPrefix: string): Promise<void> {
+    listenLocally(redisPrefix, this);
     // The connection carries other channels too (services/server-settings.ts).
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === invalidationChannel(redisPrefix)) this.forget(message);

@@ -1,5 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { TokenCache } from '../../services/token-cache.ts';
+import { TokenCache, publishTokenInvalidation } from '../../services/token-cache.ts';
+import { SessionCache } from '../../services/session-cache.ts';
+import type { RedisClient } from '../../storage/redis.ts';
 import { hashSecret, type TokenOwner } from '../../storage/oauth.ts';
 import type { Queryable } from '../../storage/db.ts';
 import { parseNested } from '../../http/plugins/body.ts';
@@ -86,6 +88,32 @@ describe('token cache', () => {
     expect(db.queries).toBe(3);
     await cache.lookup(q, 'a');
     expect(db.queries).toBe(4);
+  });
+});
+
+describe('this process\'s own invalidations', () => {
+  it('reach its token and session caches before publishing returns, whatever pub/sub does', async () => {
+    const prefix = `fedi_test_local_${process.pid}_${Date.now()}:`;
+    // A subscriber that never delivers a message, and a publisher that sends nothing: only the local path is left.
+    const subscriber = { on: () => subscriber, once: () => subscriber, subscribe: async () => 1, status: 'ready' } as unknown as RedisClient;
+    const silent = { publish: async () => 0 } as unknown as RedisClient;
+    const tokens = new TokenCache();
+    const sessions = new SessionCache<string>();
+    await tokens.subscribe(subscriber, prefix);
+    await sessions.subscribe(subscriber, prefix);
+    const db = fakeDb(new Map([[hashSecret('one'), { id: '1', user_id: '10', account_id: '100', scopes: 'read' }]])) as unknown as Queryable;
+    await tokens.lookup(db, 'one');
+    await sessions.lookup('h1', async () => ({ userId: '10', accountId: '100', value: 'session of 10' }));
+    await sessions.lookup('h2', async () => ({ userId: '20', accountId: '200', value: 'session of 20' }));
+    expect(tokens.cached('one')?.id).toBe('1');
+
+    await publishTokenInvalidation(silent, prefix, { userId: '10' });
+    expect(tokens.cached('one')).toBeUndefined();
+    expect(await sessions.lookup('h1', async () => null)).toBeNull();
+    expect(await sessions.lookup('h2', async () => null)).toBe('session of 20');
+    // Caches of another prefix (another server in this process) hear nothing of it.
+    await publishTokenInvalidation(silent, `${prefix}other:`, { userId: '20' });
+    expect(await sessions.lookup('h2', async () => null)).toBe('session of 20');
   });
 });
 

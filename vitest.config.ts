@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/helpers/longest-first.ts';
 
 // Tests that start a Redis Cluster of their own (six redis-server processes) or several server processes on one:
 // run after the rest, on their own, so that their load does not slow every other file's set-up (and theirs is not
@@ -41,6 +42,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // The longest files of each group first, also on a fresh clone (test/helpers/longest-first.ts).
+    sequence: { sequencer: LongestFirst },
     // Two cores. The main and cluster groups run three files at once: with two, the machine sat 30% idle through the
     // main group (files wait on timers, sockets and other processes), and three took it from 137 s to 123 s (cluster:
     // 42 s to 33 s); four left 8% idle for little more. The browser group's three files fit in two.

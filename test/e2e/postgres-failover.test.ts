@@ -9,6 +9,7 @@ import { requirePgBouncer, startPgBouncer, type PgBouncer } from '../helpers/pgb
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { OwnPostgres } from '../helpers/own-services.ts';
+import { pgAnswers } from '../helpers/pg-answers.ts';
 import { failOver, pointDatabasesAt } from '../../cli/pg-failover.ts';
 
 const DATABASE = 'fedi_failover_test';
@@ -76,17 +77,7 @@ async function direct<T extends pg.QueryResultRow>(cluster: OwnPostgres, sql: st
 
 /** SELECT 1 through PgBouncer on a database it makes from its `*` line (an autodb): whether it answered. */
 async function throughWildcard(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: bouncer.url('postgres'), connectionTimeoutMillis: 2000, query_timeout: 2000 } as pg.ClientConfig);
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
+  return pgAnswers(bouncer.url('postgres'));
 }
 
 /** Waits until the standby has replayed everything the primary has written so far. */

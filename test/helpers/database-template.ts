@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { migrate } from '../../storage/db.ts';
+import { pgAnswers } from './pg-answers.ts';
 
 /**
  * Vitest global set-up: one migrated database per version of the migrations, which every test database of the run is
@@ -26,16 +27,7 @@ let adminUrl = `${process.env.TEST_DATABASE_BASE_URL ?? TCP_BASE_URL}/postgres`;
 /** The base URL of the test databases: TEST_DATABASE_BASE_URL, else the socket if it lets us in, else TCP on loopback. */
 async function chooseBaseUrl(): Promise<string> {
   if (process.env.TEST_DATABASE_BASE_URL) return process.env.TEST_DATABASE_BASE_URL;
-  const client = new pg.Client({ connectionString: `${SOCKET_BASE_URL}/postgres`, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return SOCKET_BASE_URL;
-  } catch {
-    return TCP_BASE_URL;
-  } finally {
-    await client.end().catch(() => {});
-  }
+  return (await pgAnswers(`${SOCKET_BASE_URL}/postgres`)) ? SOCKET_BASE_URL : TCP_BASE_URL;
 }
 const migrationsDir = fileURLToPath(new URL('../../storage/migrations', import.meta.url));
 /**

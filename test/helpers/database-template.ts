@@ -22,7 +22,8 @@ const TCP_BASE_URL = 'postgres://postgres@127.0.0.1:5432';
  * server's, and the tests make some hundred thousand. TCP otherwise.
  */
 const SOCKET_BASE_URL = 'postgres://postgres@%2Fvar%2Frun%2Fpostgresql';
-let adminUrl = `${process.env.TEST_DATABASE_BASE_URL ?? TCP_BASE_URL}/postgres`;
+/** Where the test databases are, chosen by `setup` (chooseBaseUrl). */
+let baseUrl = TCP_BASE_URL;
 
 /** The base URL of the test databases: TEST_DATABASE_BASE_URL, else the socket if it lets us in, else TCP on loopback. */
 async function chooseBaseUrl(): Promise<string> {
@@ -45,7 +46,7 @@ function migrationsHash(): string {
 }
 
 async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = new pg.Client({ connectionString: `${baseUrl}/postgres` });
   await client.connect();
   try {
     return await fn(client);
@@ -73,8 +74,8 @@ async function dropAll(names: string[]): Promise<void> {
 
 export default async function setup(): Promise<() => Promise<void>> {
   // Workers read it when they start (test/helpers/server.ts PG_BASE).
-  process.env.TEST_DATABASE_BASE_URL = await chooseBaseUrl();
-  adminUrl = `${process.env.TEST_DATABASE_BASE_URL}/postgres`;
+  baseUrl = await chooseBaseUrl();
+  process.env.TEST_DATABASE_BASE_URL = baseUrl;
   const template = `fedi_tmpl_${migrationsHash()}`;
   await withAdmin(async (client) => {
     if ((await databasesLike(client, template)).length > 0) return;
@@ -82,7 +83,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     // and two runs at once each make theirs (the second rename fails harmlessly).
     const making = `fedi_tmplnew_${randomBytes(4).toString('hex')}`;
     await client.query(`CREATE DATABASE ${making}`);
-    await migrate(`${adminUrl.replace(/\/postgres$/, '')}/${making}`);
+    await migrate(`${baseUrl}/${making}`);
     await client.query(`ALTER DATABASE ${making} RENAME TO ${template}`).catch(() => client.query(`DROP DATABASE ${making} WITH (FORCE)`));
   });
   // TEST_KEEP_TEMPLATES=1: several checkouts with different migrations testing at once against one PostgreSQL would

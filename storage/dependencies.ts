@@ -341,15 +341,25 @@ class ProbeTimeout extends Error {
   }
 }
 
+/**
+ * `p`, or a ProbeTimeout after `ms`. When the timer fires, the answer may be waiting unread: this process's event loop
+ * was busy past the deadline (a page validated, a large JSON parsed on a loaded machine) and timers run before the
+ * loop reads its sockets. Cutting off a Redis that answered in time fails every command in flight, so the timeout
+ * is told only after the loop has read what arrived (setImmediate runs after the poll phase).
+ */
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
+  let late: NodeJS.Immediate | undefined;
   return Promise.race([
     p,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ProbeTimeout(`no answer in ${ms} ms`)), ms);
+      timer = setTimeout(() => (late = setImmediate(() => reject(new ProbeTimeout(`no answer in ${ms} ms`)))), ms);
       timer.unref();
     }),
-  ]).finally(() => clearTimeout(timer));
+  ]).finally(() => {
+    clearTimeout(timer);
+    if (late) clearImmediate(late);
+  });
 }
 
 /** The distinct nodes (host:port) a cluster client routes slots to: its masters. */

@@ -1,5 +1,6 @@
 import { createExponentialBackoffPolicy, createFederation, type Context, type RequestContext } from '@fedify/fedify';
 import { Create, Emoji, Hashtag, Note, QuoteAuthorization, Tombstone, type Announce } from '@fedify/vocab';
+import { StatusCreate } from './media-terms.ts';
 import { findLocalEmojiById } from '../storage/custom-emojis.ts';
 import { emojiObjectOf } from './emojis.ts';
 import { featuredTagsOf } from '../storage/featured-tags.ts';
@@ -44,7 +45,7 @@ async function activityOf(fed: Context<AppContext>, account: AccountRow, id: str
     return announceOf(fed, account, status, author, original);
   }
   const { note } = await statusObjectOf(fed, account, status);
-  return new Create({ id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: note, tos: note.toIds, ccs: note.ccIds, published: note.published });
+  return new StatusCreate({ id: new URL(`${uri.href}/activity`), actor: fed.getActorUri(account.username), object: note, tos: note.toIds, ccs: note.ccIds, published: note.published });
 }
 
 /**

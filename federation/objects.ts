@@ -1,5 +1,5 @@
 import { Temporal } from '@js-temporal/polyfill';
-import { Announce, Collection, Document, Endpoints, Hashtag, Image, InteractionPolicy, InteractionRule, Mention, Note, Person, PropertyValue, PUBLIC_COLLECTION, Question, QuoteAuthorization, Service, Tombstone, type Recipient } from '@fedify/vocab';
+import { Announce, Collection, Endpoints, Hashtag, Image, InteractionPolicy, InteractionRule, Mention, Note, Person, PropertyValue, PUBLIC_COLLECTION, Question, QuoteAuthorization, Service, Tombstone, type Recipient } from '@fedify/vocab';
 import type { Context } from '@fedify/fedify';
 import type { AppContext } from '../context.ts';
 import type { AccountRow } from '../storage/accounts.ts';
@@ -14,6 +14,7 @@ import { accountUri, statusUri } from '../services/uris.ts';
 import { quoteOfStatus, type QuoteRow } from '../storage/quotes.ts';
 import { effectiveQuotePolicy } from '../services/quotes.ts';
 import { localEmojiTags } from './emojis.ts';
+import { MediaDocument, StatusNote, StatusQuestion } from './media-terms.ts';
 import { accountTexts } from '../services/custom-emojis.ts';
 
 const instant = (d: Date) => Temporal.Instant.fromEpochMilliseconds(d.getTime());
@@ -127,13 +128,13 @@ export function announceOf(fed: Context<AppContext>, reblogger: AccountRow, rebl
 /** A status of a local account as a Note, with what the wire needs and nothing internal (no deleted flag). */
 export async function noteOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): Promise<{ note: Note; mentioned: AccountRow[] }> {
   const { values, mentioned } = await noteValues(fed, author, s);
-  return { note: new Note(values), mentioned };
+  return { note: new StatusNote(values), mentioned };
 }
 
 /** A status as other servers are sent it: its Note, or a Question when it has a poll (as Mastodon sends polls). */
 export async function statusObjectOf(fed: Context<AppContext>, author: AccountRow, s: StatusRow): Promise<{ note: Note | Question; mentioned: AccountRow[] }> {
   const [{ values, mentioned }, poll] = await Promise.all([noteValues(fed, author, s), pollOfStatus(fed.data.db, s.id)]);
-  return { note: poll ? new Question({ ...values, ...questionFields(poll) }) : new Note(values), mentioned };
+  return { note: poll ? new StatusQuestion({ ...values, ...questionFields(poll) }) : new StatusNote(values), mentioned };
 }
 
 async function noteValues(fed: Context<AppContext>, author: AccountRow, s: StatusRow) {
@@ -167,9 +168,11 @@ async function noteValues(fed: Context<AppContext>, author: AccountRow, s: Statu
     ccs: cc,
     attachments: media.filter((m) => m.original_key).map((m) => {
       const original = (m.meta as { original?: { width?: number; height?: number } }).original;
-      return new Document({
+      // As Mastodon: the blurhash when there is one, the focal point when the author moved it from the centre.
+      return new MediaDocument({
         url: new URL(app.fileHost.url(m.original_key!)), mediaType: m.original_type, name: m.description === '' ? null : m.description,
         width: original?.width ?? null, height: original?.height ?? null,
+        blurhash: m.blurhash, focalPoint: m.focus_x !== 0 || m.focus_y !== 0 ? [m.focus_x, m.focus_y] : null,
       });
     }),
     tags: [

@@ -1,5 +1,6 @@
 import { Accept, Announce, Block, Create, Delete, Follow, Like, Move, PUBLIC_COLLECTION, Reject, Undo, Update, type Add, type Recipient, type Remove } from '@fedify/vocab';
 import { Note, QuoteRequest } from '@fedify/vocab';
+import { StatusCreate, StatusQuoteRequest, StatusUpdate } from './media-terms.ts';
 import { findQuote, quoteOfStatus } from '../storage/quotes.ts';
 import { Temporal } from '@js-temporal/polyfill';
 import type { Context } from '@fedify/fedify';
@@ -57,7 +58,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const { to, cc } = audienceOf(fed, author, status, mentioned);
       const uri = new URL(statusUri(app.render, status, author.username));
       const activity = d.activity === 'Create'
-        ? new Create({ id: new URL(`${uri.href}/activity`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.published })
+        ? new StatusCreate({ id: new URL(`${uri.href}/activity`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.published })
         : new Delete({ id: new URL(`${uri.href}#delete`), actor: actorId(app, author), object: tombstoneOf(app, author, status), tos: to, ccs: cc });
       // The author replied to hears of the reply too (unless it is direct and they are not mentioned), as in Mastodon;
       // so does the author quoted (whose server verifies the quote).
@@ -77,7 +78,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const [me, target] = status && quoted ? await pair(app, status.account_id, quoted.account_id) : [null, null];
       if (!status || !quote || !quoted?.uri || !me || !target || quote.state !== 'pending' || !quote.activity_uri || me.domain !== null || target.domain === null) return;
       const { note } = await statusObjectOf(fed, me, status);
-      const request = new QuoteRequest({ id: new URL(quote.activity_uri), actor: actorId(app, me), object: new URL(quoted.uri), instrument: note });
+      const request = new StatusQuoteRequest({ id: new URL(quote.activity_uri), actor: actorId(app, me), object: new URL(quoted.uri), instrument: note });
       await sendTo(app, fed, me, target, request);
       return;
     }
@@ -89,7 +90,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const { note, mentioned } = await statusObjectOf(fed, author, status);
       const { to, cc } = audienceOf(fed, author, status, mentioned);
       const uri = new URL(statusUri(app.render, status, author.username));
-      const update = new Update({ id: new URL(`${uri.href}#updates/${Date.now()}`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.updated ?? null });
+      const update = new StatusUpdate({ id: new URL(`${uri.href}#updates/${Date.now()}`), actor: actorId(app, author), object: note, tos: to, ccs: cc, published: note.updated ?? null });
       const parent = status.in_reply_to_account_id && status.visibility !== 'direct' ? await findAccountById(app.db, status.in_reply_to_account_id) : null;
       // The author quoted hears of it too, as of the Create (an accepted quote's Update carries their stamp).
       const quote = status.visibility !== 'direct' ? await quoteOfStatus(app.db, status.id) : null;
@@ -180,7 +181,7 @@ export async function deliverActivity(app: AppContext, d: Delivery): Promise<voi
       const [me, requester] = await pair(app, d.accountId, d.requesterId);
       const quoted = await findStatusRecord(app.db, d.quotedStatusId);
       if (!me || !requester || !quoted || me.domain !== null || requester.domain === null) return;
-      const request = new QuoteRequest({
+      const request = new StatusQuoteRequest({
         id: new URL(d.requestUri), actor: actorId(app, requester), object: new URL(statusUri(app.render, quoted, me.username)), instrument: new URL(d.instrumentUri),
       });
       const accept = d.activity === 'AcceptQuote';

@@ -6,6 +6,8 @@ import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { startStrictPeer, type StrictPeer } from '../helpers/strict-peer.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { verifyAccountLinks } from '../../jobs/profile-links.ts';
+import sharp from 'sharp';
+import { multipart } from '../helpers/multipart.ts';
 
 // Our people and posts as other servers see them, fetched by a peer that verifies every signature (test/helpers/strict-peer.ts):
 // profile fields as PropertyValue attachments, bots as Service actors, links verified by rel="me" (ours and other
@@ -107,6 +109,43 @@ describe('our actors', () => {
     expect(follow.activity.object).toBe(lee);
     expectEntity('Account', await api(alice, 'GET', `/api/v1/accounts/${robo.id}`));
     expect((await api(alice, 'GET', `/api/v1/accounts/${robo.id}`)).bot).toBe(true);
+  });
+});
+
+describe('our attachments', () => {
+  it('carry their blurhash and focal point under the names and definitions Mastodon uses, in the Create sent, its signature and the Note served', async () => {
+    const hal = await peer.addActor('hal');
+    expect(await peer.send('hal', `${actorOf(robo)}/inbox`, { '@context': AS, id: `${hal}/follows/1`, type: 'Follow', actor: hal, object: actorOf(robo) })).toBe(202);
+    await peer.waitFor((d) => d.activity.type === 'Accept' && d.inbox.includes('/hal'));
+    const photo = await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
+    const form = await multipart({ focus: '0.5,-0.25', description: 'a red square', file: { data: photo, filename: 'red.png', type: 'image/png' } });
+    const uploaded = await ours.app.inject({ method: 'POST', url: '/api/v2/media', headers: { ...bearer(robo.token), ...form.headers }, payload: form.payload });
+    expect(uploaded.statusCode, uploaded.body).toBeLessThan(300);
+    // 206 while the photo is processed.
+    const processed = await until(() => ours.app.inject({ method: 'GET', url: `/api/v1/media/${uploaded.json().id}`, headers: bearer(robo.token) }), (r) => r.statusCode === 200, 'the photo processed');
+    const media = processed.json();
+    expect(media.blurhash).toMatch(/^[0-9A-Za-z#$%*+,\-.:;=?@[\]^_{|}~]{6,}$/);
+    const plain = await ours.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(robo.token), payload: { status: 'centred' } });
+    expect(plain.statusCode).toBe(200);
+    const posted = await ours.app.inject({ method: 'POST', url: '/api/v1/statuses', headers: bearer(robo.token), payload: { status: 'a photo', media_ids: [media.id] } });
+    expect(posted.statusCode, posted.body).toBe(200);
+
+    const create = await peer.waitFor((d) => d.activity.type === 'Create' && (d.activity.object as Json)?.content?.includes('a photo'));
+    expect(create.verified, create.reason).toBe(true);
+    const expected = { type: 'Document', mediaType: 'image/png', name: 'a red square', width: 64, height: 48, blurhash: media.blurhash, focalPoint: [0.5, -0.25] };
+    // One attachment may be compacted to a single value (JSON-LD's way; readers take either).
+    const attachments = (doc: Json) => [doc.attachment].flat();
+    expect(attachments(create.activity.object as Json)).toMatchObject([expected]);
+    const definitions = { blurhash: 'toot:blurhash', focalPoint: { '@container': '@list', '@id': 'toot:focalPoint' } };
+    const defines = (doc: Json) => (doc['@context'] as unknown[]).some((c) => typeof c === 'object' && c !== null && (c as Json).toot === 'http://joinmastodon.org/ns#' && (c as Json).blurhash === definitions.blurhash && JSON.stringify((c as Json).focalPoint) === JSON.stringify(definitions.focalPoint));
+    expect(defines(create.activity)).toBe(true);
+    const { status, json: note } = await peer.signedGet('hal', (create.activity.object as Json).id);
+    expect(status).toBe(200);
+    expect(attachments(note!)).toMatchObject([expected]);
+    expect(defines(note!)).toBe(true);
+    // A post without them says nothing of them.
+    const { json: plainNote } = await peer.signedGet('hal', `${actorOf(robo)}/statuses/${plain.json().id}`);
+    expect(JSON.stringify(plainNote)).not.toMatch(/blurhash|focalPoint/);
   });
 });
 

@@ -1,13 +1,18 @@
-// `npm run bench:remote-media`: what copying other servers' media costs the rest of the server. 1,000 remote posts
-// with one photo each (about 100 KB, served by a loopback file server in this process) arrive signed at the shared
-// inbox from a remote account followed by a reader and 100 other local accounts, and their photos are copied to our
-// file host as they arrive; against the same number of posts without attachments. Alternating rounds of 200 posts
-// each way; in each, the time until every post is in the reader's feed (fan-out; the others' feeds are never built), the time until
-// every photo is copied, and the reader's home-timeline requests per second meanwhile (from the first delivery until
-// every post of that way is in the feed, so that each way's reads are measured while its own posts come in). A third
-// way sends the same posts with photos while the copying jobs are held (their queue paused until every post is in
-// the feed, then let go and waited for): against it, what copying itself costs fan-out and reads, apart from what a
-// post with a photo costs anyway (its attachment's row and JSON, a larger timeline to render). Figures printed, never asserted.
+// `npm run bench:remote-media`: what copying other servers' media costs the rest of the server. Remote posts with one
+// photo each (served by a loopback file server in this process) arrive signed at the shared inbox from a remote
+// account followed by a reader and 100 other local accounts, and their photos are copied to our file host as they
+// arrive; against the same posts with the copying jobs held (their queue paused, then let go and waited for) and
+// against posts without attachments. Each round runs the three ways in turn (a different one first each round), and
+// each way twice:
+// - fan-out: BENCH_POSTS posts (200) as fast as 8 senders can deliver them, timed until every post is in the reader's
+//   feed (the others' feeds are never built), with the reader's home read meanwhile;
+// - reads: BENCH_PACED_POSTS posts (600) at BENCH_PACE a second (20), the reader's home-timeline requests per second
+//   over that whole window. A burst's read rate swings from round to round by several times (the reader and fan-out
+//   take each other's CPU in turns), so the reads are compared while posts arrive at a steady pace, as they do from
+//   the servers one follows, long enough for copies to run beside them (a copy waits at most 10 s for fan-out to be
+//   quiet).
+// Held against copied tells what copying itself costs, apart from what a post with a photo costs anyway (its
+// attachment's row and JSON, a larger timeline to render). Figures printed, never asserted.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -24,12 +29,15 @@ import { seedFollowers } from './seed.ts';
 import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
 
 const PORT = Number(process.env.BENCH_PORT ?? 3970);
-/** BENCH_ROUNDS: alternating rounds (5 unless told) of BENCH_POSTS posts each way (200). */
+/** BENCH_ROUNDS: rounds (5 unless told), each way in turn. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const POSTS = Number(process.env.BENCH_POSTS ?? 200);
+/** BENCH_PACED_POSTS posts (600) at BENCH_PACE a second (20) for the reads. */
+const PACED_POSTS = Number(process.env.BENCH_PACED_POSTS ?? 600);
+const PACE = Number(process.env.BENCH_PACE ?? 20);
 const FOLLOWERS = 100;
 const SENDERS = 8;
-/** BENCH_ONLY=media, held or plain: that way alone in every round (to profile one; no ratio printed). */
+/** BENCH_ONLY=media, held or plain: that way alone in every round, a burst (BENCH_ONLY_PACED=true: paced), to profile one; no ratio printed. */
 const ONLY = process.env.BENCH_ONLY;
 /** BENCH_READ_CONNECTIONS: the reader's connections (16); 0 measures fan-out alone. */
 const READ_CONNECTIONS = Number(process.env.BENCH_READ_CONNECTIONS ?? 16);
@@ -117,8 +125,12 @@ async function main() {
     }
 
     type Way = 'media' | 'held' | 'plain';
-    /** One phase: POSTS posts sent SENDERS at a time while the reader's home is read; then waits for fan-out (and copies). */
-    async function phase(way: Way) {
+    /**
+     * One phase: POSTS posts sent SENDERS at a time (a burst), or PACED_POSTS at PACE a second, while the reader's home
+     * is read; then waits for fan-out (and copies).
+     */
+    async function phase(way: Way, paced = false) {
+      const count = paced ? PACED_POSTS : POSTS;
       const withMedia = way !== 'plain';
       if (way === 'held') await copyQueue.pause();
       const started = performance.now();
@@ -134,8 +146,11 @@ async function main() {
       const uris: string[] = [];
       let next = 0;
       await Promise.all(Array.from({ length: SENDERS }, async () => {
-        while (next < POSTS) {
+        while (next < count) {
+          // Paced: post n goes at n / PACE seconds from the start (or at once when the senders are behind).
+          const due = paced ? started + (next * 1000) / PACE : 0;
           next++;
+          if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
           uris.push(await deliver(withMedia));
         }
       }));
@@ -169,31 +184,40 @@ async function main() {
     // Warm-up (not counted): the key fetched, the caches and JIT warm.
     await phase('plain');
     type Phase = Awaited<ReturnType<typeof phase>>;
-    const rounds: Record<Way, Phase>[] = [];
+    type Round = Record<Way, { burst: Phase; paced: Phase }>;
+    const rounds: Round[] = [];
     // Each round in another order of the three ways (each goes first, second and last in turn).
     const ORDERS: Way[][] = [['media', 'plain', 'held'], ['plain', 'held', 'media'], ['held', 'media', 'plain']];
+    const s1 = (ms: number) => (ms / 1000).toFixed(1);
     for (let i = 0; i < ROUNDS; i++) {
       if (ONLY) {
-        const p = await phase(ONLY as Way);
-        console.log(`  ${ONLY}: sent in ${(p.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(p.fanoutMs / 1000).toFixed(1)} s, home ${p.rps} req/s`);
+        const p = await phase(ONLY as Way, process.env.BENCH_ONLY_PACED === 'true');
+        console.log(`  ${ONLY}: sent in ${s1(p.sentMs)} s, in every watched feed after ${s1(p.fanoutMs)} s, home ${p.rps} req/s`);
         continue;
       }
-      const round = {} as Record<Way, Phase>;
-      for (const way of ORDERS[i % ORDERS.length]!) round[way] = await phase(way);
+      const round = {} as Round;
+      for (const way of ORDERS[i % ORDERS.length]!) round[way] = { burst: await phase(way), paced: await phase(way, true) };
       rounds.push(round);
+      const line = (way: Way, label: string) => {
+        const { burst, paced } = round[way];
+        return `${label}: burst in every feed after ${s1(burst.fanoutMs)} s${way === 'media' ? ` (photos copied after ${s1(burst.copiedMs)} s)` : ''}, home ${burst.rps} req/s; paced home ${paced.rps} req/s (p99 ${paced.p99} ms, last post in the feed ${s1(paced.fanoutMs - paced.sentMs)} s after it was sent${way === 'media' ? `, photos copied ${s1(paced.copiedMs - paced.sentMs)} s after` : ''})`;
+      };
+      const errors = (['media', 'held', 'plain'] as Way[]).reduce((n, w) => n + round[w].burst.errors + round[w].paced.errors, 0);
+      console.log(`  round ${i + 1}: ${line('media', 'with media')}  |  ${line('held', 'copies held')}  |  ${line('plain', 'without')}; errors ${errors}`);
     }
     if (ONLY) return;
     const copiedFiles = Number((await db.query(`SELECT count(*) AS n FROM cached_files WHERE kind = 'attachment'`)).rows[0].n);
-    console.log(`\n${ROUNDS * POSTS} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive), against ${ROUNDS * POSTS} with their copies held until fan-out ends and ${ROUNDS * POSTS} without photos, ${POSTS} a round each way, ${SENDERS} signed deliveries at a time to the shared inbox; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed)`);
-    for (const [i, r] of rounds.entries()) {
-      console.log(`  round ${i + 1}: with media: sent in ${(r.media.sentMs / 1000).toFixed(1)} s, in every watched feed after ${(r.media.fanoutMs / 1000).toFixed(1)} s, photos copied after ${(r.media.copiedMs / 1000).toFixed(1)} s, home ${r.media.rps} req/s (p99 ${r.media.p99} ms)  |  copies held: in every feed after ${(r.held.fanoutMs / 1000).toFixed(1)} s, home ${r.held.rps} req/s (p99 ${r.held.p99} ms)  |  without: sent in ${(r.plain.sentMs / 1000).toFixed(1)} s, in every feed after ${(r.plain.fanoutMs / 1000).toFixed(1)} s, home ${r.plain.rps} req/s (p99 ${r.plain.p99} ms); errors ${r.media.errors + r.held.errors + r.plain.errors}`);
-    }
+    const total = ROUNDS * (POSTS + PACED_POSTS);
+    console.log(`\n${total} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive), against ${total} with their copies held until fan-out ends and ${total} without photos; a round each way: a burst of ${POSTS} (${SENDERS} signed deliveries at a time to the shared inbox), then ${PACED_POSTS} at ${PACE} a second; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed)`);
     const rate = (p: Phase) => POSTS / (p.fanoutMs / 1000);
-    console.log(`  posts fanned out per second: with media ${spread(rounds.map((r) => rate(r.media)), 0)}; copies held ${spread(rounds.map((r) => rate(r.held)), 0)}; without ${spread(rounds.map((r) => rate(r.plain)), 0)}`);
-    console.log(`    with media / without: ${spread(rounds.map((r) => rate(r.media) / rate(r.plain)))}; with media / copies held: ${spread(rounds.map((r) => rate(r.media) / rate(r.held)))}`);
-    console.log(`  home req/s while they arrive: with media ${spread(rounds.map((r) => r.media.rps), 0)}; copies held ${spread(rounds.map((r) => r.held.rps), 0)}; without ${spread(rounds.map((r) => r.plain.rps), 0)}`);
-    console.log(`    with media / without: ${spread(rounds.map((r) => r.media.rps / r.plain.rps))}; with media / copies held: ${spread(rounds.map((r) => r.media.rps / r.held.rps))}`);
-    console.log(`  photos copied per second (from the first delivery): ${spread(rounds.map((r) => POSTS / (r.media.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
+    const of = (f: (r: Round) => number) => rounds.map(f);
+    console.log(`  burst, posts fanned out per second: with media ${spread(of((r) => rate(r.media.burst)), 0)}; copies held ${spread(of((r) => rate(r.held.burst)), 0)}; without ${spread(of((r) => rate(r.plain.burst)), 0)}`);
+    console.log(`    with media / without: ${spread(of((r) => rate(r.media.burst) / rate(r.plain.burst)))}; with media / copies held: ${spread(of((r) => rate(r.media.burst) / rate(r.held.burst)))}`);
+    console.log(`  burst, home req/s meanwhile: with media ${spread(of((r) => r.media.burst.rps), 0)}; copies held ${spread(of((r) => r.held.burst.rps), 0)}; without ${spread(of((r) => r.plain.burst.rps), 0)}`);
+    console.log(`    with media / without: ${spread(of((r) => r.media.burst.rps / r.plain.burst.rps))}; with media / copies held: ${spread(of((r) => r.media.burst.rps / r.held.burst.rps))}`);
+    console.log(`  paced (${PACE} posts a second), home req/s: with media ${spread(of((r) => r.media.paced.rps), 0)}; copies held ${spread(of((r) => r.held.paced.rps), 0)}; without ${spread(of((r) => r.plain.paced.rps), 0)}`);
+    console.log(`    with media / without: ${spread(of((r) => r.media.paced.rps / r.plain.paced.rps))}; with media / copies held: ${spread(of((r) => r.media.paced.rps / r.held.paced.rps))}`);
+    console.log(`  photos copied per second (burst, from the first delivery): ${spread(of((r) => POSTS / (r.media.burst.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
   } finally {
     await copyQueue.close();
     await db.end();

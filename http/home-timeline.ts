@@ -19,7 +19,10 @@ export interface HomeRendering<B extends PageBody> {
  * - otherwise when the feed read (which checks its versions in the same Redis command) shows nothing changed.
  * Whether the viewer may see a status in their own feed changes only with what removes it from the feed
  * (unfollowing) or with a version bump (an edit of its mentions, a deletion). Requests for a page being rendered
- * wait for that rendering rather than repeat it. `render` loads the statuses of the ids
+ * wait for that rendering rather than repeat it: a request that came while it ran takes its page through the checks
+ * above (a change may have come after the rendering read the feed), and if the page changed meanwhile waits for the
+ * next rendering, which began after it came, and takes that one's page as it is. Requests arriving during a stream
+ * of changes then share one rendering per change rather than each making its own. `render` loads the statuses of the ids
  * read (`loadForViewer`) and says which versions it used: the viewer's filter, relation and flag versions among them,
  * so that a change to any of those is a change to the page.
  */
@@ -35,13 +38,23 @@ export async function cachedHomePage<B extends PageBody>(
       return page;
     }
   }
-  // The same page being rendered for another request: its result, checked as any cached page is (once: a change
-  // that came meanwhile makes this request render it).
-  const rendering = waited ? undefined : cache.renderingOf(key);
-  if (rendering) {
+  // The same page being rendered for another request: its result, checked as any cached page is.
+  const rendering = cache.renderingOf(key);
+  if (rendering && !waited) {
     await rendering;
     return cachedHomePage(ctx, cache, key, viewerId, p, render, true);
   }
+  if (rendering) {
+    // This request waited for a rendering, and a change came after that rendering read the feed. One rendering of a
+    // page runs at a time, so this one began after the one waited for had ended, after this request came: it read
+    // every change this request must see.
+    const page = await rendering;
+    if (page) {
+      cache.hits++;
+      return page;
+    }
+  }
+  let page: RenderedPage<B> | undefined;
   const rendered = cache.startRendering(key);
   let ticket = ctx.tracking.begin();
   try {
@@ -58,16 +71,16 @@ export async function cachedHomePage<B extends PageBody>(
     } else if (cached && read.unchanged && RenderedPageCache.sameIds(cached, ids)) {
       cache.set(key, cached, trackedKeys(ctx, ticket, viewerId, cached.versions.keys));
       cache.hits++;
-      return cached;
+      return (page = cached);
     }
     const { body, versions, notAfter } = await render(ids);
-    const page = { ids, body, versions: ctx.versions.keysOf(versions), notAfter };
+    page = { ids, body, versions: ctx.versions.keysOf(versions), notAfter };
     cache.misses++;
     cache.set(key, page, trackedKeys(ctx, ticket, viewerId, page.versions.keys));
     return page;
   } finally {
     ctx.tracking.end(ticket);
-    rendered();
+    rendered(page);
   }
 }
 

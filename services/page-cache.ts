@@ -43,7 +43,7 @@ export class RenderedPageCache<B extends PageBody = Buffer> {
   trackedHits = 0;
   private readonly ttlMs: number;
   /** Pages being rendered now, by key: a request for the same page waits for that rendering instead of repeating it. */
-  private readonly rendering = new Map<string, Promise<void>>();
+  private readonly rendering = new Map<string, Promise<RenderedPage<B> | undefined>>();
 
   constructor(maxBytes: number, ttlMs: number) {
     this.maxBytes = maxBytes;
@@ -65,22 +65,23 @@ export class RenderedPageCache<B extends PageBody = Buffer> {
   }
 
   /**
-   * The rendering of this page under way, if any. Many requests for one page arrive together after a change (a
-   * client's several connections, a stream of new posts): one renders while the others wait, then take its page
-   * through the same checks as any cached page, rather than each rendering it again.
+   * The rendering of this page under way, if any, settling with its page (undefined if it failed). Many requests for
+   * one page arrive together after a change (a client's several connections, a stream of new posts): one renders
+   * while the others wait, rather than each rendering it again (see http/home-timeline.ts for when they may take
+   * its page). One rendering of a page runs at a time.
    */
-  renderingOf(key: string): Promise<void> | undefined {
+  renderingOf(key: string): Promise<RenderedPage<B> | undefined> | undefined {
     return this.rendering.get(key);
   }
 
-  /** Marks a page as being rendered; the function returned ends that (call it whatever the outcome). */
-  startRendering(key: string): () => void {
-    let end!: () => void;
-    const done = new Promise<void>((resolve) => { end = resolve; });
+  /** Marks a page as being rendered; the function returned ends that with its page (call it whatever the outcome). */
+  startRendering(key: string): (page?: RenderedPage<B>) => void {
+    let end!: (page: RenderedPage<B> | undefined) => void;
+    const done = new Promise<RenderedPage<B> | undefined>((resolve) => { end = resolve; });
     this.rendering.set(key, done);
-    return () => {
+    return (page) => {
       if (this.rendering.get(key) === done) this.rendering.delete(key);
-      end();
+      end(page);
     };
   }
 

@@ -4,7 +4,9 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { bearer, registerUsers, type TestUser } from '../helpers/oauth.ts';
 import { expectEntity } from '../helpers/schema.ts';
 import { deleteKeysWithPrefix } from '../../storage/redis.ts';
-import { renderStatus, renderStatusJson } from '../../http/serializers/status.ts';
+import { renderStatus, renderStatusJson, renderStatusListJson } from '../../http/serializers/status.ts';
+import { loadForViewer } from '../../http/serializers/statuses.ts';
+import { cachedHomePage } from '../../http/home-timeline.ts';
 import { createContext, closeContext } from '../../server.ts';
 import { buildApp } from '../../http/app.ts';
 import type { AppContext } from '../../context.ts';
@@ -241,6 +243,37 @@ describe('rendered home pages', () => {
     expect(edited.statusCode).toBe(200);
     const again = await Promise.all(Array.from({ length: 4 }, () => get('/api/v1/timelines/home?limit=7', ida)));
     for (const res of again) expect((res.json() as { content: string }[])[0]?.content).toContain('edited');
+  });
+
+  it('asked for while one rendering runs and changed under it, are answered by one more rendering, not one each', async () => {
+    const st = await post(jon, { status: 'changed while rendered' });
+    await fannedOut();
+    const idaId = (await get('/api/v1/accounts/verify_credentials', ida)).json().id as string;
+    const key = `herd-test/${idaId}`;
+    const renders: string[] = [];
+    let firstReadDone!: () => void;
+    const firstRead = new Promise<void>((r) => { firstReadDone = r; });
+    const render = async (ids: string[]) => {
+      const { rows, bundle, versions, notAfter } = await loadForViewer(s.ctx, idaId, ids, 'home');
+      renders.push(rows[0]?.content ?? '');
+      if (renders.length === 1) {
+        // The first rendering has read the feed and its statuses; the post is edited before it ends.
+        firstReadDone();
+        const edited = await s.app.inject({ method: 'PUT', url: `/api/v1/statuses/${st.id}`, headers: bearer(jon.token), payload: { status: 'changed while rendered, edited' } });
+        expect(edited.statusCode).toBe(200);
+      }
+      return { body: renderStatusListJson(s.ctx.render, bundle, rows), versions, notAfter };
+    };
+    const page = () => cachedHomePage(s.ctx, s.ctx.homePages, key, idaId, { limit: 5 }, render);
+    const first = page();
+    await firstRead;
+    // Eight requests come while the first rendering runs (before the edit is made).
+    const waiting = Array.from({ length: 8 }, page);
+    const answers = await Promise.all([first, ...waiting]);
+    // The first request's page is the one rendered for it; every later one shows the edit, from one more rendering.
+    expect(renders).toHaveLength(2);
+    expect(renders[1]).toContain('edited');
+    for (const answer of answers.slice(1)) expect(JSON.parse(answer.body.toString())[0].content).toContain('edited');
   });
 
   it('keep the query of the request in their Link headers, less the paging ids', async () => {

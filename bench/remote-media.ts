@@ -13,8 +13,8 @@
 //   quiet).
 // Held against copied tells what copying itself costs, apart from what a post with a photo costs anyway (its
 // attachment's row and JSON, a larger timeline to render). Figures printed, never asserted.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Worker } from 'node:worker_threads';
+import { setPriority } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import type { Redis } from 'ioredis';
@@ -41,8 +41,37 @@ const SENDERS = 8;
 const ONLY = process.env.BENCH_ONLY;
 /** BENCH_READ_CONNECTIONS: the reader's connections (16); 0 measures fan-out alone. */
 const READ_CONNECTIONS = Number(process.env.BENCH_READ_CONNECTIONS ?? 16);
+const SPLIT = process.env.BENCH_SPLIT === 'true';
 const { env, config, base } = benchSettings(PORT, { ALLOW_PRIVATE_ADDRESSES: 'true' });
 const AS = 'https://www.w3.org/ns/activitystreams';
+
+/** The other server (plain JavaScript, run in a worker thread): its actor, with the key given, and its photos. */
+const REMOTE_SERVER = `
+const { createServer } = require('node:http');
+const { parentPort, workerData } = require('node:worker_threads');
+const { photo, pem, gets } = workerData;
+let actor;
+const server = createServer((req, res) => {
+  const url = req.url ?? '/';
+  if (url.startsWith('/media/')) {
+    Atomics.add(gets, 0, 1);
+    return void res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
+  }
+  if (url === '/users/far' || url.startsWith('/users/far#')) {
+    return void res.writeHead(200, { 'content-type': 'application/activity+json' }).end(JSON.stringify(actor));
+  }
+  res.writeHead(404).end();
+});
+server.listen(0, '127.0.0.1', () => {
+  const origin = 'http://127.0.0.1:' + server.address().port;
+  const far = origin + '/users/far';
+  actor = {
+    '@context': ['${AS}', 'https://w3id.org/security/v1'], id: far, type: 'Person', preferredUsername: 'far', inbox: far + '/inbox', outbox: far + '/outbox',
+    followers: far + '/followers', endpoints: { sharedInbox: origin + '/inbox' }, publicKey: { id: far + '#main-key', owner: far, publicKeyPem: pem },
+  };
+  parentPort.postMessage(origin);
+});
+`;
 
 type ReadResult = { requests: { total: number }; latency: { p99: number }; errors: number; non2xx: number };
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -62,27 +91,18 @@ async function main() {
   const keys = await crypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' }, true, ['sign', 'verify']);
   const pem = await exportSpki(keys.publicKey);
   const photo = await sharp(randomBytes(320 * 240 * 3), { raw: { width: 320, height: 240, channels: 3 } }).jpeg({ quality: 85 }).toBuffer();
-  let fileGets = 0;
-  const remote = createServer((req, res) => {
-    const url = req.url ?? '/';
-    if (url.startsWith('/media/')) {
-      fileGets++;
-      return void res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
-    }
-    if (url === '/users/far' || url.startsWith('/users/far#')) {
-      return void res.writeHead(200, { 'content-type': 'application/activity+json' }).end(JSON.stringify(actor));
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => remote.listen(0, '127.0.0.1', r));
-  const origin = `http://127.0.0.1:${(remote.address() as AddressInfo).port}`;
+  // Its server runs in a thread of its own: in this thread it took the CPU of the reader's load generator only while
+  // photos were being fetched (the way with copies), and so counted against copying.
+  const gets = new Int32Array(new SharedArrayBuffer(4));
+  const remote = new Worker(REMOTE_SERVER, { eval: true, workerData: { photo, pem, gets } });
+  const origin = await new Promise<string>((resolve, reject) => { remote.once('message', resolve); remote.once('error', reject); });
   const far = `${origin}/users/far`;
-  const actor = {
-    '@context': [AS, 'https://w3id.org/security/v1'], id: far, type: 'Person', preferredUsername: 'far', inbox: `${far}/inbox`, outbox: `${far}/outbox`,
-    followers: `${far}/followers`, endpoints: { sharedInbox: `${origin}/inbox` }, publicKey: { id: `${far}#main-key`, owner: far, publicKeyPem: pem },
-  };
 
-  const server = startServer(env);
+
+  // BENCH_SPLIT=true: a web process and a worker process (docs/scaling.md) rather than one with every role.
+  const server = startServer(env, SPLIT ? { role: 'web' } : {});
+  const worker = SPLIT ? startServer(env, { role: 'worker' }) : null;
+  if (worker?.pid && process.env.BENCH_WORKER_NICE) setPriority(worker.pid, Number(process.env.BENCH_WORKER_NICE));
   try {
     await waitHealthy(base);
     const reader = await (await accountMaker(base))('reader');
@@ -208,7 +228,7 @@ async function main() {
     if (ONLY) return;
     const copiedFiles = Number((await db.query(`SELECT count(*) AS n FROM cached_files WHERE kind = 'attachment'`)).rows[0].n);
     const total = ROUNDS * (POSTS + PACED_POSTS);
-    console.log(`\n${total} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive), against ${total} with their copies held until fan-out ends and ${total} without photos; a round each way: a burst of ${POSTS} (${SENDERS} signed deliveries at a time to the shared inbox), then ${PACED_POSTS} at ${PACE} a second; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed)`);
+    console.log(`\n${total} remote posts with one ${Math.round(photo.length / 1024)} KB photo each (copied to our file host as they arrive), against ${total} with their copies held until fan-out ends and ${total} without photos; a round each way: a burst of ${POSTS} (${SENDERS} signed deliveries at a time to the shared inbox), then ${PACED_POSTS} at ${PACE} a second; the sender followed by the reader and ${FOLLOWERS} others; the reader's home read meanwhile (autocannon, ${READ_CONNECTIONS} connections, from the first delivery until every post is in the feed); ${SPLIT ? 'a web and a worker process' : 'one process with every role'}`);
     const rate = (p: Phase) => POSTS / (p.fanoutMs / 1000);
     const of = (f: (r: Round) => number) => rounds.map(f);
     console.log(`  burst, posts fanned out per second: with media ${spread(of((r) => rate(r.media.burst)), 0)}; copies held ${spread(of((r) => rate(r.held.burst)), 0)}; without ${spread(of((r) => rate(r.plain.burst)), 0)}`);
@@ -217,11 +237,15 @@ async function main() {
     console.log(`    with media / without: ${spread(of((r) => r.media.burst.rps / r.plain.burst.rps))}; with media / copies held: ${spread(of((r) => r.media.burst.rps / r.held.burst.rps))}`);
     console.log(`  paced (${PACE} posts a second), home req/s: with media ${spread(of((r) => r.media.paced.rps), 0)}; copies held ${spread(of((r) => r.held.paced.rps), 0)}; without ${spread(of((r) => r.plain.paced.rps), 0)}`);
     console.log(`    with media / without: ${spread(of((r) => r.media.paced.rps / r.plain.paced.rps))}; with media / copies held: ${spread(of((r) => r.media.paced.rps / r.held.paced.rps))}`);
-    console.log(`  photos copied per second (burst, from the first delivery): ${spread(of((r) => POSTS / (r.media.burst.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${fileGets} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
+    console.log(`  photos copied per second (burst, from the first delivery): ${spread(of((r) => POSTS / (r.media.burst.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${Atomics.load(gets, 0)} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
   } finally {
     await copyQueue.close();
     await db.end();
-    remote.close();
+    await remote.terminate();
+    if (worker && worker.exitCode === null && worker.signalCode === null) {
+      worker.kill('SIGTERM');
+      await new Promise((r) => worker.once('exit', r));
+    }
     await cleanUpBench(server, redis as Redis, config, env.DATA_DIR);
   }
 }

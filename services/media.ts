@@ -1,5 +1,6 @@
 import { loadSharp } from './sharp.ts';
 import { encode as encodeBlurhash } from 'blurhash';
+import { fit, IMAGE_FORMATS, MAX_INPUT_PIXELS, ORIGINAL_PIXELS, renderImage, SMALL_PIXELS, Undecodable } from './image-rendering.ts';
 import type { Db } from '../storage/db.ts';
 import { transaction } from '../storage/db.ts';
 import type { FileHost } from '../storage/filehost/index.ts';
@@ -98,23 +99,13 @@ async function kindOf(data: Buffer, config: ToolConfig): Promise<Kind | null> {
   return av && mime ? { type: av.type, mime, processing: 'av' } : null;
 }
 
-/** Image formats taken, by what sharp reads in the bytes (AVIF is read as `heif`), and how each is stored. */
-const IMAGE_FORMATS: Record<string, { contentType: string; extension: string }> = {
-  jpeg: { contentType: 'image/jpeg', extension: 'jpg' },
-  png: { contentType: 'image/png', extension: 'png' },
-  gif: { contentType: 'image/gif', extension: 'gif' },
-  webp: { contentType: 'image/webp', extension: 'webp' },
-  heif: { contentType: 'image/avif', extension: 'avif' },
-};
+
+// Kept here for their callers: the image rendering is its own module, loaded alone by a child process.
+export { ORIGINAL_PIXELS, renderImage, Undecodable };
 
 /** What uploads may be, by content (the instance entity's supported_mime_types). */
 export const SUPPORTED_MIME_TYPES: readonly string[] = [...Object.values(IMAGE_FORMATS).map((f) => f.contentType), ...HEIC_TYPES, ...Object.keys(AV_TYPES)];
 
-/** Decompression bombs are refused before decoding. */
-const MAX_INPUT_PIXELS = 16_384 * 16_384;
-/** Mastodon's caps: originals to 3840×2160 worth of pixels, previews to 480×480 worth. */
-export const ORIGINAL_PIXELS = 3840 * 2160;
-const SMALL_PIXELS = 480 * 480;
 
 export interface UploadDetails {
   description: string;
@@ -231,7 +222,6 @@ async function checkBeforeStaging(config: ToolConfig, data: Buffer, kind: Kind):
   }
 }
 
-export class Undecodable extends Error {}
 
 /**
  * The processing job: orientation applied, metadata (EXIF location…) dropped, capped in size, a small preview, meta
@@ -370,48 +360,7 @@ export function dims(width: number, height: number) {
   return { width, height, size: `${width}x${height}`, aspect: width / height };
 }
 
-function fit(width: number, height: number, maxPixels: number): { width: number; height: number } {
-  if (width * height <= maxPixels) return { width, height };
-  const scale = Math.sqrt(maxPixels / (width * height));
-  return { width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale)) };
-}
 
-export async function renderImage(input: Buffer) {
-  const sharp = await loadSharp();
-  let meta;
-  try {
-    meta = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS }).metadata();
-  } catch {
-    throw new Undecodable('the file is not an image that can be read');
-  }
-  const format = IMAGE_FORMATS[meta.format ?? ''];
-  if (!format || !meta.width || !meta.height) throw new Undecodable('the file is not an image that can be read');
-  const animated = (meta.format === 'gif' || meta.format === 'webp') && (meta.pages ?? 1) > 1;
-  try {
-    // rotate() applies the EXIF orientation; sharp writes no metadata unless asked, so EXIF (location…) is gone.
-    const oriented = (meta.orientation ?? 1) >= 5 ? { width: meta.height, height: meta.width } : { width: meta.width, height: meta.height };
-    const size = fit(oriented.width, animated ? (meta.pageHeight ?? oriented.height) : oriented.height, ORIGINAL_PIXELS);
-    const base = () => sharp(input, { animated, failOn: 'truncated', limitInputPixels: MAX_INPUT_PIXELS }).rotate();
-    let pipeline = base().resize({ width: size.width, height: size.height, fit: 'inside', withoutEnlargement: true });
-    pipeline = meta.format === 'jpeg' ? pipeline.jpeg({ quality: 90 })
-      : meta.format === 'png' ? pipeline.png()
-      : meta.format === 'gif' ? pipeline.gif()
-      : meta.format === 'webp' ? pipeline.webp({ quality: 90 })
-      : pipeline.avif({ quality: 70 });
-    const original = await pipeline.toBuffer({ resolveWithObject: true });
-    const smallSize = fit(original.info.width, animated ? (original.info.pageHeight ?? original.info.height) : original.info.height, SMALL_PIXELS);
-    const small = await sharp(original.data, { failOn: 'truncated' }).resize({ width: smallSize.width, height: smallSize.height, fit: 'inside' }).webp({ quality: 80 }).toBuffer({ resolveWithObject: true });
-    const pixels = await sharp(small.data).resize({ width: 32, height: 32, fit: 'inside' }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-    const blurhash = encodeBlurhash(new Uint8ClampedArray(pixels.data), pixels.info.width, pixels.info.height, 4, 3);
-    return {
-      original: { data: original.data, contentType: format.contentType, extension: format.extension, width: original.info.width, height: animated ? (original.info.pageHeight ?? original.info.height) : original.info.height },
-      small: { data: small.data, width: small.info.width, height: small.info.height },
-      blurhash,
-    };
-  } catch (err) {
-    throw new Undecodable(`the image could not be processed: ${(err as Error).message}`);
-  }
-}
 
 /**
  * Uploads never attached to a status within a day are removed, a batch at a time (a repeating job): each row first,

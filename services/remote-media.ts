@@ -3,6 +3,7 @@ import type { AppContext } from '../context.ts';
 import { domainPolicy } from './domain-policy.ts';
 import { guardedGet, LinkFetchError, PrivateAddressError } from './guarded-fetch.ts';
 import { avFormatOf, blurhashOf, dims, plainPreview, renderImage, Undecodable } from './media.ts';
+import { backgroundPictures } from './picture-process.ts';
 import { makePlayable, probeRemote, ToolDidNotFinish, Unprocessable, type Conversion } from './media-av.ts';
 import { mediaTools } from './media-tools.ts';
 import { colorsOf } from './media-colors.ts';
@@ -59,6 +60,14 @@ function pictureWork<T>(ctx: Ctx, urgency: CopyUrgency, work: () => Promise<T>):
   });
   backgroundTurn = turn.catch(() => {});
   return turn;
+}
+
+/**
+ * A picture rendered: here for a reader waiting on the proxy; for a background copy, in the picture process at the
+ * lowest CPU priority (services/picture-process.ts), so that it takes only the CPU requests leave idle.
+ */
+function renderPicture(urgency: CopyUrgency, body: Buffer) {
+  return urgency === 'now' ? renderImage(body) : backgroundPictures.render(body);
 }
 
 /** Limits of one fetch; a test may shorten them (read at each fetch). */
@@ -141,7 +150,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
     if (image) {
       let r;
       try {
-        r = await pictureWork(ctx, urgency, () => renderImage(fetched.body));
+        r = await pictureWork(ctx, urgency, () => renderPicture(urgency, fetched.body));
       } catch (err) {
         return notShowable(ctx, m, err, log);
       }
@@ -202,7 +211,7 @@ async function copyPreview(ctx: Ctx, url: string, urgency: CopyUrgency, log?: Lo
       accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: ctx.config.maxImageBytes,
       allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
     });
-    const r = await pictureWork(ctx, urgency, () => renderImage(fetched.body));
+    const r = await pictureWork(ctx, urgency, () => renderPicture(urgency, fetched.body));
     return { data: r.small.data, width: r.small.width, height: r.small.height, blurhash: r.blurhash };
   } catch (err) {
     if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || err instanceof ToolDidNotFinish || isNetworkError(err))) throw err;

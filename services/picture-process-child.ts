@@ -5,7 +5,7 @@ import { setPriority } from 'node:os';
 try {
   setPriority(19);
 } catch {
-  // Not allowed here (a container without the right): the work is still out of the web process's event loop.
+  // Raising one's own nice value is always allowed on Linux; elsewhere the work is still out of the parent's threads.
 }
 
 const { renderImage, Undecodable } = await import('./image-rendering.ts');

@@ -9,6 +9,8 @@ try {
 }
 
 const { renderImage, Undecodable } = await import('./image-rendering.ts');
+// One picture at a time comes here: one libvips thread for it (fewer threads, fewer malloc arenas kept).
+(await import('sharp')).default.concurrency(1);
 
 /** Ends itself once its parent has sent nothing for this long, or at once when the parent goes. */
 const IDLE_MS = Number(process.env.PICTURE_PROCESS_IDLE_MS ?? 30_000);

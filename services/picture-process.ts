@@ -7,8 +7,8 @@ import { Undecodable, type RenderedImage } from './image-rendering.ts';
  * other servers' attachments made in the background. Decoding and encoding a picture takes a core for a moment; in
  * the web process's threads it competed with requests for the cores and the event loop (a stream of copies cost home
  * reads a third to a half of their rate on two cores, bench:remote-media). At nice 19 it gets only what requests
- * leave idle. The child is started at the first picture and ends itself after 30 s without one (sharp and its threads
- * are 40–60 MB), and when this process goes.
+ * leave idle. The child is started at the first picture and ends itself after 30 s without one (it is about 90 MB
+ * resident, more after large photos), and when this process goes.
  */
 export class PictureProcess {
   private child: ChildProcess | null = null;
@@ -43,7 +43,8 @@ export class PictureProcess {
   private start(): Promise<ChildProcess> {
     if (this.ready) return this.ready;
     const child = fork(fileURLToPath(new URL('./picture-process-child.ts', import.meta.url)), [], {
-      serialization: 'advanced', execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // Two malloc arenas, as `npm start` runs the server: glibc's default (8 a core) keeps freed pixel buffers around.
+      serialization: 'advanced', execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
     });
     this.child = child;
     this.ready = new Promise<ChildProcess>((resolve, reject) => {
@@ -52,6 +53,9 @@ export class PictureProcess {
       child.once('message', () => {
         child.off('error', failed);
         resolve(child);
+        // Held while it starts (the caller waits on it); from now on only while a picture is out (render refs it again
+        // in the same turn).
+        if (this.pending.size === 0) this.hold(false);
       });
       child.once('exit', () => reject(new Error('the picture process ended before it was ready')));
     });
@@ -63,7 +67,6 @@ export class PictureProcess {
     child.once('exit', () => {
       if (this.child === child) this.forget(new Error('the picture process ended'));
     });
-    this.hold(false);
     return this.ready;
   }
 

@@ -1,9 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Undecodable, type RenderedImage } from './image-rendering.ts';
+import { idleSchedulingWorks, machineWrappers } from './media-tools.ts';
 
 /**
- * Pictures rendered in a child process at the lowest CPU priority (nice 19), for work nobody waits on: the copies of
+ * Pictures rendered in a child process at the lowest CPU priority (the idle scheduling class where it may, and nice
+ * 19), for work nobody waits on: the copies of
  * other servers' attachments made in the background. Decoding and encoding a picture takes a core for a moment; in
  * the web process's threads it competed with requests for the cores and the event loop (a stream of copies cost home
  * reads a third to a half of their rate on two cores, bench:remote-media). At nice 19 it gets only what requests
@@ -41,13 +43,22 @@ export class PictureProcess {
   }
 
   private start(): Promise<ChildProcess> {
-    if (this.ready) return this.ready;
+    this.ready ??= this.spawn();
+    return this.ready;
+  }
+
+  private async spawn(): Promise<ChildProcess> {
+    // In the idle scheduling class where chrt may put it there (as ffmpeg's encodes are: services/media-tools.ts), so
+    // that a request's thread waking up never waits behind it; nice 19 either way (set by the child itself).
+    const { chrt } = machineWrappers();
+    const idle = chrt && (await idleSchedulingWorks(chrt)) ? chrt : null;
     const child = fork(fileURLToPath(new URL('./picture-process-child.ts', import.meta.url)), [], {
+      ...(idle ? { execPath: idle, execArgv: ['--idle', '0', process.execPath] } : { execArgv: [] }),
       // Two malloc arenas, as `npm start` runs the server: glibc's default (8 a core) keeps freed pixel buffers around.
-      serialization: 'advanced', execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+      serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
     });
     this.child = child;
-    this.ready = new Promise<ChildProcess>((resolve, reject) => {
+    const ready = new Promise<ChildProcess>((resolve, reject) => {
       const failed = (err: Error) => reject(err);
       child.once('error', failed);
       child.once('message', () => {
@@ -59,7 +70,7 @@ export class PictureProcess {
       });
       child.once('exit', () => reject(new Error('the picture process ended before it was ready')));
     });
-    this.ready.catch(() => {});
+    ready.catch(() => {});
     child.on('message', (m: { id?: number; image?: RenderedImage; error?: { undecodable: boolean; message: string } }) => {
       if (m.id !== undefined) this.settle(m.id, m);
     });
@@ -67,7 +78,7 @@ export class PictureProcess {
     child.once('exit', () => {
       if (this.child === child) this.forget(new Error('the picture process ended'));
     });
-    return this.ready;
+    return ready;
   }
 
   private settle(id: number, m: { image?: RenderedImage; error?: { undecodable: boolean; message: string } }): void {

@@ -42,6 +42,7 @@ const ONLY = process.env.BENCH_ONLY;
 /** BENCH_READ_CONNECTIONS: the reader's connections (16); 0 measures fan-out alone. */
 const READ_CONNECTIONS = Number(process.env.BENCH_READ_CONNECTIONS ?? 16);
 const SPLIT = process.env.BENCH_SPLIT === 'true';
+// BENCH_WORKER_NICE=n (with BENCH_SPLIT): the worker process at that nice value, to see what CPU priority alone does.
 const { env, config, base } = benchSettings(PORT, { ALLOW_PRIVATE_ADDRESSES: 'true' });
 const AS = 'https://www.w3.org/ns/activitystreams';
 

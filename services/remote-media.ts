@@ -63,11 +63,12 @@ function pictureWork<T>(ctx: Ctx, urgency: CopyUrgency, work: () => Promise<T>):
 }
 
 /**
- * A picture rendered: here for a reader waiting on the proxy; for a background copy, in the picture process at the
- * lowest CPU priority (services/picture-process.ts), so that it takes only the CPU requests leave idle.
+ * An attachment's picture rendered: at once and here for a reader waiting on the proxy; for a background copy, in its
+ * turn (pictureWork) and in the picture process at the lowest CPU priority (services/picture-process.ts), so that it
+ * takes only the CPU requests leave idle.
  */
-function renderPicture(urgency: CopyUrgency, body: Buffer) {
-  return urgency === 'now' ? renderImage(body) : backgroundPictures.render(body);
+function renderPicture(ctx: Ctx, urgency: CopyUrgency, body: Buffer) {
+  return pictureWork(ctx, urgency, () => (urgency === 'now' ? renderImage(body) : backgroundPictures.render(body)));
 }
 
 /** Limits of one fetch; a test may shorten them (read at each fetch). */
@@ -150,7 +151,7 @@ export function copyAttachment(ctx: Ctx, mediaId: string, log?: Log, urgency: Co
     if (image) {
       let r;
       try {
-        r = await pictureWork(ctx, urgency, () => renderPicture(urgency, fetched.body));
+        r = await renderPicture(ctx, urgency, fetched.body);
       } catch (err) {
         return notShowable(ctx, m, err, log);
       }
@@ -211,7 +212,7 @@ async function copyPreview(ctx: Ctx, url: string, urgency: CopyUrgency, log?: Lo
       accept: (t) => t.startsWith('image/') && t !== 'image/svg+xml', acceptHeader: 'image/*', maxBytes: ctx.config.maxImageBytes,
       allowPrivateAddresses: ctx.config.allowPrivateAddresses, userAgent: userAgent(ctx), ...REMOTE_MEDIA_LIMITS,
     });
-    const r = await pictureWork(ctx, urgency, () => renderPicture(urgency, fetched.body));
+    const r = await renderPicture(ctx, urgency, fetched.body);
     return { data: r.small.data, width: r.small.width, height: r.small.height, blurhash: r.blurhash };
   } catch (err) {
     if (!(err instanceof LinkFetchError || err instanceof PrivateAddressError || err instanceof Undecodable || err instanceof ToolDidNotFinish || isNetworkError(err))) throw err;

@@ -1,6 +1,7 @@
 // `npm run bench:emoji`: the home timeline of 20 posts that each use 10 custom emoji against the same timeline of 20
 // plain posts, alternating rounds on one server, so that the cost of emoji on the read path is seen as a ratio.
-// Each page is also sent by bare Fastify (the same bytes), and by bare Fastify waiting first for the client tracking's
+// Each timeline is read uncompressed and as apps ask for it (brotli as browsers and Node's fetch ask, gzip alone as
+// OkHttp does). Each uncompressed page is also sent by bare Fastify (the same bytes), and by bare Fastify waiting first for the client tracking's
 // sync as a page served from memory does (storage/key-tracking.ts); each process's CPU time per request is measured
 // as well as requests per second, which on a shared machine swing with others' load. Figures are printed, never asserted.
 import { fork, type ChildProcess } from 'node:child_process';
@@ -32,10 +33,14 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ
 }
 
-/** `pid`: the process answering, whose CPU time per answered request is measured. */
-async function load(token: string, pid: number, origin = base) {
+/**
+ * `pid`: the process answering, whose CPU time per answered request is measured. `encoding`: the Accept-Encoding
+ * asked with, as apps ask (none: as autocannon asks, the uncompressed bytes).
+ */
+async function load(token: string, pid: number, origin = base, encoding?: string) {
   const cpuBefore = cpuMs(pid);
-  const result = await autocannon({ url: `${origin}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers: { authorization: `Bearer ${token}` } });
+  const headers = { authorization: `Bearer ${token}`, ...(encoding ? { 'accept-encoding': encoding } : {}) };
+  const result = await autocannon({ url: `${origin}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers });
   const cpuUs = ((cpuMs(pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
   return { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
@@ -62,7 +67,13 @@ async function main() {
       const me = await api(base, '/api/v1/accounts/verify_credentials', { token: author });
       await api(base, `/api/v1/accounts/${me.id}/follow`, { method: 'POST', token: reader });
     }
-    const text = (i: number) => `Post ${i}: a thought long enough to look like a real post, with a question about #fediverse. ${'More words follow here. '.repeat(6)}`;
+    // Each post its own words (drawn from a vocabulary by a fixed-seed generator): repeated text would compress far
+    // better than real posts do, and flatter the compressed figures.
+    let seed = 42;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const vocabulary = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8').match(/\b[a-z]{3,8}\b/gi)!.filter((w, i, all) => all.indexOf(w) === i);
+    const words = (n: number) => Array.from({ length: n }, () => vocabulary[next() % vocabulary.length]).join(' ');
+    const text = (i: number) => `Post ${i}: ${words(10)}, with a question about #fediverse? ${words(20)}.`;
     const codes = Array.from({ length: EMOJI }, (_, i) => `:bench_emoji_${i}:`).join(' ');
     for (let i = 0; i < 20; i++) {
       await api(base, '/api/v1/statuses', { method: 'POST', token: plainAuthor, body: { status: text(i) } });
@@ -91,7 +102,16 @@ async function main() {
     await load(plainReader!, pid);
     await load(emojiReader!, pid);
     type Load = Awaited<ReturnType<typeof load>>;
-    const rounds: { plain: Load; emoji: Load; plainBare: Load; emojiBare: Load; plainBarrier: Load; emojiBarrier: Load }[] = [];
+    const BR = 'gzip, deflate, br';
+    const GZIP = 'gzip';
+    const sizes = await Promise.all([plainReader!, emojiReader!].flatMap((token) => [BR, GZIP].map(async (encoding) => {
+      const res = await fetch(`${base}/api/v1/timelines/home`, { headers: { authorization: `Bearer ${token}`, 'accept-encoding': encoding } });
+      await res.arrayBuffer();
+      return `${res.headers.get('content-encoding')} ${res.headers.get('content-length')} bytes`;
+    })));
+    await load(plainReader!, pid, base, BR);
+    await load(emojiReader!, pid, base, BR);
+    const rounds: { plain: Load; emoji: Load; plainBare: Load; emojiBare: Load; plainBarrier: Load; emojiBarrier: Load; plainBr: Load; emojiBr: Load; plainGzip: Load; emojiGzip: Load }[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const plain = await load(plainReader!, pid);
       const plainBare = await load(plainReader!, pages[0]!.barePid, pages[0]!.bare);
@@ -99,7 +119,11 @@ async function main() {
       const emoji = await load(emojiReader!, pid);
       const emojiBare = await load(emojiReader!, pages[1]!.barePid, pages[1]!.bare);
       const emojiBarrier = await load(emojiReader!, pages[1]!.barrierPid, pages[1]!.barrier);
-      rounds.push({ plain, emoji, plainBare, emojiBare, plainBarrier, emojiBarrier });
+      const plainBr = await load(plainReader!, pid, base, BR);
+      const emojiBr = await load(emojiReader!, pid, base, BR);
+      const emojiGzip = await load(emojiReader!, pid, base, GZIP);
+      const plainGzip = await load(plainReader!, pid, base, GZIP);
+      rounds.push({ plain, emoji, plainBare, emojiBare, plainBarrier, emojiBarrier, plainBr, emojiBr, plainGzip, emojiGzip });
     }
     const metrics = await (await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token-0123456789' } })).text();
     const pageCache = metrics.split('\n').filter((l) => /page_cache|home_page/.test(l) && !l.startsWith('#'));
@@ -112,12 +136,19 @@ async function main() {
       console.log(`  round ${i + 1}: plain ${r.plain.rps} req/s (bare ${r.plainBare.rps}, p99 ${r.plain.p99} ms)  |  emoji ${r.emoji.rps} req/s (bare ${r.emojiBare.rps}, p99 ${r.emoji.p99} ms)  |  emoji/plain ${ratios[i]!.toFixed(2)}; errors ${r.plain.errors + r.emoji.errors}`);
     }
     console.log(`  emoji/plain: ${spread(ratios)}`);
+    console.log(`  compressed, as apps ask (plain br, plain gzip, emoji br, emoji gzip: ${sizes.join(', ')}):`);
+    for (const [i, r] of rounds.entries()) {
+      console.log(`  round ${i + 1}: br: plain ${r.plainBr.rps} req/s (p99 ${r.plainBr.p99} ms), emoji ${r.emojiBr.rps} (p99 ${r.emojiBr.p99} ms), emoji/plain ${(r.emojiBr.rps / r.plainBr.rps).toFixed(2)}  |  gzip: plain ${r.plainGzip.rps}, emoji ${r.emojiGzip.rps}, emoji/plain ${(r.emojiGzip.rps / r.plainGzip.rps).toFixed(2)}; errors ${r.plainBr.errors + r.emojiBr.errors + r.plainGzip.errors + r.emojiGzip.errors}`);
+    }
+    console.log(`  emoji/plain with brotli: ${spread(rounds.map((r) => r.emojiBr.rps / r.plainBr.rps))}; with gzip: ${spread(rounds.map((r) => r.emojiGzip.rps / r.plainGzip.rps))}`);
+    console.log(`  compressed/uncompressed (req/s): plain br ${spread(rounds.map((r) => r.plainBr.rps / r.plain.rps))}, emoji br ${spread(rounds.map((r) => r.emojiBr.rps / r.emoji.rps))}`);
     console.log(`  home/bare with the same bytes: plain ${spread(plainFloor)}; emoji ${spread(emojiFloor)}`);
     console.log(`  bare with the tracking barrier (req/s): plain ${rounds.map((r) => r.plainBarrier.rps).join(', ')}; emoji ${rounds.map((r) => r.emojiBarrier.rps).join(', ')}`);
     // Requests per second swing with whatever else the machine runs; the CPU time each process spent per answer hardly does.
     const cpu = (pick: (r: (typeof rounds)[number]) => Load) => { const xs = rounds.map((r) => pick(r).cpuUs); return `${median(xs).toFixed(0)} µs (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`; };
     const cpuRatio = (a: (r: (typeof rounds)[number]) => Load, b: (r: (typeof rounds)[number]) => Load) => spread(rounds.map((r) => a(r).cpuUs / b(r).cpuUs));
     console.log(`  CPU per request, median (spread): plain home ${cpu((r) => r.plain)}, bare ${cpu((r) => r.plainBare)}, bare with barrier ${cpu((r) => r.plainBarrier)}; emoji home ${cpu((r) => r.emoji)}, bare ${cpu((r) => r.emojiBare)}, bare with barrier ${cpu((r) => r.emojiBarrier)}`);
+    console.log(`  CPU per request compressed: plain br ${cpu((r) => r.plainBr)}, emoji br ${cpu((r) => r.emojiBr)}, plain gzip ${cpu((r) => r.plainGzip)}, emoji gzip ${cpu((r) => r.emojiGzip)}`);
     console.log(`  CPU per request, home/bare: plain ${cpuRatio((r) => r.plain, (r) => r.plainBare)}; emoji ${cpuRatio((r) => r.emoji, (r) => r.emojiBare)}; home/bare with barrier: plain ${cpuRatio((r) => r.plain, (r) => r.plainBarrier)}; emoji ${cpuRatio((r) => r.emoji, (r) => r.emojiBarrier)}; emoji/plain home ${cpuRatio((r) => r.emoji, (r) => r.plain)}`);
     console.log(`  home page cache (GET /metrics): ${pageCache.join('; ')}`);
   } finally {

@@ -7,6 +7,7 @@ import { viewerOf } from './page-chrome.ts';
 import { renderStatus } from '../serializers/status.ts';
 import { entryView, type EntryView } from './page-view.ts';
 import { pageLocale } from './i18n.ts';
+import { sendKeptBody } from '../encoded-body.ts';
 
 export interface PublicPageOptions {
   ctx: AppContext;
@@ -52,12 +53,15 @@ export async function servePage(
   key = `${locale} ${key}`;
   if (!viewer) {
     const hit = await opts.cache.get(key, ids);
-    if (hit) return reply.code(hit.statusCode).header('vary', VARY).type(hit.contentType).send(hit.body);
+    if (hit) return sendKeptBody(request, reply.code(hit.statusCode).header('vary', VARY).type(hit.contentType), hit.body);
   }
   const result = await render(viewer, locale);
   if (!('body' in result)) return result;
   const page = { statusCode: result.statusCode ?? 200, contentType: result.contentType ?? HTML, body: Buffer.from(result.body) };
-  if (!viewer && result.cache) opts.cache.set(key, page, result.cache.used, result.cache.ttlMs, ids);
+  if (!viewer && result.cache) {
+    opts.cache.set(key, page, result.cache.used, result.cache.ttlMs, ids);
+    return sendKeptBody(request, reply.code(page.statusCode).header('vary', VARY).type(page.contentType), page.body);
+  }
   return reply.code(page.statusCode).header('vary', VARY).type(page.contentType).send(page.body);
 }
 

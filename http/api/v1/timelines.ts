@@ -9,6 +9,7 @@ import { publicTimelineIds } from '../../../storage/statuses.ts';
 import { loadForViewer, renderTimeline } from '../../serializers/statuses.ts';
 import { renderStatusListJson } from '../../serializers/status.ts';
 import { cachedHomePage } from '../../home-timeline.ts';
+import { sendKeptBody } from '../../encoded-body.ts';
 import type { AppContext } from '../../../context.ts';
 import type { PageParams } from '../../../storage/paging.ts';
 
@@ -48,7 +49,8 @@ export default async function timelinesRoutes(fastify: FastifyInstance, { ctx }:
       const value = reply.getHeader('link');
       if (typeof value === 'string') links.set(page, { url: request.url, value });
     }
-    return reply.type('application/json; charset=utf-8').send(page.body);
+    // The same page goes to every request until it changes: compressed once for the apps that ask (http/encoded-body.ts).
+    return sendKeptBody(request, reply.type('application/json; charset=utf-8'), page.body);
   });
 
   app.get('/api/v1/timelines/public', {

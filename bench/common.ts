@@ -1,7 +1,7 @@
 // What the benchmarks share: their own database and Redis prefix, the server as `npm start` runs it, a small API
 // client for set-up, and the peak-memory reading.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,6 +139,51 @@ export async function cleanUpBench(server: ChildProcess, redis: Redis, config: C
 export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
+}
+
+/**
+ * CPU time so far (user and system, in ms) of the server, of its child processes (the picture process, ffmpeg: those
+ * running and those ended), of every PostgreSQL process and of Redis: unlike throughput, CPU time per post holds still
+ * when other work shares the machine.
+ */
+export async function stackCpuMs(serverPid: number, redis: Redis): Promise<{ server: number; children: number; postgres: number; redis: number }> {
+  const tick = 1000 / 100; // USER_HZ
+  // Fields after the command name: [1] parent, [11] utime, [12] stime, [13] cutime, [14] cstime. Null once gone.
+  const stat = (pid: string | number) => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    } catch {
+      return null;
+    }
+  };
+  const comm = (pid: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      return ''; // gone meanwhile
+    }
+  };
+  const serverStat = stat(serverPid);
+  let postgres = 0;
+  let children = serverStat ? (Number(serverStat[13]) + Number(serverStat[14])) * tick : 0; // those ended and reaped
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const name = comm(pid);
+    if (name !== 'postgres') {
+      const f = stat(pid);
+      if (f && Number(f[1]) === serverPid) children += (Number(f[11]) + Number(f[12])) * tick;
+      continue;
+    }
+    const f = stat(pid);
+    if (!f) continue; // gone meanwhile
+    // The postmaster (its parent is not PostgreSQL) with the CPU of its children that have ended: it reaps the
+    // backends, so a connection closed meanwhile (an idle pool connection) does not take its CPU out of the sum.
+    const ended = comm(f[1]!) !== 'postgres' ? Number(f[13]) + Number(f[14]) : 0;
+    postgres += (Number(f[11]) + Number(f[12]) + ended) * tick;
+  }
+  const info = await redis.info('cpu');
+  const redisCpu = 1000 * (Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]));
+  return { server: serverStat ? (Number(serverStat[11]) + Number(serverStat[12])) * tick : 0, children, postgres, redis: redisCpu };
 }
 
 /** CPU time (user + system) a process has used, in microseconds (Linux: /proc/<pid>/stat, in clock ticks of 10 ms). */

@@ -14,7 +14,7 @@
 // With `BENCH_PGBOUNCER=1`: part 1 three times on the same database, each figure printed: straight to PostgreSQL,
 // then with PREPARED_STATEMENTS=false, then through a PgBouncer of its own (Debian's, transaction pooling, as many
 // server connections as the server's pool) with PREPARED_STATEMENTS=false; parts 2 and 3 (fan-out) are left out.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { createPool, dropDatabase, ensureDatabase, migrate } from '../storage/db.ts';
@@ -22,7 +22,7 @@ import { HomeFeeds } from '../storage/feeds.ts';
 import { deleteKeysWithPrefix } from '../storage/redis.ts';
 import { seedFollowers } from './seed.ts';
 import { startPgBouncer, type PgBouncer } from '../test/helpers/pgbouncer.ts';
-import { accountMaker, api, benchSettings, peakRssMb, resetPeakRss, sampleRss, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, peakRssMb, resetPeakRss, sampleRss, stackCpuMs, startServer, untilInAllFeeds, waitHealthy } from './common.ts';
 
 const PORT = 3930;
 const AUTHORS = 32;
@@ -33,43 +33,6 @@ const DRAIN_SECONDS = Number(process.env.BENCH_POSTING_DRAIN_SECONDS ?? 60);
 const { tag, env, config, base } = benchSettings(PORT);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * CPU time so far (user and system, in ms) of the server, of every PostgreSQL process and of Redis: unlike
- * throughput, CPU time per post holds still when other work shares the machine.
- */
-async function cpuMs(serverPid: number, redis: Redis): Promise<{ server: number; postgres: number; redis: number }> {
-  const tick = 1000 / 100; // USER_HZ
-  // Fields after the command name: [1] parent, [11] utime, [12] stime, [13] cutime, [14] cstime. Null once gone.
-  const stat = (pid: string | number) => {
-    try {
-      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    } catch {
-      return null;
-    }
-  };
-  const comm = (pid: string) => {
-    try {
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-    } catch {
-      return ''; // gone meanwhile
-    }
-  };
-  const serverStat = stat(serverPid);
-  let postgres = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid) || comm(pid) !== 'postgres') continue;
-    const f = stat(pid);
-    if (!f) continue; // gone meanwhile
-    // The postmaster (its parent is not PostgreSQL) with the CPU of its children that have ended: it reaps the
-    // backends, so a connection closed meanwhile (an idle pool connection) does not take its CPU out of the sum.
-    const children = comm(f[1]!) !== 'postgres' ? Number(f[13]) + Number(f[14]) : 0;
-    postgres += (Number(f[11]) + Number(f[12]) + children) * tick;
-  }
-  const info = await redis.info('cpu');
-  const redisCpu = 1000 * (Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]));
-  return { server: serverStat ? (Number(serverStat[11]) + Number(serverStat[12])) * tick : 0, postgres, redis: redisCpu };
-}
 
 /** CPU time so far (user and system, in ms) of one process. */
 function processCpuMs(pid: number): number {
@@ -220,12 +183,12 @@ async function main() {
     const resettable = resetPeakRss(server.pid!);
     const statsBefore = await commits();
     const postsBefore = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
-    const cpuBefore = await cpuMs(server.pid!, redis);
+    const cpuBefore = await stackCpuMs(server.pid!, redis);
     const statements = process.env.BENCH_PG_STATEMENTS ? await statementStats(db) : null;
     await statements?.reset();
     const alone = fanOutOnly ? { accepted: 0, refused: 0, rps: 0, p50: 0, p99: 0 } : await postAll(tokens, SECONDS);
     if (!fanOutOnly) await sleep(3000); // the jobs of the last posts
-    const cpuAfter = await cpuMs(server.pid!, redis);
+    const cpuAfter = await stackCpuMs(server.pid!, redis);
     const made = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore;
     const commitsPerPost = ((await commits()) - statsBefore) / Math.max(made, 1);
     const statementReport = statements ? await statements.report(made) : '';
@@ -247,11 +210,11 @@ async function main() {
         await sleep(2000);
         const commitsBefore = await commits();
         const postsBefore = Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n);
-        const before = await cpuMs(server.pid!, redis);
+        const before = await stackCpuMs(server.pid!, redis);
         const bouncerBefore = bouncer ? processCpuMs(bouncer.pid) : 0;
         const result = await postAll(tokens, SECONDS);
         await sleep(3000);
-        const after = await cpuMs(server.pid!, redis);
+        const after = await stackCpuMs(server.pid!, redis);
         const bouncerMs = bouncer ? processCpuMs(bouncer.pid) - bouncerBefore : 0;
         const n = Math.max(Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM statuses`)).rows[0]!.n) - postsBefore, 1);
         const cpu = (k: 'server' | 'postgres' | 'redis') => ((after[k] - before[k]) / n).toFixed(2);
@@ -289,7 +252,7 @@ async function main() {
     await statements?.reset();
     // Part 2 alone: the warm-up's jobs (fan-out, link cards) end before it starts, as part 1's pause lets them otherwise.
     if (fanOutOnly) await sleep(5000);
-    const fanCpuBefore = await cpuMs(server.pid!, redis);
+    const fanCpuBefore = await stackCpuMs(server.pid!, redis);
     const peakBefore = peakRssMb(server.pid!); // alone (BENCH_POSTING_FANOUT=1): set-up's, password hashing included
     const rss = sampleRss(server.pid!);
     const fanned = await postAll(tokens, SECONDS);
@@ -335,14 +298,14 @@ async function main() {
       }
       await sleep(50);
     }
-    const fanCpuAfter = await cpuMs(server.pid!, redis);
+    const fanCpuAfter = await stackCpuMs(server.pid!, redis);
     // Then every job the posts queued, the link cards' too (the pull queue's, run once fan-out has caught up): the
     // CPU of the whole of a post's work, which does not depend on how much of it fell before the homes were complete.
     let drained = false;
     const drainUntil = performance.now() + DRAIN_SECONDS * 1000;
     while (!(drained = (await jobsLeft(redis, config.redisPrefix)) === 0) && performance.now() < drainUntil) await sleep(50);
     const drainedMs = performance.now() - stopped;
-    const allJobsCpuAfter = await cpuMs(server.pid!, redis);
+    const allJobsCpuAfter = await stackCpuMs(server.pid!, redis);
     const rssSamples = rss.stop();
     const rssReport = `  server VmRSS sampled every second while posting and catching up: highest ${Math.max(...rssSamples)} MB (target <= 200), last ${rssSamples.at(-1)} MB; VmHWM before this part ${peakBefore} MB${fanOutOnly ? ' (set-up, password hashing included)' : ''}`;
     const jobTrouble = await failedJobs(redis, config.redisPrefix);

@@ -26,7 +26,7 @@ import { connectRedis, createRedis } from '../storage/redis.ts';
 import { HomeFeeds } from '../storage/feeds.ts';
 import { PULL_QUEUE } from '../jobs/queues.ts';
 import { seedFollowers } from './seed.ts';
-import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, stackCpuMs, startServer, waitHealthy } from './common.ts';
 
 const PORT = Number(process.env.BENCH_PORT ?? 3970);
 /** BENCH_ROUNDS: rounds (5 unless told), each way in turn. */
@@ -145,6 +145,14 @@ async function main() {
       }
     }
 
+    /** CPU so far of the server process(es), their children (the picture process), PostgreSQL and Redis (ms). */
+    async function cpuNow() {
+      const web = await stackCpuMs(server.pid!, redis as Redis);
+      if (!worker) return web;
+      const other = await stackCpuMs(worker.pid!, redis as Redis);
+      return { ...web, server: web.server + other.server, children: web.children + other.children };
+    }
+
     type Way = 'media' | 'held' | 'plain';
     /**
      * One phase: POSTS posts sent SENDERS at a time (a burst), or PACED_POSTS at PACE a second, while the reader's home
@@ -190,6 +198,8 @@ async function main() {
       }
       tracker.stop();
       const { result, ms } = await reads;
+      // Held copies let go with nothing else running: what each costs the machine, process by process.
+      const cpuBefore = way === 'held' ? await cpuNow() : null;
       if (way === 'held') await copyQueue.resume();
       let copied = NaN;
       if (withMedia) {
@@ -199,7 +209,11 @@ async function main() {
           await new Promise((r) => setTimeout(r, 100));
         }
       }
-      return { sentMs: sent, fanoutMs: fanout, copiedMs: copied, rps: Math.round(result.requests.total / (ms / 1000)), p99: result.latency.p99, errors: result.errors + result.non2xx };
+      const cpuAfter = cpuBefore ? await cpuNow() : null;
+      const copyCpu = cpuBefore && cpuAfter
+        ? { web: (cpuAfter.server - cpuBefore.server) / count, pictures: (cpuAfter.children - cpuBefore.children) / count, postgres: (cpuAfter.postgres - cpuBefore.postgres) / count, redis: (cpuAfter.redis - cpuBefore.redis) / count }
+        : null;
+      return { sentMs: sent, fanoutMs: fanout, copiedMs: copied, rps: Math.round(result.requests.total / (ms / 1000)), p99: result.latency.p99, errors: result.errors + result.non2xx, copyCpu };
     }
 
     // Warm-up (not counted): the key fetched, the caches and JIT warm.
@@ -213,7 +227,7 @@ async function main() {
     for (let i = 0; i < ROUNDS; i++) {
       if (ONLY) {
         const p = await phase(ONLY as Way, process.env.BENCH_ONLY_PACED === 'true');
-        console.log(`  ${ONLY}: sent in ${s1(p.sentMs)} s, in every watched feed after ${s1(p.fanoutMs)} s, home ${p.rps} req/s`);
+        console.log(`  ${ONLY}: sent in ${s1(p.sentMs)} s, in every watched feed after ${s1(p.fanoutMs)} s, home ${p.rps} req/s${p.copyCpu ? `; CPU per copy (ms) ${Object.entries(p.copyCpu).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}` : ''}`);
         continue;
       }
       const round = {} as Round;
@@ -238,6 +252,8 @@ async function main() {
     console.log(`    with media / without: ${spread(of((r) => r.media.burst.rps / r.plain.burst.rps))}; with media / copies held: ${spread(of((r) => r.media.burst.rps / r.held.burst.rps))}`);
     console.log(`  paced (${PACE} posts a second), home req/s: with media ${spread(of((r) => r.media.paced.rps), 0)}; copies held ${spread(of((r) => r.held.paced.rps), 0)}; without ${spread(of((r) => r.plain.paced.rps), 0)}`);
     console.log(`    with media / without: ${spread(of((r) => r.media.paced.rps / r.plain.paced.rps))}; with media / copies held: ${spread(of((r) => r.media.paced.rps / r.held.paced.rps))}`);
+    const copyCpu = (k: 'web' | 'pictures' | 'postgres' | 'redis') => spread(rounds.flatMap((r) => [r.held.burst.copyCpu![k], r.held.paced.copyCpu![k]]));
+    console.log(`  CPU per copy (ms; held copies let go with nothing else running): ${SPLIT ? 'web and worker processes' : 'server process'} ${copyCpu('web')}; picture process ${copyCpu('pictures')}; PostgreSQL ${copyCpu('postgres')}; Redis ${copyCpu('redis')}`);
     console.log(`  photos copied per second (burst, from the first delivery): ${spread(of((r) => POSTS / (r.media.burst.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${Atomics.load(gets, 0)} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
   } finally {
     await copyQueue.close();

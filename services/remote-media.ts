@@ -317,10 +317,13 @@ async function storeCopy(ctx: Ctx, mediaId: string, sourceUrl: string, files: { 
   try {
     for (const f of files) await ctx.fileHost.put(f.key, f.data, f.type);
     await recordCachedFiles(ctx.db, files.map((f) => ({ key: f.key, kind: 'attachment' as const, ownerId: mediaId, sourceUrl, bytes: f.data.length })));
-    const set = await transaction(ctx.db, async (tx): Promise<{ job: OutboxRow | null } | null> => {
-      if (!(await setAttachmentCopy(tx, mediaId, c))) return null;
-      return { job: conversion === 'none' ? null : await addToOutbox(tx, 'transcodeRemoteMedia', { mediaId }) };
-    });
+    // One statement needs no transaction of its own (two round trips less a copy, most copies having no conversion).
+    const set = conversion === 'none'
+      ? ((await setAttachmentCopy(ctx.db, mediaId, c)) ? { job: null } : null)
+      : await transaction(ctx.db, async (tx): Promise<{ job: OutboxRow | null } | null> => {
+        if (!(await setAttachmentCopy(tx, mediaId, c))) return null;
+        return { job: await addToOutbox(tx, 'transcodeRemoteMedia', { mediaId }) };
+      });
     if (set) {
       if (set.job) await ctx.jobs?.enqueue(set.job).catch(() => {}); // the outbox sweeper queues it otherwise
       return true;

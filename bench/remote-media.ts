@@ -13,6 +13,7 @@
 //   quiet).
 // Held against copied tells what copying itself costs, apart from what a post with a photo costs anyway (its
 // attachment's row and JSON, a larger timeline to render). Figures printed, never asserted.
+import { spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { setPriority } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -42,6 +43,9 @@ const ONLY = process.env.BENCH_ONLY;
 /** BENCH_READ_CONNECTIONS: the reader's connections (16); 0 measures fan-out alone. */
 const READ_CONNECTIONS = Number(process.env.BENCH_READ_CONNECTIONS ?? 16);
 const SPLIT = process.env.BENCH_SPLIT === 'true';
+// BENCH_IDLE_SPINNER=true: a process that only spins, in the idle scheduling class at nice 19 (as the picture process
+// runs), for the whole run: what CPU work at the lowest priority costs the reader on this machine, whatever the work.
+const IDLE_SPINNER = process.env.BENCH_IDLE_SPINNER === 'true';
 // BENCH_WORKER_NICE=n (with BENCH_SPLIT): the worker process at that nice value, to see what CPU priority alone does.
 const { env, config, base } = benchSettings(PORT, { ALLOW_PRIVATE_ADDRESSES: 'true' });
 const AS = 'https://www.w3.org/ns/activitystreams';
@@ -101,6 +105,7 @@ async function main() {
 
 
   // BENCH_SPLIT=true: a web process and a worker process (docs/scaling.md) rather than one with every role.
+  const spinner = IDLE_SPINNER ? spawn('chrt', ['--idle', '0', 'nice', '-n', '19', process.execPath, '-e', 'for (;;);'], { stdio: 'inherit' }) : null;
   const server = startServer(env, SPLIT ? { role: 'web' } : {});
   const worker = SPLIT ? startServer(env, { role: 'worker' }) : null;
   if (worker?.pid && process.env.BENCH_WORKER_NICE) setPriority(worker.pid, Number(process.env.BENCH_WORKER_NICE));
@@ -256,6 +261,7 @@ async function main() {
     console.log(`  CPU per copy (ms; held copies let go with nothing else running): ${SPLIT ? 'web and worker processes' : 'server process'} ${copyCpu('web')}; picture process ${copyCpu('pictures')}; PostgreSQL ${copyCpu('postgres')}; Redis ${copyCpu('redis')}`);
     console.log(`  photos copied per second (burst, from the first delivery): ${spread(of((r) => POSTS / (r.media.burst.copiedMs / 1000)), 0)}; ${copiedFiles} files in the ledger, ${Atomics.load(gets, 0)} GETs to the file server; ${retried} deliveries tried again after a 503 or 429\n`);
   } finally {
+    spinner?.kill();
     await copyQueue.close();
     await db.end();
     await remote.terminate();

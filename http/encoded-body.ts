@@ -4,18 +4,19 @@ import { negotiate } from '@fastify/accept-negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
- * Bodies kept and sent many times (a home-timeline page served from the page cache), sent compressed to the apps that
- * ask for it, as a Mastodon server's answers come through its nginx (`gzip on` for JSON). Each encoding of a kept body
- * is made once, on the first request that takes it, and kept beside the body for as long as the body itself is kept;
- * every later request sends the same bytes. Answers made anew for each request are not compressed here: that is the
- * reverse proxy's work, if any.
+ * Bodies kept and sent many times (home-timeline pages from the page cache, public pages kept for strangers), sent
+ * compressed to the apps that ask for it, as a Mastodon server's answers come through its nginx (`gzip on` for JSON).
+ * Each encoding of a kept body is made once, on the first request that takes it, and kept beside the body for as long
+ * as the body itself is kept (a fraction of its size, outside the caches' byte bounds); every later request sends
+ * the same bytes. Answers made anew for each request are not compressed here: that is the reverse proxy's work, if
+ * any (docs/install.md).
  */
 const brotli = promisify(brotliCompress);
 const gzipped = promisify(gzip);
 
 /** Best first: brotli is some 15% smaller on JSON at the same speed, gzip what every app's HTTP library takes. */
-const ENCODINGS = ['br', 'gzip'] as const;
-type Encoding = (typeof ENCODINGS)[number];
+type Encoding = 'br' | 'gzip';
+const ENCODINGS: Encoding[] = ['br', 'gzip'];
 /** Below this, compressing saves less than the headers it adds. */
 const MIN_BYTES = 1024;
 
@@ -32,7 +33,7 @@ const encoded = new WeakMap<Buffer, Partial<Record<Encoding, Promise<Buffer | nu
 function encodingFor(request: FastifyRequest, body: Buffer): { name: Encoding; data: Promise<Buffer | null> } | null {
   if (body.length < MIN_BYTES) return null;
   const header = request.headers['accept-encoding'];
-  const name = typeof header === 'string' ? (negotiate(header, [...ENCODINGS]) as Encoding | null) : null;
+  const name = typeof header === 'string' ? (negotiate(header, ENCODINGS) as Encoding | null) : null;
   if (!name) return null;
   let made = encoded.get(body);
   if (!made) encoded.set(body, (made = {}));

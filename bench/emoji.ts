@@ -16,7 +16,7 @@ import { connectRedis, createRedis } from '../storage/redis.ts';
 import { CacheVersions } from '../storage/cache-versions.ts';
 import { createFileHost } from '../storage/filehost/index.ts';
 import { addLocalEmoji } from '../services/custom-emojis.ts';
-import { accountMaker, api, benchSettings, cleanUpBench, startServer, waitHealthy } from './common.ts';
+import { accountMaker, api, benchSettings, cleanUpBench, cpuMicros, startServer, waitHealthy } from './common.ts';
 
 const PORT = Number(process.env.BENCH_PORT ?? 3950);
 /** BENCH_ROUNDS: alternating rounds of each timeline (5 unless told), BENCH_SECONDS long each (5). */
@@ -27,21 +27,16 @@ const { env, config, base } = benchSettings(PORT, { METRICS_TOKEN: 'bench-metric
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** A process's CPU time so far (user and system, ms): unlike requests per second, hardly moved by others' load. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ
-}
-
 /**
  * `pid`: the process answering, whose CPU time per answered request is measured. `encoding`: the Accept-Encoding
  * asked with, as apps ask (none: as autocannon asks, the uncompressed bytes).
  */
 async function load(token: string, pid: number, origin = base, encoding?: string) {
-  const cpuBefore = cpuMs(pid);
+  // CPU time, unlike requests per second, is hardly moved by others' load.
+  const cpuBefore = cpuMicros(pid);
   const headers = { authorization: `Bearer ${token}`, ...(encoding ? { 'accept-encoding': encoding } : {}) };
   const result = await autocannon({ url: `${origin}/api/v1/timelines/home`, connections: 32, duration: SECONDS, headers });
-  const cpuUs = ((cpuMs(pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total);
+  const cpuUs = (cpuMicros(pid) - cpuBefore) / Math.max(1, result.requests.total);
   return { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.errors + result.non2xx, cpuUs };
 }
 
@@ -71,7 +66,7 @@ async function main() {
     // better than real posts do, and flatter the compressed figures.
     let seed = 42;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
-    const vocabulary = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8').match(/\b[a-z]{3,8}\b/gi)!.filter((w, i, all) => all.indexOf(w) === i);
+    const vocabulary = [...new Set(readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8').match(/\b[a-z]{3,8}\b/gi)!)];
     const words = (n: number) => Array.from({ length: n }, () => vocabulary[next() % vocabulary.length]).join(' ');
     const text = (i: number) => `Post ${i}: ${words(10)}, with a question about #fediverse? ${words(20)}.`;
     const codes = Array.from({ length: EMOJI }, (_, i) => `:bench_emoji_${i}:`).join(' ');
